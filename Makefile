@@ -1,0 +1,36 @@
+# litebert: `make demo` and `make test` work on a fresh machine with only python3 and pip.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-slow bench lint clean
+
+# Idempotent: re-installs only when pyproject.toml changes. torch is pinned to the CPU wheel
+# that lies on these machines; any looser spec would pull gigabytes of CUDA packages.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/litebert params
+	$(VENV)/bin/litebert smoke --preset tiny
+
+test: setup
+	$(PY) -m pytest
+
+test-slow: setup
+	$(PY) -m pytest -m slow
+
+bench: setup
+	$(PY) benchmarks/bench_model.py
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build src/*.egg-info

@@ -1,0 +1,20 @@
+"""litebert: ALBERT ("A Lite BERT") as a fast, complete PyTorch toolkit."""
+
+from litebert.config import PRESETS, AlbertConfig, ConfigError
+from litebert.model import (
+    AlbertForMaskedLM,
+    AlbertForMultipleChoice,
+    AlbertForPreTraining,
+    AlbertForQuestionAnswering,
+    AlbertForSequenceClassification,
+    AlbertForTokenClassification,
+    AlbertModel,
+    CheckpointError,
+)
+
+__version__ = "0.1.0"
+__all__ = [
+    "PRESETS", "AlbertConfig", "AlbertForMaskedLM", "AlbertForMultipleChoice",
+    "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForSequenceClassification",
+    "AlbertForTokenClassification", "AlbertModel", "CheckpointError", "ConfigError",
+]

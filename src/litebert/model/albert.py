@@ -1,0 +1,163 @@
+"""The ALBERT backbone, top to bottom in one file.
+
+    input ids (B, T)
+      -> word + position + token-type embeddings in E-space, LayerNorm(E), dropout
+      -> E->H projection (`embedding_hidden_mapping_in`; absent for BERT)
+      -> L x inner_group_num post-LN transformer layers, weights shared across depth
+      -> last_hidden_state (B, T, H), pooler_output = tanh(dense(h[:, 0])) (B, H)
+
+Cross-layer sharing. The encoder keeps two flat lists, `attentions` and `ffns`, and two index
+tables saying which entry each layer position uses. With sharing "all" both tables follow
+transformers' groups (layer i uses group int(i * G / L), each group holds inner_group_num
+layers); "attention" / "ffn" share only that half and give the other half one module per
+position; "none" gives every position its own modules. The state dict therefore names
+`encoder.attentions.{n}` / `encoder.ffns.{n}`; model/hub.py maps it to and from transformers'
+`albert_layer_groups.{g}.albert_layers.{j}` layout (n = g * inner_group_num + j).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.outputs import BaseModelOutput
+
+
+def activation(name: str):
+    """GELU "gelu_new" is the tanh approximation of the official code; "gelu" is exact erf."""
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: F.gelu(x, approximate="tanh")  # one fused kernel, fused backward
+    return {"gelu": F.gelu, "relu": F.relu, "silu": F.silu, "swish": F.silu,
+            "tanh": torch.tanh}[name]
+
+
+class AlbertEmbeddings(nn.Module):
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E = config.embedding_size
+        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
+        self.LayerNorm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids=None, position_ids=None):
+        B, T = input_ids.shape
+        if position_ids is None:
+            position_ids = torch.arange(T, device=input_ids.device)  # (T,), broadcast over B
+        x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # (B, T, E)
+        if token_type_ids is None:
+            x = x + self.token_type_embeddings.weight[0]
+        else:
+            x = x + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.LayerNorm(x))
+
+
+class AlbertAttention(nn.Module):
+    """Multi-head self-attention + output projection + residual + post-LayerNorm."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        H = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.query = nn.Linear(H, H)
+        self.key = nn.Linear(H, H)
+        self.value = nn.Linear(H, H)
+        self.dense = nn.Linear(H, H)
+        self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.attention_dropout = config.attention_probs_dropout_prob
+        self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, mask=None):  # x (B, T, H); mask (B, 1, 1, T) additive or None
+        B, T, H = x.shape
+        # One GEMM for q, k and v: the three weights concatenated on the fly.
+        w = torch.cat((self.query.weight, self.key.weight, self.value.weight))  # (3H, H)
+        b = torch.cat((self.query.bias, self.key.bias, self.value.bias))  # (3H,)
+        qkv = F.linear(x, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, nh, T, hd)
+        p = self.attention_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = y.transpose(1, 2).reshape(B, T, H)  # (B, T, H)
+        return self.LayerNorm(x + self.output_dropout(self.dense(y)))
+
+
+class AlbertFFN(nn.Module):
+    """Position-wise feed-forward + residual + post-LayerNorm (transformers' names)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.ffn = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.full_layer_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.act = activation(config.hidden_act)
+        # The official code drops out the FFN output; transformers' ALBERT does not (no
+        # difference at inference, or with the v2 configs' dropout of 0).
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x):  # (B, T, H)
+        h = self.ffn_output(self.act(self.ffn(x)))  # (B, T, I) -> (B, T, H)
+        return self.full_layer_layer_norm(x + self.dropout(h))
+
+
+def sharing_tables(config: AlbertConfig) -> tuple[list[int], list[int]]:
+    """For each layer position, the index of its attention module and of its FFN module."""
+    inner = config.inner_group_num
+    positions = range(config.num_layer_positions)
+    grouped = [config.group_of_layer(k // inner) * inner + k % inner for k in positions]
+    own = list(positions)
+    attn = grouped if config.sharing in ("all", "attention") else own
+    ffn = grouped if config.sharing in ("all", "ffn") else own
+    return attn, ffn
+
+
+class AlbertEncoder(nn.Module):
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E, H = config.embedding_size, config.hidden_size
+        self.embedding_hidden_mapping_in = nn.Linear(E, H) if config.has_projection else None
+        self.attention_index, self.ffn_index = sharing_tables(config)
+        self.attentions = nn.ModuleList(
+            AlbertAttention(config) for _ in range(max(self.attention_index) + 1))
+        self.ffns = nn.ModuleList(AlbertFFN(config) for _ in range(max(self.ffn_index) + 1))
+
+    def forward(self, x, mask=None):  # x (B, T, E)
+        if self.embedding_hidden_mapping_in is not None:
+            x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
+        for a, f in zip(self.attention_index, self.ffn_index):
+            x = self.ffns[f](self.attentions[a](x, mask))
+        return x
+
+
+def additive_mask(attention_mask, dtype):
+    """(B, T) 1 = token, 0 = pad  ->  (B, 1, 1, T) 0 / -inf-ish added to attention scores.
+
+    Returns None when nothing is padded, so SDPA can take its unmasked fast path.
+    """
+    if attention_mask is None or bool(attention_mask.all()):
+        return None
+    keep = attention_mask[:, None, None, :].to(torch.bool)
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(
+        ~keep, torch.finfo(dtype).min)
+
+
+class AlbertModel(AlbertPreTrainedModel):
+    """The backbone: embeddings -> projection -> shared layers -> pooler."""
+
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = AlbertEmbeddings(config)
+        self.encoder = AlbertEncoder(config)
+        H = config.hidden_size
+        self.pooler = nn.Linear(H, H) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+        x = self.encoder(x, additive_mask(attention_mask, x.dtype))  # (B, T, H)
+        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H)
+        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled)

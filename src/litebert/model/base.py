@@ -1,0 +1,56 @@
+"""What every litebert model shares: weight initialisation, parameter counts, save/load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from litebert.config import AlbertConfig
+
+
+class AlbertPreTrainedModel(nn.Module):
+    config: AlbertConfig
+
+    def init_weights(self) -> None:
+        """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms."""
+        std = self.config.initializer_range
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
+                if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+                    with torch.no_grad():
+                        module.weight[module.padding_idx].zero_()
+                if getattr(module, "bias", None) is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.LayerNorm):
+                nn.init.ones_(module.weight)
+                nn.init.zeros_(module.bias)
+        for name, param in self.named_parameters():
+            if name.endswith("predictions.bias"):
+                nn.init.zeros_(param)
+
+    @property
+    def base_model(self) -> nn.Module:
+        """The backbone (AlbertModel) under the heads; the model itself when it has none."""
+        return getattr(self, "albert", self)
+
+    def num_parameters(self, only_backbone: bool = False) -> int:
+        """Distinct parameters (tied and shared ones counted once)."""
+        module = self.base_model if only_backbone else self
+        return sum(p.numel() for p in module.parameters())
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        from litebert.model.hub import save_pretrained
+
+        return save_pretrained(self, directory)
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path, *, strict: bool = False,
+                        **config_overrides: Any):
+        """Load a litebert, transformers ALBERT or transformers BERT model directory."""
+        from litebert.model.hub import load_pretrained
+
+        return load_pretrained(cls, directory, strict=strict, **config_overrides)

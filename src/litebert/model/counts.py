@@ -1,0 +1,59 @@
+"""Parameter counts of presets and of the paper's ablations, without allocating weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from litebert.config import AlbertConfig
+
+
+@dataclass
+class CountRow:
+    name: str
+    config: AlbertConfig
+    backbone: int
+    with_heads: int
+    paper: str = ""  # the paper's rounded figure, where it gives one
+
+
+def count(config: AlbertConfig) -> tuple[int, int]:
+    """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used."""
+    from litebert.model import AlbertForPreTraining
+
+    with torch.device("meta"):
+        model = AlbertForPreTraining(config)
+    return model.num_parameters(only_backbone=True), model.num_parameters()
+
+
+# Table 1 and Table 3 / Table 4 of the paper (vocabulary 30k), rounded as printed there.
+PAPER_PRESETS = {"albert-base": "12M", "albert-large": "18M", "albert-xlarge": "60M",
+                 "albert-xxlarge": "235M", "bert-base": "108M", "bert-large": "334M",
+                 "bert-xlarge": "1270M"}
+PAPER_EMBEDDING = {(64, "none"): "87M", (128, "none"): "89M", (256, "none"): "93M",
+                   (768, "none"): "108M", (64, "all"): "10M", (128, "all"): "12M",
+                   (256, "all"): "16M", (768, "all"): "31M"}
+PAPER_SHARING = {(768, "all"): "31M", (768, "attention"): "83M", (768, "ffn"): "57M",
+                 (768, "none"): "108M", (128, "all"): "12M", (128, "attention"): "64M",
+                 (128, "ffn"): "38M", (128, "none"): "89M"}
+
+
+def preset_rows(presets: dict) -> list[CountRow]:
+    rows = []
+    for name in presets:
+        config = AlbertConfig.from_preset(name)
+        rows.append(CountRow(name, config, *count(config), PAPER_PRESETS.get(name, "")))
+    return rows
+
+
+def ablation_rows() -> list[CountRow]:
+    """ALBERT-base with E in {64, 128, 256, 768} x sharing (paper Tables 3 and 4)."""
+    rows = []
+    for (E, sharing), paper in {**PAPER_EMBEDDING, **PAPER_SHARING}.items():
+        name = f"albert-base E={E} sharing={sharing}"
+        if any(r.name == name for r in rows):
+            continue
+        config = AlbertConfig.from_preset("albert-base", embedding_size=E, sharing=sharing)
+        rows.append(CountRow(name, config, *count(config), paper))
+    return rows

@@ -1,0 +1,229 @@
+"""Task heads on the ALBERT backbone, named and shaped like transformers' classes.
+
+Losses follow transformers: -100 labels are ignored; SequenceClassification with
+num_labels == 1 is regression (MSE). One deliberate difference: given `labels`, the MLM heads
+compute logits only at the masked positions (labels != -100), so `prediction_logits` /
+`logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model.albert import AlbertModel, activation
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.outputs import (
+    ClassifierOutput,
+    MaskedLMOutput,
+    PreTrainingOutput,
+    QuestionAnsweringOutput,
+)
+
+IGNORE = -100
+
+
+class AlbertMLMHead(nn.Module):
+    """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
+        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.act = activation(config.hidden_act)
+
+    def forward(self, h, word_embeddings):  # h (..., H); word_embeddings (V, E)
+        h = self.LayerNorm(self.act(self.dense(h)))  # (..., E)
+        return F.linear(h, word_embeddings, self.bias)  # (..., V)
+
+
+class AlbertSOPHead(nn.Module):
+    """Two-way classifier on the pooled output: sentence order (SOP) or next sentence (NSP)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, pooled):  # (B, H) -> (B, 2)
+        return self.classifier(self.dropout(pooled))
+
+
+def _two_labels(config: AlbertConfig) -> AlbertConfig:
+    """transformers sizes the SOP and span heads by num_labels: keep it at their 2 outputs."""
+    return config if config.num_labels == 2 else config.replace(num_labels=2, id2label=None)
+
+
+def _masked_lm(head, hidden, embeddings, labels):
+    """MLM logits and mean loss; with labels, logits only where labels != -100."""
+    if labels is None:
+        return None, head(hidden, embeddings)  # (B, T, V)
+    masked = labels != IGNORE  # (B, T)
+    logits = head(hidden[masked], embeddings)  # (N, V)
+    target = labels[masked]  # (N,)
+    # Sum / max(N, 1): a batch without masked tokens gives 0, not NaN.
+    loss = F.cross_entropy(logits, target, reduction="sum") / max(target.numel(), 1)
+    return loss, logits
+
+
+class AlbertForPreTraining(AlbertPreTrainedModel):
+    """MLM + sentence-order prediction (the same 2-way head serves NSP)."""
+
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        config = _two_labels(config)
+        self.config = config
+        self.albert = AlbertModel(config)
+        self.predictions = AlbertMLMHead(config)
+        self.sop_classifier = AlbertSOPHead(config)
+        self.init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None, sentence_order_label=None, next_sentence_label=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        words = self.albert.embeddings.word_embeddings.weight
+        mlm_loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
+        sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
+        order = sentence_order_label if sentence_order_label is not None else next_sentence_label
+        sop_loss = F.cross_entropy(sop_logits, order.view(-1)) if order is not None else None
+        parts = [x for x in (mlm_loss, sop_loss) if x is not None]
+        return PreTrainingOutput(
+            loss=sum(parts) if parts else None, mlm_loss=mlm_loss, sop_loss=sop_loss,
+            prediction_logits=logits, sop_logits=sop_logits,
+            last_hidden_state=out.last_hidden_state)
+
+
+class AlbertForMaskedLM(AlbertPreTrainedModel):
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.predictions = AlbertMLMHead(config)
+        self.init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        words = self.albert.embeddings.word_embeddings.weight
+        loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
+        return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
+
+
+class _Classifier(AlbertPreTrainedModel):
+    """Backbone + dropout + linear layer; subclasses say what it reads and how it is scored."""
+
+    pooling = True
+
+    def __init__(self, config: AlbertConfig, out_features: int):
+        super().__init__()
+        self.config = config
+        self.num_labels = config.num_labels
+        self.albert = AlbertModel(config, add_pooling_layer=self.pooling)
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, out_features)
+        self.init_weights()
+
+
+class AlbertForSequenceClassification(_Classifier):
+    """Pooled output -> num_labels logits; num_labels == 1 is regression (MSE)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
+        loss = None if labels is None else self._loss(logits, labels)
+        return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
+
+    def _loss(self, logits, labels):
+        kind = self.config.problem_type
+        if kind is None:
+            if self.num_labels == 1:
+                kind = "regression"
+            elif labels.dtype in (torch.long, torch.int):
+                kind = "single_label_classification"
+            else:
+                kind = "multi_label_classification"
+        if kind == "regression":
+            if self.num_labels == 1:
+                return F.mse_loss(logits.squeeze(), labels.squeeze().to(logits.dtype))
+            return F.mse_loss(logits, labels.to(logits.dtype))
+        if kind == "single_label_classification":
+            return F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+
+
+class AlbertForTokenClassification(_Classifier):
+    """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored."""
+
+    pooling = False
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config, config.num_labels)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, num_labels)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
+
+
+class AlbertForMultipleChoice(_Classifier):
+    """Inputs (B, C, T): each choice scored from its pooled output; logits (B, C)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(config, 1)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None):
+        B, C, T = input_ids.shape
+        flat = [None if x is None else x.reshape(B * C, T)
+                for x in (attention_mask, token_type_ids, position_ids)]
+        out = self.albert(input_ids.reshape(B * C, T), *flat)
+        logits = self.classifier(self.dropout(out.pooler_output)).view(B, C)  # (B, C)
+        loss = None if labels is None else F.cross_entropy(logits, labels)
+        return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
+
+
+class AlbertForQuestionAnswering(AlbertPreTrainedModel):
+    """Start/end logits per token. SQuAD 2.0 "no answer" is start = end = 0 ([CLS])."""
+
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        config = _two_labels(config)
+        self.config = config
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        self.init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                start_positions=None, end_positions=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        logits = self.qa_outputs(out.last_hidden_state)  # (B, T, 2)
+        start, end = (x.squeeze(-1).contiguous() for x in logits.split(1, dim=-1))  # (B, T)
+        loss = None
+        if start_positions is not None and end_positions is not None:
+            # Positions outside the window (clamped to T) are ignored, as in transformers.
+            T = start.size(1)
+            s = start_positions.view(-1).clamp(0, T)
+            e = end_positions.view(-1).clamp(0, T)
+            loss = (F.cross_entropy(start, s, ignore_index=T)
+                    + F.cross_entropy(end, e, ignore_index=T)) / 2
+        return QuestionAnsweringOutput(loss=loss, start_logits=start, end_logits=end,
+                                       last_hidden_state=out.last_hidden_state)
+
+
+MODEL_CLASSES = {cls.__name__: cls for cls in (
+    AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
+    AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering)}

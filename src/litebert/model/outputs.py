@@ -1,0 +1,59 @@
+"""Output records with transformers' field names; fields read as attributes or as keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+
+class _Output:
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+    def to_dict(self) -> dict[str, torch.Tensor]:
+        return {k: getattr(self, k) for k in self.keys()}
+
+
+@dataclass
+class BaseModelOutput(_Output):
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor | None = None
+
+
+@dataclass
+class PreTrainingOutput(_Output):
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    sop_loss: torch.Tensor | None = None
+    # (B, T, V) without labels; with labels only the N masked positions: (N, V).
+    prediction_logits: torch.Tensor | None = None
+    sop_logits: torch.Tensor | None = None  # (B, 2)
+    last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
+class MaskedLMOutput(_Output):
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None  # (B, T, V), or (N, V) at the masked positions
+    last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
+class ClassifierOutput(_Output):
+    """Sequence, token and multiple-choice heads."""
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
+class QuestionAnsweringOutput(_Output):
+    loss: torch.Tensor | None = None
+    start_logits: torch.Tensor | None = None  # (B, T)
+    end_logits: torch.Tensor | None = None  # (B, T)
+    last_hidden_state: torch.Tensor | None = None
