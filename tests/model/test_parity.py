@@ -166,7 +166,6 @@ def test_gradients_match_transformers(tmp_path):
     ours(**x).loss.backward()
     theirs(**x).loss.backward()
     their_grads = {n: p.grad for n, p in theirs.named_parameters()}
-    from litebert.model.hub import _canonical_state, external_key
 
     ours_params = dict(ours.named_parameters())
     for name in _canonical_state(ours):

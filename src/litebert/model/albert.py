@@ -126,7 +126,7 @@ class AlbertEncoder(nn.Module):
     def forward(self, x, mask=None):  # x (B, T, E)
         if self.embedding_hidden_mapping_in is not None:
             x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
-        for a, f in zip(self.attention_index, self.ffn_index):
+        for a, f in zip(self.attention_index, self.ffn_index, strict=True):
             x = self.ffns[f](self.attentions[a](x, mask))
         return x
 

@@ -30,7 +30,8 @@ WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
 # Keys some files carry that hold no learned state (buffers, copies of tied weights).
-_SKIPPED = re.compile(r"(position_ids|embeddings\.token_type_ids|predictions\.decoder\.(weight|bias))$")
+_SKIPPED = re.compile(
+    r"(position_ids|embeddings\.token_type_ids|predictions\.decoder\.(weight|bias))$")
 # Heads other classes use: present in a file but unused by this class is fine.
 _HEAD_PREFIXES = ("predictions.", "sop_classifier.", "classifier.", "qa_outputs.",
                   "albert.pooler.", "cls.", "bert.pooler.")
@@ -197,7 +198,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
         try:
             config = config.replace(**overrides)
         except (TypeError, ConfigError) as err:
-            raise ConfigError(f"{directory}/config.json with overrides {overrides}: {err}") from None
+            raise ConfigError(f"{directory}: config with overrides {overrides}: {err}") from None
     state, source = read_weights(directory)
     model = cls(config)
     ours = _canonical_state(model)
