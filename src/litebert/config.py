@@ -198,7 +198,8 @@ _HF_BERT_DEFAULTS: dict[str, Any] = dict(
 )
 # Keys that only describe the file or the training run that wrote it.
 _IGNORED_KEYS = {"label2id", "transformers_version", "torch_dtype", "dtype", "output_past",
-                 "_name_or_path", "use_cache", "gradient_checkpointing"}
+                 "_name_or_path", "use_cache", "gradient_checkpointing",
+                 "position_embedding_type"}
 _FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {"extra"}
 
 
@@ -207,6 +208,10 @@ def _config_from_dict(cls: type[AlbertConfig], data: dict[str, Any], source: str
     model_type = data.get("model_type", "albert")
     if model_type == "litebert":  # our own layout for attention-/FFN-only sharing
         model_type = "albert"
+    kind = data.get("position_embedding_type", "absolute")
+    if kind != "absolute":
+        raise ConfigError(f"{source}: position_embedding_type={kind!r} is not supported "
+                          "(only 'absolute', as in BERT and ALBERT)")
     if model_type == "bert":
         _check_bert(data, source)
         values = {**_HF_BERT_DEFAULTS, **data}
@@ -250,10 +255,6 @@ def _check_google_albert(data: dict[str, Any], source: str) -> None:
 
 
 def _check_bert(data: dict[str, Any], source: str) -> None:
-    kind = data.get("position_embedding_type", "absolute")
-    if kind != "absolute":
-        raise ConfigError(f"{source}: position_embedding_type={kind!r} is not supported "
-                          "(only 'absolute', as in BERT and ALBERT)")
     if data.get("is_decoder") or data.get("add_cross_attention"):
         raise ConfigError(f"{source}: decoder BERT models are not supported")
 

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+import transformers
+
+from litebert import PRESETS, AlbertConfig, ConfigError
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_presets_build(name):
+    config = AlbertConfig.from_preset(name)
+    assert config.hidden_size % config.num_attention_heads == 0
+
+
+def test_unknown_preset_lists_choices():
+    with pytest.raises(ConfigError, match="unknown preset 'albert-huge'.*albert-base"):
+        AlbertConfig.from_preset("albert-huge")
+
+
+@pytest.mark.parametrize("changes, field, words", [
+    (dict(hidden_size=100, num_attention_heads=12), "hidden_size", "num_attention_heads=12"),
+    (dict(num_hidden_layers=12, num_hidden_groups=5), "num_hidden_groups", "divide"),
+    (dict(hidden_act="gelu_fast"), "hidden_act", "unknown"),
+    (dict(sharing="some"), "sharing", "unknown"),
+    (dict(vocab_size=0), "vocab_size", "positive"),
+    (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob", r"\[0, 1\)"),
+    (dict(model_type="bert", sharing="none", embedding_size=128), "embedding_size", "BERT"),
+    (dict(pad_token_id=40000), "pad_token_id", "vocab_size"),
+])
+def test_invalid_configs_name_the_field(changes, field, words):
+    with pytest.raises(ConfigError, match=rf"AlbertConfig\.{field}=.*{words}"):
+        AlbertConfig(**changes)
+
+
+def test_reads_transformers_albert_defaults():
+    config = AlbertConfig.from_dict(transformers.AlbertConfig().to_dict())
+    assert (config.hidden_size, config.num_attention_heads, config.intermediate_size) == (
+        4096, 64, 16384)  # transformers' default is xxlarge
+    assert config.model_type == "albert" and config.sharing == "all"
+
+
+def test_reads_transformers_bert():
+    hf = transformers.BertConfig(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                                 intermediate_size=100, classifier_dropout=0.3)
+    config = AlbertConfig.from_dict(hf.to_dict())
+    assert config.model_type == "bert" and config.sharing == "none"
+    assert config.embedding_size == 64 and not config.has_projection
+    assert config.num_hidden_groups == 3 and config.hidden_act == "gelu"
+    assert config.classifier_dropout_prob == 0.3
+
+
+def test_reads_google_albert_config(tmp_path):
+    google = {  # the keys of the released albert_config.json (base, v2)
+        "attention_probs_dropout_prob": 0, "hidden_act": "gelu", "hidden_dropout_prob": 0,
+        "embedding_size": 128, "hidden_size": 768, "initializer_range": 0.02,
+        "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
+        "num_hidden_layers": 12, "num_hidden_groups": 1, "net_structure_type": 0,
+        "gap_size": 0, "num_memory_blocks": 0, "inner_group_num": 1, "down_scale_factor": 1,
+        "type_vocab_size": 2, "vocab_size": 30000}
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps(google))
+    config = AlbertConfig.from_json_file(path)
+    assert config.hidden_size == 768 and config.hidden_act == "gelu"
+    assert "net_structure_type" not in config.to_dict()
+    path.write_text(json.dumps({**google, "net_structure_type": 1}))
+    with pytest.raises(ConfigError, match="albert_config.json: net_structure_type=1"):
+        AlbertConfig.from_json_file(path)
+
+
+def test_writes_config_transformers_reads():
+    ours = AlbertConfig.from_preset("albert-large", num_hidden_groups=2, hidden_act="gelu")
+    theirs = transformers.AlbertConfig(**ours.to_dict())
+    for key in ("hidden_size", "num_hidden_groups", "embedding_size", "hidden_act",
+                "intermediate_size", "num_attention_heads", "layer_norm_eps"):
+        assert getattr(theirs, key) == getattr(ours, key), key
+    assert AlbertConfig.from_dict(ours.to_dict()) == ours
+
+
+def test_not_shared_config_is_written_as_one_group_per_layer():
+    config = AlbertConfig(sharing="none", num_hidden_layers=6)
+    assert config.to_dict()["num_hidden_groups"] == 6
+    assert AlbertConfig.from_dict(config.to_dict()).sharing == "none"
+
+
+def test_partial_sharing_is_not_labelled_albert():
+    assert AlbertConfig(sharing="attention").to_dict()["model_type"] == "litebert"
+    back = AlbertConfig.from_dict(AlbertConfig(sharing="ffn").to_dict())
+    assert back.sharing == "ffn" and back.model_type == "albert"
+
+
+def test_bad_json_names_file_and_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{\n  "hidden_size": 768,\n  oops\n}')
+    with pytest.raises(ConfigError, match=r"config.json, line 3: invalid JSON"):
+        AlbertConfig.from_json_file(path)
+    with pytest.raises(ConfigError, match="no such config file"):
+        AlbertConfig.from_json_file(tmp_path / "missing.json")
+
+
+def test_invalid_value_in_file_names_file_and_field(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "albert", "hidden_size": 100,
+                                "num_attention_heads": 12}))
+    with pytest.raises(ConfigError, match=r"config.json: AlbertConfig.hidden_size=100"):
+        AlbertConfig.from_json_file(path)
+
+
+def test_labels_round_trip():
+    config = AlbertConfig(id2label={0: "neg", 1: "neu", 2: "pos"})
+    assert config.num_labels == 3
+    again = AlbertConfig.from_dict(config.to_dict())
+    assert again.id2label == {0: "neg", 1: "neu", 2: "pos"}
