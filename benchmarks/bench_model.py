@@ -21,24 +21,14 @@ import time
 import torch
 
 import litebert
-
-
-def make_batch(config, batch: int, seq: int, seed: int = 0) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, config.vocab_size, (batch, seq), generator=g)
-    labels = torch.full_like(ids, -100)
-    masked = torch.rand(batch, seq, generator=g) < 0.15
-    labels[masked] = ids[masked]
-    types = torch.zeros_like(ids)
-    types[:, seq // 2:] = 1
-    return dict(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
-                labels=labels, sentence_order_label=torch.randint(0, 2, (batch,), generator=g))
+from litebert.smoke import random_batch as make_batch
 
 
 def build_pair(preset: str):
     """A litebert model and a transformers model with identical weights."""
     import transformers
 
+    transformers.utils.logging.disable_progress_bar()
     config = litebert.AlbertConfig.from_preset(preset)
     torch.manual_seed(0)
     ours = litebert.AlbertForPreTraining(config)
