@@ -170,3 +170,9 @@ def test_all_heads_train_one_step():
         assert torch.isfinite(loss)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         assert grads and all(torch.isfinite(g).all() for g in grads), cls.__name__
+
+
+def test_too_long_input_is_a_clear_error():
+    model = litebert.AlbertModel(small_config(max_position_embeddings=16))
+    with pytest.raises(ValueError, match="sequence length 17 exceeds max_position_embeddings=16"):
+        model(torch.ones(1, 17, dtype=torch.long))

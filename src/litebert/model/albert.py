@@ -46,6 +46,9 @@ class AlbertEmbeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
         B, T = input_ids.shape
+        if T > self.position_embeddings.num_embeddings:
+            raise ValueError(f"sequence length {T} exceeds max_position_embeddings="
+                             f"{self.position_embeddings.num_embeddings}: truncate the input")
         if position_ids is None:
             position_ids = torch.arange(T, device=input_ids.device)  # (T,), broadcast over B
         x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # (B, T, E)
