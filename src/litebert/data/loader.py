@@ -1,0 +1,148 @@
+"""Reading a built data directory: Dataset, rank-aware sampler, padding collator.
+
+Masks: with static masking they come from the directory; with dynamic masking each item is
+masked when it is fetched, with a Generator seeded by (seed, epoch, index), so masks are
+fresh every epoch, identical across runs, and independent of DataLoader workers and ranks.
+Call `set_epoch(e)` on the dataset and the sampler at the start of every epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from litebert.data.masking import MaskingConfig, mask_tokens
+from litebert.data.shards import MANIFEST, SPLITS, BuildConfig, DataError, _memmap, assemble
+
+LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
+
+
+def load_manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST
+    if not path.is_file():
+        leftovers = list(directory.glob("*.tmp")) if directory.is_dir() else []
+        why = "an interrupted build (temporary files left)" if leftovers else "no data here"
+        raise DataError(f"{directory}: no {MANIFEST} ({why}); run `litebert data build` "
+                        f"with --out {directory}")
+    return json.loads(path.read_text())
+
+
+class PretrainingDataset(Dataset):
+    """Items: input_ids, token_type_ids, attention_mask, labels (-100 = not predicted) and
+    sentence_order_label / next_sentence_label (none for objective 'none')."""
+
+    def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None):
+        if split not in SPLITS:
+            raise DataError(f"split={split!r}: choose from {SPLITS}")
+        self.directory = Path(directory)
+        self.manifest = load_manifest(self.directory)
+        self.config = BuildConfig(**self.manifest["config"])
+        self.seed = self.config.seed if seed is None else seed
+        self.epoch = 0
+        tok = self.manifest["tokenizer"]
+        self._special = _special_ids(self.directory)
+        self.masking = MaskingConfig(
+            mask_token_id=self._special["mask"], vocab_size=tok["vocab_size"],
+            masked_lm_prob=self.config.masked_lm_prob,
+            max_predictions_per_seq=self.config.max_predictions_per_seq,
+            max_ngram=self.config.max_ngram)
+        d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
+        self.tokens = _memmap(d / "tokens.bin", dtype)
+        self.word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
+        self.rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+        self.split = split
+        if self.config.masking == "static":
+            self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
+            self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
+        self.label_key = LABEL_KEYS.get(self.config.objective)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        row = self.rows[index]
+        ids, types, starts, maskable = assemble(self.tokens, self.word_starts, row,
+                                                self._special["cls"], self._special["sep"])
+        if self.config.masking == "static":
+            lo, hi = self.mask_index[index], self.mask_index[index + 1]
+            positions, replaced = self.masks[lo:hi, 0], self.masks[lo:hi, 1]
+            labels = np.full(len(ids), -100, dtype=np.int64)
+            labels[positions] = ids[positions]
+            ids[positions] = replaced
+        else:
+            rng = np.random.default_rng([self.seed, self.epoch, int(index)])
+            ids, labels, _ = mask_tokens(ids, starts, maskable, self.masking, rng)
+        item = {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(types),
+                "attention_mask": torch.ones(len(ids), dtype=torch.long),
+                "labels": torch.from_numpy(labels)}
+        if self.label_key:
+            item[self.label_key] = torch.tensor(int(row[4]))
+        return item
+
+
+def _special_ids(directory: Path) -> dict[str, int]:
+    from litebert.tokenization import Tokenizer
+
+    tok = Tokenizer.from_pretrained(directory / "tokenizer")
+    return {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "mask": tok.mask_token_id,
+            "pad": tok.pad_token_id}
+
+
+def collate(items: list[dict[str, torch.Tensor]], pad_id: int = 0,
+            multiple_of: int = 8) -> dict[str, torch.Tensor]:
+    """Pad to the longest item (rounded up to `multiple_of`, kinder to matmul kernels)."""
+    longest = max(len(x["input_ids"]) for x in items)
+    width = -(-longest // multiple_of) * multiple_of
+    pads = {"input_ids": pad_id, "token_type_ids": 0, "attention_mask": 0, "labels": -100}
+    batch = {}
+    for key, value in pads.items():
+        out = torch.full((len(items), width), value, dtype=torch.long)
+        for i, x in enumerate(items):
+            out[i, :len(x[key])] = x[key]
+        batch[key] = out
+    for key in ("sentence_order_label", "next_sentence_label"):
+        if key in items[0]:
+            batch[key] = torch.stack([x[key] for x in items])
+    return batch
+
+
+class RankSampler(Sampler[int]):
+    """A disjoint, deterministic share of the indices for each rank, reshuffled per epoch.
+
+    Every rank draws the same permutation (seed + epoch) and keeps every world_size-th index
+    from its rank on; the tail is dropped so all ranks take the same number of steps.
+    Rank and world size default to torchrun's RANK and WORLD_SIZE.
+    """
+
+    def __init__(self, length: int, rank: int | None = None, world_size: int | None = None,
+                 seed: int = 0, shuffle: bool = True):
+        self.length = length
+        self.rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+        self.world = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
+        if not 0 <= self.rank < self.world:
+            raise ValueError(f"rank {self.rank} is outside world size {self.world}")
+        self.seed, self.shuffle, self.epoch = seed, shuffle, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.length // self.world
+
+    def __iter__(self):
+        if self.shuffle:
+            g = torch.Generator().manual_seed(self.seed + self.epoch)
+            order = torch.randperm(self.length, generator=g)
+        else:
+            order = torch.arange(self.length)
+        usable = len(self) * self.world
+        return iter(order[:usable][self.rank::self.world].tolist())

@@ -1,0 +1,88 @@
+"""`litebert data inspect` and `litebert data stats`: look at a built data directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.data.loader import PretrainingDataset
+from litebert.data.masking import word_spans
+from litebert.data.shards import assemble
+
+
+def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
+    """One instance as text: pieces, masked ones as [[MASK->orig]], [[rand->orig]] or
+    [[=orig]], and its label."""
+    item = dataset[index]
+    ids, labels = item["input_ids"].tolist(), item["labels"].tolist()
+    pieces = tokenizer.convert_ids_to_tokens(ids)
+    originals = tokenizer.convert_ids_to_tokens([x if x >= 0 else 0 for x in labels])
+    shown = []
+    for piece, label, original in zip(pieces, labels, originals, strict=True):
+        if label == -100:
+            shown.append(piece)
+        elif piece == original:
+            shown.append(f"[[={original}]]")
+        else:
+            shown.append(f"[[{piece}->{original}]]")
+    head = f"#{index} ({len(ids)} tokens, {sum(x != -100 for x in labels)} to predict"
+    if dataset.label_key:
+        head += f", {dataset.label_key}={int(item[dataset.label_key])}"
+    return head + ")\n" + " ".join(shown)
+
+
+def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Counts from the manifest plus label balance, lengths and masking measured on a sample."""
+    train = PretrainingDataset(directory, "train")
+    manifest = train.manifest
+    out: dict[str, Any] = {"config": manifest["config"], "counts": manifest["counts"],
+                           "corpus": manifest["corpus"], "splits": {}}
+    for split in ("train", "heldout"):
+        ds = train if split == "train" else PretrainingDataset(directory, split)
+        rows = np.asarray(ds.rows)
+        entry: dict[str, Any] = {"instances": len(rows)}
+        if len(rows):
+            lengths = rows[:, 1] + rows[:, 3] + np.where(rows[:, 3] > 0, 3, 2)
+            entry.update(mean_length=round(float(lengths.mean()), 2),
+                         below_max_length=round(float(np.mean(
+                             lengths < ds.config.max_seq_length)), 4))
+            if ds.label_key:
+                entry["label_1_fraction"] = round(float(rows[:, 4].mean()), 4)
+        out["splits"][split] = entry
+    if len(train):
+        out["masking"] = _masking_stats(train, sample, seed)
+    return out
+
+
+def _masking_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(ds), size=min(sample, len(ds)), replace=False)
+    maskable = masked = as_mask = kept = words = whole = 0
+    per_instance = []
+    for i in chosen.tolist():
+        item = ds[i]
+        ids, labels = item["input_ids"].numpy(), item["labels"].numpy()
+        original, _, starts, can = assemble(ds.tokens, ds.word_starts, ds.rows[i],
+                                            ds._special["cls"], ds._special["sep"])
+        hit = labels != -100
+        maskable += int(can.sum())
+        masked += int(hit.sum())
+        per_instance.append(int(hit.sum()))
+        as_mask += int((ids[hit] == ds.masking.mask_token_id).sum())
+        kept += int(((ids[hit] == original[hit]) & (ids[hit] != ds.masking.mask_token_id)).sum())
+        for s, e in zip(*word_spans(starts, can), strict=True):
+            if hit[s:e].any():
+                words += 1
+                whole += int(hit[s:e].all())
+    return {
+        "sampled_instances": len(chosen),
+        "mask_rate": round(masked / max(maskable, 1), 4),
+        "masked_per_instance_mean": round(float(np.mean(per_instance)), 2),
+        "masked_per_instance_max": int(np.max(per_instance)),
+        "replaced_by_mask": round(as_mask / max(masked, 1), 4),
+        "kept": round(kept / max(masked, 1), 4),
+        "random": round((masked - as_mask - kept) / max(masked, 1), 4),
+        "whole_word_fraction": round(whole / max(words, 1), 4),
+    }

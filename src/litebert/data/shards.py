@@ -1,0 +1,378 @@
+"""`litebert data build`: corpus -> memory-mapped token arrays + instance index + manifest.
+
+Layout of a data directory (all arrays raw little-endian, read with np.memmap):
+
+    tokens.bin          (N,) uint16 (uint32 for vocabularies over 65,535): every sentence's ids
+    word_starts.bin     (N,) uint8: 1 where a token begins a word (for whole-word masking)
+    sentences.bin       (S + 1,) int64: token offset of each sentence, then N
+    documents.bin       (D + 1,) int64: first sentence of each document, then S
+    {split}.instances.bin   (I, 5) int64: a_start, a_len, b_start, b_len, label
+    {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
+    {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
+    tokenizer/          a copy of the tokenizer, so the directory is self-contained
+    manifest.json       written last: config, its hash, counts, corpus report
+
+Two passes keep memory flat: pass 1 streams documents through the tokenizer (in `workers`
+processes, results written in corpus order, at most 2 chunks per worker in flight); pass 2
+builds instances from sentence lengths alone. Randomness comes from numpy Generators seeded
+by (seed, purpose, block of documents or instances), never from the worker that ran it, so
+the output does not depend on the number of workers.
+
+Every file is written under a temporary name and renamed when complete; the manifest is
+removed first on a rebuild and written last, so a killed build never looks complete.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from litebert.data.instances import InstanceConfig, document_instances
+from litebert.data.masking import MaskingConfig, mask_tokens
+
+log = logging.getLogger("litebert")
+
+MANIFEST = "manifest.json"
+FORMAT = "litebert-pretraining-data"
+VERSION = 1
+SPLITS = ("train", "heldout")
+DOCS_PER_TASK = 256  # documents per tokenizer task and per instance-RNG block
+INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
+
+
+class DataError(ValueError):
+    """A data directory that cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    max_seq_length: int = 512
+    objective: str = "sop"
+    masking: str = "dynamic"  # or "static": masks drawn once per dupe copy, at build time
+    dupe_factor: int = 1  # copies of every document's instances, each paired and masked anew
+    short_seq_prob: float = 0.1
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    max_ngram: int = 3
+    heldout_fraction: float = 0.01
+    seed: int = 12345
+    format: str = "auto"  # corpus format, see litebert.data.corpus
+    text_field: str = "text"
+
+    def __post_init__(self) -> None:
+        InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)  # validates
+        if self.masking not in ("dynamic", "static"):
+            raise ValueError(f"masking={self.masking!r}: choose 'dynamic' or 'static'")
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor={self.dupe_factor}: must be at least 1")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise ValueError(f"heldout_fraction={self.heldout_fraction}: must be in [0, 1)")
+
+    @property
+    def instances(self) -> InstanceConfig:
+        return InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)
+
+    def masks(self, mask_token_id: int, vocab_size: int) -> MaskingConfig:
+        return MaskingConfig(mask_token_id=mask_token_id, vocab_size=vocab_size,
+                             masked_lm_prob=self.masked_lm_prob,
+                             max_predictions_per_seq=self.max_predictions_per_seq,
+                             max_ngram=self.max_ngram)
+
+
+# ---- cache key -----------------------------------------------------------------------------
+
+def input_files(inputs: Iterable[str | Path]) -> list[Path]:
+    """Every file the inputs name (directories recursively, globs expanded), sorted."""
+    files: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        elif any(c in str(item) for c in "*?["):
+            files.extend(sorted(p for p in Path().glob(str(item)) if p.is_file()))
+        else:
+            raise FileNotFoundError(f"{item}: no such file or directory")
+    return files
+
+
+def cache_key(inputs: Iterable[str | Path], tokenizer_fingerprint: str, cfg: BuildConfig) -> str:
+    """Hash of the config, the tokenizer and the inputs' names, sizes and mtimes."""
+    h = hashlib.sha256()
+    h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True).encode())
+    h.update(tokenizer_fingerprint.encode())
+    for f in input_files(inputs):
+        st = f.stat()
+        h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h.update(f"{FORMAT}-{VERSION}".encode())
+    return h.hexdigest()[:16]
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any] | None:
+    path = Path(directory) / MANIFEST
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+    return manifest if manifest.get("format") == FORMAT else None
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+class ArrayWriter:
+    """Appends arrays to `path` under a temporary name; `close()` renames it into place."""
+
+    def __init__(self, path: Path, dtype: np.dtype):
+        self.path, self.dtype, self.count = path, np.dtype(dtype), 0
+        self.tmp = path.with_name(path.name + ".tmp")
+        self.file = open(self.tmp, "wb")  # noqa: SIM115 (closed in close())
+
+    def append(self, values) -> None:
+        arr = np.ascontiguousarray(values, dtype=self.dtype)
+        self.file.write(arr.tobytes())
+        self.count += len(arr)
+
+    def close(self) -> None:
+        self.file.close()
+        os.replace(self.tmp, self.path)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+# ---- pass 1: tokenize ----------------------------------------------------------------------
+
+_WORKER_TOKENIZER = None
+
+
+def _init_worker(tokenizer_dir: str) -> None:
+    global _WORKER_TOKENIZER
+    from litebert.tokenization import Tokenizer
+
+    _WORKER_TOKENIZER = Tokenizer.from_pretrained(tokenizer_dir)
+
+
+def encode_documents(documents: list[list[str]], tokenizer=None):
+    """Token ids, word starts, sentence lengths and sentences per document of a chunk.
+    Sentences with no tokens are dropped; so are documents left with none."""
+    tok = tokenizer or _WORKER_TOKENIZER
+    flat = [s for doc in documents for s in doc]
+    encoded = tok.encode_batch_with_word_starts(flat)
+    lengths = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(flat))
+    nonempty = (lengths > 0).astype(np.int64)
+    per_doc = np.add.reduceat(nonempty, np.cumsum([0] + [len(d) for d in documents[:-1]]))
+    per_doc = per_doc if len(flat) else np.zeros(len(documents), dtype=np.int64)
+    ids = np.concatenate([e[0] for e in encoded]) if flat else np.zeros(0, np.int64)
+    starts = np.concatenate([e[1] for e in encoded]) if flat else np.zeros(0, bool)
+    return ids, starts, lengths[lengths > 0], per_doc[per_doc > 0]
+
+
+def _chunks(documents: Iterator, size: int) -> Iterator[list[list[str]]]:
+    chunk: list[list[str]] = []
+    for doc in documents:
+        chunk.append(doc.sentences)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _encoded_chunks(chunks: Iterator, tokenizer, tokenizer_dir: Path, workers: int):
+    """Chunks encoded in order; with workers > 1 at most 2 per worker in flight."""
+    if workers <= 1:
+        for chunk in chunks:
+            yield encode_documents(chunk, tokenizer)
+        return
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # fork + sentencepiece/torch threads is not safe
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(str(tokenizer_dir),)) as pool:
+        pending: deque = deque()
+        for chunk in chunks:
+            pending.append(pool.apply_async(encode_documents, (chunk,)))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+
+def tokenize_corpus(inputs, tokenizer, tokenizer_dir: Path, out: Path, cfg: BuildConfig,
+                    workers: int, stats) -> dict[str, int]:
+    """Pass 1: stream the corpus into tokens / word_starts / sentences / documents."""
+    from litebert.data.corpus import read_documents
+
+    dtype = np.uint16 if len(tokenizer) <= 65536 else np.uint32
+    writers = {"tokens": ArrayWriter(out / "tokens.bin", dtype),
+               "word_starts": ArrayWriter(out / "word_starts.bin", np.uint8),
+               "sentences": ArrayWriter(out / "sentences.bin", np.int64),
+               "documents": ArrayWriter(out / "documents.bin", np.int64)}
+    writers["sentences"].append([0])
+    writers["documents"].append([0])
+    tokens = sentences = unknown = 0
+    docs = read_documents(list(inputs), fmt=cfg.format, text_field=cfg.text_field, stats=stats)
+    bar = tqdm(desc="tokenizing", unit=" docs", disable=None)
+    for ids, starts, lengths, per_doc in _encoded_chunks(_chunks(docs, DOCS_PER_TASK),
+                                                        tokenizer, tokenizer_dir, workers):
+        writers["tokens"].append(ids)
+        writers["word_starts"].append(starts)
+        writers["sentences"].append(tokens + np.cumsum(lengths))
+        writers["documents"].append(sentences + np.cumsum(per_doc))
+        tokens += len(ids)
+        sentences += len(lengths)
+        unknown += int((ids == tokenizer.unk_token_id).sum())
+        bar.update(len(per_doc))
+    bar.close()
+    for w in writers.values():
+        w.close()
+    return {"tokens": tokens, "sentences": sentences, "unknown_tokens": unknown,
+            "documents": writers["documents"].count - 1, "token_dtype": np.dtype(dtype).name}
+
+
+# ---- pass 2: instances and static masks ----------------------------------------------------
+
+def split_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
+    """Boolean (D,): True for held-out documents (a seeded random sample, at least one when
+    heldout_fraction > 0 and there are two documents or more)."""
+    heldout = np.zeros(num_docs, dtype=bool)
+    if cfg.heldout_fraction > 0 and num_docs >= 2:
+        count = max(1, int(round(cfg.heldout_fraction * num_docs)))
+        rng = np.random.default_rng([cfg.seed, 1])
+        heldout[rng.choice(num_docs, size=count, replace=False)] = True
+    return heldout
+
+
+def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
+                    cfg: BuildConfig) -> int:
+    """All instances of one split, dupe_factor copies, in document order (the sampler
+    shuffles). RNG per (seed, split, copy, block of DOCS_PER_TASK documents)."""
+    writer = ArrayWriter(out / f"{split}.instances.bin", np.int64)
+    icfg = cfg.instances
+    split_id = SPLITS.index(split)
+    for copy in range(cfg.dupe_factor):
+        for block in range(0, len(docs), DOCS_PER_TASK):
+            rng = np.random.default_rng([cfg.seed, 2, split_id, copy, block])
+            for doc in range(block, min(block + DOCS_PER_TASK, len(docs))):
+                writer.append(document_instances(doc, offsets, docs, icfg, rng))
+    writer.close()
+    return writer.count // 5
+
+
+def assemble(tokens, word_starts, row, cls_id: int, sep_id: int):
+    """[CLS] A [SEP] (B [SEP]) ids, token types, word starts and maskable flags of a row."""
+    a_start, a_len, b_start, b_len = (int(x) for x in row[:4])
+    parts = [[cls_id], tokens[a_start:a_start + a_len], [sep_id]]
+    if b_len:
+        parts += [tokens[b_start:b_start + b_len], [sep_id]]
+    ids = np.concatenate(parts).astype(np.int64)
+    starts = np.zeros(len(ids), dtype=bool)
+    starts[1:1 + a_len] = word_starts[a_start:a_start + a_len]
+    types = np.zeros(len(ids), dtype=np.int64)
+    if b_len:
+        starts[2 + a_len:2 + a_len + b_len] = word_starts[b_start:b_start + b_len]
+        types[2 + a_len:] = 1
+    maskable = np.ones(len(ids), dtype=bool)
+    maskable[[0, 1 + a_len, len(ids) - 1]] = False  # [CLS] and the [SEP]s
+    return ids, types, starts, maskable
+
+
+def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildConfig,
+                       cls_id: int, sep_id: int, token_dtype: str) -> int:
+    """Pass 2b (static masking): positions and replacement ids of every instance."""
+    tokens = _memmap(out / "tokens.bin", token_dtype)
+    word_starts = _memmap(out / "word_starts.bin", np.uint8).view(bool)
+    rows = _memmap(out / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+    masks = ArrayWriter(out / f"{split}.masks.bin", np.int32)
+    index = ArrayWriter(out / f"{split}.mask_index.bin", np.int64)
+    index.append([0])
+    total = 0
+    split_id = SPLITS.index(split)
+    for block in tqdm(range(0, len(rows), INSTANCES_PER_BLOCK), desc=f"masking {split}",
+                      unit=" blocks", disable=None):
+        rng = np.random.default_rng([cfg.seed, 3, split_id, block])
+        ends = []
+        for row in rows[block:block + INSTANCES_PER_BLOCK]:
+            ids, _, starts, maskable = assemble(tokens, word_starts, row, cls_id, sep_id)
+            masked, _, positions = mask_tokens(ids, starts, maskable, mcfg, rng)
+            masks.append(np.stack([positions, masked[positions]], axis=1).reshape(-1))
+            total += len(positions)
+            ends.append(total)
+        index.append(ends)
+    masks.close()
+    index.close()
+    return total
+
+
+def _memmap(path: Path, dtype) -> np.ndarray:
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
+# ---- the whole build -----------------------------------------------------------------------
+
+def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
+          cfg: BuildConfig, workers: int = 1, force: bool = False) -> dict[str, Any]:
+    """Build (or find in the cache) the data directory `out`; returns its manifest."""
+    from litebert.data.corpus import CorpusStats
+    from litebert.tokenization import Tokenizer
+
+    out, tokenizer_dir = Path(out), Path(tokenizer_dir)
+    tokenizer = Tokenizer.from_pretrained(tokenizer_dir)
+    key = cache_key(inputs, tokenizer.fingerprint, cfg)
+    manifest = read_manifest(out)
+    if manifest and manifest.get("config_hash") == key and not force:
+        log.info("%s: cache hit (config hash %s), nothing to do", out, key)
+        return manifest
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
+    start = time.time()
+    stats = CorpusStats()
+    counts = tokenize_corpus(inputs, tokenizer, tokenizer_dir, out, cfg, workers, stats)
+    splits = _build_splits(out, cfg, tokenizer, counts["token_dtype"])
+    tokenizer.save_pretrained(out / "tokenizer")
+    manifest = {
+        "format": FORMAT, "version": VERSION, "config_hash": key,
+        "config": dataclasses.asdict(cfg), "counts": counts, "splits": splits,
+        "tokenizer": {"fingerprint": tokenizer.fingerprint, "vocab_size": len(tokenizer),
+                      "source": str(tokenizer_dir)},
+        "inputs": [str(p) for p in inputs], "corpus": stats.to_dict(),
+        "corpus_summary": stats.summary(),
+        "seconds": round(time.time() - start, 2),
+    }
+    write_json_atomic(out / MANIFEST, manifest)
+    return manifest
+
+
+def _build_splits(out: Path, cfg: BuildConfig, tokenizer,
+                  token_dtype: str) -> dict[str, dict[str, int]]:
+    offsets = np.fromfile(out / "sentences.bin", dtype=np.int64)
+    documents = np.fromfile(out / "documents.bin", dtype=np.int64)
+    bounds = np.stack([documents[:-1], documents[1:]], axis=1)  # (D, 2) sentence ranges
+    heldout = split_documents(len(bounds), cfg)
+    mcfg = cfg.masks(tokenizer.mask_token_id, len(tokenizer))
+    result = {}
+    for split, chosen in (("train", ~heldout), ("heldout", heldout)):
+        docs = bounds[chosen]
+        count = write_instances(out, split, docs, offsets, cfg)
+        result[split] = {"documents": int(len(docs)), "instances": count}
+        if cfg.masking == "static":
+            result[split]["masked_tokens"] = write_static_masks(
+                out, split, mcfg, cfg, tokenizer.cls_token_id, tokenizer.sep_token_id,
+                token_dtype)
+    return result

@@ -1,0 +1,200 @@
+"""`data build` end to end on a generated corpus: files, cache, atomicity, dataset, sampler."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from litebert.cli import main
+from litebert.data import shards
+from litebert.data.loader import PretrainingDataset, RankSampler, collate
+from litebert.data.shards import BuildConfig, DataError, build
+from litebert.tokenization import Tokenizer, train_sentencepiece
+
+WORDS = ("the a model learns from text every layer shares its weights with all others while "
+         "embeddings stay small and training runs fast on two cores of this machine so people "
+         "can pretrain their own encoders on news about sport politics business and music").split()
+
+
+def write_corpus(path, docs=120, seed=0):
+    """BERT format: one sentence per line, a blank line between documents."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(docs):
+        for _ in range(rng.integers(1, 12)):
+            words = rng.choice(WORDS, rng.integers(3, 25))
+            lines.append(" ".join(words).capitalize() + ".")
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus_and_tokenizer(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shards")
+    corpus = write_corpus(root / "corpus.txt")
+    tokenizer = train_sentencepiece([corpus], root / "tok", vocab_size=200)
+    return corpus, tokenizer.parent
+
+
+def small_build(tmp_path, corpus_and_tokenizer, name="data", workers=1, **cfg):
+    corpus, tok = corpus_and_tokenizer
+    config = BuildConfig(**{"max_seq_length": 64, "format": "bert", "heldout_fraction": 0.1,
+                            **cfg})
+    return build([corpus], tok, tmp_path / name, config, workers=workers), tmp_path / name
+
+
+def test_build_writes_a_complete_directory(tmp_path, corpus_and_tokenizer):
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer)
+    assert manifest["counts"]["documents"] == 120
+    names = {p.name for p in out.iterdir()}
+    assert {"tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin", "manifest.json",
+            "train.instances.bin", "heldout.instances.bin", "tokenizer"} <= names
+    assert not [n for n in names if n.endswith(".tmp")]
+    tokens = np.fromfile(out / "tokens.bin", dtype=manifest["counts"]["token_dtype"])
+    assert len(tokens) == manifest["counts"]["tokens"]
+    assert manifest["splits"]["heldout"]["documents"] == 12
+
+
+def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer):
+    _, one = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, masking="static")
+    _, two = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2, masking="static")
+    for name in ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
+                 "train.instances.bin", "train.masks.bin", "heldout.instances.bin"):
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+def test_same_config_is_a_cache_hit_and_a_new_one_rebuilds(tmp_path, corpus_and_tokenizer):
+    first, out = small_build(tmp_path, corpus_and_tokenizer)
+    stamp = (out / "tokens.bin").stat().st_mtime_ns
+    again, _ = small_build(tmp_path, corpus_and_tokenizer)
+    assert again["config_hash"] == first["config_hash"]
+    assert (out / "tokens.bin").stat().st_mtime_ns == stamp  # nothing rewritten
+    other, _ = small_build(tmp_path, corpus_and_tokenizer, seed=7)
+    assert other["config_hash"] != first["config_hash"]
+
+
+def test_interrupted_build_never_looks_complete(tmp_path, corpus_and_tokenizer, monkeypatch):
+    _, out = small_build(tmp_path, corpus_and_tokenizer)
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shards, "write_instances", crash)
+    with pytest.raises(KeyboardInterrupt):
+        small_build(tmp_path, corpus_and_tokenizer, seed=99)  # a different config: rebuild
+    with pytest.raises(DataError, match="no manifest.json"):
+        PretrainingDataset(out)
+    monkeypatch.undo()
+    manifest, _ = small_build(tmp_path, corpus_and_tokenizer, seed=99)
+    assert PretrainingDataset(out).manifest["config_hash"] == manifest["config_hash"]
+
+
+@pytest.mark.parametrize("objective, key", [("sop", "sentence_order_label"),
+                                            ("nsp", "next_sentence_label"), ("none", None)])
+def test_dataset_items(tmp_path, corpus_and_tokenizer, objective, key):
+    _, out = small_build(tmp_path, corpus_and_tokenizer, objective=objective)
+    ds = PretrainingDataset(out)
+    tok = Tokenizer.from_pretrained(out / "tokenizer")
+    assert len(ds) > 50
+    predicted = 0
+    for i in range(0, len(ds), 7):
+        item = ds[i]
+        ids, types, labels = item["input_ids"], item["token_type_ids"], item["labels"]
+        assert len(ids) <= 64 and ids[0] == tok.cls_token_id
+        seps = (labels == -100) & (ids == tok.sep_token_id)
+        assert seps.sum() >= (1 if objective == "none" else 2)
+        assert labels[0] == -100 and labels[-1] == -100  # specials never predicted
+        predicted += bool((labels != -100).any())
+        assert (types == 1).any() == (objective != "none")
+        if key:
+            assert int(item[key]) in (0, 1)
+        else:
+            assert "sentence_order_label" not in item and "next_sentence_label" not in item
+    # A short input whose words are all longer than its mask budget gets no mask (as in the
+    # reference); this test's tokenizer splits words into many pieces, so allow a few.
+    assert predicted >= 0.8 * len(range(0, len(ds), 7))
+
+
+def test_in_order_pair_decodes_to_corpus_text(tmp_path, corpus_and_tokenizer):
+    corpus, _ = corpus_and_tokenizer
+    _, out = small_build(tmp_path, corpus_and_tokenizer, short_seq_prob=0.0)
+    ds = PretrainingDataset(out)
+    tok = Tokenizer.from_pretrained(out / "tokenizer")
+    text = " ".join(corpus.read_text().lower().split())
+    # In order and not truncated (truncation trims tokens off either end of A or B).
+    row = next(r for r in np.asarray(ds.rows) if r[4] == 0 and r[1] + r[3] < 61)
+    a = tok.decode(ds.tokens[row[0]:row[0] + row[1]].tolist())
+    b = tok.decode(ds.tokens[row[2]:row[2] + row[3]].tolist())
+    assert f"{a} {b}".strip() in text
+
+
+def test_dynamic_masks_change_per_epoch_static_do_not(tmp_path, corpus_and_tokenizer):
+    _, dyn = small_build(tmp_path, corpus_and_tokenizer, "dyn")
+    _, sta = small_build(tmp_path, corpus_and_tokenizer, "sta", masking="static")
+    d, s = PretrainingDataset(dyn), PretrainingDataset(sta)
+    first_d, first_s = d[3]["labels"].clone(), s[3]["labels"].clone()
+    assert torch.equal(first_d, PretrainingDataset(dyn)[3]["labels"])  # same seed, epoch
+    d.set_epoch(1)
+    s.set_epoch(1)
+    changed = sum(not torch.equal(PretrainingDataset(dyn)[i]["labels"], d[i]["labels"])
+                  for i in range(20))
+    assert changed >= 15
+    assert torch.equal(first_s, s[3]["labels"])
+
+
+def test_static_dupe_factor_multiplies_instances(tmp_path, corpus_and_tokenizer):
+    one, _ = small_build(tmp_path, corpus_and_tokenizer, "x1", masking="static")
+    three, _ = small_build(tmp_path, corpus_and_tokenizer, "x3", masking="static",
+                           dupe_factor=3)
+    ratio = three["splits"]["train"]["instances"] / one["splits"]["train"]["instances"]
+    assert 2.7 < ratio < 3.3
+
+
+def test_collate_pads_to_a_multiple_of_eight(tmp_path, corpus_and_tokenizer):
+    _, out = small_build(tmp_path, corpus_and_tokenizer)
+    ds = PretrainingDataset(out)
+    items = [ds[i] for i in range(5)]
+    batch = collate(items)
+    longest = max(len(x["input_ids"]) for x in items)
+    assert batch["input_ids"].shape == (5, -(-longest // 8) * 8)
+    assert batch["sentence_order_label"].shape == (5,)
+    for i, x in enumerate(items):
+        n = len(x["input_ids"])
+        assert batch["attention_mask"][i].sum() == n
+        assert torch.all(batch["labels"][i, n:] == -100)
+
+
+def test_rank_sampler_gives_disjoint_deterministic_shares():
+    shares = [list(RankSampler(103, rank=r, world_size=2, seed=5)) for r in range(2)]
+    assert len(shares[0]) == len(shares[1]) == 51
+    assert not set(shares[0]) & set(shares[1])
+    again = RankSampler(103, rank=0, world_size=2, seed=5)
+    assert list(again) == shares[0]
+    again.set_epoch(1)
+    assert list(again) != shares[0]
+    with pytest.raises(ValueError, match="rank 2 is outside world size 2"):
+        RankSampler(10, rank=2, world_size=2)
+
+
+def test_cli_build_inspect_stats(tmp_path, corpus_and_tokenizer, capsys):
+    corpus, tok = corpus_and_tokenizer
+    out = tmp_path / "cli"
+    assert main(["data", "build", str(corpus), "--tokenizer", str(tok), "--out", str(out),
+                 "--max-seq-length", "64", "--workers", "1", "--format", "bert"]) == 0
+    assert main(["data", "inspect", str(out), "-n", "2"]) == 0
+    shown = capsys.readouterr().out
+    assert "#0 (" in shown and "[[" in shown and "sentence_order_label=" in shown
+    assert main(["data", "stats", str(out), "--sample", "200"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert 0.1 < report["masking"]["mask_rate"] < 0.2
+    assert report["masking"]["whole_word_fraction"] == 1.0
+    assert 0.3 < report["splits"]["train"]["label_1_fraction"] < 0.8
+
+
+def test_missing_directory_is_a_clear_error(tmp_path, capsys):
+    assert main(["data", "stats", str(tmp_path / "nothing")]) == 2
+    assert "no manifest.json" in capsys.readouterr().err
