@@ -57,6 +57,9 @@ def test_build_writes_a_complete_directory(tmp_path, corpus_and_tokenizer):
     tokens = np.fromfile(out / "tokens.bin", dtype=manifest["counts"]["token_dtype"])
     assert len(tokens) == manifest["counts"]["tokens"]
     assert manifest["splits"]["heldout"]["documents"] == 12
+    for split in ("train", "heldout"):
+        rows = np.fromfile(out / f"{split}.instances.bin", dtype=np.int64)
+        assert manifest["splits"][split]["instances"] == len(rows) // 5 > 0
 
 
 def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer):

@@ -142,7 +142,7 @@ class ArrayWriter:
     def append(self, values) -> None:
         arr = np.ascontiguousarray(values, dtype=self.dtype)
         self.file.write(arr.tobytes())
-        self.count += len(arr)
+        self.count += arr.size  # elements, whatever the shape
 
     def close(self) -> None:
         self.file.close()
