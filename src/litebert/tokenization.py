@@ -1,51 +1,52 @@
 """One tokenizer API over SentencePiece (`spiece.model`) and WordPiece (`vocab.txt`).
 
-SentencePiece ids are those of the official ALBERT code (google-research/albert,
-`FullTokenizer` with `spm_model_file`): `preprocess_text` (collapse whitespace, `` and '' to
-", NFKD with combining marks dropped, lower-case), SentencePiece, then ALBERT's re-split of
-pieces like "▁1990," into "▁1990" + ",". transformers' fast AlbertTokenizer skips that
-re-split, so it disagrees on numbers followed by commas.
-
-WordPiece is BERT's (clean text, CJK split, punctuation split, lower-case, accent strip), run
-by the `tokenizers` library; it gives the ids of transformers' BertTokenizer.
-
+SentencePiece ids are those of the official ALBERT code (google-research/albert `FullTokenizer`
+with `spm_model_file`): `preprocess_text`, SentencePiece, then the re-split of pieces like
+"▁1990," into "▁1990" + "," (see `litebert.albert_spm`). transformers' AlbertTokenizer skips
+that re-split and handles user-defined symbols differently, so it often disagrees.
+WordPiece is BERT's, run by the `tokenizers` library: the ids of transformers' BertTokenizer.
 Neither backend turns "[CLS]", "[MASK]", ... written inside raw text into special ids (the
 official ALBERT and BERT code do not either; transformers does).
 
-Speed: `encode_batch_with_word_starts` runs SentencePiece's threaded batch encoder and only
-re-encodes, piece by piece, the rare texts whose ids contain <unk> or a "digit," piece.
+Speed: the batch path runs SentencePiece's threaded batch encoder, then applies the re-split
+with a per-id table in numpy; a text is re-encoded piece by piece only when an <unk> in it may
+hide text that changes the ids (rare vocabularies, see `_unknown_text_risks`).
 """
 
 from __future__ import annotations
 
-import bz2
 import dataclasses
-import gzip
 import hashlib
-import io
 import json
-import lzma
 import os
-import re
 import shutil
-import sys
-import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-SPIECE_NAME = "spiece.model"
+from litebert.albert_spm import (
+    ALBERT_USER_SYMBOLS,
+    SPIECE_NAME,
+    UNDERLINE,
+    TokenizerError,
+    aligned_preprocess,
+    is_number_comma,
+    map_span,
+    preprocess_batch,
+    preprocess_text,
+    resplit,
+    split_number,
+    train_sentencepiece,
+)
+
+__all__ = ["ALBERT_USER_SYMBOLS", "TextSettings", "Tokenizer", "TokenizerError",
+           "preprocess_text", "train_sentencepiece"]
+
 VOCAB_NAME = "vocab.txt"
 CONFIG_NAME = "tokenizer_config.json"
-UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start mark
-# User-defined symbols of the official ALBERT 30k vocabulary (always single pieces).
-ALBERT_USER_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
-ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
-
 # Candidate names per special token, first match wins. The sentencepiece test models have
 # <s> and </s> instead of [CLS] and [SEP].
 _SPECIAL_NAMES = {
@@ -55,11 +56,6 @@ _SPECIAL_NAMES = {
     "sep": ("[SEP]", "<sep>", "</s>"),
     "mask": ("[MASK]", "<mask>"),
 }
-_WORD = re.compile(r"\S+")  # same notion of whitespace as str.split() (checked in tests)
-
-
-class TokenizerError(ValueError):
-    """A tokenizer file or argument that cannot be used; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -106,142 +102,6 @@ def _settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -
     return TextSettings(**values)
 
 
-# ---- ALBERT's preprocess_text, plain and with a character alignment -------------------------
-
-@lru_cache(maxsize=1)
-def _combining_marks() -> dict[int, None]:
-    """str.translate table deleting every character with a non-zero combining class."""
-    return {c: None for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))}
-
-
-def preprocess_text(text: str, settings: TextSettings) -> str:
-    """The official ALBERT preprocessing (whole-string operations, C speed)."""
-    if settings.remove_space:
-        text = " ".join(text.split())
-    text = text.replace("``", '"').replace("''", '"')
-    if not settings.keep_accents and not text.isascii():
-        text = unicodedata.normalize("NFKD", text).translate(_combining_marks())
-    return text.lower() if settings.do_lower_case else text
-
-
-@lru_cache(maxsize=1)
-def _combining_mask() -> np.ndarray:
-    mask = np.zeros(sys.maxunicode + 1, dtype=bool)
-    mask[list(_combining_marks())] = True
-    return mask
-
-
-def preprocess_batch(texts: Sequence[str], settings: TextSettings) -> list[str]:
-    """preprocess_text of every text; combining marks go for all texts at once with numpy
-    (str.translate is the slowest step otherwise)."""
-    out = [" ".join(t.split()) for t in texts] if settings.remove_space else list(texts)
-    out = [t.replace("``", '"').replace("''", '"') for t in out]
-    if not settings.keep_accents:
-        wide = [i for i, t in enumerate(out) if not t.isascii()]
-        if wide:
-            decomposed = [unicodedata.normalize("NFKD", out[i]) for i in wide]
-            for i, text in zip(wide, _drop_marks(decomposed), strict=True):
-                out[i] = text
-    return [t.lower() for t in out] if settings.do_lower_case else out
-
-
-def _drop_marks(texts: list[str]) -> list[str]:
-    codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    keep = ~_combining_mask()[codes]
-    if keep.all():
-        return texts
-    bounds = np.concatenate(([0], np.cumsum([len(t) for t in texts])))
-    kept = np.concatenate(([0], np.cumsum(keep)))[bounds].tolist()
-    joined = codes[keep].tobytes().decode("utf-32-le", "surrogatepass")
-    return [joined[a:b] for a, b in zip(kept[:-1], kept[1:], strict=True)]
-
-
-def _aligned_preprocess(text: str, settings: TextSettings) -> tuple[str, list[int], list[int]]:
-    """preprocess_text(text) and, per output char, the [start, end) of the original chars."""
-    if settings.remove_space:
-        chars: list[str] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        previous = None
-        for match in _WORD.finditer(text):
-            a, b = match.span()
-            if previous is not None:  # the joining space stands for the whole whitespace run
-                chars.append(" ")
-                starts.append(previous)
-                ends.append(a)
-            chars.extend(text[a:b])
-            starts.extend(range(a, b))
-            ends.extend(range(a + 1, b + 1))
-            previous = b
-        current = "".join(chars)
-    else:
-        current, starts, ends = text, list(range(len(text))), list(range(1, len(text) + 1))
-    for pattern in ("``", "''"):
-        if pattern in current:
-            current, starts, ends = _replace_aligned(current, starts, ends, pattern)
-    # ASCII keeps its length under NFKD and lower(); other text may grow ("ﬁ" -> "fi") or
-    # shrink (combining marks dropped), so it is walked char by char.
-    if not current.isascii() and (settings.do_lower_case or not settings.keep_accents):
-        starts, ends = _expand_aligned(current, starts, ends, settings)
-    normalized = preprocess_text(text, settings)
-    if len(normalized) != len(starts):  # per-char and whole-string rules must agree
-        raise RuntimeError(f"internal alignment error on {text!r}")
-    return normalized, starts, ends
-
-
-def _replace_aligned(text: str, starts: list[int], ends: list[int],
-                     pattern: str) -> tuple[str, list[int], list[int]]:
-    """str.replace(pattern, '"') keeping the spans; the quote spans both source chars."""
-    parts = text.split(pattern)
-    out_starts: list[int] = []
-    out_ends: list[int] = []
-    pos = 0
-    for i, part in enumerate(parts):
-        out_starts.extend(starts[pos:pos + len(part)])
-        out_ends.extend(ends[pos:pos + len(part)])
-        pos += len(part)
-        if i < len(parts) - 1:
-            out_starts.append(starts[pos])
-            out_ends.append(ends[pos + len(pattern) - 1])
-            pos += len(pattern)
-    return '"'.join(parts), out_starts, out_ends
-
-
-def _expand_aligned(text: str, starts: list[int], ends: list[int],
-                    settings: TextSettings) -> tuple[list[int], list[int]]:
-    marks = _combining_marks()
-    out_starts: list[int] = []
-    out_ends: list[int] = []
-    pending = None  # start of dropped chars before the first kept one
-    for c, s, e in zip(text, starts, ends, strict=True):
-        if c.isascii():
-            n = 1
-        else:
-            t = c if settings.keep_accents else unicodedata.normalize("NFKD", c).translate(marks)
-            n = len(t.lower() if settings.do_lower_case else t)
-        if n == 0:  # a dropped accent belongs to the letter before it
-            if out_ends:
-                out_ends[-1] = max(out_ends[-1], e)
-            elif pending is None:
-                pending = s
-            continue
-        out_starts.extend([s if pending is None else pending] * n)
-        out_ends.extend([e] * n)
-        pending = None
-    return out_starts, out_ends
-
-
-def _map_span(b: int, e: int, text: str, starts: list[int], ends: list[int],
-              original_length: int) -> tuple[int, int]:
-    """A span of the preprocessed text -> the original text, leading whitespace trimmed."""
-    while b < e and text[b].isspace():
-        b += 1
-    if b < e:
-        return starts[b], ends[e - 1]
-    position = starts[b] if b < len(starts) else original_length
-    return position, position
-
-
 # ---- SentencePiece ---------------------------------------------------------------------------
 
 class _SentencePiece:
@@ -272,8 +132,8 @@ class _SentencePiece:
         self.rep_start = np.arange(size, dtype=np.int64)
         self.rep_len = np.ones(size, dtype=np.int64)
         for i, piece in enumerate(self.pieces):
-            if _is_number_comma(piece):
-                pieces = self.split_number(piece)
+            if is_number_comma(piece):
+                pieces = split_number(self.sp, piece)
                 self.rep_start[i], self.rep_len[i] = size + len(extra_ids), len(pieces)
                 extra_ids += self.ids_of(pieces)
                 extra_starts += [p.startswith(UNDERLINE) for p in pieces]
@@ -342,7 +202,7 @@ class _SentencePiece:
         bounds = np.cumsum(lengths)[:-1]
         id_parts, start_parts = np.split(ids, bounds), np.split(starts, bounds)
         for i in risky:
-            pieces = self.resplit_pieces(self.sp.encode(prepared[i], out_type=str))
+            pieces = resplit(self.sp, self.sp.encode(prepared[i], out_type=str))[0]
             id_parts[i] = np.array(self.ids_of(pieces), dtype=np.int32)
             start_parts[i] = np.array([p.startswith(UNDERLINE) for p in pieces], dtype=bool)
         lengths = np.fromiter((p.size for p in id_parts), dtype=np.int64, count=len(id_parts))
@@ -351,38 +211,13 @@ class _SentencePiece:
     def ids_of(self, pieces: list[str]) -> list[int]:
         return [self.sp.piece_to_id(p) for p in pieces]
 
-    def split_number(self, piece: str) -> list[str]:
-        """ALBERT's fix-up of a piece like "▁1990,": encode "1990" again, then ","."""
-        sub = self.sp.encode(piece[:-1].replace(UNDERLINE, ""), out_type=str)
-        if sub and piece[0] != UNDERLINE and sub[0][0] == UNDERLINE:
-            sub = sub[1:] if len(sub[0]) == 1 else [sub[0][1:], *sub[1:]]
-        return [*sub, piece[-1]]
-
-    def resplit_pieces(self, pieces: list[str]) -> list[str]:
-        return self.resplit(pieces, [(0, 0)] * len(pieces))[0]
-
-    def resplit(self, pieces: list[str], spans: list[tuple[int, int]]
-                ) -> tuple[list[str], list[tuple[int, int]]]:
-        """split_number over a piece sequence, carrying the character spans along."""
-        out: list[str] = []
-        out_spans: list[tuple[int, int]] = []
-        for piece, span in zip(pieces, spans, strict=True):
-            if _is_number_comma(piece):
-                sub = self.split_number(piece)
-                out.extend(sub)
-                out_spans.extend(_share_span(span, sub))
-            else:
-                out.append(piece)
-                out_spans.append(span)
-        return out, out_spans
-
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        normalized, starts, ends = _aligned_preprocess(text, self.settings)
+        normalized, starts, ends = aligned_preprocess(text, self.settings)
         if not normalized:
             return [], []
         result = self.sp.encode(normalized, out_type="offset_mapping")
-        pieces, spans = self.resplit(result["pieces"], list(result["offsets"]))
-        offsets = [_map_span(b, e, normalized, starts, ends, len(text)) for b, e in spans]
+        pieces, spans = resplit(self.sp, result["pieces"], list(result["offsets"]))
+        offsets = [map_span(b, e, normalized, starts, ends, len(text)) for b, e in spans]
         return self.ids_of(pieces), offsets
 
     def decode(self, ids: list[int], specials: set[int]) -> str:
@@ -402,28 +237,11 @@ class _SentencePiece:
         return " ".join(out)
 
 
-def _is_number_comma(piece: str) -> bool:
-    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
-
-
-def _share_span(span: tuple[int, int], sub: list[str]) -> list[tuple[int, int]]:
-    """Spans for re-split pieces: the comma is the last char, the digits lie right before it."""
-    b, e = span
-    out = [(max(b, e - 1), e)]
-    pos = out[0][0]
-    for piece in reversed(sub[:-1]):  # right to left: a leading "▁" may have no width
-        start = max(b, pos - len(piece.replace(UNDERLINE, "")))
-        out.append((start, pos))
-        pos = start
-    return out[::-1]
-
-
 def _supports_numpy(sp: Any) -> bool:
     try:
-        sp.encode([""], out_type="numpy")
+        return sp.encode([""], out_type="numpy") is not None
     except (ValueError, TypeError):
         return False
-    return True
 
 
 # ---- WordPiece -------------------------------------------------------------------------------
@@ -652,7 +470,9 @@ class Tokenizer:
             rows = [self(a, b, add_special_tokens=add_special_tokens, truncation=truncation,
                          max_length=max_length, return_offsets_mapping=return_offsets_mapping)
                     for a, b in zip(text, pairs, strict=True)]
-            return {key: [row[key] for row in rows] for key in (rows[0] if rows else {})}
+            keys = ["input_ids", "token_type_ids", "attention_mask"]
+            keys += ["offset_mapping"] if return_offsets_mapping else []
+            return {key: [row[key] for row in rows] for key in keys}
         a, a_off = self._ids_and_offsets(_need_str(text), return_offsets_mapping)
         b, b_off = (None, None) if text_pair is None else \
             self._ids_and_offsets(_need_str(text_pair), return_offsets_mapping)
@@ -693,17 +513,25 @@ class Tokenizer:
         A word starts at a SentencePiece piece beginning with "▁", at a WordPiece token not
         beginning with "##", and at the first token of every text.
         """
+        if not texts:
+            return []
+        ids, starts, lengths = self.encode_batch_flat(texts, num_threads)
+        ends = np.cumsum(lengths)[:-1]
+        return list(zip(np.split(ids, ends), np.split(starts, ends), strict=True))
+
+    def encode_batch_flat(self, texts: Sequence[str], num_threads: int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """encode_batch_with_word_starts as three arrays: all ids (int32), all word starts
+        (bool) and the number of tokens of each text (int64); no per-text arrays."""
         if isinstance(texts, str):
-            raise TokenizerError("encode_batch_with_word_starts takes a list of texts, got a str")
+            raise TokenizerError("expected a list of texts, got one str")
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TokenizerError(f"texts[{i}] is a {type(t).__name__}, not a str")
-        if not texts:
-            return []
         ids, starts, lengths = self._backend.batch_encode(texts, num_threads or self.num_threads)
         ends = np.cumsum(lengths)
         starts[(ends - lengths)[lengths > 0]] = True
-        return list(zip(np.split(ids, ends[:-1]), np.split(starts, ends[:-1]), strict=True))
+        return ids, starts, lengths
 
     # ---- decoding ----------------------------------------------------------------------------
 
@@ -722,11 +550,7 @@ def _need_str(text: Any) -> str:
 
 
 def _first_id(backend: _SentencePiece | _WordPiece, names: Sequence[str]) -> int | None:
-    for name in names:
-        found = backend.token_to_id(name)
-        if found is not None:
-            return found
-    return None
+    return next((i for i in map(backend.token_to_id, names) if i is not None), None)
 
 
 _TRUNCATION = {True: "longest_first", False: "do_not_truncate", "longest_first": "longest_first",
@@ -771,94 +595,3 @@ def _truncated_lengths(a: int, b: int | None, truncation: bool | str, max_length
     return a - excess // 2, b_len - (excess - excess // 2)
 
 
-# ---- training --------------------------------------------------------------------------------
-
-def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
-                        vocab_size: int = 30000, input_sentence_size: int = 1_000_000,
-                        num_threads: int | None = None,
-                        user_defined_symbols: Sequence[str] = ALBERT_USER_SYMBOLS,
-                        seed_sentencepiece_size: int = 1_000_000,
-                        character_coverage: float = 0.99995,
-                        sentence_iterator: Iterable[str] | None = None,
-                        do_lower_case: bool = True, keep_accents: bool = False,
-                        max_sentence_length: int = 1 << 16, seed: int = 0) -> Path:
-    """Train a unigram SentencePiece model with ALBERT's layout; returns out_dir/spiece.model.
-
-    Ids: <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, then `user_defined_symbols`. Lines of
-    `inputs` (text files, .gz/.bz2/.xz, or directories of them) and then the strings of
-    `sentence_iterator` are preprocessed as the tokenizer will preprocess them; SentencePiece
-    samples `input_sentence_size` of them at random when there are more.
-    """
-    import sentencepiece as spm
-
-    if not isinstance(vocab_size, int) or vocab_size <= 5 + len(user_defined_symbols):
-        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 5 special pieces plus "
-                             f"{len(user_defined_symbols)} user-defined symbols")
-    files = _training_files(inputs)
-    if not files and sentence_iterator is None:
-        raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
-    settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
-    sentences = _training_sentences(files, sentence_iterator, settings)
-    model = io.BytesIO()
-    spm.set_random_generator_seed(seed)  # the sampling of input_sentence_size sentences
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences, model_writer=model, model_type="unigram",
-            vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=character_coverage,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
-            control_symbols=list(ALBERT_CONTROL_SYMBOLS),
-            user_defined_symbols=list(user_defined_symbols),
-            input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
-            seed_sentencepiece_size=seed_sentencepiece_size,
-            max_sentence_length=max_sentence_length,
-            num_threads=num_threads or os.cpu_count() or 1, minloglevel=2)
-    except (RuntimeError, OSError) as err:  # the C++ trainer's status, e.g. too few characters
-        raise TokenizerError(f"SentencePiece training failed: {err}") from None
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SPIECE_NAME
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(model.getvalue())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    Tokenizer(_SentencePiece(path, settings), path).save_pretrained(out_dir)
-    return path
-
-
-def _training_files(inputs: Sequence[str | Path]) -> list[Path]:
-    if isinstance(inputs, (str, Path)):
-        inputs = [inputs]
-    files: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*")
-                                if p.is_file() and not p.name.startswith(".")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise TokenizerError(f"{path}: no such training file or directory")
-    return files
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix, open)
-    # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
-    return opener(path, "rt", encoding="utf-8", errors="replace")
-
-
-def _training_sentences(files: list[Path], extra: Iterable[str] | None,
-                        settings: TextSettings) -> Iterator[str]:
-    def raw() -> Iterator[str]:
-        for path in files:
-            with _open_text(path) as handle:
-                yield from handle
-        if extra is not None:
-            yield from extra
-
-    for line in raw():
-        line = preprocess_text(line, settings)
-        if line:
-            yield line

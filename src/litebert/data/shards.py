@@ -165,6 +165,7 @@ def _init_worker(tokenizer_dir: str) -> None:
     from litebert.tokenization import Tokenizer
 
     _WORKER_TOKENIZER = Tokenizer.from_pretrained(tokenizer_dir)
+    _WORKER_TOKENIZER.num_threads = 1  # one process per core already
 
 
 def encode_documents(documents: list[list[str]], tokenizer=None):
@@ -172,13 +173,9 @@ def encode_documents(documents: list[list[str]], tokenizer=None):
     Sentences with no tokens are dropped; so are documents left with none."""
     tok = tokenizer or _WORKER_TOKENIZER
     flat = [s for doc in documents for s in doc]
-    encoded = tok.encode_batch_with_word_starts(flat)
-    lengths = np.fromiter((len(ids) for ids, _ in encoded), dtype=np.int64, count=len(flat))
-    nonempty = (lengths > 0).astype(np.int64)
-    per_doc = np.add.reduceat(nonempty, np.cumsum([0] + [len(d) for d in documents[:-1]]))
-    per_doc = per_doc if len(flat) else np.zeros(len(documents), dtype=np.int64)
-    ids = np.concatenate([e[0] for e in encoded]) if flat else np.zeros(0, np.int64)
-    starts = np.concatenate([e[1] for e in encoded]) if flat else np.zeros(0, bool)
+    ids, starts, lengths = tok.encode_batch_flat(flat)
+    first_sentence = np.cumsum([0] + [len(d) for d in documents[:-1]])
+    per_doc = np.add.reduceat((lengths > 0).astype(np.int64), first_sentence)
     return ids, starts, lengths[lengths > 0], per_doc[per_doc > 0]
 
 
