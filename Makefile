@@ -28,6 +28,7 @@ test-slow: setup
 
 bench: setup
 	$(PY) benchmarks/bench_model.py
+	$(PY) benchmarks/bench_data.py
 
 lint: setup
 	$(VENV)/bin/ruff check .
