@@ -11,10 +11,11 @@ from litebert.model import (
     AlbertModel,
     CheckpointError,
 )
+from litebert.tokenization import Tokenizer
 
 __version__ = "0.1.0"
 __all__ = [
     "PRESETS", "AlbertConfig", "AlbertForMaskedLM", "AlbertForMultipleChoice",
     "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForSequenceClassification",
-    "AlbertForTokenClassification", "AlbertModel", "CheckpointError", "ConfigError",
+    "AlbertForTokenClassification", "AlbertModel", "CheckpointError", "ConfigError", "Tokenizer",
 ]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -201,3 +205,28 @@ def test_cli_build_inspect_stats(tmp_path, corpus_and_tokenizer, capsys):
 def test_missing_directory_is_a_clear_error(tmp_path, capsys):
     assert main(["data", "stats", str(tmp_path / "nothing")]) == 2
     assert "no manifest.json" in capsys.readouterr().err
+
+
+def test_kill_9_mid_build_leaves_nothing_that_looks_complete(tmp_path, corpus_and_tokenizer):
+    """A real SIGKILL while pass 1 writes: no manifest, a clear error, a clean rebuild."""
+    _, tok = corpus_and_tokenizer
+    corpus = write_corpus(tmp_path / "big.txt", docs=15_000, seed=3)
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "litebert.cli", "data", "build", str(corpus), "--tokenizer",
+           str(tok), "--out", str(out), "--workers", "1", "--format", "bert",
+           "--max-seq-length", "64"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not (out / "tokens.bin.tmp").exists() and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the build finished before it could be killed"
+    assert not (out / "manifest.json").exists()
+    with pytest.raises(DataError, match="interrupted build"):
+        PretrainingDataset(out)
+    small = BuildConfig(max_seq_length=64, format="bert")
+    manifest = build([corpus], tok, out, small)
+    assert PretrainingDataset(out).manifest["config_hash"] == manifest["config_hash"]
+    assert not list(out.glob("*.tmp"))

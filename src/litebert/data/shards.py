@@ -338,6 +338,7 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
         return manifest
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
+    _remove_previous(out)
     start = time.time()
     stats = CorpusStats()
     counts = tokenize_corpus(inputs, tokenizer, tokenizer_dir, out, cfg, workers, stats)
@@ -354,6 +355,14 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     }
     write_json_atomic(out / MANIFEST, manifest)
     return manifest
+
+
+def _remove_previous(out: Path) -> None:
+    """Files an earlier (maybe killed) build left: temporaries and arrays this one may not
+    rewrite (static masks when building dynamic ones)."""
+    for path in out.iterdir():
+        if path.is_file() and (path.name.endswith((".bin", ".tmp"))):
+            path.unlink()
 
 
 def _build_splits(out: Path, cfg: BuildConfig, tokenizer,
