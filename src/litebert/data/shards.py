@@ -190,19 +190,22 @@ def _chunks(documents: Iterator, size: int) -> Iterator[list[list[str]]]:
         yield chunk
 
 
-def _encoded_chunks(chunks: Iterator, tokenizer, tokenizer_dir: Path, workers: int):
-    """Chunks encoded in order; with workers > 1 at most 2 per worker in flight."""
+def ordered_map(fn, tasks: Iterable, workers: int, initializer=None, initargs=()):
+    """fn over tasks, results in task order; with workers > 1 in a process pool with at most
+    2 tasks per worker in flight, so a long task stream never piles up in memory."""
     if workers <= 1:
-        for chunk in chunks:
-            yield encode_documents(chunk, tokenizer)
+        if initializer:
+            initializer(*initargs)
+        for task in tasks:
+            yield fn(*task)
         return
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # fork + sentencepiece/torch threads is not safe
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(str(tokenizer_dir),)) as pool:
+    with ctx.Pool(workers, initializer=initializer, initargs=initargs) as pool:
         pending: deque = deque()
-        for chunk in chunks:
-            pending.append(pool.apply_async(encode_documents, (chunk,)))
+        for task in tasks:
+            pending.append(pool.apply_async(fn, task))
             if len(pending) >= 2 * workers:
                 yield pending.popleft().get()
         while pending:
@@ -224,8 +227,9 @@ def tokenize_corpus(inputs, tokenizer, tokenizer_dir: Path, out: Path, cfg: Buil
     tokens = sentences = unknown = 0
     docs = read_documents(list(inputs), fmt=cfg.format, text_field=cfg.text_field, stats=stats)
     bar = tqdm(desc="tokenizing", unit=" docs", disable=None)
-    for ids, starts, lengths, per_doc in _encoded_chunks(_chunks(docs, DOCS_PER_TASK),
-                                                        tokenizer, tokenizer_dir, workers):
+    tasks = ((chunk,) for chunk in _chunks(docs, DOCS_PER_TASK))
+    for ids, starts, lengths, per_doc in ordered_map(encode_documents, tasks, workers,
+                                                     _init_worker, (str(tokenizer_dir),)):
         writers["tokens"].append(ids)
         writers["word_starts"].append(starts)
         writers["sentences"].append(tokens + np.cumsum(lengths))
@@ -289,36 +293,50 @@ def assemble(tokens, word_starts, row, cls_id: int, sep_id: int):
 
 
 def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildConfig,
-                       cls_id: int, sep_id: int, token_dtype: str) -> int:
-    """Pass 2b (static masking): positions and replacement ids of every instance."""
-    tokens = _memmap(out / "tokens.bin", token_dtype)
-    word_starts = _memmap(out / "word_starts.bin", np.uint8).view(bool)
-    rows = _memmap(out / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+                       specials: tuple[int, int], token_dtype: str, workers: int) -> int:
+    """Pass 2b (static masking): positions and replacement ids of every instance, in blocks
+    of INSTANCES_PER_BLOCK with one RNG each, spread over the workers."""
+    num_rows = (out / f"{split}.instances.bin").stat().st_size // 40
     masks = ArrayWriter(out / f"{split}.masks.bin", np.int32)
     index = ArrayWriter(out / f"{split}.mask_index.bin", np.int64)
     index.append([0])
-    total = 0
-    split_id = SPLITS.index(split)
-    for block in tqdm(range(0, len(rows), INSTANCES_PER_BLOCK), desc=f"masking {split}",
-                      unit=" blocks", disable=None):
-        rng = np.random.default_rng([cfg.seed, 3, split_id, block])
-        ends = []
-        for row in rows[block:block + INSTANCES_PER_BLOCK]:
-            ids, _, starts, maskable = assemble(tokens, word_starts, row, cls_id, sep_id)
-            masked, _, positions = mask_tokens(ids, starts, maskable, mcfg, rng)
-            masks.append(np.stack([positions, masked[positions]], axis=1).reshape(-1))
-            total += len(positions)
-            ends.append(total)
-        index.append(ends)
+    seed = (cfg.seed, 3, SPLITS.index(split))
+    tasks = ((str(out), split, start, seed, mcfg, specials, token_dtype)
+             for start in range(0, num_rows, INSTANCES_PER_BLOCK))
+    blocks = tqdm(ordered_map(mask_block, tasks, workers), desc=f"masking {split}",
+                  total=-(-num_rows // INSTANCES_PER_BLOCK), unit=" blocks", disable=None)
+    for block_masks, counts in blocks:
+        before = masks.count // 2
+        masks.append(block_masks)
+        index.append(before + np.cumsum(counts))
     masks.close()
     index.close()
-    return total
+    return masks.count // 2
+
+
+def mask_block(out: str, split: str, start: int, seed: tuple, mcfg: MaskingConfig,
+               specials: tuple[int, int], token_dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Masks of instances start .. start + INSTANCES_PER_BLOCK: (M, 2) rows of (position,
+    replacement id) and the number of masks of each instance."""
+    d = Path(out)
+    tokens = _memmap(d / "tokens.bin", token_dtype)
+    word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
+    rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+    rng = np.random.default_rng([*seed, start])
+    parts, counts = [], []
+    for row in rows[start:start + INSTANCES_PER_BLOCK]:
+        ids, _, starts, maskable = assemble(tokens, word_starts, row, *specials)
+        masked, _, positions = mask_tokens(ids, starts, maskable, mcfg, rng)
+        parts.append(np.stack([positions, masked[positions]], axis=1))
+        counts.append(len(positions))
+    return np.concatenate(parts).astype(np.int32), np.asarray(counts, dtype=np.int64)
 
 
 def _memmap(path: Path, dtype) -> np.ndarray:
     if path.stat().st_size == 0:
         return np.zeros(0, dtype=dtype)
-    return np.memmap(path, dtype=dtype, mode="r")
+    # A plain ndarray view of the mapping: slicing np.memmap objects costs ~1 us each.
+    return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
 
 
 # ---- the whole build -----------------------------------------------------------------------
@@ -342,7 +360,7 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     start = time.time()
     stats = CorpusStats()
     counts = tokenize_corpus(inputs, tokenizer, tokenizer_dir, out, cfg, workers, stats)
-    splits = _build_splits(out, cfg, tokenizer, counts["token_dtype"])
+    splits = _build_splits(out, cfg, tokenizer, counts["token_dtype"], workers)
     tokenizer.save_pretrained(out / "tokenizer")
     manifest = {
         "format": FORMAT, "version": VERSION, "config_hash": key,
@@ -365,8 +383,8 @@ def _remove_previous(out: Path) -> None:
             path.unlink()
 
 
-def _build_splits(out: Path, cfg: BuildConfig, tokenizer,
-                  token_dtype: str) -> dict[str, dict[str, int]]:
+def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
+                  workers: int) -> dict[str, dict[str, int]]:
     offsets = np.fromfile(out / "sentences.bin", dtype=np.int64)
     documents = np.fromfile(out / "documents.bin", dtype=np.int64)
     bounds = np.stack([documents[:-1], documents[1:]], axis=1)  # (D, 2) sentence ranges
@@ -379,6 +397,6 @@ def _build_splits(out: Path, cfg: BuildConfig, tokenizer,
         result[split] = {"documents": int(len(docs)), "instances": count}
         if cfg.masking == "static":
             result[split]["masked_tokens"] = write_static_masks(
-                out, split, mcfg, cfg, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                token_dtype)
+                out, split, mcfg, cfg, (tokenizer.cls_token_id, tokenizer.sep_token_id),
+                token_dtype, workers)
     return result
