@@ -76,6 +76,55 @@ def cmd_data_stats(args: argparse.Namespace) -> None:
     print(json.dumps(stats(args.dir, sample=args.sample), indent=2))
 
 
+def cmd_pretrain(args: argparse.Namespace) -> None:
+    from litebert.train.pretrain import pretrain
+    from litebert.train.run_config import FIELDS, load_run_config, parse_override
+
+    overrides = {k: getattr(args, k) for k in FIELDS if getattr(args, k, None) is not None}
+    overrides.update(parse_override(text) for text in args.set)
+    cfg = load_run_config(args.config, overrides)
+    result = pretrain(cfg)
+    if result:
+        print(json.dumps(result, indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from litebert.train.pretrain import export_run
+
+    print(f"wrote {export_run(args.run_dir, args.out)}")
+
+
+def cmd_plot(args: argparse.Namespace) -> None:
+    from litebert.train.plots import plot_run
+
+    for path in plot_run(Path(args.run_dir)):
+        print(f"wrote {path}")
+
+
+def _add_train_commands(sub) -> None:
+    from litebert.train.run_config import FIELDS
+
+    p = sub.add_parser("pretrain", help="pre-train with MLM + SOP/NSP (torchrun-aware)")
+    p.add_argument("--config", help="a recipe, e.g. configs/pretrain/tiny-cpu.yaml")
+    for name, f in FIELDS.items():  # every simple field of the recipe is a flag too
+        kind = str(f.type).split(" |")[0]
+        flag = "--" + name.replace("_", "-")
+        if kind == "bool":
+            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction)
+        elif kind in ("int", "float", "str"):
+            p.add_argument(flag, dest=name, type={"int": int, "float": float, "str": str}[kind])
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="any field, the value read as YAML (e.g. model_overrides={...})")
+    p.set_defaults(func=cmd_pretrain)
+    p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
+    p.add_argument("run_dir")
+    p.add_argument("--out", help="default RUN_DIR/export")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("plot", help="PNG curves of a run under RUN_DIR/plots")
+    p.add_argument("run_dir")
+    p.set_defaults(func=cmd_plot)
+
+
 def _add_data_commands(sub) -> None:
     data = sub.add_parser("data", help="pre-training data: build, inspect, stats")
     dsub = data.add_subparsers(dest="data_command", required=True)
@@ -137,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_corpus_fetch)
     _add_data_commands(sub)
+    _add_train_commands(sub)
     return parser
 
 
@@ -145,10 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(message)s")
     from litebert.data.sources import FetchError
+    from litebert.train.pretrain import TrainingDiverged
 
     try:
         args.func(args)
-    except (ConfigError, ValueError, FileNotFoundError, FetchError) as err:
+    except (ConfigError, ValueError, FileNotFoundError, FetchError, TrainingDiverged) as err:
         print(f"litebert {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,1 @@
+"""Pre-training machinery: the LAMB optimizer and learning-rate schedules."""

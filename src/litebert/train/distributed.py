@@ -1,0 +1,88 @@
+"""torchrun helpers: process group, device, DDP or FSDP wrapping, reductions.
+
+One process per device (`torchrun --nproc-per-node N`); gloo on CPU, NCCL on CUDA. Rank 0
+logs and saves; every rank reads its own share of the data (RankSampler).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed() -> DistInfo:
+    """Join the torchrun process group if there is one; pick this rank's device."""
+    world = int(os.environ.get("WORLD_SIZE", 1))
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    return DistInfo(rank=rank, world_size=world, local_rank=local, device=device)
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrap(model: nn.Module, info: DistInfo, fsdp: bool) -> nn.Module:
+    """DDP, or FSDP2 (fully_shard) on every attention / FFN module and then the root.
+
+    ALBERT applies a shared module at several depths; FSDP keeps such modules unsharded
+    between their uses in one step (reshard_after_forward=False), so each is gathered once.
+    """
+    if not info.distributed:
+        return model
+    if fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        encoder = model.albert.encoder
+        shared = len(encoder.attentions) < len(encoder.attention_index)
+        for module in [*encoder.attentions, *encoder.ffns]:
+            fully_shard(module, reshard_after_forward=not shared)
+        fully_shard(model)
+        return model
+    ids = [info.device.index] if info.device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+
+
+def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
+    """Sum over ranks (a copy); the identity without a process group."""
+    if dist.is_initialized():
+        values = values.clone()
+        dist.all_reduce(values)
+    return values
+
+
+def barrier() -> None:
+    if dist.is_initialized():
+        dist.barrier()

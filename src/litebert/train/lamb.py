@@ -1,0 +1,193 @@
+"""LAMB (You et al. 2019) as ALBERT trains with it, plus the parameter split it needs.
+
+This follows the TF `lamb_optimizer.py` that ships with ALBERT, not the paper's later
+variants: Adam moments WITHOUT bias correction, update = m / (sqrt(v) + eps), decoupled
+weight decay added to the update, then a per-parameter trust ratio ||w|| / ||update|| (1.0
+when either norm is 0). LayerNorm and bias parameters get neither decay nor trust ratio.
+
+All per-parameter arithmetic uses torch._foreach_* ops over each group's tensors, and the
+trust ratios stay on the device (torch.where on the norms), so a step never syncs the host.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+import torch
+from torch import nn
+
+# The official exclude_from_weight_decay / exclude_from_layer_adaptation lists.
+_EXCLUDED_SUBSTRINGS = ("LayerNorm", "layer_norm")
+_NORM_TYPES = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm,
+               nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+OPTIMIZERS = ("lamb", "adamw")
+
+
+class Lamb(torch.optim.Optimizer):
+    """LAMB without bias correction. Groups may set `weight_decay` and `trust_ratio`.
+
+    Per parameter w with gradient g (parameters whose grad is None are skipped):
+        m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+        u = m / (sqrt(v) + eps) + weight_decay * w
+        r = ||w|| / ||u|| if trust_ratio and both norms > 0 else 1
+        w -= lr * r * u
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
+                 weight_decay: float = 0.01, trust_ratio: bool = True, *,
+                 maximize: bool = False):
+        if maximize:
+            raise ValueError("Lamb: maximize=True is not supported; negate the loss instead")
+        _check_hparams(lr, betas, eps, weight_decay)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        trust_ratio=bool(trust_ratio))
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict) -> None:
+        # Check per-group overrides too, not just the constructor's defaults.
+        super().add_param_group(param_group)
+        g = self.param_groups[-1]
+        _check_hparams(g["lr"], g["betas"], g["eps"], g["weight_decay"])
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor] | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_avg_sqs, steps = self._gather(group)
+            if not params:
+                continue
+            # `step` is kept for reference only (no bias correction uses it).
+            torch._foreach_add_(steps, 1)
+            beta1, beta2 = group["betas"]
+            for idx in _buckets(params):
+                _lamb_update(
+                    [params[i] for i in idx], [grads[i] for i in idx],
+                    [exp_avgs[i] for i in idx], [exp_avg_sqs[i] for i in idx],
+                    lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                    weight_decay=group["weight_decay"], trust_ratio=group["trust_ratio"])
+        return loss
+
+    def _gather(self, group: dict):
+        """The group's parameters that have a gradient, with their (lazily created) state."""
+        params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if p.grad.is_sparse:
+                raise RuntimeError("Lamb does not support sparse gradients; "
+                                   "use dense embeddings (sparse=False)")
+            state = self.state[p]
+            if not state:
+                state["step"] = torch.tensor(0.0)
+                state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            params.append(p)
+            grads.append(p.grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            steps.append(state["step"])
+        return params, grads, exp_avgs, exp_avg_sqs, steps
+
+
+def _check_hparams(lr, betas, eps, weight_decay) -> None:
+    if not isinstance(lr, torch.Tensor) and lr < 0:
+        raise ValueError(f"Lamb: lr must be >= 0, got {lr}")
+    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+        raise ValueError(f"Lamb: betas must be two values in [0, 1), got {betas}")
+    if eps < 0:
+        raise ValueError(f"Lamb: eps must be >= 0, got {eps}")
+    if weight_decay < 0:
+        raise ValueError(f"Lamb: weight_decay must be >= 0, got {weight_decay}")
+
+
+def _buckets(params: list[torch.Tensor]) -> list[list[int]]:
+    """Indices of `params` grouped by (device, dtype): foreach kernels and torch.stack need
+    one device, and the fast foreach path one dtype."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, p in enumerate(params):
+        groups[(p.device, p.dtype)].append(i)
+    return list(groups.values())
+
+
+def _lamb_update(params, grads, exp_avgs, exp_avg_sqs, *, lr, beta1, beta2, eps,
+                 weight_decay, trust_ratio) -> None:
+    """One LAMB step for same-device, same-dtype tensor lists (all updated in place)."""
+    torch._foreach_mul_(exp_avgs, beta1)
+    torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)  # m
+    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)  # v
+    denom = torch._foreach_sqrt(exp_avg_sqs)
+    torch._foreach_add_(denom, eps)
+    updates = torch._foreach_div(exp_avgs, denom)  # m / (sqrt(v) + eps), no bias correction
+    del denom
+    if weight_decay != 0:
+        torch._foreach_add_(updates, params, alpha=weight_decay)
+    if not trust_ratio:
+        torch._foreach_mul_(updates, -lr)  # lr may be a float or a 0-d tensor
+        torch._foreach_add_(params, updates)
+        return
+    # Norms in at least float32 so bf16/fp16 parameters get a sane ratio.
+    norm_dtype = torch.promote_types(params[0].dtype, torch.float32)
+    w_norm = torch.stack(torch._foreach_norm(params, 2, dtype=norm_dtype))  # (n,)
+    u_norm = torch.stack(torch._foreach_norm(updates, 2, dtype=norm_dtype))  # (n,)
+    # Where either norm is 0 the ratio is 1; w/u may be inf/nan there but is not selected.
+    ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
+    scale = ratio * -lr  # (n,) per-parameter step size, still on the device
+    torch._foreach_mul_(updates, scale.unbind(0))
+    torch._foreach_add_(params, updates)
+
+
+def _excluded(name: str, param: nn.Parameter, module: nn.Module) -> bool:
+    """LayerNorm / norm-layer parameters, biases and any 1-D tensor: no decay, no trust ratio."""
+    parts = name.split(".")
+    return (any(s in name for s in _EXCLUDED_SUBSTRINGS)
+            or isinstance(module, _NORM_TYPES)
+            or any(part.lower().endswith("norm") for part in parts[:-1])
+            or parts[-1].endswith("bias")
+            or param.ndim < 2)
+
+
+def _split(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """(decayed, excluded) parameters of `model` in named_parameters order (shared ones once)."""
+    decayed, excluded = [], []
+    for name, p in model.named_parameters():
+        owner = model.get_submodule(name.rpartition(".")[0])
+        (excluded if _excluded(name, p, owner) else decayed).append(p)
+    return decayed, excluded
+
+
+def lamb_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
+    """Two Lamb groups: 2-D+ weights (decay + trust ratio) and LayerNorm / bias / 1-D
+    parameters (neither). Empty groups are left out."""
+    if weight_decay < 0:
+        raise ValueError(f"lamb_param_groups: weight_decay must be >= 0, got {weight_decay}")
+    decayed, excluded = _split(model)
+    groups = [dict(params=decayed, weight_decay=weight_decay, trust_ratio=True),
+              dict(params=excluded, weight_decay=0.0, trust_ratio=False)]
+    return [g for g in groups if g["params"]]
+
+
+def adamw_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
+    """The same split as lamb_param_groups, for torch.optim.AdamW (no trust_ratio key)."""
+    groups = lamb_param_groups(model, weight_decay)
+    return [{k: v for k, v in g.items() if k != "trust_ratio"} for g in groups]
+
+
+def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float = 0.01,
+                    betas: tuple[float, float] = (0.9, 0.999),
+                    eps: float = 1e-6) -> torch.optim.Optimizer:
+    """"lamb" (ALBERT's choice) or "adamw", both with LayerNorm/bias excluded from decay."""
+    key = name.lower()
+    if key == "lamb":
+        return Lamb(lamb_param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps,
+                    weight_decay=weight_decay)
+    if key == "adamw":
+        return torch.optim.AdamW(adamw_param_groups(model, weight_decay), lr=lr, betas=betas,
+                                 eps=eps, weight_decay=weight_decay)
+    raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
+                     f"expected one of {', '.join(OPTIMIZERS)}")

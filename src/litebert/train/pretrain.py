@@ -1,0 +1,405 @@
+"""The pre-training loop: MLM + SOP/NSP, LAMB, accumulation, clipping, eval, checkpoints.
+
+One optimizer step = `accumulation` micro-batches per rank; the loss of each micro-batch is
+divided by that count so the gradient is the mean over the global batch. Resuming restores
+model, optimizer, schedule, RNG and the data position (epoch, micro-batch), so a run killed
+at any moment and resumed continues exactly as if it had never stopped (bit for bit on CPU).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from tqdm import tqdm
+
+from litebert.config import AlbertConfig
+from litebert.data.loader import PretrainingDataset, RankSampler, collate
+from litebert.data.shards import DataError
+from litebert.model import AlbertForPreTraining
+from litebert.train import checkpoint
+from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
+from litebert.train.lamb import build_optimizer
+from litebert.train.metrics import MetricsLogger
+from litebert.train.run_config import PretrainConfig
+from litebert.train.schedule import build_scheduler
+
+log = logging.getLogger("litebert")
+
+
+class TrainingDiverged(RuntimeError):
+    """Too many non-finite losses in a row; the newest checkpoint is still the last good one."""
+
+
+# ---- parts ---------------------------------------------------------------------------------
+
+def model_config(cfg: PretrainConfig, data_dir: Path) -> AlbertConfig:
+    """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides."""
+    from litebert.tokenization import Tokenizer
+
+    tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
+    return AlbertConfig.from_preset(cfg.model, vocab_size=len(tok), pad_token_id=tok.pad_token_id
+                                    or 0, **cfg.model_overrides)
+
+
+def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, workers: int,
+            position: dict[str, int]):
+    """Micro-batches forever, epoch after epoch, from `position` (updated as they go)."""
+    while True:
+        epoch = position["epoch"]
+        dataset.set_epoch(epoch)
+        sampler.set_epoch(epoch)
+        order = list(sampler)
+        count = len(order) // micro
+        if count == 0:
+            raise DataError(f"{dataset.directory}: {len(dataset)} instances give this rank no "
+                            f"full micro-batch of {micro}; lower micro_batch_size")
+        chunks = [order[i * micro:(i + 1) * micro] for i in range(position["batch"], count)]
+        # Its own generator: creating a loader must not draw from the global RNG, which
+        # drives dropout and is restored exactly on resume.
+        loader = DataLoader(dataset, batch_sampler=chunks, collate_fn=collate,
+                            num_workers=workers,
+                            generator=torch.Generator().manual_seed(epoch))
+        for batch in loader:
+            position["batch"] += 1
+            yield batch
+        position.update(epoch=epoch + 1, batch=0)
+
+
+def most_frequent_token(data_dir: Path, exclude: set[int]) -> int:
+    """The commonest token of the training data: the MLM baseline predicts it everywhere."""
+    ds = PretrainingDataset(data_dir)
+    counts = np.zeros(int(ds.tokens.max(initial=0)) + 1, dtype=np.int64)
+    for start in range(0, len(ds.tokens), 1 << 24):  # chunked: memory stays flat
+        counts += np.bincount(ds.tokens[start:start + (1 << 24)], minlength=len(counts))
+    counts[list(i for i in exclude if i < len(counts))] = 0
+    return int(counts.argmax())
+
+
+def autocast(cfg: PretrainConfig, device: torch.device):
+    precision = cfg.precision
+    if precision == "auto":
+        precision = "bf16" if device.type == "cuda" else "fp32"
+    if precision == "fp32":
+        return contextlib.nullcontext(), None
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
+    return torch.autocast(device_type=device.type, dtype=dtype), scaler
+
+
+# ---- evaluation ----------------------------------------------------------------------------
+
+@torch.no_grad()
+def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainConfig,
+             baseline_token: int, amp) -> dict[str, float]:
+    """MLM loss/accuracy and SOP/NSP accuracy on held-out instances, with baselines."""
+    was_training = model.training
+    model.eval()
+    per_rank = min(len(heldout), cfg.eval_instances) // info.world_size
+    mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
+    # mlm loss, correct, baseline correct, count; sop loss, correct, count, label-1 count
+    sums = torch.zeros(8, dtype=torch.float64)
+    key = heldout.label_key
+    for i in range(0, len(mine), cfg.micro_batch_size):
+        batch = collate([heldout[j] for j in mine[i:i + cfg.micro_batch_size]])
+        batch = {k: v.to(info.device) for k, v in batch.items()}
+        with amp:
+            out = model(**batch)
+        target = batch["labels"][batch["labels"] != -100]
+        logits = out.prediction_logits.float()
+        sums[0] += F.cross_entropy(logits, target, reduction="sum").item()
+        sums[1] += (logits.argmax(-1) == target).sum().item()
+        sums[2] += (target == baseline_token).sum().item()
+        sums[3] += target.numel()
+        if key:
+            labels = batch[key]
+            sop = out.sop_logits.float()
+            sums[4] += F.cross_entropy(sop, labels, reduction="sum").item()
+            sums[5] += (sop.argmax(-1) == labels).sum().item()
+            sums[6] += labels.numel()
+            sums[7] += labels.sum().item()
+    sums = all_reduce_sum(sums.to(info.device)).cpu()
+    model.train(was_training)
+    result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
+              "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
+              "eval_mlm_baseline_accuracy": sums[2] / max(sums[3], 1)}
+    result["eval_loss"] = result["eval_mlm_loss"]
+    if key:
+        name = "sop" if key == "sentence_order_label" else "nsp"
+        ones = sums[7] / max(sums[6], 1)
+        result[f"eval_{name}_loss"] = sums[4] / max(sums[6], 1)
+        result[f"eval_{name}_accuracy"] = sums[5] / max(sums[6], 1)
+        result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
+        result["eval_loss"] += result[f"eval_{name}_loss"]
+    return {k: float(v) for k, v in result.items()}
+
+
+# ---- state ---------------------------------------------------------------------------------
+
+def gather_state(model, optimizer, scheduler, cfg: PretrainConfig):
+    """Full (unsharded) model and optimizer state dicts on CPU, for rank 0 to save."""
+    if cfg.fsdp and torch.distributed.is_initialized():
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        return (get_model_state_dict(model, options=opts),
+                {"optimizer": get_optimizer_state_dict(model, optimizer, options=opts),
+                 "scheduler": scheduler.state_dict()})
+    bare = getattr(model, "module", model)
+    return bare.state_dict(), {"optimizer": optimizer.state_dict(),
+                               "scheduler": scheduler.state_dict()}
+
+
+def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, path: Path) -> dict:
+    model_state, optim_state, rng, state = checkpoint.load(path)
+    if cfg.fsdp and torch.distributed.is_initialized():
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            set_model_state_dict,
+            set_optimizer_state_dict,
+        )
+
+        opts = StateDictOptions(full_state_dict=True)
+        set_model_state_dict(model, model_state, options=opts)
+        set_optimizer_state_dict(model, optimizer, optim_state["optimizer"], options=opts)
+    else:
+        getattr(model, "module", model).load_state_dict(model_state)
+        optimizer.load_state_dict(optim_state["optimizer"])
+    scheduler.load_state_dict(optim_state["scheduler"])
+    checkpoint.set_rng_state(rng)
+    return state
+
+
+def save_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainConfig,
+                    info: DistInfo, state: dict[str, Any]) -> None:
+    model_state, optim_state = gather_state(model, optimizer, scheduler, cfg)
+    if info.is_main:
+        checkpoint.save(run_dir, state["step"], model_state, optim_state,
+                        {**state, "config": cfg.to_dict()}, keep_last=cfg.keep_last)
+    barrier()
+
+
+def export_model(run_dir: Path, out_dir: Path, model_state: dict, config: AlbertConfig) -> Path:
+    """A transformers-format model directory with the run's tokenizer beside the weights."""
+    from litebert.tokenization import Tokenizer
+
+    model = AlbertForPreTraining(config)
+    model.load_state_dict(model_state)
+    model.save_pretrained(out_dir)
+    Tokenizer.from_pretrained(run_dir / "tokenizer").save_pretrained(out_dir)
+    return out_dir
+
+
+def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+    """`litebert export`: the newest checkpoint of RUN_DIR as a model directory."""
+    run_dir = Path(run_dir)
+    path = checkpoint.latest(run_dir)
+    if path is None:
+        raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
+    model_state, _, _, state = checkpoint.load(path)
+    config = AlbertConfig.from_dict(state["model_config"], source=str(path / "state.json"))
+    return export_model(run_dir, Path(out_dir or run_dir / "export"), model_state, config)
+
+
+# ---- the loop ------------------------------------------------------------------------------
+
+class Trainer:
+    """Holds the parts of one run; `run()` trains to max_steps and returns the last eval."""
+
+    def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None):
+        if cfg.data is None:
+            raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
+        self.cfg, self.info = cfg, info or init_distributed()
+        self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
+        self.train_data = PretrainingDataset(data_dir, "train", seed=cfg.seed)
+        self.heldout = PretrainingDataset(data_dir, "heldout", seed=cfg.seed)
+        self.config = model_config(cfg, data_dir)
+        torch.manual_seed(cfg.seed)
+        model = AlbertForPreTraining(self._training_config()).to(self.info.device)
+        self.model = wrap(model, self.info, cfg.fsdp)
+        self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
+                                         weight_decay=cfg.weight_decay, betas=cfg.betas,
+                                         eps=cfg.eps)
+        self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
+                                         warmup_steps=cfg.warmup_steps,
+                                         total_steps=cfg.max_steps, power=cfg.power)
+        self.amp, self.scaler = autocast(cfg, self.info.device)
+        self.accumulation = cfg.accumulation(self.info.world_size)
+        self.state = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
+                      "nonfinite_in_row": 0, "tokens": 0}
+        resume = checkpoint.resolve_resume(self.run_dir, cfg.resume)
+        if resume is not None:
+            self.state.update(restore_state(self.model, self.optimizer, self.scheduler, cfg,
+                                            resume))
+            self.state.pop("config", None)
+        self._prepare_run_dir(data_dir)
+        self.baseline_token = most_frequent_token(data_dir, set(self._special_ids()))
+        self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
+                                    resume_step=self.state["step"] if resume else None)
+
+    def _training_config(self) -> AlbertConfig:
+        """Pre-training runs without dropout, as in the paper and the official code (whose
+        SOP head has none); the exported config keeps classifier_dropout_prob for
+        fine-tuning. A recipe that sets it in model_overrides gets what it asks for."""
+        if "classifier_dropout_prob" in self.cfg.model_overrides:
+            return self.config
+        return self.config.replace(classifier_dropout_prob=0.0)
+
+    def _special_ids(self) -> list[int]:
+        return list(self.train_data._special.values())
+
+    def _prepare_run_dir(self, data_dir: Path) -> None:
+        if not self.info.is_main:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.run_dir / "tokenizer").exists():
+            shutil.copytree(data_dir / "tokenizer", self.run_dir / "tokenizer")
+        (self.run_dir / "config.json").write_text(json.dumps(
+            {"pretrain": self.cfg.to_dict(), "model": self.config.to_dict()}, indent=2) + "\n")
+
+    def train_step(self, data) -> dict[str, Any]:
+        """Accumulate one global batch, clip, step (or skip a non-finite one).
+
+        The MLM loss is normalised by the number of masked tokens in the whole global batch
+        (all micro-batches, all ranks) and the SOP loss by its number of sequences, so the
+        gradient equals that of one big batch however it is split; DDP averages gradients
+        over ranks, hence the factor world_size.
+        """
+        device, world = self.info.device, self.info.world_size
+        micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
+                 for _ in range(self.accumulation)]
+        counts = torch.tensor([float((b["labels"] != -100).sum()) for b in micro]
+                              + [float(len(b["input_ids"])) for b in micro], device=device)
+        totals = all_reduce_sum(torch.stack([counts[:len(micro)].sum(),
+                                             counts[len(micro):].sum()]))
+        sums = torch.zeros(3, device=device)  # this rank's share of loss, mlm, sop means
+        for i, batch in enumerate(micro):
+            last = i == len(micro) - 1
+            sync = self.model.no_sync() if hasattr(self.model, "no_sync") and not last \
+                else contextlib.nullcontext()
+            with sync:
+                with self.amp:
+                    out = self.model(**batch)
+                mlm = out.mlm_loss * (counts[i] / totals[0].clamp(min=1))
+                sop = out.sop_loss * (counts[len(micro) + i] / totals[1]) \
+                    if out.sop_loss is not None else torch.zeros((), device=device)
+                loss = (mlm + sop) * world
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
+            sums += torch.stack([mlm + sop, mlm, sop]).detach().float()
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        finite = bool(torch.isfinite(all_reduce_sum(sums[:1])).all() and torch.isfinite(norm))
+        lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
+        self._apply(finite)
+        tokens = sum(int(b["attention_mask"].sum()) for b in micro)
+        return {"sums": sums, "grad_norm": norm.detach().float(), "tokens": tokens,
+                "finite": finite, "lr": lr}
+
+    def _apply(self, finite: bool) -> None:
+        if finite or self.scaler:  # the grad scaler skips non-finite steps itself
+            if self.scaler:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+            self.scheduler.step()
+            self.state["nonfinite_in_row"] = 0
+            self.state["step"] += 1
+        else:
+            self.state["skipped_steps"] += 1
+            self.state["nonfinite_in_row"] += 1
+            if self.state["nonfinite_in_row"] >= self.cfg.max_nonfinite:
+                last = checkpoint.latest(self.run_dir)
+                raise TrainingDiverged(
+                    f"{self.state['nonfinite_in_row']} non-finite losses in a row at step "
+                    f"{self.state['step']}; stopped. The last good checkpoint is {last} "
+                    f"(resume with --resume auto after lowering lr or checking the data)")
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def run(self) -> dict[str, float]:
+        cfg, state = self.cfg, self.state
+        sampler = RankSampler(len(self.train_data), self.info.rank, self.info.world_size,
+                              seed=cfg.seed)
+        data = batches(self.train_data, sampler, cfg.micro_batch_size, cfg.num_workers, state)
+        window = {"sums": torch.zeros(3, device=self.info.device), "steps": 0, "tokens": 0,
+                  "start": time.perf_counter()}
+        bar = tqdm(total=cfg.max_steps, initial=state["step"], desc="pre-training",
+                   unit="step", disable=not self.info.is_main)
+        self.model.train()
+        last_eval: dict[str, float] = {}
+        while state["step"] < cfg.max_steps:
+            before = state["step"]
+            result = self.train_step(data)
+            if state["step"] == before:
+                continue  # skipped (non-finite): nothing to log, nothing to save
+            window["sums"] += result["sums"]
+            window["steps"] += 1
+            window["tokens"] += result["tokens"]
+            bar.update(1)
+            step = state["step"]
+            if step % cfg.log_every == 0 or step == cfg.max_steps:
+                self._log(window, result, bar)
+            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                last_eval = self._evaluate()
+            if step % cfg.save_every == 0 or step == cfg.max_steps:
+                save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
+                                self.info, {**state, "model_config": self.config.to_dict()})
+        bar.close()
+        self._finish()
+        return last_eval
+
+    def _log(self, window: dict, last: dict[str, Any], bar) -> None:
+        sums = all_reduce_sum(window["sums"]) / window["steps"]  # shares sum to global means
+        tokens = int(all_reduce_sum(torch.tensor([window["tokens"]], device=self.info.device)))
+        elapsed = time.perf_counter() - window["start"]
+        self.state["tokens"] += tokens
+        name = "nsp" if self.train_data.label_key == "next_sentence_label" else "sop"
+        record = {"step": self.state["step"], "loss": float(sums[0]),
+                  "mlm_loss": float(sums[1]), "lr": last["lr"],
+                  "tokens_per_s": tokens / max(elapsed, 1e-9),
+                  "grad_norm": float(last["grad_norm"]),
+                  "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"]}
+        if self.train_data.label_key:
+            record[f"{name}_loss"] = float(sums[2])
+        self.logger.log(record)
+        bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}")
+        window.update(sums=torch.zeros_like(window["sums"]), steps=0, tokens=0,
+                      start=time.perf_counter())
+
+    def _evaluate(self) -> dict[str, float]:
+        if len(self.heldout) < self.info.world_size:
+            return {}
+        result = evaluate(self.model, self.heldout, self.info, self.cfg, self.baseline_token,
+                          self.amp)
+        self.logger.log({"step": self.state["step"], **result})
+        return result
+
+    def _finish(self) -> None:
+        if self.cfg.export:
+            model_state, _ = gather_state(self.model, self.optimizer, self.scheduler, self.cfg)
+            if self.info.is_main:
+                export_model(self.run_dir, self.run_dir / "export", model_state, self.config)
+        self.logger.close()
+        barrier()
+
+
+def pretrain(cfg: PretrainConfig) -> dict[str, float]:
+    """Train as `cfg` says; returns the final evaluation (empty without held-out data)."""
+    if not math.isfinite(cfg.lr):
+        raise ValueError(f"lr={cfg.lr} is not finite")
+    return Trainer(cfg).run()

@@ -1,0 +1,122 @@
+"""Learning-rate multipliers (warmup + polynomial decay, as BERT/ALBERT) and LambdaLR builders.
+
+Step convention. The multiplier functions take `step` = k, the 1-based index of the optimizer
+step that will use the value: the k-th optimizer.step() of a run trains with lr * f(k).
+    warmup      f(k) = k / warmup_steps                          for k < warmup_steps
+    decay       f(k) = end + (1 - end) * (1 - p) ** power,
+                p = (k - warmup_steps) / (total_steps - warmup_steps)  for warmup <= k < total
+    after       f(k) = end_factor                                for k >= total_steps
+So f(0) = 0 (unless warmup_steps == 0), the first step trains at 1 / warmup_steps (no step is
+wasted at lr 0), step `warmup_steps` at the full lr, and step `total_steps` at end_factor.
+
+torch's LambdaLR calls its lambda with the number of scheduler.step() calls so far (0 at
+construction), i.e. the number of optimizer steps already taken; build_scheduler's lambdas
+therefore evaluate f(n + 1). Call scheduler.step() once after each optimizer.step().
+
+Differences from the TF code of BERT/ALBERT, which computes, with global_step = n (0-based):
+lr * (1 - n / total) ** power, replaced by lr * n / warmup while n < warmup. That code's first
+step uses lr 0, and its decay starts from step 0, so right after warmup it is already at
+(1 - warmup / total) ** power (0.975 for ALBERT's 3125 / 125000) rather than 1. Pass
+`decay_from_zero=True` for that decay curve (p = k / total_steps); the warmup keeps the
+1-based convention above.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+SCHEDULES = ("polynomial", "linear", "constant", "constant_with_warmup")
+
+
+def _check_step(step: int) -> None:
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+
+
+def _check_warmup(warmup_steps: int, total_steps: int | None) -> None:
+    if warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+    if total_steps is not None and warmup_steps > total_steps:
+        raise ValueError(f"warmup_steps ({warmup_steps}) must be <= total_steps ({total_steps})")
+
+
+def warmup_polynomial(step: int, *, warmup_steps: int, total_steps: int, power: float = 1.0,
+                      end_factor: float = 0.0, decay_from_zero: bool = False) -> float:
+    """Linear warmup 0 -> 1 over `warmup_steps`, then (1 - progress) ** power decay to
+    `end_factor` at `total_steps`, constant after. See the module docstring for `step`."""
+    _check_step(step)
+    _check_warmup(warmup_steps, total_steps)
+    if total_steps <= 0:
+        raise ValueError(f"total_steps must be > 0, got {total_steps}")
+    if power <= 0 or not math.isfinite(power):
+        raise ValueError(f"power must be a finite number > 0, got {power}")
+    if not 0.0 <= end_factor <= 1.0:
+        raise ValueError(f"end_factor must be in [0, 1], got {end_factor}")
+    if step < warmup_steps:
+        return step / warmup_steps
+    if step >= total_steps:
+        return float(end_factor)
+    if decay_from_zero:
+        progress = step / total_steps
+    else:
+        progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return end_factor + (1.0 - end_factor) * (1.0 - progress) ** power
+
+
+def constant_with_warmup(step: int, *, warmup_steps: int) -> float:
+    """Linear warmup 0 -> 1 over `warmup_steps`, then 1."""
+    _check_step(step)
+    _check_warmup(warmup_steps, None)
+    return min(1.0, step / warmup_steps) if warmup_steps > 0 else 1.0
+
+
+def constant(step: int) -> float:
+    """Always 1 (the optimizer's own lr)."""
+    _check_step(step)
+    return 1.0
+
+
+def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: float,
+                end_factor: float, decay_from_zero: bool) -> Callable[[int], float]:
+    """The multiplier f(k) for `name`, arguments checked once here rather than every step."""
+    if name in ("polynomial", "linear"):
+        if total_steps is None:
+            raise ValueError(f"build_scheduler: schedule {name!r} needs total_steps")
+        if name == "linear" and power != 1.0:
+            raise ValueError(f"build_scheduler: 'linear' is power 1, got power={power}; "
+                             "use name='polynomial' for other powers")
+        kw = dict(warmup_steps=warmup_steps, total_steps=total_steps, power=power,
+                  end_factor=end_factor, decay_from_zero=decay_from_zero)
+        warmup_polynomial(warmup_steps, **kw)  # raises on bad arguments now, not at step 1
+        return lambda k: warmup_polynomial(k, **kw)
+    _check_warmup(warmup_steps, total_steps)
+    if name == "constant_with_warmup":
+        return lambda k: constant_with_warmup(k, warmup_steps=warmup_steps)
+    if name == "constant":
+        if warmup_steps:
+            raise ValueError(f"build_scheduler: 'constant' has no warmup, got "
+                             f"warmup_steps={warmup_steps}; use 'constant_with_warmup'")
+        return constant
+    raise ValueError(f"build_scheduler: unknown schedule name {name!r}; "
+                     f"expected one of {', '.join(SCHEDULES)}")
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, name: str = "polynomial",
+                    warmup_steps: int = 0, total_steps: int | None = None, power: float = 1.0,
+                    *, end_factor: float = 0.0,
+                    decay_from_zero: bool = False) -> torch.optim.lr_scheduler.LambdaLR:
+    """LambdaLR for `name` in SCHEDULES; the k-th optimizer.step() uses lr * f(k).
+
+    Right after construction the optimizer's lr is already lr * f(1); call scheduler.step()
+    after every optimizer.step(). The lambda is a plain closure, so scheduler.state_dict()
+    holds only numbers (loadable with torch.load(weights_only=True)).
+    """
+    f = _multiplier(name, warmup_steps, total_steps, power, end_factor, decay_from_zero)
+
+    def lr_lambda(steps_taken: int) -> float:
+        return f(steps_taken + 1)  # LambdaLR passes steps taken; f wants the step about to run
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)

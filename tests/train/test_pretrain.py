@@ -1,0 +1,180 @@
+"""The pre-training loop end to end on a generated corpus and a micro model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from safetensors.torch import load_file
+
+from litebert.cli import main
+from litebert.data.shards import BuildConfig, build
+from litebert.model import AlbertForPreTraining
+from litebert.tokenization import train_sentencepiece
+from litebert.train import checkpoint
+from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
+from litebert.train.run_config import PretrainConfig
+from tests.data.test_shards import write_corpus
+
+MICRO_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, embedding_size=16, max_position_embeddings=64)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pretrain")
+    corpus = write_corpus(root / "corpus.txt", docs=150)
+    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
+    out = root / "data"
+    build([corpus], tok, out, BuildConfig(max_seq_length=64, format="bert",
+                                          heldout_fraction=0.1))
+    return out
+
+
+def run_config(data_dir, out, **kw) -> PretrainConfig:
+    values = dict(model="tiny", model_overrides=MICRO_MODEL, data=str(data_dir), out=str(out),
+                  batch_size=8, micro_batch_size=8, max_steps=6, warmup_steps=2, lr=0.01,
+                  log_every=1, eval_every=3, save_every=3, keep_last=2, eval_instances=40)
+    return PretrainConfig(**{**values, **kw})
+
+
+def read_metrics(run_dir):
+    lines = [json.loads(x) for x in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    return [x for x in lines if "loss" in x], [x for x in lines if "eval_mlm_accuracy" in x]
+
+
+def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
+    result = pretrain(run_config(data_dir, tmp_path / "run"))
+    train, evals = read_metrics(tmp_path / "run")
+    assert [x["step"] for x in train] == [1, 2, 3, 4, 5, 6]
+    for x in train:
+        assert {"loss", "mlm_loss", "sop_loss", "lr", "tokens_per_s"} <= set(x)
+        assert x["loss"] == pytest.approx(x["mlm_loss"] + x["sop_loss"], rel=1e-5)
+    assert [x["step"] for x in evals] == [3, 6]
+    for key in ("eval_mlm_accuracy", "eval_sop_accuracy", "eval_mlm_baseline_accuracy",
+                "eval_sop_baseline_accuracy"):
+        assert 0.0 <= evals[-1][key] <= 1.0 and key in result
+    assert train[0]["lr"] == pytest.approx(0.005)  # warmup: step 1 of 2
+    saved = [p.name for p in checkpoint.list_checkpoints(tmp_path / "run")]
+    assert saved == ["step-00000003", "step-00000006"]
+    export = tmp_path / "run" / "export"
+    assert (export / "spiece.model").exists()
+    ours = AlbertForPreTraining.from_pretrained(export).eval()
+    theirs = transformers.AlbertForPreTraining.from_pretrained(export).eval()
+    ids = torch.randint(5, ours.config.vocab_size, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids).prediction_logits, theirs(ids).prediction_logits,
+                                   atol=1e-5, rtol=0)
+
+
+def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path):
+    pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False))
+    pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=4,
+                        export=False))
+    a = load_file(checkpoint.latest(tmp_path / "big") / "model.safetensors")
+    b = load_file(checkpoint.latest(tmp_path / "acc") / "model.safetensors")
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=1e-4, msg=key)
+
+
+def _cli(data_dir, out, steps, *extra):
+    return [sys.executable, "-m", "litebert.cli", "pretrain", "--data", str(data_dir),
+            "--out", str(out), "--max-steps", str(steps), "--set", "model=tiny",
+            "--set", f"model_overrides={json.dumps(MICRO_MODEL)}", "--batch-size", "8",
+            "--micro-batch-size", "8", "--lr", "0.01", "--warmup-steps", "2",
+            "--log-every", "1", "--eval-every", "100", "--save-every", "2", "--seed", "7",
+            *extra]
+
+
+def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    steps = 14
+    subprocess.run(_cli(data_dir, tmp_path / "straight", steps, "--no-export"), check=True,
+                   env=env, capture_output=True)
+    proc = subprocess.Popen(_cli(data_dir, tmp_path / "killed", steps, "--no-export"),
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    metrics = tmp_path / "killed" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once step 7 is logged: between checkpoints 6 and 8
+        if metrics.exists() and '"step": 7' in metrics.read_text():
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+    subprocess.run(_cli(data_dir, tmp_path / "killed", steps, "--no-export", "--resume",
+                        "auto"), check=True, env=env, capture_output=True)
+    straight, _ = read_metrics(tmp_path / "straight")
+    resumed, _ = read_metrics(tmp_path / "killed")
+    assert [x["step"] for x in resumed] == list(range(1, steps + 1))
+    for a, b in zip(straight, resumed, strict=True):
+        assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])  # bit for bit
+    a = load_file(checkpoint.latest(tmp_path / "straight") / "model.safetensors")
+    b = load_file(checkpoint.latest(tmp_path / "killed") / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_two_torchrun_processes_match_one(data_dir, tmp_path):
+    """DDP over gloo with 2 x micro-batch 4 == 1 process with micro-batch 8."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    one = _cli(data_dir, tmp_path / "one", 3, "--no-export")
+    subprocess.run(one, check=True, env=env, capture_output=True)
+    two = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--master-port", "29517", "-m", "litebert.cli", *_cli(
+               data_dir, tmp_path / "two", 3, "--no-export", "--micro-batch-size", "4")[3:]]
+    run = subprocess.run(two, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    a = load_file(checkpoint.latest(tmp_path / "one") / "model.safetensors")
+    b = load_file(checkpoint.latest(tmp_path / "two") / "model.safetensors")
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=0, msg=key)
+    train, evals = read_metrics(tmp_path / "two")
+    assert [x["step"] for x in train] == [1, 2, 3] and len(evals) == 1  # rank 0 alone logs
+
+
+def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, monkeypatch):
+    trainer = Trainer(run_config(data_dir, tmp_path / "nan", max_steps=20, max_nonfinite=3,
+                                 save_every=2, eval_every=100))
+    forward = AlbertForPreTraining.forward
+    calls = {"n": 0}
+
+    def flaky(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 3 or calls["n"] >= 6:  # one bad step, later only bad ones
+            out.mlm_loss = out.mlm_loss * float("nan")
+        return out
+
+    monkeypatch.setattr(AlbertForPreTraining, "forward", flaky)
+    with pytest.raises(TrainingDiverged, match="3 non-finite losses in a row.*step-00000004"):
+        trainer.run()
+    assert trainer.state["skipped_steps"] == 4 and trainer.state["step"] == 4
+    good = checkpoint.latest(tmp_path / "nan")
+    weights = load_file(good / "model.safetensors")
+    assert all(torch.isfinite(v).all() for v in weights.values())
+
+
+def test_cli_pretrain_export_and_plot(data_dir, tmp_path, capsys):
+    out = tmp_path / "cli"
+    recipe = ROOT / "configs" / "pretrain" / "tiny-cpu.yaml"
+    assert main(["pretrain", "--config", str(recipe), "--data", str(data_dir), "--out",
+                 str(out), "--max-steps", "4", "--eval-every", "2", "--save-every", "2",
+                 "--log-every", "1", "--batch-size", "8", "--micro-batch-size", "8",
+                 "--warmup-steps", "1",
+                 "--set", f"model_overrides={json.dumps(MICRO_MODEL)}"]) == 0
+    assert main(["export", str(out), "--out", str(tmp_path / "exported")]) == 0
+    assert (tmp_path / "exported" / "model.safetensors").exists()
+    assert main(["plot", str(out)]) == 0
+    assert {p.name for p in (out / "plots").glob("*.png")} >= {"loss.png", "lr.png",
+                                                                "mlm_accuracy.png"}
+    assert main(["pretrain", "--config", str(recipe), "--out", str(out)]) == 2
+    assert "no training data" in capsys.readouterr().err
