@@ -101,6 +101,12 @@ def cmd_plot(args: argparse.Namespace) -> None:
         print(f"wrote {path}")
 
 
+def cmd_demo(args: argparse.Namespace) -> None:
+    from litebert.demo import run_demo
+
+    run_demo(Path(args.work), max_steps=args.max_steps, workers=args.workers)
+
+
 def _add_train_commands(sub) -> None:
     from litebert.train.run_config import FIELDS
 
@@ -123,6 +129,12 @@ def _add_train_commands(sub) -> None:
     p = sub.add_parser("plot", help="PNG curves of a run under RUN_DIR/plots")
     p.add_argument("run_dir")
     p.set_defaults(func=cmd_plot)
+    p = sub.add_parser("demo", help="fetch bbc-news, train a tokenizer, build data, pre-train "
+                                    "the tiny preset, evaluate, export, plot")
+    p.add_argument("--work", default="runs/demo")
+    p.add_argument("--max-steps", type=int, help="default: the tiny-cpu recipe's")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.set_defaults(func=cmd_demo)
 
 
 def _add_data_commands(sub) -> None:

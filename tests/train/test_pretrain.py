@@ -63,6 +63,8 @@ def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
     for key in ("eval_mlm_accuracy", "eval_sop_accuracy", "eval_mlm_baseline_accuracy",
                 "eval_sop_baseline_accuracy"):
         assert 0.0 <= evals[-1][key] <= 1.0 and key in result
+    last = evals[-1]
+    assert last["eval_loss"] == pytest.approx(last["eval_mlm_loss"] + last["eval_sop_loss"])
     assert train[0]["lr"] == pytest.approx(0.005)  # warmup: step 1 of 2
     saved = [p.name for p in checkpoint.list_checkpoints(tmp_path / "run")]
     assert saved == ["step-00000003", "step-00000006"]
@@ -178,3 +180,12 @@ def test_cli_pretrain_export_and_plot(data_dir, tmp_path, capsys):
                                                                 "mlm_accuracy.png"}
     assert main(["pretrain", "--config", str(recipe), "--out", str(out)]) == 2
     assert "no training data" in capsys.readouterr().err
+
+
+def test_resuming_with_another_model_is_a_clear_error(data_dir, tmp_path):
+    pretrain(run_config(data_dir, tmp_path / "r", max_steps=3, export=False))
+    other = dict(MICRO_MODEL, hidden_size=64)
+    with pytest.raises(ValueError, match="checkpoint's model differs.*hidden_size: 32 there, "
+                                         "64 here"):
+        Trainer(run_config(data_dir, tmp_path / "r", max_steps=6, resume="auto",
+                           model_overrides=other))

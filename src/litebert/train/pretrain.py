@@ -31,7 +31,7 @@ from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.train.lamb import build_optimizer
 from litebert.train.metrics import MetricsLogger
-from litebert.train.run_config import PretrainConfig
+from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.schedule import build_scheduler
 
 log = logging.getLogger("litebert")
@@ -128,7 +128,7 @@ def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainCo
             sums[5] += (sop.argmax(-1) == labels).sum().item()
             sums[6] += labels.numel()
             sums[7] += labels.sum().item()
-    sums = all_reduce_sum(sums.to(info.device)).cpu()
+    sums = all_reduce_sum(sums.to(info.device)).tolist()  # plain floats: no aliasing below
     model.train(was_training)
     result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
               "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
@@ -141,7 +141,7 @@ def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainCo
         result[f"eval_{name}_accuracy"] = sums[5] / max(sums[6], 1)
         result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
         result["eval_loss"] += result[f"eval_{name}_loss"]
-    return {k: float(v) for k, v in result.items()}
+    return result
 
 
 # ---- state ---------------------------------------------------------------------------------
@@ -243,13 +243,27 @@ class Trainer:
                       "nonfinite_in_row": 0, "tokens": 0}
         resume = checkpoint.resolve_resume(self.run_dir, cfg.resume)
         if resume is not None:
+            self._check_same_model(resume)
             self.state.update(restore_state(self.model, self.optimizer, self.scheduler, cfg,
                                             resume))
-            self.state.pop("config", None)
+            for key in ("config", "model_config"):
+                self.state.pop(key, None)
         self._prepare_run_dir(data_dir)
         self.baseline_token = most_frequent_token(data_dir, set(self._special_ids()))
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
+
+    def _check_same_model(self, path: Path) -> None:
+        """A checkpoint of another model (other data, preset or overrides) cannot resume."""
+        saved = json.loads((path / "state.json").read_text()).get("model_config", {})
+        now = self.config.to_dict()
+        changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
+        if changed:
+            k = changed[0]
+            raise RunConfigError(
+                f"--resume {path}: the checkpoint's model differs from this run's ({k}: "
+                f"{saved.get(k)!r} there, {now.get(k)!r} here); resume with the same recipe "
+                f"and data, or start a new --out")
 
     def _training_config(self) -> AlbertConfig:
         """Pre-training runs without dropout, as in the paper and the official code (whose
@@ -339,7 +353,7 @@ class Trainer:
         window = {"sums": torch.zeros(3, device=self.info.device), "steps": 0, "tokens": 0,
                   "start": time.perf_counter()}
         bar = tqdm(total=cfg.max_steps, initial=state["step"], desc="pre-training",
-                   unit="step", disable=not self.info.is_main)
+                   unit="step", mininterval=2.0, disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
         while state["step"] < cfg.max_steps:
@@ -360,6 +374,10 @@ class Trainer:
                 save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
                                 self.info, {**state, "model_config": self.config.to_dict()})
         bar.close()
+        if not last_eval and len(self.heldout) >= self.info.world_size:
+            # Nothing left to train (a finished run resumed): still report where it stands.
+            last_eval = evaluate(self.model, self.heldout, self.info, cfg, self.baseline_token,
+                                 self.amp)
         self._finish()
         return last_eval
 
