@@ -84,7 +84,7 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
     result = pretrain(cfg)
-    if result:
+    if result and os.environ.get("RANK", "0") == "0":
         print(json.dumps(result, indent=2))
 
 

@@ -125,14 +125,17 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_two_torchrun_processes_match_one(data_dir, tmp_path):
-    """DDP over gloo with 2 x micro-batch 4 == 1 process with micro-batch 8."""
+@pytest.mark.parametrize("sharding", ["--no-fsdp", "--fsdp"])
+def test_two_torchrun_processes_match_one(data_dir, tmp_path, sharding):
+    """DDP (or FSDP's fully_shard) over gloo with 2 x micro-batch 4 == 1 process with
+    micro-batch 8, at the same global batch."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     one = _cli(data_dir, tmp_path / "one", 3, "--no-export")
     subprocess.run(one, check=True, env=env, capture_output=True)
-    two = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-port", "29517", "-m", "litebert.cli", *_cli(
-               data_dir, tmp_path / "two", 3, "--no-export", "--micro-batch-size", "4")[3:]]
+    two = [sys.executable, "-m", "torch.distributed.run", "--standalone",  # a free port
+           "--nproc-per-node", "2", "-m", "litebert.cli", *_cli(
+               data_dir, tmp_path / "two", 3, "--no-export", "--micro-batch-size", "4",
+               sharding)[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     a = load_file(checkpoint.latest(tmp_path / "one") / "model.safetensors")
