@@ -107,6 +107,52 @@ def cmd_demo(args: argparse.Namespace) -> None:
     run_demo(Path(args.work), max_steps=args.max_steps, workers=args.workers)
 
 
+def cmd_finetune(args: argparse.Namespace) -> None:
+    from litebert.tasks.finetune import FinetuneConfig, finetune
+
+    fields = FinetuneConfig.__dataclass_fields__
+    cfg = FinetuneConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    result = finetune(cfg)
+    print(json.dumps(result["dev"], indent=2))
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from litebert.tasks.finetune import FinetuneConfig, evaluate_model
+
+    fields = FinetuneConfig.__dataclass_fields__
+    cfg = FinetuneConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    print(json.dumps(evaluate_model(cfg)["dev"], indent=2))
+
+
+def _add_task_commands(sub) -> None:
+    from litebert.tasks.finetune import RECIPES
+
+    p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
+    p.add_argument("--task", required=True, choices=list(RECIPES))
+    p.add_argument("--data", required=True, help="the task's directory or file")
+    p.add_argument("--model", required=True, help="a model directory (ours, ALBERT or BERT)")
+    p.add_argument("--out", required=True)
+    for name, kind in (("lr", float), ("batch_size", int), ("max_steps", int),
+                       ("warmup_steps", int), ("max_seq_length", int), ("dropout", float),
+                       ("classifier_dropout", float), ("eval_every", int), ("seed", int),
+                       ("seeds", int), ("text_a", str), ("text_b", str),
+                       ("label_column", str), ("dev_fraction", float), ("doc_stride", int),
+                       ("max_query_length", int), ("max_answer_length", int)):
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    p.set_defaults(func=cmd_finetune)
+    p = sub.add_parser("evaluate", help="score a model directory on a task's dev set and "
+                                        "write prediction files (GLUE TSV, SQuAD, RACE)")
+    p.add_argument("--task", required=True, choices=list(RECIPES))
+    p.add_argument("--data", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--out", required=True)
+    for name, kind in (("max_seq_length", int), ("text_a", str), ("text_b", str),
+                       ("label_column", str), ("doc_stride", int), ("max_query_length", int),
+                       ("max_answer_length", int)):
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    p.set_defaults(func=cmd_evaluate)
+
+
 def _add_train_commands(sub) -> None:
     from litebert.train.run_config import FIELDS
 
@@ -199,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_corpus_fetch)
     _add_data_commands(sub)
     _add_train_commands(sub)
+    _add_task_commands(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Fine-tuning tasks: data readers, heads and training loops."""

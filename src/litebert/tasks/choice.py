@@ -1,0 +1,88 @@
+"""RACE: multiple choice over four options, [CLS] article [SEP] question + option [SEP].
+
+As in the official ALBERT code, a question with a blank ("_") gets the option written into
+the blank; otherwise the option follows the question. The article is cut first when the
+pair is too long. AlbertForMultipleChoice scores each option from its pooled output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from litebert.model import AlbertForMultipleChoice
+from litebert.tasks.batching import length_batches
+from litebert.tasks.finetune import FinetuneConfig, model_overrides
+from litebert.tasks.metrics import race_accuracy
+from litebert.tasks.race import read_race, write_race_predictions
+from litebert.tokenization import Tokenizer
+
+
+def option_text(question: str, option: str) -> str:
+    return question.replace("_", option) if "_" in question else f"{question} {option}"
+
+
+class RaceTask:
+    primary = "all"
+
+    def __init__(self, cfg: FinetuneConfig, training: bool = True):
+        self.cfg = cfg
+        self.tokenizer = Tokenizer.from_pretrained(cfg.model)
+        self.pad_id = self.tokenizer.pad_token_id or 0
+        train = read_race(cfg.data, "train")[0] if training else []
+        self.dev, _ = read_race(cfg.data, "dev")
+        self.train_rows = [self.encode(ex) for ex in train]
+        self.train_lengths = [max(map(len, r["input_ids"])) for r in self.train_rows]
+        self.dev_rows = [self.encode(ex) for ex in self.dev]
+        self.last_predictions: list[int] = []
+
+    def encode(self, ex) -> dict:
+        encoded = [self.tokenizer(ex.article, option_text(ex.question, option),
+                                  truncation="only_first", max_length=self.cfg.max_seq_length)
+                   for option in ex.options]
+        row = {k: [e[k] for e in encoded] for k in ("input_ids", "token_type_ids",
+                                                     "attention_mask")}
+        if ex.label is not None:
+            row["labels"] = ex.label
+        return row
+
+    def collate(self, rows: list[dict]) -> dict[str, torch.Tensor]:
+        """(B, C, T) blocks padded to the longest option of the batch."""
+        width = -(-max(len(x) for r in rows for x in r["input_ids"]) // 8) * 8
+        choices = len(rows[0]["input_ids"])
+        fill = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
+        out = {}
+        for key, value in fill.items():
+            block = torch.full((len(rows), choices, width), value, dtype=torch.long)
+            for i, r in enumerate(rows):
+                for j, seq in enumerate(r[key]):
+                    block[i, j, :len(seq)] = torch.as_tensor(seq)
+            out[key] = block
+        if "labels" in rows[0]:
+            out["labels"] = torch.tensor([r["labels"] for r in rows])
+        return out
+
+    def build_model(self) -> AlbertForMultipleChoice:
+        return AlbertForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
+
+    def evaluate(self, model, out: Path) -> dict[str, float]:
+        predictions = np.zeros(len(self.dev_rows), dtype=np.int64)
+        lengths = [max(map(len, r["input_ids"])) for r in self.dev_rows]
+        for ids in length_batches(lengths, max(1, self.cfg.eval_batch_size // 4), None):
+            batch = self.collate([{k: v for k, v in self.dev_rows[i].items() if k != "labels"}
+                                  for i in ids])
+            predictions[ids] = model(**batch).logits.argmax(-1).numpy()
+        self.last_predictions = predictions.tolist()
+        return race_accuracy(predictions, [ex.label for ex in self.dev],
+                             [ex.level for ex in self.dev])
+
+    def score(self, metrics: dict[str, float]) -> float:
+        return metrics["all"]
+
+    def save(self, model, directory: Path) -> None:
+        model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        write_race_predictions(self.dev, self.last_predictions,
+                               directory.parent / "predictions.json")

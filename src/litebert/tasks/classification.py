@@ -1,0 +1,207 @@
+"""Generic sentence(-pair) classification or regression data: CSV, TSV, JSON lines.
+
+Formats (`fmt`; "auto" goes by the extension: .csv, .tsv, .jsonl / .json):
+- "csv": a header row, then rows; standard CSV quoting (a quoted field may hold commas,
+  quotes doubled, line breaks).
+- "tsv": a header row, then rows; tab separated with quoting off, as GLUE and most TSV
+  writers do, so a quote character is just a character (a text cannot hold a tab).
+- "jsonl": one JSON object per line, fields by name; a JSON array is refused with a hint.
+Columns/fields are named by `text_a`, `text_b` and `label` (None: no labels, for test data).
+A column missing from the header (for JSON lines: from the first record) raises
+TaskDataError at once, naming the file, the column and the columns that exist. Row-level
+problems are skipped and counted in the ReadReport: a wrong number of fields, a record
+without a field, an empty text or label, a line of invalid UTF-8 or JSON.
+
+Labels are kept as the strings written in the file (JSON numbers and booleans as their
+text: 1 -> "1", true -> "true"); `infer_labels` gives the label set and `is_regression`
+decides whether they are scores. The guid is the row's "guid", "id", "idx" or "index"
+column if it has one, else "file:line".
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from litebert.tasks.examples import ReadReport, TaskDataError, TextExample, read_rows, require_file
+
+FORMATS = ("auto", "csv", "tsv", "jsonl")
+_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+_ID_COLUMNS = ("guid", "id", "idx", "index")
+# is_regression: numeric labels with more distinct values than this read as scores; fewer
+# read as classes (0/1, 1-5 stars). Override with is_regression(..., regression=True/False).
+REGRESSION_MIN_VALUES = 10
+
+
+def _format(path: Path, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise TaskDataError(f"unknown table format {fmt!r}; choose from {FORMATS}")
+    if fmt != "auto":
+        return fmt
+    kind = _SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise TaskDataError(f"{path}: cannot tell the format from the extension "
+                            f"{path.suffix!r}; name it .csv/.tsv/.jsonl or pass fmt= "
+                            f"one of {FORMATS[1:]}")
+    return kind
+
+
+def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None = None,
+               label: str | None = "label",
+               fmt: str = "auto") -> tuple[list[TextExample], ReadReport]:
+    """The examples of one CSV / TSV / JSON-lines file, and a report of what was skipped."""
+    path = Path(path)
+    kind = _format(path, fmt)
+    require_file(path, "table")
+    report = ReadReport(str(path))
+    names = {"text_a": text_a, "text_b": text_b, "label": label}
+    if kind == "jsonl":
+        records = _jsonl_records(path, report)
+        first = next(records, None)
+        if first is None:
+            raise TaskDataError(f"{path}: no JSON records ({report.skipped} lines skipped)")
+        columns = list(first[1])  # the first record stands for the header
+        records = itertools.chain([first], records)
+    else:
+        columns, records = _table_records(path, report, "," if kind == "csv" else "\t")
+    for role, name in names.items():
+        if name is not None and name not in columns:
+            raise TaskDataError(f"{path}: no column {name!r} (asked for as {role}); "
+                                f"the columns are {columns}")
+    examples = []
+    for lineno, record in records:
+        example = _example(record, names, f"{path}:{lineno}", f"{path.name}:{lineno}", report)
+        if example is not None:
+            examples.append(example)
+    report.read = len(examples)
+    return examples, report
+
+
+def _table_records(path: Path, report: ReadReport,
+                   delimiter: str) -> tuple[list[str], Iterator[tuple[int, dict]]]:
+    """The header of a CSV/TSV file (its first non-blank row) and its rows as (line, dict)."""
+    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+    rows = read_rows(path, report, delimiter=delimiter, quoting=quoting)
+    first = next(rows, None)
+    if first is None:
+        raise TaskDataError(f"{path}: empty file; expected a header row")
+    header = [name.strip() for name in first[1]]
+
+    def records() -> Iterator[tuple[int, dict]]:
+        for lineno, row in rows:
+            if len(row) != len(header):
+                report.note(f"{path}:{lineno}", f"{len(row)} fields, expected {len(header)}")
+                continue
+            yield lineno, dict(zip(header, row, strict=True))
+
+    return header, records()
+
+
+def _jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict]]:
+    seen = False
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8").lstrip("\ufeff")
+            except UnicodeDecodeError as err:
+                report.note(where, f"invalid UTF-8 ({err.reason})")
+                continue
+            if not line.strip():
+                continue
+            if not seen and line.lstrip().startswith("["):
+                raise TaskDataError(f"{where}: a JSON array; this reads JSON lines (one "
+                                    "object per line): convert it, e.g. with `jq -c '.[]'`")
+            seen = True
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                report.note(where, f"bad JSON: {err.msg} (column {err.colno})")
+                continue
+            if not isinstance(record, dict):
+                report.note(where, f"a JSON {type(record).__name__}, expected an object")
+                continue
+            yield lineno, record
+
+
+def _text(value) -> str | None:
+    """A cell or JSON value as label/text; None for what cannot be one (null, list, object)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return None
+
+
+def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
+             report: ReadReport) -> TextExample | None:
+    values: dict[str, str | None] = {}
+    for role, name in names.items():
+        if name is None:
+            values[role] = None
+            continue
+        if name not in record:
+            report.note(where, f"no field {name!r}")
+            return None
+        value = _text(record[name])
+        if not value:
+            what = "empty" if value == "" or record[name] is None else "not text"
+            report.note(where, f"{name!r} is {what}")
+            return None
+        values[role] = value
+    ids = [record[n] for n in _ID_COLUMNS if n in record and _text(record[n])]
+    return TextExample(_text(ids[0]) if ids else guid, values["text_a"], values["text_b"],
+                       values["label"])
+
+
+# ---------------------------------------------------------------- labels
+
+
+def infer_labels(examples: Iterable[TextExample]) -> list[str]:
+    """The distinct labels as strings, sorted; numerically when all are integers (so "10"
+    follows "9"), else as strings. Unlabeled examples (label None) are left out."""
+    labels = {str(ex.label) for ex in examples if ex.label is not None}
+    if all(_is_int(x) for x in labels):
+        return sorted(labels, key=lambda x: (int(x), x))
+    return sorted(labels)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def is_regression(examples: Iterable[TextExample], *, regression: bool | None = None) -> bool:
+    """Whether the labels are scores to regress rather than classes.
+
+    `regression` True/False decides outright. Otherwise: True when the labels are floats
+    already (GLUE's STS-B), or when every label parses as a finite number and there are more
+    than REGRESSION_MIN_VALUES distinct values; so 0/1 or 1-5 star ratings stay classes, and a
+    score column with few distinct values needs regression=True.
+    """
+    if regression is not None:
+        return regression
+    labels = [ex.label for ex in examples if ex.label is not None]
+    if not labels:
+        return False
+    if all(isinstance(x, float) for x in labels):
+        return True
+    values = set()
+    for x in labels:
+        try:
+            value = float(x)
+        except (TypeError, ValueError):
+            return False
+        if not math.isfinite(value):
+            return False
+        values.add(value)
+    return len(values) > REGRESSION_MIN_VALUES

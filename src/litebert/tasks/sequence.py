@@ -1,0 +1,159 @@
+"""Sentence and sentence-pair classification / regression: GLUE and generic tables.
+
+Input is [CLS] A [SEP] (B [SEP]), cut to max_seq_length from the longer side; the model is
+AlbertForSequenceClassification (num_labels = 1 is regression with MSE).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from litebert.model import AlbertForSequenceClassification
+from litebert.tasks.batching import length_batches, pad
+from litebert.tasks.examples import TextExample
+from litebert.tasks.finetune import GLUE, FinetuneConfig, FinetuneError, model_overrides
+from litebert.tasks.metrics import glue_metrics, primary_metric
+from litebert.tokenization import Tokenizer
+
+TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json")
+
+
+class SequenceTask:
+    def __init__(self, cfg: FinetuneConfig, training: bool = True):
+        self.cfg = cfg
+        self.tokenizer = Tokenizer.from_pretrained(cfg.model)
+        self.pad_id = self.tokenizer.pad_token_id or 0
+        train, self.dev_sets, self.labels = load_data(cfg, training)
+        self.regression = self.labels is None
+        self.primary = primary_metric(cfg.task if cfg.task in GLUE else
+                                      ("regression" if self.regression else "classification"))
+        self.train_rows = self.encode(train)
+        self.train_lengths = [len(r["input_ids"]) for r in self.train_rows]
+        self.dev_rows = {name: self.encode(ex) for name, ex in self.dev_sets.items()}
+
+    def encode(self, examples: list[TextExample]) -> list[dict]:
+        rows = []
+        for ex in examples:
+            enc = self.tokenizer(ex.text_a, ex.text_b, truncation=True,
+                                 max_length=self.cfg.max_seq_length)
+            row = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+            if ex.label is not None:
+                row["labels"] = float(ex.label) if self.regression else \
+                    self.labels.index(str(ex.label))
+            rows.append(row)
+        return rows
+
+    def collate(self, rows: list[dict]) -> dict:
+        return pad(rows, self.pad_id)
+
+    def build_model(self) -> AlbertForSequenceClassification:
+        labels = {"num_labels": 1} if self.regression else \
+            {"id2label": dict(enumerate(self.labels))}
+        return AlbertForSequenceClassification.from_pretrained(
+            self.cfg.model, **labels, **model_overrides(self.cfg))
+
+    def predict(self, model, rows: list[dict]) -> np.ndarray:
+        """Class indices (or scores for regression) in the order of `rows`."""
+        out = np.zeros(len(rows), dtype=np.float64 if self.regression else np.int64)
+        for ids in length_batches([len(r["input_ids"]) for r in rows],
+                                  self.cfg.eval_batch_size, None):
+            batch = pad([{k: v for k, v in rows[i].items() if k != "labels"} for i in ids],
+                        self.pad_id)
+            logits = model(**batch).logits
+            out[ids] = logits[:, 0].numpy() if self.regression else logits.argmax(-1).numpy()
+        return out
+
+    def evaluate(self, model, out: Path) -> dict[str, float]:
+        metrics = {}
+        task = self.cfg.task if self.cfg.task in GLUE else (
+            "regression" if self.regression else "classification")
+        for name, rows in self.dev_rows.items():
+            gold = np.array([r["labels"] for r in rows])
+            result = glue_metrics(task, self.predict(model, rows), gold)
+            if not self.regression:  # what always answering the commonest label scores
+                result["majority_baseline"] = float(np.bincount(gold.astype(np.int64)).max()
+                                                    / max(len(gold), 1))
+            prefix = "" if len(self.dev_rows) == 1 else f"{name}_"
+            metrics.update({prefix + k: v for k, v in result.items()})
+        return metrics
+
+    def score(self, metrics: dict[str, float]) -> float:
+        key = self.primary if self.primary in metrics else f"matched_{self.primary}"
+        return metrics[key]
+
+    def save(self, model, directory: Path) -> None:
+        model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+
+    def write_test_predictions(self, model, out: Path) -> list[Path]:
+        """GLUE submission TSVs for the test split(s) present in the task directory."""
+        if self.cfg.task not in GLUE and self.cfg.task != "ax":
+            return []
+        from litebert.tasks.glue import GLUE_TASKS, read_glue, write_glue_predictions
+
+        names = ("test_matched", "test_mismatched") if self.cfg.task == "mnli" else ("test",)
+        written = []
+        for split in names:
+            if not (Path(self.cfg.data) / GLUE_TASKS[self.cfg.task].splits[split]).is_file():
+                continue
+            predicted = self.predict(model, self.encode(read_glue(self.cfg.task, self.cfg.data,
+                                                                  split)[0]))
+            values = predicted.tolist() if self.regression else \
+                [self.labels[i] for i in predicted]
+            written.append(write_glue_predictions(self.cfg.task, split, values,
+                                                  out / "predictions"))
+        return written
+
+
+# ---- data ----------------------------------------------------------------------------------
+
+def load_data(cfg: FinetuneConfig, training: bool = True):
+    """(train examples, {dev name: examples}, label strings or None for regression)."""
+    if cfg.task in GLUE:
+        from litebert.tasks.glue import GLUE_TASKS, read_glue
+
+        spec = GLUE_TASKS[cfg.task]
+        train = read_glue(cfg.task, cfg.data, "train")[0] if training else []
+        names = ("dev_matched", "dev_mismatched") if cfg.task == "mnli" else ("dev",)
+        dev = {n.replace("dev_", "") if cfg.task == "mnli" else n:
+               read_glue(cfg.task, cfg.data, n)[0] for n in names}
+        labels = None if spec.kind == "regression" else list(spec.labels)
+        return train, dev, labels
+    return _generic(cfg)
+
+
+def _generic(cfg: FinetuneConfig):
+    from litebert.tasks.classification import infer_labels, read_table
+
+    def read(path: Path):
+        return read_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
+                          label=cfg.label_column)[0]
+
+    data = Path(cfg.data)
+    if data.is_dir():
+        train_file, dev_file = (_find(data, name) for name in ("train", "dev"))
+        train = read(train_file)
+        dev = read(dev_file) if dev_file else None
+    else:
+        train, dev = read(data), None
+    if dev is None:  # carve a dev split; fixed seed so every --seeds run shares it
+        order = np.random.default_rng(0).permutation(len(train))
+        cut = max(1, int(len(train) * cfg.dev_fraction))
+        dev, train = [train[i] for i in order[:cut]], [train[i] for i in order[cut:]]
+    if not train:
+        raise FinetuneError(f"{cfg.data}: no training examples")
+    labels = None if cfg.task == "regression" else infer_labels(train + dev)
+    return train, {"dev": dev}, labels
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    for suffix in TABLE_SUFFIXES:
+        if (directory / f"{stem}{suffix}").is_file():
+            return directory / f"{stem}{suffix}"
+    if stem == "train":
+        names = ", ".join("train" + s for s in TABLE_SUFFIXES)
+        raise FinetuneError(f"{directory}: no train file ({names})")
+    return None
+

@@ -1,0 +1,220 @@
+"""Fine-tuning end to end on small fixtures in the official formats, from a micro model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import litebert
+from litebert.cli import main
+from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tokenization import train_sentencepiece
+
+GOOD = "great fine lovely superb wonderful".split()
+BAD = "awful poor dreadful terrible boring".split()
+FILLER = "the film was and plot actors story it a really".split()
+MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+             embedding_size=16, max_position_embeddings=128)
+
+
+def sentence(rng, positive: bool) -> str:
+    words = list(rng.choice(FILLER, 6)) + [rng.choice(GOOD if positive else BAD)]
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def base_model(tmp_path_factory):
+    """A micro ALBERT with a SentencePiece tokenizer, saved like `litebert export`."""
+    root = tmp_path_factory.mktemp("base")
+    rng = np.random.default_rng(0)
+    text = root / "text.txt"
+    text.write_text("\n".join(sentence(rng, i % 2 == 0) + " what is who where? which one"
+                              for i in range(400)))
+    tok = litebert.Tokenizer.from_file(train_sentencepiece([text], root / "tok",
+                                                           vocab_size=120))
+    torch.manual_seed(0)
+    model = litebert.AlbertForPreTraining(litebert.AlbertConfig(vocab_size=len(tok), **MICRO))
+    model.save_pretrained(root / "model")
+    tok.save_pretrained(root / "model")
+    return root / "model"
+
+
+def write_tsv(path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = (["\t".join(header)] if header else []) + ["\t".join(map(str, r)) for r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def sst2_dir(root, n_train=200, n_dev=40):
+    rng = np.random.default_rng(1)
+    for split, n in (("train", n_train), ("dev", n_dev)):
+        rows = [(sentence(rng, bool(i % 2)), i % 2) for i in range(n)]
+        write_tsv(root / f"{split}.tsv", ["sentence", "label"], rows)
+    write_tsv(root / "test.tsv", ["index", "sentence"],
+              [(i, sentence(rng, bool(i % 2))) for i in range(10)])
+    return root
+
+
+def fast(**kw) -> dict:
+    return {**dict(lr=2e-3, batch_size=16, max_steps=150, warmup_steps=10, max_seq_length=32,
+                   eval_every=75), **kw}
+
+
+def test_sst2_learns_keeps_best_and_writes_submission(base_model, tmp_path):
+    data = sst2_dir(tmp_path / "SST-2")
+    out = tmp_path / "out"
+    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+                                     out=str(out), **fast()))
+    assert result["dev"]["accuracy"] >= 0.8  # majority baseline 0.5
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["dev"] == result["dev"] and saved["metric"] == "accuracy"
+    assert [h["step"] for h in saved["history"]] == [75, 150]
+    theirs = transformers.AlbertForSequenceClassification.from_pretrained(out / "model")
+    assert theirs.config.id2label == {0: "0", 1: "1"}
+    assert (out / "model" / "spiece.model").exists()
+    submission = (out / "predictions" / "SST-2.tsv").read_text().splitlines()
+    assert submission[0] == "index\tprediction" and len(submission) == 11
+    assert {line.split("\t")[1] for line in submission[1:]} <= {"0", "1"}
+
+
+def test_mnli_reports_matched_and_mismatched(base_model, tmp_path):
+    rng = np.random.default_rng(2)
+    header = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
+              "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
+              "sentence2", "label1", "gold_label"]
+    labels = ["entailment", "neutral", "contradiction"]
+    for name, n in (("train", 90), ("dev_matched", 15), ("dev_mismatched", 15)):
+        rows = [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
+                 sentence(rng, False), labels[i % 3], labels[i % 3]) for i in range(n)]
+        write_tsv(tmp_path / "MNLI" / f"{name}.tsv", header, rows)
+    result = finetune(FinetuneConfig(task="mnli", data=str(tmp_path / "MNLI"),
+                                     model=str(base_model), out=str(tmp_path / "o"),
+                                     **fast(max_steps=10, eval_every=10)))
+    assert {"matched_accuracy", "mismatched_accuracy"} <= set(result["dev"])
+
+
+def test_stsb_is_regression_with_correlations(base_model, tmp_path):
+    rng = np.random.default_rng(3)
+    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
+              "sentence1", "sentence2", "score"]
+    for name, n in (("train", 60), ("dev", 20)):
+        rows = [(i, "main", "f", "2012", i, "none", "none", sentence(rng, True),
+                 sentence(rng, bool(i % 2)), f"{(i % 6):.1f}") for i in range(n)]
+        write_tsv(tmp_path / "STS-B" / f"{name}.tsv", header, rows)
+    result = finetune(FinetuneConfig(task="stsb", data=str(tmp_path / "STS-B"),
+                                     model=str(base_model), out=str(tmp_path / "o"),
+                                     **fast(max_steps=10, eval_every=10)))
+    assert {"pearson", "spearman", "corr"} <= set(result["dev"])
+    config = json.loads((tmp_path / "o" / "model" / "config.json").read_text())
+    assert config["num_labels"] == 1
+
+
+def test_generic_jsonl_with_carved_dev_split_and_seeds(base_model, tmp_path):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "topics.jsonl"
+    path.write_text("\n".join(json.dumps({"text": sentence(rng, i % 2 == 0),
+                                          "label": "pos" if i % 2 == 0 else "neg"})
+                              for i in range(200)))
+    result = finetune(FinetuneConfig(task="classification", data=str(path),
+                                     model=str(base_model), out=str(tmp_path / "o"),
+                                     text_a="text", seeds=2, **fast()))
+    assert result["seeds"] == [42, 43]
+    assert set(result["dev"]["accuracy"]) == {"median", "min", "max", "stdev"}
+    assert result["dev"]["accuracy"]["median"] >= 0.8  # majority 0.5
+    assert (tmp_path / "o" / "seed-43" / "model" / "model.safetensors").exists()
+
+
+def squad_json(version_2: bool, n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    paragraphs = []
+    for i in range(n):
+        word = str(rng.choice(GOOD))
+        context = f"the film was {word} and the story was long . it played in a town"
+        qa = {"id": f"q{i}", "question": "what was the film ?",
+              "answers": [{"text": word, "answer_start": context.index(word)}]}
+        if version_2:
+            qa["is_impossible"] = False
+            paragraphs.append({"context": context, "qas": [qa, {
+                "id": f"n{i}", "question": "who was the actor ?", "answers": [],
+                "is_impossible": True}]})
+        else:
+            paragraphs.append({"context": context, "qas": [qa]})
+    return {"version": "v2.0" if version_2 else "1.1",
+            "data": [{"title": "t", "paragraphs": paragraphs}]}
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, version_2):
+    suffix = "v2.0" if version_2 else "v1.1"
+    (tmp_path / f"train-{suffix}.json").write_text(json.dumps(squad_json(version_2, 60, 5)))
+    (tmp_path / f"dev-{suffix}.json").write_text(json.dumps(squad_json(version_2, 10, 6)))
+    task = "squad2" if version_2 else "squad1"
+    out = tmp_path / "out"
+    result = finetune(FinetuneConfig(task=task, data=str(tmp_path), model=str(base_model),
+                                     out=str(out), **fast(max_steps=40, eval_every=20,
+                                                          max_seq_length=64),
+                                     doc_stride=16, max_query_length=16))
+    assert {"exact", "f1"} <= set(result["dev"])
+    predictions = json.loads((out / "predictions.json").read_text())
+    assert len(predictions) == (20 if version_2 else 10)
+    if version_2:
+        assert {"HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(result["dev"])
+        saved = json.loads((out / "model" / "squad.json").read_text())
+        assert saved["null_score_diff_threshold"] == result["dev"]["best_f1_thresh"]
+        assert (out / "null_odds.json").exists()
+    again = evaluate_model(FinetuneConfig(task=task, data=str(tmp_path), model=str(out / "model"),
+                                          out=str(tmp_path / "eval"), max_seq_length=64,
+                                          doc_stride=16, max_query_length=16))
+    assert again["dev"]["f1"] == pytest.approx(result["dev"]["f1"])
+
+
+def test_race_multiple_choice(base_model, tmp_path):
+    rng = np.random.default_rng(7)
+    for split, n in (("train", 16), ("dev", 6)):
+        for level in ("middle", "high"):
+            folder = tmp_path / "RACE" / split / level
+            folder.mkdir(parents=True)
+            for i in range(n):
+                answer = int(rng.integers(0, 4))
+                options = [str(rng.choice(BAD)) for _ in range(4)]
+                options[answer] = str(rng.choice(GOOD))
+                (folder / f"{i}.txt").write_text(json.dumps({
+                    "id": f"{level}{i}.txt", "article": sentence(rng, True),
+                    "questions": ["the film was _ ."], "options": [options],
+                    "answers": ["ABCD"[answer]]}))
+    out = tmp_path / "out"
+    result = finetune(FinetuneConfig(task="race", data=str(tmp_path / "RACE"),
+                                     model=str(base_model), out=str(out),
+                                     **fast(max_steps=10, eval_every=10, batch_size=4)))
+    assert {"middle", "high", "all"} <= set(result["dev"])
+    answers = json.loads((out / "predictions.json").read_text())
+    assert len(answers) == 12 and set(answers.values()) <= set("ABCD")
+
+
+def test_starts_from_a_transformers_bert_directory(tmp_path):
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + GOOD + BAD + FILLER
+    bert_dir = tmp_path / "bert"
+    bert_dir.mkdir()
+    (bert_dir / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64,
+                                     max_position_embeddings=64)
+    transformers.BertForPreTraining(config).save_pretrained(bert_dir)
+    data = sst2_dir(tmp_path / "SST-2", n_train=120, n_dev=30)
+    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(bert_dir),
+                                     out=str(tmp_path / "out"), **fast()))
+    assert result["dev"]["accuracy"] >= 0.8  # majority 0.5
+    back = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "out" / "model")
+    assert back.config.num_labels == 2
+
+
+def test_cli_errors_are_sentences(base_model, tmp_path, capsys):
+    assert main(["finetune", "--task", "sst2", "--data", str(tmp_path / "none"), "--model",
+                 str(base_model), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "none" in err
