@@ -63,8 +63,8 @@ def _finetune_topics(corpus: Path, model: Path, out: Path) -> dict:
     from litebert.tasks.finetune import FinetuneConfig, finetune
 
     cfg = FinetuneConfig(task="classification", data=str(corpus), model=str(model),
-                         out=str(out), text_a="text", label_column="label", lr=1e-4,
-                         batch_size=16, max_steps=200, warmup_steps=20, max_seq_length=128,
+                         out=str(out), text_a="text", label_column="label", lr=5e-4,
+                         batch_size=16, max_steps=300, warmup_steps=30, max_seq_length=128,
                          eval_every=100, dropout=0.0)
     dev = finetune(cfg)["dev"]
     return {"accuracy": dev["accuracy"], "majority_baseline": dev["majority_baseline"],

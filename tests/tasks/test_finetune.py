@@ -218,3 +218,29 @@ def test_cli_errors_are_sentences(base_model, tmp_path, capsys):
                  str(base_model), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "none" in err
+
+
+def test_mnli_run_writes_matched_mismatched_and_ax_submissions(base_model, tmp_path):
+    rng = np.random.default_rng(8)
+    header = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
+              "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
+              "sentence2", "label1", "gold_label"]
+    labels = ["entailment", "neutral", "contradiction"]
+    for name in ("train", "dev_matched", "dev_mismatched"):
+        rows = [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
+                 sentence(rng, False), labels[i % 3], labels[i % 3]) for i in range(12)]
+        write_tsv(tmp_path / "MNLI" / f"{name}.tsv", header, rows)
+    test_header = header[:10]
+    for name in ("test_matched", "test_mismatched"):
+        write_tsv(tmp_path / "MNLI" / f"{name}.tsv", test_header,
+                  [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
+                    sentence(rng, True)) for i in range(5)])
+    write_tsv(tmp_path / "AX" / "AX.tsv", ["index", "sentence1", "sentence2"],
+              [(i, sentence(rng, True), sentence(rng, False)) for i in range(7)])
+    out = tmp_path / "o"
+    finetune(FinetuneConfig(task="mnli", data=str(tmp_path / "MNLI"), model=str(base_model),
+                            out=str(out), **fast(max_steps=4, eval_every=4)))
+    files = {p.name: p.read_text().splitlines() for p in (out / "predictions").iterdir()}
+    assert set(files) == {"MNLI-m.tsv", "MNLI-mm.tsv", "AX.tsv"}
+    assert len(files["AX.tsv"]) == 8 and len(files["MNLI-m.tsv"]) == 6
+    assert {row.split("\t")[1] for row in files["AX.tsv"][1:]} <= set(labels)

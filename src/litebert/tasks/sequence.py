@@ -89,21 +89,24 @@ class SequenceTask:
 
     def write_test_predictions(self, model, out: Path) -> list[Path]:
         """GLUE submission TSVs for the test split(s) present in the task directory."""
-        if self.cfg.task not in GLUE and self.cfg.task != "ax":
+        if self.cfg.task not in GLUE:
             return []
         from litebert.tasks.glue import GLUE_TASKS, read_glue, write_glue_predictions
 
-        names = ("test_matched", "test_mismatched") if self.cfg.task == "mnli" else ("test",)
-        written = []
-        for split in names:
-            if not (Path(self.cfg.data) / GLUE_TASKS[self.cfg.task].splits[split]).is_file():
+        data = Path(self.cfg.data)
+        jobs = [(self.cfg.task, data, split) for split in (
+            ("test_matched", "test_mismatched") if self.cfg.task == "mnli" else ("test",))]
+        if self.cfg.task == "mnli":  # the diagnostic set is scored with the MNLI model
+            jobs += [("ax", d, "test") for d in (data, data.parent / "AX")]
+        written: list[Path] = []
+        for task, directory, split in jobs:
+            if not (directory / GLUE_TASKS[task].splits[split]).is_file() or \
+                    any(p.name == "AX.tsv" for p in written) and task == "ax":
                 continue
-            predicted = self.predict(model, self.encode(read_glue(self.cfg.task, self.cfg.data,
-                                                                  split)[0]))
+            predicted = self.predict(model, self.encode(read_glue(task, directory, split)[0]))
             values = predicted.tolist() if self.regression else \
                 [self.labels[i] for i in predicted]
-            written.append(write_glue_predictions(self.cfg.task, split, values,
-                                                  out / "predictions"))
+            written.append(write_glue_predictions(task, split, values, out / "predictions"))
         return written
 
 
