@@ -244,3 +244,14 @@ def test_mnli_run_writes_matched_mismatched_and_ax_submissions(base_model, tmp_p
     assert set(files) == {"MNLI-m.tsv", "MNLI-mm.tsv", "AX.tsv"}
     assert len(files["AX.tsv"]) == 8 and len(files["MNLI-m.tsv"]) == 6
     assert {row.split("\t")[1] for row in files["AX.tsv"][1:]} <= set(labels)
+
+
+def test_skipped_rows_are_reported_with_file_and_line(base_model, tmp_path, caplog):
+    data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
+    with open(data / "train.tsv", "a", encoding="utf-8") as f:
+        f.write("a row with a label that does not exist\t7\n")
+    with caplog.at_level("WARNING", logger="litebert"):
+        finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+                                out=str(tmp_path / "o"), **fast(max_steps=2, eval_every=2)))
+    assert "train.tsv: read 40 examples, skipped 1" in caplog.text
+    assert "train.tsv:42" in caplog.text

@@ -14,7 +14,7 @@ import torch
 
 from litebert.model import AlbertForMultipleChoice
 from litebert.tasks.batching import length_batches
-from litebert.tasks.finetune import FinetuneConfig, model_overrides
+from litebert.tasks.finetune import FinetuneConfig, model_overrides, reported
 from litebert.tasks.metrics import race_accuracy
 from litebert.tasks.race import read_race, write_race_predictions
 from litebert.tokenization import Tokenizer
@@ -31,8 +31,8 @@ class RaceTask:
         self.cfg = cfg
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         self.pad_id = self.tokenizer.pad_token_id or 0
-        train = read_race(cfg.data, "train")[0] if training else []
-        self.dev, _ = read_race(cfg.data, "dev")
+        train = reported(read_race(cfg.data, "train")) if training else []
+        self.dev = reported(read_race(cfg.data, "dev"))
         self.train_rows = [self.encode(ex) for ex in train]
         self.train_lengths = [max(map(len, r["input_ids"])) for r in self.train_rows]
         self.dev_rows = [self.encode(ex) for ex in self.dev]

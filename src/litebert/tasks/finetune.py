@@ -91,6 +91,15 @@ class FinetuneConfig:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
 
 
+def reported(result):
+    """(examples, report) -> examples, logging the report when anything was skipped or
+    repaired, so no problem in the data goes unmentioned."""
+    examples, report = result
+    if getattr(report, "skipped", 0) or getattr(report, "problems", None):
+        log.warning(report.summary())
+    return examples
+
+
 def model_overrides(cfg: FinetuneConfig) -> dict[str, Any]:
     return dict(hidden_dropout_prob=cfg.dropout, attention_probs_dropout_prob=cfg.dropout,
                 classifier_dropout_prob=cfg.classifier_dropout)

@@ -15,7 +15,7 @@ import numpy as np
 
 from litebert.model import AlbertForQuestionAnswering
 from litebert.tasks.batching import length_batches, pad
-from litebert.tasks.finetune import FinetuneConfig, FinetuneError, model_overrides
+from litebert.tasks.finetune import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.metrics import squad_evaluate
 from litebert.tasks.squad import make_features, postprocess, read_squad
 from litebert.tokenization import Tokenizer
@@ -43,9 +43,10 @@ class SquadTask:
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         self.pad_id = self.tokenizer.pad_token_id or 0
         data = Path(cfg.data)
-        train = read_squad(find_file(data, "train", self.version_2))[0] if training else []
+        train = reported(read_squad(find_file(data, "train", self.version_2))) \
+            if training else []
         dev_path = find_file(data, "dev", self.version_2)
-        self.dev, _ = read_squad(dev_path)
+        self.dev = reported(read_squad(dev_path))
         self.dev_json = json.loads(dev_path.read_text(encoding="utf-8"))
         self.train_rows = [self._row(f, True) for f in self._features(train)]
         self.train_lengths = [len(r["input_ids"]) for r in self.train_rows]

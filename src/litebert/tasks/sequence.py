@@ -13,7 +13,13 @@ import numpy as np
 from litebert.model import AlbertForSequenceClassification
 from litebert.tasks.batching import length_batches, pad
 from litebert.tasks.examples import TextExample
-from litebert.tasks.finetune import GLUE, FinetuneConfig, FinetuneError, model_overrides
+from litebert.tasks.finetune import (
+    GLUE,
+    FinetuneConfig,
+    FinetuneError,
+    model_overrides,
+    reported,
+)
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tokenization import Tokenizer
 
@@ -103,7 +109,8 @@ class SequenceTask:
             if not (directory / GLUE_TASKS[task].splits[split]).is_file() or \
                     any(p.name == "AX.tsv" for p in written) and task == "ax":
                 continue
-            predicted = self.predict(model, self.encode(read_glue(task, directory, split)[0]))
+            predicted = self.predict(model, self.encode(reported(read_glue(task, directory,
+                                                                           split))))
             values = predicted.tolist() if self.regression else \
                 [self.labels[i] for i in predicted]
             written.append(write_glue_predictions(task, split, values, out / "predictions"))
@@ -118,10 +125,10 @@ def load_data(cfg: FinetuneConfig, training: bool = True):
         from litebert.tasks.glue import GLUE_TASKS, read_glue
 
         spec = GLUE_TASKS[cfg.task]
-        train = read_glue(cfg.task, cfg.data, "train")[0] if training else []
+        train = reported(read_glue(cfg.task, cfg.data, "train")) if training else []
         names = ("dev_matched", "dev_mismatched") if cfg.task == "mnli" else ("dev",)
         dev = {n.replace("dev_", "") if cfg.task == "mnli" else n:
-               read_glue(cfg.task, cfg.data, n)[0] for n in names}
+               reported(read_glue(cfg.task, cfg.data, n)) for n in names}
         labels = None if spec.kind == "regression" else list(spec.labels)
         return train, dev, labels
     return _generic(cfg)
@@ -131,8 +138,8 @@ def _generic(cfg: FinetuneConfig):
     from litebert.tasks.classification import infer_labels, read_table
 
     def read(path: Path):
-        return read_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
-                          label=cfg.label_column)[0]
+        return reported(read_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
+                                   label=cfg.label_column))
 
     data = Path(cfg.data)
     if data.is_dir():
