@@ -17,6 +17,10 @@ from litebert.tokenization import train_sentencepiece
 GOOD = "great fine lovely superb wonderful".split()
 BAD = "awful poor dreadful terrible boring".split()
 FILLER = "the film was and plot actors story it a really".split()
+MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
+               "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
+               "sentence2", "label1", "gold_label"]
+MNLI_LABELS = ["entailment", "neutral", "contradiction"]
 MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
              embedding_size=16, max_position_embeddings=128)
 
@@ -84,10 +88,7 @@ def test_sst2_learns_keeps_best_and_writes_submission(base_model, tmp_path):
 
 def test_mnli_reports_matched_and_mismatched(base_model, tmp_path):
     rng = np.random.default_rng(2)
-    header = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
-              "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
-              "sentence2", "label1", "gold_label"]
-    labels = ["entailment", "neutral", "contradiction"]
+    header, labels = MNLI_HEADER, MNLI_LABELS
     for name, n in (("train", 90), ("dev_matched", 15), ("dev_mismatched", 15)):
         rows = [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
                  sentence(rng, False), labels[i % 3], labels[i % 3]) for i in range(n)]
@@ -222,10 +223,7 @@ def test_cli_errors_are_sentences(base_model, tmp_path, capsys):
 
 def test_mnli_run_writes_matched_mismatched_and_ax_submissions(base_model, tmp_path):
     rng = np.random.default_rng(8)
-    header = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
-              "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
-              "sentence2", "label1", "gold_label"]
-    labels = ["entailment", "neutral", "contradiction"]
+    header, labels = MNLI_HEADER, MNLI_LABELS
     for name in ("train", "dev_matched", "dev_mismatched"):
         rows = [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
                  sentence(rng, False), labels[i % 3], labels[i % 3]) for i in range(12)]
