@@ -76,9 +76,8 @@ def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, worke
         position.update(epoch=epoch + 1, batch=0)
 
 
-def most_frequent_token(data_dir: Path, exclude: set[int]) -> int:
+def most_frequent_token(ds: PretrainingDataset, exclude: set[int]) -> int:
     """The commonest token of the training data: the MLM baseline predicts it everywhere."""
-    ds = PretrainingDataset(data_dir)
     counts = np.zeros(int(ds.tokens.max(initial=0)) + 1, dtype=np.int64)
     for start in range(0, len(ds.tokens), 1 << 24):  # chunked: memory stays flat
         counts += np.bincount(ds.tokens[start:start + (1 << 24)], minlength=len(counts))
@@ -249,7 +248,7 @@ class Trainer:
             for key in ("config", "model_config"):
                 self.state.pop(key, None)
         self._prepare_run_dir(data_dir)
-        self.baseline_token = most_frequent_token(data_dir, set(self._special_ids()))
+        self.baseline_token = most_frequent_token(self.train_data, set(self._special_ids()))
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
 
@@ -296,10 +295,11 @@ class Trainer:
         device, world = self.info.device, self.info.world_size
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
-        counts = torch.tensor([float((b["labels"] != -100).sum()) for b in micro]
-                              + [float(len(b["input_ids"])) for b in micro], device=device)
-        totals = all_reduce_sum(torch.stack([counts[:len(micro)].sum(),
-                                             counts[len(micro):].sum()]))
+        # Masked tokens and sequences per micro-batch, kept on the device (no host sync).
+        masked = torch.stack([(b["labels"] != -100).sum() for b in micro]).float()
+        sequences = torch.tensor([float(len(b["input_ids"])) for b in micro], device=device)
+        counts = torch.cat([masked, sequences])
+        totals = all_reduce_sum(torch.stack([masked.sum(), sequences.sum()]))
         sums = torch.zeros(3, device=device)  # this rank's share of loss, mlm, sop means
         for i, batch in enumerate(micro):
             last = i == len(micro) - 1
@@ -320,7 +320,7 @@ class Trainer:
         finite = bool(torch.isfinite(all_reduce_sum(sums[:1])).all() and torch.isfinite(norm))
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         self._apply(finite)
-        tokens = sum(int(b["attention_mask"].sum()) for b in micro)
+        tokens = int(torch.stack([b["attention_mask"].sum() for b in micro]).sum())  # one sync
         return {"sums": sums, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
 
