@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
+from litebert.data.builder import BuildConfig, build
 from litebert.data.corpus import fetch
 from litebert.data.loader import PretrainingDataset, RankSampler
-from litebert.data.shards import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer, batches

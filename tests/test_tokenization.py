@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from litebert import albert_spm
+from litebert.files import InputFileError
 from litebert.tokenization import (
     ALBERT_USER_SYMBOLS,
     TextSettings,
@@ -25,6 +25,7 @@ from litebert.tokenization import (
     preprocess_text,
     train_sentencepiece,
 )
+from litebert.tokenization import albert_text as albert_spm
 from tests.fixtures_sp import (
     EDGE_TEXTS,
     generated_paragraphs,
@@ -475,7 +476,7 @@ def test_training_reads_files_directories_and_compressed_text(tmp_path):
 
 
 def test_training_errors(tmp_path):
-    with pytest.raises(TokenizerError, match="missing.txt: no such training file"):
+    with pytest.raises(InputFileError, match="missing.txt: no such file"):
         train_sentencepiece([tmp_path / "missing.txt"], tmp_path / "out")
     with pytest.raises(TokenizerError, match="vocab_size=10"):
         train_sentencepiece([], tmp_path / "out", vocab_size=10, sentence_iterator=["a b"])

@@ -48,7 +48,7 @@ def cmd_corpus_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_data_build(args: argparse.Namespace) -> None:
-    from litebert.data.shards import BuildConfig, build
+    from litebert.data.builder import BuildConfig, build
 
     fields = BuildConfig.__dataclass_fields__
     cfg = BuildConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
@@ -125,7 +125,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.finetune import RECIPES
+    from litebert.tasks.base import RECIPES
 
     p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
     p.add_argument("--task", required=True, choices=list(RECIPES))

@@ -13,8 +13,8 @@ import json
 import time
 from pathlib import Path
 
+from litebert.data.builder import BuildConfig, build
 from litebert.data.corpus import fetch
-from litebert.data.shards import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain

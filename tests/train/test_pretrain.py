@@ -16,13 +16,13 @@ import transformers
 from safetensors.torch import load_file
 
 from litebert.cli import main
-from litebert.data.shards import BuildConfig, build
+from litebert.data.builder import BuildConfig, build
 from litebert.model import AlbertForPreTraining
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
 from litebert.train.run_config import PretrainConfig
-from tests.data.test_shards import write_corpus
+from tests.data.test_builder import write_corpus
 
 MICRO_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, embedding_size=16, max_position_embeddings=64)

@@ -16,8 +16,9 @@ looks at the file's first 200 lines: "bert" when a blank line separates non-blan
 at least 75% of the non-blank lines read as exactly one sentence that ends in . ! ? (or a
 closing quote/bracket after one); otherwise "paragraphs".
 
-Inputs are files, directories (walked recursively in sorted order; names starting with "."
-skipped) and glob patterns (sorted). Files ending in .gz / .bz2 / .xz are decompressed.
+Inputs are files, directories and glob patterns, expanded by `litebert.files.expand_inputs`;
+files ending in .gz / .bz2 / .xz (any case) are decompressed, and one whose bytes are not
+what its name says is an error naming it.
 
 Memory does not grow with the corpus: files are read line by line, a line is read in pieces
 of at most 4 * max_line_chars bytes, and a document longer than MAX_DOCUMENT_SENTENCES is cut
@@ -30,14 +31,10 @@ re-exported here.
 
 from __future__ import annotations
 
-import bz2
 import dataclasses
-import glob
-import gzip
 import itertools
 import json
 import lzma
-import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -45,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from litebert.data.sources import SOURCES, FetchError, Source, fetch  # noqa: F401
+from litebert.files import expand_inputs, open_bytes, strip_compression
 
 FORMATS = ("auto", "bert", "paragraphs", "jsonl")
 MAX_DOCUMENT_SENTENCES = 10_000
@@ -215,11 +213,6 @@ def _cut(text: str, max_chars: int) -> list[str]:
 # ---------------------------------------------------------------- reading lines
 
 
-def _open(path: Path):
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower())
-    return opener(path, "rb") if opener else open(path, "rb", buffering=1 << 20)
-
-
 def _decode(raw: bytes) -> tuple[str, bool]:
     try:
         return raw.decode("utf-8"), False  # the fast path: valid UTF-8
@@ -248,7 +241,7 @@ def _lines(path: Path, stats: CorpusStats, max_chars: int) -> Iterator[tuple[int
     A read error (truncated .gz, I/O error) ends the file, counted, instead of the job.
     """
     try:
-        with _open(path) as f:
+        with open_bytes(path) as f:
             yield from _read_lines(f, path, stats, max_chars)
     except _READ_ERRORS as err:
         stats.note("unreadable_files", str(path), f"{type(err).__name__}: {err}")
@@ -440,16 +433,12 @@ def _read_jsonl(path: Path, stats: CorpusStats, max_chars: int, text_field: str,
 
 _READERS = {"bert": _read_bert, "paragraphs": _read_paragraphs, "jsonl": _read_jsonl}
 _JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
-_COMPRESSED = (".gz", ".bz2", ".xz")
 _SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")
 
 
 def detect_format(path: Path, max_line_chars: int = 100_000) -> str:
     """The format "auto" reads `path` as (the rule is in the module docstring)."""
-    name = path.name.lower()
-    for suffix in _COMPRESSED:
-        name = name.removesuffix(suffix)
-    if name.endswith(_JSON_SUFFIXES):
+    if strip_compression(path.name).lower().endswith(_JSON_SUFFIXES):
         return "jsonl"
     scratch = CorpusStats()  # sniffing must not count anything twice
     lines = _lines(path, scratch, max_line_chars)
@@ -467,48 +456,14 @@ def detect_format(path: Path, max_line_chars: int = 100_000) -> str:
 # ---------------------------------------------------------------- inputs and the stream
 
 
-def _has_magic(s: str) -> bool:
-    return any(c in s for c in "*?[")
-
-
-def _check_inputs(inputs: list[str | Path]) -> None:
-    if not inputs:
-        raise CorpusError("no corpus inputs given")
-    for item in inputs:
-        s = str(item)
-        if _has_magic(s):
-            if not _glob(s):
-                raise FileNotFoundError(f"corpus input: no file matches the pattern {s!r}")
-        elif not Path(s).exists():
-            raise FileNotFoundError(f"corpus input not found: {s}")
-
-
-def _glob(pattern: str) -> list[str]:
-    return sorted(glob.glob(pattern, recursive=True))
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith("."):
-                yield Path(top) / name
-
-
-def _expand(inputs: list[str | Path]) -> Iterator[Path]:
-    for item in inputs:
-        s = str(item)
-        for p in map(Path, _glob(s) if _has_magic(s) else [s]):
-            yield from _walk(p) if p.is_dir() else [p]
-
-
 def read_documents(inputs: list[str | Path] | str | Path, fmt: str = "auto",
                    text_field: str = "text", label_field: str | None = None,
                    stats: CorpusStats | None = None, *,
                    max_line_chars: int = 100_000) -> Iterator[Document]:
     """Stream the documents of `inputs` (files, directories, globs) in a deterministic order.
 
-    Inputs and `fmt` are checked now (FileNotFoundError naming a missing path); the files are
+    Inputs and `fmt` are checked now (MissingInputError, a FileNotFoundError, names a missing
+    path); the files are
     read lazily as the iterator is consumed. Pass a CorpusStats to see what was read,
     repaired and skipped. Raises EmptyCorpusError at the end if no document was found.
     """
@@ -519,15 +474,15 @@ def read_documents(inputs: list[str | Path] | str | Path, fmt: str = "auto",
         raise CorpusError(f"unknown corpus format {fmt!r}; choose from {FORMATS}")
     if max_line_chars < 1:
         raise CorpusError(f"max_line_chars={max_line_chars} must be positive")
-    _check_inputs(inputs)
+    files = expand_inputs(inputs, what="corpus input")
     stats = stats if stats is not None else CorpusStats()
-    return _stream(inputs, fmt, text_field, label_field, stats, max_line_chars)
+    return _stream(files, inputs, fmt, text_field, label_field, stats, max_line_chars)
 
 
-def _stream(inputs: list[str | Path], fmt: str, text_field: str, label_field: str | None,
-            stats: CorpusStats, max_chars: int) -> Iterator[Document]:
+def _stream(files: list[Path], inputs: list[str | Path], fmt: str, text_field: str,
+            label_field: str | None, stats: CorpusStats, max_chars: int) -> Iterator[Document]:
     found = 0
-    for path in _expand(inputs):
+    for path in files:
         kind = detect_format(path, max_chars) if fmt == "auto" else fmt
         stats.files += 1
         stats.formats[kind] = stats.formats.get(kind, 0) + 1

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from litebert.data.builder import MANIFEST, SPLITS, BuildConfig, DataError, _memmap, assemble
 from litebert.data.masking import MaskingConfig, mask_tokens
-from litebert.data.shards import MANIFEST, SPLITS, BuildConfig, DataError, _memmap, assemble
+from litebert.files import is_temporary
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
 
@@ -26,7 +27,8 @@ LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
 def load_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     if not path.is_file():
-        leftovers = list(directory.glob("*.tmp")) if directory.is_dir() else []
+        leftovers = [p for p in directory.iterdir() if is_temporary(p)] \
+            if directory.is_dir() else []
         why = "an interrupted build (temporary files left)" if leftovers else "no data here"
         raise DataError(f"{directory}: no {MANIFEST} ({why}); run `litebert data build` "
                         f"with --out {directory}")

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from litebert.data.builder import assemble
 from litebert.data.loader import PretrainingDataset
 from litebert.data.masking import word_spans
-from litebert.data.shards import assemble
 
 
 def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:

@@ -28,6 +28,8 @@ from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
 
+from litebert.files import AtomicFile
+
 PIP_TIMEOUT_S = 300
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
 
@@ -108,24 +110,24 @@ def fetch(name: str, out_dir: Path, cache_dir: Path | None = None) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{name}.jsonl"
-    tmp = out.with_name(out.name + ".tmp-fetch")
     archive = _Archive(path)
+    target = AtomicFile(out)
     try:
         count = 0
-        with open(tmp, "w", encoding="utf-8") as f:
-            for record in source.convert(archive.members(source.members)):
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
+        for record in source.convert(archive.members(source.members)):
+            target.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            count += 1
         if count != source.expected:
             raise FetchError(f"{path}: {count} records from {source.members!r}, expected "
                              f"{source.expected}; delete the archive and fetch again")
-        os.replace(tmp, out)
+        target.commit()
         _write_readme(out_dir, name, source, path, archive.metadata(), count)
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError) as err:
         raise FetchError(f"{path}: damaged archive ({err}); delete it and fetch again") from err
     finally:
         archive.close()
-        tmp.unlink(missing_ok=True)
+        if target.tmp.exists():
+            target.discard()
     return out
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from litebert.config import AlbertConfig, ConfigError
+from litebert.files import atomic_write, atomic_write_json
 
 log = logging.getLogger("litebert")
 
@@ -122,20 +122,10 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path) -> Path:
         if _bare(model) and out.startswith(prefix):
             out = out[len(prefix):]  # transformers saves a bare backbone without the prefix
         tensors[out] = value.detach().contiguous().cpu()
-    _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, p, {"format": "pt"}))
+    atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, str(p), {"format": "pt"}))
     saved = config.replace(architectures=[name])
-    _atomic_write(directory / "config.json", lambda p: Path(p).write_text(
-        json.dumps(saved.to_dict(), indent=2, sort_keys=True) + "\n"))
+    atomic_write_json(directory / "config.json", saved.to_dict())
     return directory
-
-
-def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        write(str(tmp))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 # ---- loading -------------------------------------------------------------------------------

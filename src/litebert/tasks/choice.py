@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from litebert.model import AlbertForMultipleChoice
+from litebert.tasks.base import FinetuneConfig, model_overrides, reported
 from litebert.tasks.batching import length_batches
-from litebert.tasks.finetune import FinetuneConfig, model_overrides, reported
 from litebert.tasks.metrics import race_accuracy
 from litebert.tasks.race import read_race, write_race_predictions
 from litebert.tokenization import Tokenizer

@@ -27,6 +27,7 @@ import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from litebert.files import open_bytes, strip_compression
 from litebert.tasks.examples import ReadReport, TaskDataError, TextExample, read_rows, require_file
 
 FORMATS = ("auto", "csv", "tsv", "jsonl")
@@ -42,7 +43,7 @@ def _format(path: Path, fmt: str) -> str:
         raise TaskDataError(f"unknown table format {fmt!r}; choose from {FORMATS}")
     if fmt != "auto":
         return fmt
-    kind = _SUFFIXES.get(path.suffix.lower())
+    kind = _SUFFIXES.get(Path(strip_compression(path.name)).suffix.lower())
     if kind is None:
         raise TaskDataError(f"{path}: cannot tell the format from the extension "
                             f"{path.suffix!r}; name it .csv/.tsv/.jsonl or pass fmt= "
@@ -103,7 +104,7 @@ def _table_records(path: Path, report: ReadReport,
 
 def _jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict]]:
     seen = False
-    with open(path, "rb") as f:
+    with open_bytes(path) as f:
         for lineno, raw in enumerate(f, 1):
             where = f"{path}:{lineno}"
             try:

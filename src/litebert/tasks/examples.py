@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from litebert.files import open_bytes
+
 MAX_PROBLEMS = 20  # kept in ReadReport.problems; the count goes on past it
 SUMMARY_PROBLEMS = 5  # shown by ReadReport.summary()
 
@@ -110,7 +112,7 @@ class _LineFeed:
         self.first: int | None = None  # line the row being parsed started on
 
     def __iter__(self) -> Iterator[str]:
-        with open(self.path, "rb") as f:
+        with open_bytes(self.path) as f:
             for lineno, raw in enumerate(f, 1):
                 try:
                     text = raw.decode("utf-8")

@@ -18,9 +18,9 @@ from __future__ import annotations
 import csv
 import math
 import numbers
-import os
 from pathlib import Path
 
+from litebert.files import atomic_write
 from litebert.tasks.examples import (
     ReadReport,
     TaskDataError,
@@ -196,11 +196,7 @@ def write_glue_predictions(task: str, split: str, predictions: list, out_dir: Pa
     lines = ["index\tprediction"]
     for i, p in enumerate(predictions):
         lines.append(f"{i}\t{_prediction(spec, p, i)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, "\n".join(lines) + "\n")
 
 
 def _prediction(spec: TaskSpec, p, i: int) -> str:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from litebert.files import read_text
 from litebert.model import AlbertForQuestionAnswering
+from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad
-from litebert.tasks.finetune import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.metrics import squad_evaluate
 from litebert.tasks.squad import make_features, postprocess, read_squad
 from litebert.tokenization import Tokenizer
@@ -47,7 +48,7 @@ class SquadTask:
             if training else []
         dev_path = find_file(data, "dev", self.version_2)
         self.dev = reported(read_squad(dev_path))
-        self.dev_json = json.loads(dev_path.read_text(encoding="utf-8"))
+        self.dev_json = json.loads(read_text(dev_path))
         self.train_rows = [self._row(f, True) for f in self._features(train)]
         self.train_lengths = [len(r["input_ids"]) for r in self.train_rows]
         self.dev_features = self._features(self.dev)

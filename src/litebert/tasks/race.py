@@ -16,10 +16,10 @@ than 4 string options or an answer outside A-D costs that question. A file witho
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
+from litebert.files import InputFileError, atomic_write, read_text
 from litebert.tasks.examples import RaceExample, ReadReport, TaskDataError
 
 SPLITS = ("train", "dev", "test")
@@ -59,9 +59,9 @@ def read_race(data_dir: str | Path, split: str) -> tuple[list[RaceExample], Read
 
 def _load(path: Path, report: ReadReport) -> dict | None:
     try:
-        record = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as err:
-        report.note(str(path), f"invalid UTF-8 ({err.reason})")
+        record = json.loads(read_text(path))
+    except InputFileError as err:
+        report.note(str(path), str(err).removeprefix(f"{path}: "))
         return None
     except json.JSONDecodeError as err:
         report.note(str(path), f"bad JSON: {err.msg} (line {err.lineno}, column {err.colno})")
@@ -137,9 +137,4 @@ def write_race_predictions(examples: list[RaceExample], predictions: list[int],
         if ex.guid in out:
             raise TaskDataError(f"two examples share the guid {ex.guid!r}")
         out[ex.guid] = LETTERS[p]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, json.dumps(out, indent=1) + "\n")

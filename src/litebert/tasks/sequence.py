@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from litebert.model import AlbertForSequenceClassification
-from litebert.tasks.batching import length_batches, pad
-from litebert.tasks.examples import TextExample
-from litebert.tasks.finetune import (
+from litebert.tasks.base import (
     GLUE,
     FinetuneConfig,
     FinetuneError,
     model_overrides,
     reported,
 )
+from litebert.tasks.batching import length_batches, pad
+from litebert.tasks.examples import TextExample
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tokenization import Tokenizer
 

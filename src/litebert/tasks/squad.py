@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from litebert.files import InputFileError, read_text
+
 __all__ = ["SquadError", "SquadExample", "SquadFeature", "SquadReport", "answer_tokens",
            "make_features", "max_context_window", "postprocess", "read_squad", "windows"]
 
@@ -107,11 +109,9 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], SquadReport]:
 
 def _load_json(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SquadError(f"{path}: no such file") from None
-    except UnicodeDecodeError as err:
-        raise SquadError(f"{path}: not UTF-8 text (byte {err.start})") from None
+        text = read_text(path)
+    except InputFileError as err:
+        raise SquadError(str(err)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -16,10 +16,11 @@ import json
 import logging
 import math
 import numbers
-import os
 import time
 from pathlib import Path
 from typing import Any
+
+from litebert.files import atomic_write
 
 log = logging.getLogger("litebert")
 
@@ -232,9 +233,4 @@ def _repair(path: Path, resume_step: int | None) -> None:
     if len(kept) < len(entries):
         log.info("%s: dropped %d records after step %d (resuming from its checkpoint)",
                  path, len(entries) - len(kept), resume_step)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, "".join(line + "\n" for line in kept))

@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from litebert.config import AlbertConfig
+from litebert.data.builder import DataError
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
-from litebert.data.shards import DataError
 from litebert.model import AlbertForPreTraining
 from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap

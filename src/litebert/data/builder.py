@@ -28,7 +28,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -41,6 +40,7 @@ from tqdm import tqdm
 
 from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.masking import MaskingConfig, mask_tokens
+from litebert.files import AtomicFile, atomic_write_json, expand_inputs, is_temporary
 
 log = logging.getLogger("litebert")
 
@@ -93,28 +93,12 @@ class BuildConfig:
 
 # ---- cache key -----------------------------------------------------------------------------
 
-def input_files(inputs: Iterable[str | Path]) -> list[Path]:
-    """Every file the inputs name (directories recursively, globs expanded), sorted."""
-    files: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
-        elif path.is_file():
-            files.append(path)
-        elif any(c in str(item) for c in "*?["):
-            files.extend(sorted(p for p in Path().glob(str(item)) if p.is_file()))
-        else:
-            raise FileNotFoundError(f"{item}: no such file or directory")
-    return files
-
-
 def cache_key(inputs: Iterable[str | Path], tokenizer_fingerprint: str, cfg: BuildConfig) -> str:
     """Hash of the config, the tokenizer and the inputs' names, sizes and mtimes."""
     h = hashlib.sha256()
     h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True).encode())
     h.update(tokenizer_fingerprint.encode())
-    for f in input_files(inputs):
+    for f in expand_inputs(inputs, what="corpus input"):
         st = f.stat()
         h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     h.update(f"{FORMAT}-{VERSION}".encode())
@@ -132,12 +116,11 @@ def read_manifest(directory: str | Path) -> dict[str, Any] | None:
 # ---- writing -------------------------------------------------------------------------------
 
 class ArrayWriter:
-    """Appends arrays to `path` under a temporary name; `close()` renames it into place."""
+    """Appends arrays to `path` (an AtomicFile); `close()` puts the complete file in place."""
 
     def __init__(self, path: Path, dtype: np.dtype):
         self.path, self.dtype, self.count = path, np.dtype(dtype), 0
-        self.tmp = path.with_name(path.name + ".tmp")
-        self.file = open(self.tmp, "wb")  # noqa: SIM115 (closed in close())
+        self.file = AtomicFile(path)
 
     def append(self, values) -> None:
         arr = np.ascontiguousarray(values, dtype=self.dtype)
@@ -145,14 +128,7 @@ class ArrayWriter:
         self.count += arr.size  # elements, whatever the shape
 
     def close(self) -> None:
-        self.file.close()
-        os.replace(self.tmp, self.path)
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+        self.file.commit()
 
 
 # ---- pass 1: tokenize ----------------------------------------------------------------------
@@ -371,7 +347,7 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
         "corpus_summary": stats.summary(),
         "seconds": round(time.time() - start, 2),
     }
-    write_json_atomic(out / MANIFEST, manifest)
+    atomic_write_json(out / MANIFEST, manifest)
     return manifest
 
 
@@ -379,7 +355,7 @@ def _remove_previous(out: Path) -> None:
     """Files an earlier (maybe killed) build left: temporaries and arrays this one may not
     rewrite (static masks when building dynamic ones)."""
     for path in out.iterdir():
-        if path.is_file() and (path.name.endswith((".bin", ".tmp"))):
+        if path.is_file() and (path.name.endswith(".bin") or is_temporary(path)):
             path.unlink()
 
 

@@ -1,16 +1,7 @@
-"""One tokenizer API over SentencePiece (`spiece.model`) and WordPiece (`vocab.txt`).
+"""`litebert.Tokenizer`: one API over every vocabulary kind (the backends in this package).
 
-SentencePiece ids are those of the official ALBERT code (google-research/albert `FullTokenizer`
-with `spm_model_file`): `preprocess_text`, SentencePiece, then the re-split of pieces like
-"▁1990," into "▁1990" + "," (see `litebert.albert_spm`). transformers' AlbertTokenizer skips
-that re-split and handles user-defined symbols differently, so it often disagrees.
-WordPiece is BERT's, run by the `tokenizers` library: the ids of transformers' BertTokenizer.
 Neither backend turns "[CLS]", "[MASK]", ... written inside raw text into special ids (the
 official ALBERT and BERT code do not either; transformers does).
-
-Speed: the batch path runs SentencePiece's threaded batch encoder, then applies the re-split
-with a per-id table in numpy; a text is re-encoded piece by piece only when an <unk> in it may
-hide text that changes the ids (rare vocabularies, see `_unknown_text_risks`).
 """
 
 from __future__ import annotations
@@ -21,32 +12,16 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from litebert.albert_spm import (
-    ALBERT_USER_SYMBOLS,
-    SPIECE_NAME,
-    UNDERLINE,
-    TokenizerError,
-    aligned_preprocess,
-    is_number_comma,
-    map_span,
-    preprocess_batch,
-    preprocess_text,
-    resplit,
-    split_number,
-    train_sentencepiece,
-)
+from litebert.tokenization.albert_text import SPIECE_NAME
+from litebert.tokenization.base import CONFIG_NAME, TokenizerError, read_json, read_settings
+from litebert.tokenization.sentencepiece import SentencePieceBackend
+from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
 
-__all__ = ["ALBERT_USER_SYMBOLS", "TextSettings", "Tokenizer", "TokenizerError",
-           "preprocess_text", "train_sentencepiece"]
-
-VOCAB_NAME = "vocab.txt"
-CONFIG_NAME = "tokenizer_config.json"
 # Candidate names per special token, first match wins. The sentencepiece test models have
 # <s> and </s> instead of [CLS] and [SEP].
 _SPECIAL_NAMES = {
@@ -58,249 +33,10 @@ _SPECIAL_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class TextSettings:
-    """Preprocessing switches, with transformers' tokenizer_config.json names."""
-
-    do_lower_case: bool = True
-    remove_space: bool = True  # SentencePiece: collapse runs of whitespace, strip the ends
-    keep_accents: bool = False  # SentencePiece: skip NFKD + combining-mark removal
-    strip_accents: bool | None = None  # WordPiece: None follows do_lower_case, as in BERT
-    tokenize_chinese_chars: bool = True  # WordPiece: every CJK character is its own word
-
-
-_SETTING_NAMES = tuple(f.name for f in dataclasses.fields(TextSettings))
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file, {} when absent."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise TokenizerError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
-    except UnicodeDecodeError as err:
-        raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    if not isinstance(data, dict):
-        raise TokenizerError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> TextSettings:
-    """TextSettings from tokenizer_config.json keys (others ignored) and keyword overrides."""
-    unknown = sorted(set(overrides) - set(_SETTING_NAMES))
-    if unknown:
-        raise TokenizerError(f"unknown tokenizer setting(s) {', '.join(unknown)}; "
-                             f"choose from {', '.join(_SETTING_NAMES)}")
-    values = {k: v for k, v in config.items() if k in _SETTING_NAMES}
-    values.update(overrides)
-    for name, value in values.items():
-        if not (isinstance(value, bool) or (name == "strip_accents" and value is None)):
-            where = source if name not in overrides else "argument"
-            raise TokenizerError(f"{where}: {name} must be true or false, got {value!r}")
-    return TextSettings(**values)
-
-
-# ---- SentencePiece ---------------------------------------------------------------------------
-
-class _SentencePiece:
-    kind = "sentencepiece"
-    file_name = SPIECE_NAME
-
-    def __init__(self, path: Path, settings: TextSettings):
-        import sentencepiece as spm
-
-        self.settings = settings
-        self.sp = spm.SentencePieceProcessor()
-        try:
-            self.sp.LoadFromSerializedProto(path.read_bytes())
-        except (RuntimeError, OSError, TypeError) as err:
-            raise TokenizerError(f"{path}: not a SentencePiece model ({err})") from None
-        self.pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
-        self.word_start = np.array([p.startswith(UNDERLINE) for p in self.pieces])
-        self.numpy_out = _supports_numpy(self.sp)
-        self._build_split_table()
-        self.unk_always, self.unk_hazards = self._unknown_text_risks()
-
-    def _build_split_table(self) -> None:
-        """Per id, the ids (and word starts) that replace it: itself, or ALBERT's re-split
-        of a "digit," piece. The batch path applies the table with numpy alone."""
-        extra_ids: list[int] = []
-        extra_starts: list[bool] = []
-        size = len(self.pieces)
-        self.rep_start = np.arange(size, dtype=np.int64)
-        self.rep_len = np.ones(size, dtype=np.int64)
-        for i, piece in enumerate(self.pieces):
-            if is_number_comma(piece):
-                pieces = split_number(self.sp, piece)
-                self.rep_start[i], self.rep_len[i] = size + len(extra_ids), len(pieces)
-                extra_ids += self.ids_of(pieces)
-                extra_starts += [p.startswith(UNDERLINE) for p in pieces]
-        self.has_splits = bool(extra_ids)
-        self.rep_ids = np.concatenate([np.arange(size), extra_ids]).astype(np.int32)
-        self.rep_word_start = np.concatenate([self.word_start, np.array(extra_starts, bool)])
-
-    def _unknown_text_risks(self) -> tuple[bool, tuple[str, ...]]:
-        """When the text behind an <unk> id can change ids or word starts.
-
-        SentencePiece makes <unk> of runs of characters that have no one-character piece. If
-        "," and "▁" have one, such a run never ends in "digit," nor starts with "▁"; and
-        piece_to_id(run) is <unk> again unless the run is one of the "hazard" pieces made of
-        such characters only (e.g. "[CLS]" in a lower-cased vocabulary).
-        """
-        sp = self.sp
-        known = {p for i, p in enumerate(self.pieces) if len(p) == 1 and not (
-            sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i) or sp.is_byte(i))}
-        hazards = tuple(p for i, p in enumerate(self.pieces)
-                        if not sp.is_unknown(i) and all(c not in known for c in p))
-        return "," not in known or UNDERLINE not in known, hazards
-
-    def token_to_id(self, token: str) -> int | None:
-        i = self.sp.piece_to_id(token)
-        return i if self.pieces[i] == token else None
-
-    def batch_encode(self, texts: Sequence[str], num_threads: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ids of all texts in one array, their word-start flags, and each text's length."""
-        prepared = preprocess_batch(texts, self.settings)
-        if self.numpy_out:
-            arrays = self.sp.encode(prepared, out_type="numpy", num_threads=num_threads)
-        else:  # sentencepiece < 0.2.1
-            arrays = [np.asarray(a, dtype=np.int32) for a in
-                      self.sp.encode(prepared, out_type=int, num_threads=num_threads)]
-        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        risky = self._risky_texts(flat, lengths, prepared)
-        ids, starts, lengths = self._apply_splits(flat, lengths)
-        if risky:
-            ids, starts, lengths = self._redo(ids, starts, lengths, risky, prepared)
-        return ids, starts, lengths
-
-    def _apply_splits(self, flat: np.ndarray, lengths: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if not self.has_splits or not (self.rep_len[flat] > 1).any():
-            return flat, self.word_start[flat], lengths
-        n = self.rep_len[flat]
-        ends = np.cumsum(n)
-        index = np.repeat(self.rep_start[flat] - (ends - n), n) + np.arange(ends[-1])
-        out_bounds = np.concatenate(([0], ends))[np.concatenate(([0], np.cumsum(lengths)))]
-        return self.rep_ids[index], self.rep_word_start[index], np.diff(out_bounds)
-
-    def _risky_texts(self, flat: np.ndarray, lengths: np.ndarray, prepared: list[str]
-                     ) -> list[int]:
-        """Texts with an <unk> whose text may matter (see _unknown_text_risks)."""
-        if not (self.unk_always or self.unk_hazards):
-            return []
-        owners = np.repeat(np.arange(len(lengths)), lengths)[flat == self.sp.unk_id()]
-        return [i for i in np.unique(owners).tolist() if self.unk_always or any(
-            h in self.sp.normalize(prepared[i]) for h in self.unk_hazards)]
-
-    def _redo(self, ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-              risky: list[int], prepared: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Replace the risky texts' ids by the official piece-by-piece algorithm's."""
-        bounds = np.cumsum(lengths)[:-1]
-        id_parts, start_parts = np.split(ids, bounds), np.split(starts, bounds)
-        for i in risky:
-            pieces = resplit(self.sp, self.sp.encode(prepared[i], out_type=str))[0]
-            id_parts[i] = np.array(self.ids_of(pieces), dtype=np.int32)
-            start_parts[i] = np.array([p.startswith(UNDERLINE) for p in pieces], dtype=bool)
-        lengths = np.fromiter((p.size for p in id_parts), dtype=np.int64, count=len(id_parts))
-        return np.concatenate(id_parts), np.concatenate(start_parts), lengths
-
-    def ids_of(self, pieces: list[str]) -> list[int]:
-        return [self.sp.piece_to_id(p) for p in pieces]
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        normalized, starts, ends = aligned_preprocess(text, self.settings)
-        if not normalized:
-            return [], []
-        result = self.sp.encode(normalized, out_type="offset_mapping")
-        pieces, spans = resplit(self.sp, result["pieces"], list(result["offsets"]))
-        offsets = [map_span(b, e, normalized, starts, ends, len(text)) for b, e in spans]
-        return self.ids_of(pieces), offsets
-
-    def decode(self, ids: list[int], specials: set[int]) -> str:
-        """SentencePiece decoding between special tokens, which are written as names."""
-        out: list[str] = []
-        run: list[int] = []
-        for i in ids:
-            if i in specials:
-                if run:
-                    out.append(self.sp.decode(run))
-                    run = []
-                out.append(self.pieces[i])
-            else:
-                run.append(i)
-        if run:
-            out.append(self.sp.decode(run))
-        return " ".join(out)
-
-
-def _supports_numpy(sp: Any) -> bool:
-    try:
-        return sp.encode([""], out_type="numpy") is not None
-    except (ValueError, TypeError):
-        return False
-
-
-# ---- WordPiece -------------------------------------------------------------------------------
-
-class _WordPiece:
-    kind = "wordpiece"
-    file_name = VOCAB_NAME
-
-    def __init__(self, path: Path, settings: TextSettings):
-        from tokenizers import Tokenizer as HFTokenizer
-        from tokenizers import decoders, normalizers, pre_tokenizers
-        from tokenizers.models import WordPiece
-
-        self.settings = settings
-        try:  # the same reading as BERT's load_vocab: one token a line, trailing "\n" dropped
-            lines = path.read_text(encoding="utf-8").split("\n")
-        except UnicodeDecodeError as err:
-            raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
-        if lines and lines[-1] == "":
-            lines.pop()
-        self.pieces = lines
-        vocab = {token: i for i, token in enumerate(lines)}
-        if "[UNK]" not in vocab:
-            raise TokenizerError(f"{path}: a WordPiece vocabulary needs an [UNK] line")
-        self.tk = HFTokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
-        self.tk.normalizer = normalizers.BertNormalizer(
-            clean_text=True, handle_chinese_chars=settings.tokenize_chinese_chars,
-            strip_accents=settings.strip_accents, lowercase=settings.do_lower_case)
-        self.tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        self.tk.decoder = decoders.WordPiece(prefix="##")
-        self.vocab = vocab
-        self.word_start = np.array([not p.startswith("##") for p in self.pieces])
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def batch_encode(self, texts: Sequence[str], num_threads: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # tokenizers picks its own thread count (RAYON_NUM_THREADS); num_threads is unused.
-        encodings = self.tk.encode_batch_fast(list(texts), add_special_tokens=False)
-        arrays = [np.array(e.ids, dtype=np.int32) for e in encodings]
-        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        return flat, self.word_start[flat], lengths
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        encoding = self.tk.encode(text, add_special_tokens=False)
-        return list(encoding.ids), list(encoding.offsets)
-
-    def decode(self, ids: list[int], specials: set[int]) -> str:
-        return self.tk.decode(ids, skip_special_tokens=False)
-
-
-# ---- the public tokenizer --------------------------------------------------------------------
-
 class Tokenizer:
     """[CLS] A [SEP] (B [SEP]) encoding, decoding and fast batch encoding for data building."""
 
-    def __init__(self, backend: _SentencePiece | _WordPiece, path: Path):
+    def __init__(self, backend: SentencePieceBackend | WordPieceBackend, path: Path):
         self._backend = backend
         self.path = path
         self.settings = backend.settings
@@ -316,14 +52,14 @@ class Tokenizer:
         directory = Path(directory)
         if not directory.is_dir():
             raise TokenizerError(f"{directory}: not a directory")
-        config = _read_json(directory / CONFIG_NAME)
-        text = _settings(config, settings, directory / CONFIG_NAME)
+        config = read_json(directory / CONFIG_NAME)
+        text = read_settings(config, settings, directory / CONFIG_NAME)
         spiece, vocab = directory / SPIECE_NAME, directory / VOCAB_NAME
         bert = str(config.get("tokenizer_class", "")).startswith("Bert")
         if spiece.is_file() and not (bert and vocab.is_file()):
-            return cls(_SentencePiece(spiece, text), spiece)
+            return cls(SentencePieceBackend(spiece, text), spiece)
         if vocab.is_file():
-            return cls(_WordPiece(vocab, text), vocab)
+            return cls(WordPieceBackend(vocab, text), vocab)
         raise TokenizerError(f"{directory}: no tokenizer files; expected {SPIECE_NAME} "
                              f"(SentencePiece) or {VOCAB_NAME} (WordPiece)")
 
@@ -333,10 +69,10 @@ class Tokenizer:
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"{path}: no such tokenizer file")
-        text = _settings({}, settings, path)
+        text = read_settings({}, settings, path)
         if path.suffix == ".txt":
-            return cls(_WordPiece(path, text), path)
-        return cls(_SentencePiece(path, text), path)
+            return cls(WordPieceBackend(path, text), path)
+        return cls(SentencePieceBackend(path, text), path)
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Copy the model/vocab file and write tokenizer_config.json (transformers reads both)."""
@@ -549,7 +285,7 @@ def _need_str(text: Any) -> str:
     return text
 
 
-def _first_id(backend: _SentencePiece | _WordPiece, names: Sequence[str]) -> int | None:
+def _first_id(backend: SentencePieceBackend | WordPieceBackend, names: Sequence[str]) -> int | None:
     return next((i for i in map(backend.token_to_id, names) if i is not None), None)
 
 
@@ -593,5 +329,3 @@ def _truncated_lengths(a: int, b: int | None, truncation: bool | str, max_length
     a, b_len = (a - cut, b_len) if a > b_len else (a, b_len - cut)
     excess -= cut
     return a - excess // 2, b_len - (excess - excess // 2)
-
-

@@ -13,9 +13,10 @@ import pytest
 import torch
 
 from litebert.cli import main
-from litebert.data import shards
+from litebert.data import builder as shards
+from litebert.data.builder import BuildConfig, DataError, build
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
-from litebert.data.shards import BuildConfig, DataError, build
+from litebert.files import is_temporary
 from litebert.tokenization import Tokenizer, train_sentencepiece
 
 WORDS = ("the a model learns from text every layer shares its weights with all others while "
@@ -217,7 +218,8 @@ def test_kill_9_mid_build_leaves_nothing_that_looks_complete(tmp_path, corpus_an
            "--max-seq-length", "64"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 60
-    while not (out / "tokens.bin.tmp").exists() and time.time() < deadline:
+    while not any(is_temporary(p) and "tokens.bin" in p.name for p in
+                  (out.iterdir() if out.is_dir() else [])) and time.time() < deadline:
         time.sleep(0.02)
     time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
@@ -229,4 +231,4 @@ def test_kill_9_mid_build_leaves_nothing_that_looks_complete(tmp_path, corpus_an
     small = BuildConfig(max_seq_length=64, format="bert")
     manifest = build([corpus], tok, out, small)
     assert PretrainingDataset(out).manifest["config_hash"] == manifest["config_hash"]
-    assert not list(out.glob("*.tmp"))
+    assert not [p for p in out.iterdir() if is_temporary(p)]

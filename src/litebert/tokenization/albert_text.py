@@ -1,5 +1,5 @@
-"""ALBERT's SentencePiece conventions: the official text preprocessing (fast, batched, and with
-a character alignment for offsets), its re-split of "digit," pieces, and model training.
+"""ALBERT's SentencePiece text conventions: the official preprocessing (fast, batched, and with
+a character alignment for offsets) and its re-split of "digit," pieces.
 
 The official code is google-research/albert tokenization.py (`preprocess_text`,
 `encode_pieces`); `litebert.tokenization.Tokenizer` is the public API over this module.
@@ -7,17 +7,11 @@ The official code is google-research/albert tokenization.py (`preprocess_text`,
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
-import lzma
-import os
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,9 +23,6 @@ ALBERT_USER_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac")
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 _WORD = re.compile(r"\S+")  # same notion of whitespace as str.split() (checked in tests)
 
-
-class TokenizerError(ValueError):
-    """A tokenizer file or argument that cannot be used; the message names it."""
 
 
 class TextRules(Protocol):
@@ -219,99 +210,3 @@ def share_span(span: tuple[int, int], sub: list[str]) -> list[tuple[int, int]]:
         out.append((start, pos))
         pos = start
     return out[::-1]
-
-
-# ---- training -------------------------------------------------------------------------------
-
-def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
-                        vocab_size: int = 30000, input_sentence_size: int = 1_000_000,
-                        num_threads: int | None = None,
-                        user_defined_symbols: Sequence[str] = ALBERT_USER_SYMBOLS,
-                        seed_sentencepiece_size: int = 1_000_000,
-                        character_coverage: float = 0.99995,
-                        sentence_iterator: Iterable[str] | None = None,
-                        do_lower_case: bool = True, keep_accents: bool = False,
-                        max_sentence_length: int = 1 << 16, seed: int = 0) -> Path:
-    """Train a unigram SentencePiece model with ALBERT's layout; returns out_dir/spiece.model.
-
-    Ids: <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, then `user_defined_symbols`. Lines of
-    `inputs` (text files, .gz/.bz2/.xz, or directories of them) and then the strings of
-    `sentence_iterator` are preprocessed as the tokenizer will preprocess them; SentencePiece
-    samples `input_sentence_size` of them at random when there are more.
-    """
-    import sentencepiece as spm
-
-    from litebert.tokenization import TextSettings, Tokenizer  # the public API writes the config
-
-    if not isinstance(vocab_size, int) or vocab_size <= 5 + len(user_defined_symbols):
-        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 5 special pieces plus "
-                             f"{len(user_defined_symbols)} user-defined symbols")
-    files = _training_files(inputs)
-    if not files and sentence_iterator is None:
-        raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
-    settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
-    sentences = _training_sentences(files, sentence_iterator, settings)
-    model = io.BytesIO()
-    spm.set_random_generator_seed(seed)  # the sampling of input_sentence_size sentences
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences, model_writer=model, model_type="unigram",
-            vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=character_coverage,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
-            control_symbols=list(ALBERT_CONTROL_SYMBOLS),
-            user_defined_symbols=list(user_defined_symbols),
-            input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
-            seed_sentencepiece_size=seed_sentencepiece_size,
-            max_sentence_length=max_sentence_length,
-            num_threads=num_threads or os.cpu_count() or 1, minloglevel=2)
-    except (RuntimeError, OSError) as err:  # the C++ trainer's status, e.g. too few characters
-        raise TokenizerError(f"SentencePiece training failed: {err}") from None
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SPIECE_NAME
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(model.getvalue())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    Tokenizer.from_file(path, do_lower_case=do_lower_case,
-                        keep_accents=keep_accents).save_pretrained(out_dir)
-    return path
-
-
-def _training_files(inputs: Sequence[str | Path]) -> list[Path]:
-    if isinstance(inputs, (str, Path)):
-        inputs = [inputs]
-    files: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*")
-                                if p.is_file() and not p.name.startswith(".")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise TokenizerError(f"{path}: no such training file or directory")
-    return files
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix, open)
-    # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
-    return opener(path, "rt", encoding="utf-8", errors="replace")
-
-
-def _training_sentences(files: list[Path], extra: Iterable[str] | None,
-                        settings: TextRules) -> Iterator[str]:
-    def raw() -> Iterator[str]:
-        for path in files:
-            with _open_text(path) as handle:
-                yield from handle
-        if extra is not None:
-            yield from extra
-
-    for line in raw():
-        line = preprocess_text(line, settings)
-        if line:
-            yield line

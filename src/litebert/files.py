@@ -1,0 +1,288 @@
+"""Files, one helper per job: expanding inputs, opening (compressed) text, atomic writes, and
+recording / checking what a directory holds (sizes and checksums).
+
+Every module that reads user inputs or writes results goes through these functions, so the
+rules are the same everywhere: `~`, absolute and relative globs and `**` work for every
+command; `.gz` / `.bz2` / `.xz` are recognised whatever the case of the suffix, and a file
+whose bytes are not what its name claims is an error naming it; nothing is ever left
+half-written under its final name.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import glob
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+
+class InputFileError(ValueError):
+    """An input that is missing or not what its name says; the message names the file."""
+
+
+class MissingInputError(InputFileError, FileNotFoundError):
+    """An input path that does not exist, or a pattern that matches nothing."""
+
+
+# ---- input expansion ------------------------------------------------------------------------
+
+def _has_magic(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Files under `root` in sorted order, names starting with "." skipped."""
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if not name.startswith("."):
+                yield Path(top) / name
+
+
+def expand_inputs(inputs: str | Path | Iterable[str | Path], what: str = "input") -> list[Path]:
+    """Every file that `inputs` name, in a deterministic order, each once.
+
+    An input is a file, a directory (walked recursively, sorted, hidden names skipped) or a
+    glob pattern (absolute or relative, `**` matching any depth, sorted). `~` is expanded
+    everywhere. A missing path or a pattern that matches nothing is an InputFileError naming it.
+    """
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    files: list[Path] = []
+    for item in inputs:
+        text = os.path.expanduser(str(item))
+        if _has_magic(text):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise MissingInputError(f"{what}: no file matches the pattern {str(item)!r}")
+            paths = [Path(m) for m in matches]
+        else:
+            paths = [Path(text)]
+        for path in paths:
+            if path.is_dir():
+                files.extend(_walk(path))
+            elif path.is_file():
+                files.append(path)
+            else:
+                raise MissingInputError(f"{what}: {item}: no such file or directory")
+    seen: set[Path] = set()
+    return [f for f in files if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+
+
+# ---- compressed files -----------------------------------------------------------------------
+
+# suffix -> (opener, magic bytes at the start of such a file, name of the format)
+_COMPRESSION: dict[str, tuple[Callable[..., IO[Any]], bytes, str]] = {
+    ".gz": (gzip.open, b"\x1f\x8b", "gzip"),
+    ".bz2": (bz2.open, b"BZh", "bzip2"),
+    ".xz": (lzma.open, b"\xfd7zXZ\x00", "xz"),
+}
+COMPRESSED_SUFFIXES = tuple(_COMPRESSION)
+
+
+def compression_of(path: str | Path) -> str | None:
+    """'.gz', '.bz2' or '.xz' when the name says so (any case), else None."""
+    suffix = Path(path).suffix.lower()
+    return suffix if suffix in _COMPRESSION else None
+
+
+def strip_compression(name: str) -> str:
+    """`train.JSONL.gz` -> `train.JSONL`: the name the decompressed content would have."""
+    suffix = compression_of(name)
+    return name[: -len(suffix)] if suffix else name
+
+
+def open_bytes(path: str | Path) -> IO[bytes]:
+    """A binary stream of the file's content, decompressed when its name says so.
+
+    The first bytes are checked against the format: `corpus.txt.gz` that is not gzip data is
+    an InputFileError naming the file, instead of a stream of garbage characters.
+    """
+    path = Path(path)
+    suffix = compression_of(path)
+    try:
+        if suffix is None:
+            return open(path, "rb", buffering=1 << 20)
+        opener, magic, name = _COMPRESSION[suffix]
+        with open(path, "rb") as raw:
+            head = raw.read(len(magic))
+        if head != magic:
+            raise InputFileError(f"{path}: the name says {name} ({suffix}) but the file is not "
+                                 f"{name} data; rename it or compress it properly")
+        return opener(path, "rb")
+    except FileNotFoundError:
+        raise MissingInputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: is a directory, not a file") from None
+
+
+def open_text(path: str | Path, errors: str = "strict") -> io.TextIOWrapper:
+    """open_bytes decoded as UTF-8 (`errors` as for open(): 'strict', 'replace', ...)."""
+    return io.TextIOWrapper(open_bytes(path), encoding="utf-8", errors=errors)
+
+
+def read_text(path: str | Path) -> str:
+    """The whole (maybe compressed) file as UTF-8 text; bad UTF-8 is an error naming it."""
+    with open_bytes(path) as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputFileError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason})") from None
+
+
+# ---- atomic writes --------------------------------------------------------------------------
+
+def temporary_name(path: Path) -> Path:
+    """Where a file is written before it is renamed to `path`: hidden, same directory."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def is_temporary(path: Path) -> bool:
+    """A leftover of an interrupted atomic write."""
+    return path.name.startswith(".") and ".tmp-" in path.name
+
+
+class AtomicFile:
+    """A file written under a temporary name in its directory and renamed into place by
+    `commit()`, so that `path` is either absent/old or complete, never half-written.
+
+    For streams of appends (data building); `atomic_write` is the one-shot form.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = temporary_name(self.path)
+        self.file: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+
+    def commit(self) -> Path:
+        self.file.close()
+        _fsync(self.tmp)
+        os.replace(self.tmp, self.path)
+        return self.path
+
+    def discard(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def atomic_write(path: str | Path, content: bytes | str | Callable[[Path], Any]) -> Path:
+    """Write `path` atomically (see AtomicFile). `content` is bytes, text (UTF-8), or a
+    function that writes a file at the path it is given (e.g. safetensors' save_file)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(path)
+    try:
+        if callable(content):
+            content(tmp)
+        else:
+            tmp.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        _fsync(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_json(path: str | Path, data: Any) -> Path:
+    """JSON, indented and key-sorted, atomically."""
+    return atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """`with atomic_directory(final) as tmp:` fill `tmp`; on success it becomes `final`.
+
+    `tmp` is `final` + ".tmp" (cleared first). An existing `final` is replaced only once the
+    new one is complete; if the block raises, `tmp` is removed and `final` is untouched.
+    """
+    final = Path(path)
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        for child in tmp.iterdir():
+            _fsync(child)
+        _fsync(tmp)
+        if final.exists():
+            old = final.with_name(final.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+        _fsync(final.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file (or a directory entry) to disk; best effort where the OS refuses."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ---- what a directory holds: sizes and checksums --------------------------------------------
+
+def file_digest(path: str | Path, chunk: int = 1 << 22) -> dict[str, Any]:
+    """{'size': bytes, 'sha256': hex digest} of one file, read in chunks (flat memory)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+            size += len(block)
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def describe_files(directory: str | Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """{name: file_digest} for files of `directory`, to be stored in its manifest."""
+    directory = Path(directory)
+    return {name: file_digest(directory / name) for name in sorted(names)}
+
+
+def damaged_files(directory: str | Path, recorded: dict[str, dict[str, Any]],
+                  checksums: bool) -> list[str]:
+    """One "name: what is wrong" line per file that differs from its record.
+
+    Sizes are always compared (cheap: a copy cut short shows at once); with `checksums`
+    every byte is read and hashed too.
+    """
+    directory = Path(directory)
+    problems = []
+    for name, expected in sorted(recorded.items()):
+        path = directory / name
+        if not path.is_file():
+            problems.append(f"{path}: missing")
+            continue
+        size = path.stat().st_size
+        if size != expected["size"]:
+            problems.append(f"{path}: {size:,} bytes, the manifest records "
+                            f"{expected['size']:,} (cut short or overwritten)")
+        elif checksums and file_digest(path)["sha256"] != expected["sha256"]:
+            problems.append(f"{path}: sha256 differs from the manifest (the content changed)")
+    return problems
