@@ -35,6 +35,7 @@ bench: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build src/*.egg-info

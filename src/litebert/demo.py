@@ -18,9 +18,9 @@ from litebert.data.corpus import fetch
 from litebert.tokenization import train_sentencepiece
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain
-from litebert.train.run_config import load_run_config
+from litebert.train.run_config import RECIPE_DIR, load_run_config
 
-RECIPE = Path(__file__).resolve().parents[2] / "configs" / "pretrain" / "tiny-cpu.yaml"
+RECIPE = RECIPE_DIR / "tiny-cpu.yaml"  # package data: the demo runs from an installed wheel
 
 
 def stage(title: str) -> float:

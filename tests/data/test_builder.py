@@ -14,42 +14,12 @@ import torch
 
 from litebert.cli import main
 from litebert.data import builder as shards
-from litebert.data.builder import BuildConfig, DataError, build
+from litebert.data.builder import BuildConfig, build
+from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
 from litebert.files import is_temporary
-from litebert.tokenization import Tokenizer, train_sentencepiece
-
-WORDS = ("the a model learns from text every layer shares its weights with all others while "
-         "embeddings stay small and training runs fast on two cores of this machine so people "
-         "can pretrain their own encoders on news about sport politics business and music").split()
-
-
-def write_corpus(path, docs=120, seed=0):
-    """BERT format: one sentence per line, a blank line between documents."""
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(docs):
-        for _ in range(rng.integers(1, 12)):
-            words = rng.choice(WORDS, rng.integers(3, 25))
-            lines.append(" ".join(words).capitalize() + ".")
-        lines.append("")
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus_and_tokenizer(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shards")
-    corpus = write_corpus(root / "corpus.txt")
-    tokenizer = train_sentencepiece([corpus], root / "tok", vocab_size=200)
-    return corpus, tokenizer.parent
-
-
-def small_build(tmp_path, corpus_and_tokenizer, name="data", workers=1, **cfg):
-    corpus, tok = corpus_and_tokenizer
-    config = BuildConfig(**{"max_seq_length": 64, "format": "bert", "heldout_fraction": 0.1,
-                            **cfg})
-    return build([corpus], tok, tmp_path / name, config, workers=workers), tmp_path / name
+from litebert.tokenization import Tokenizer
+from tests.data.builds import small_build, write_corpus
 
 
 def test_build_writes_a_complete_directory(tmp_path, corpus_and_tokenizer):

@@ -27,6 +27,7 @@ from litebert.data.corpus import (
     read_documents,
     split_sentences,
 )
+from litebert.input_report import InputReport
 
 BERT_TEXT = """The cat sat on the mat.
 It was a sunny day.
@@ -121,6 +122,24 @@ def test_jsonl_bad_lines_are_counted_with_file_and_line(tmp_path):
     json.dumps(stats.to_dict())  # plain data, ready for a manifest
 
 
+def test_corpus_stats_is_the_common_input_report(tmp_path):
+    path = write(tmp_path / "d.jsonl", b'{"text": "One here. Two here."}\n{oops\n'
+                 b'{"text": "Bad \xff byte. Yes."}\n')
+    _, stats = read([path])
+    assert isinstance(stats, InputReport)
+    assert (stats.documents, stats.read, stats.skipped, stats.repaired) == (2, 2, 1, 1)
+    assert stats.notes == [f"{path}:2: Expecting property name enclosed in double quotes "
+                           "(column 2)", f"{path}:3"]
+    data = stats.to_dict()
+    assert (data["documents"], data["files"], data["skipped"], data["repaired"]) == (2, 1, 1, 1)
+    assert data["kinds"]["bad_json_lines"] == {
+        "action": "skipped", "what": "malformed JSON lines", "count": 1,
+        "examples": [f"{path}:2: Expecting property name enclosed in double quotes (column 2)"]}
+    assert data["kinds"]["invalid_utf8_lines"]["action"] == "repaired"
+    with pytest.raises(ValueError, match="undeclared kind 'typo'"):
+        stats.note("typo", "x")
+
+
 def test_json_array_is_a_clear_error(tmp_path):
     path = write(tmp_path / "a.json", '[\n{"text": "x"}\n]\n')
     with pytest.raises(CorpusError, match=r"a\.json:1: a JSON array"):
@@ -175,7 +194,7 @@ def test_empty_and_one_sentence_documents(tmp_path):
     assert [d.sentences for d in docs] == [["One.", "Two."], ["Alone here."]]
     assert stats.empty_documents == 1  # the empty file; extra blank lines are no documents
     assert stats.one_sentence_documents == 1  # kept: a later stage decides
-    assert "kept 1 one-sentence" in stats.summary() and "skipped 1 empty" in stats.summary()
+    assert "noted 1 one-sentence" in stats.summary() and "skipped 1 empty" in stats.summary()
 
 
 def test_long_lines_are_split_at_whitespace(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,8 @@ from litebert.data.masking import (
     word_spans,
 )
 
-CFG = MaskingConfig(mask_token_id=4, vocab_size=1000, max_predictions_per_seq=10_000)
+NORMAL = np.arange(5, 1000)  # ids 0-4: <pad> <unk> [CLS] [SEP] [MASK]
+CFG = MaskingConfig(mask_token_id=4, replacement_ids=NORMAL, max_predictions_per_seq=10_000)
 
 
 def random_sequence(rng, n=128, word_start_p=0.7):
@@ -39,7 +41,7 @@ def test_ngram_lengths_follow_one_over_n():
 
 def test_max_ngram_one_is_whole_word_masking():
     rng = np.random.default_rng(1)
-    cfg = MaskingConfig(mask_token_id=4, vocab_size=1000, max_ngram=1)
+    cfg = MaskingConfig(mask_token_id=4, replacement_ids=NORMAL, max_ngram=1)
     grams = choose_ngrams(np.arange(50), np.arange(1, 51), 20, cfg, rng)
     assert {n for _, n in grams} == {1}
 
@@ -52,7 +54,7 @@ def test_mask_rate_is_fifteen_percent_and_capped():
         positions = choose_masked_positions(ws, maskable, CFG, rng)
         rates.append(len(positions) / maskable.sum())
     assert 0.14 <= np.mean(rates) <= 0.16  # budget = round(0.15 * maskable)
-    capped = MaskingConfig(mask_token_id=4, vocab_size=1000, max_predictions_per_seq=20)
+    capped = MaskingConfig(mask_token_id=4, replacement_ids=NORMAL, max_predictions_per_seq=20)
     for _ in range(50):
         tokens, ws, maskable = random_sequence(rng, n=512)
         assert len(choose_masked_positions(ws, maskable, capped, rng)) <= 20
@@ -104,7 +106,7 @@ def test_word_spans_stop_at_special_tokens():
 def test_whole_words_only_and_within_budget(flags, seed, max_ngram, cap):
     ws = np.array([f[0] for f in flags])
     maskable = np.array([f[1] for f in flags])
-    cfg = MaskingConfig(mask_token_id=4, vocab_size=100, max_ngram=max_ngram,
+    cfg = MaskingConfig(mask_token_id=4, replacement_ids=NORMAL, max_ngram=max_ngram,
                         max_predictions_per_seq=cap)
     positions = choose_masked_positions(ws, maskable, cfg, np.random.default_rng(seed))
     chosen = np.zeros(len(ws), dtype=bool)
@@ -113,3 +115,38 @@ def test_whole_words_only_and_within_budget(flags, seed, max_ngram, cap):
     assert len(positions) <= min(cap, max(1, round(maskable.sum() * 0.15)))
     for s, e in zip(*word_spans(ws, maskable), strict=True):
         assert chosen[s:e].all() or not chosen[s:e].any()  # a word is all in or all out
+
+
+def test_random_replacements_come_only_from_the_replacement_ids():
+    """BERT's layout: specials at 0 and 100-103, so the allowed ids are not one range."""
+    allowed = np.setdiff1d(np.arange(200), [0, 100, 101, 102, 103])
+    cfg = MaskingConfig(mask_token_id=103, replacement_ids=allowed,
+                        max_predictions_per_seq=10_000)
+    rng = np.random.default_rng(6)
+    drawn = []
+    for _ in range(1500):
+        tokens, ws, maskable = random_sequence(rng, n=128)
+        tokens = rng.choice(allowed, len(tokens))
+        masked, _, positions = mask_tokens(tokens, ws, maskable, cfg, rng)
+        new, old = masked[positions], tokens[positions]
+        drawn.append(new[(new != 103) & (new != old)])
+    drawn = np.concatenate(drawn)
+    assert len(drawn) > 2000
+    assert np.isin(drawn, allowed).all()
+    counts = np.bincount(drawn, minlength=200)[allowed]
+    assert counts.min() > 0  # uniform over every allowed id, holes or not
+    assert counts.max() < 4 * counts.mean()
+
+
+def test_masking_config_keeps_its_ids_and_pickles():
+    import pickle
+
+    source = np.arange(5, 50)
+    cfg = MaskingConfig(mask_token_id=4, replacement_ids=source)
+    source[0] = 4  # the caller's array is copied, not shared
+    assert cfg.replacement_ids[0] == 5 and not cfg.replacement_ids.flags.writeable
+    again = pickle.loads(pickle.dumps(cfg))
+    assert np.array_equal(again.replacement_ids, cfg.replacement_ids)
+    assert again.mask_token_id == 4 and again == cfg
+    with pytest.raises(ValueError, match="replacement_ids"):
+        MaskingConfig(mask_token_id=4, replacement_ids=np.zeros(0, dtype=np.int64))

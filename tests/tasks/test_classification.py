@@ -30,7 +30,7 @@ def test_csv_with_quoting_multiline_fields_and_counted_skips(tmp_path: Path):
         ("reviews.csv:2", 'Great, really "great" food', None, "5"),
         ("reviews.csv:3", "Two lines\nof text", None, "3"),
         ("reviews.csv:8", "Last one", None, "1")]
-    assert report.problems == [f"{path}:5: 4 fields, expected 3", f"{path}:6: 'review' is empty",
+    assert report.notes == [f"{path}:5: 4 fields, expected 3", f"{path}:6: 'review' is empty",
                                f"{path}:7: 'stars' is empty"]
     assert (report.read, report.skipped) == (3, 3)
 
@@ -56,7 +56,7 @@ def test_jsonl_fields_by_name_and_unlabeled(tmp_path: Path):
     examples, report = read_table(path, text_a="text")
     assert [(e.guid, e.text_a, e.label) for e in examples] == [
         ("7", "good", "1"), ("data.jsonl:2", "bad", "0"), ("data.jsonl:3", "so-so", "true")]
-    assert [p.split(": ", 1)[1] for p in report.problems] == [
+    assert [p.split(": ", 1)[1] for p in report.notes] == [
         "bad JSON: Expecting value (column 1)", "'text' is empty",
         "a JSON list, expected an object", "no field 'text'", "no field 'label'"]
     unlabeled, report = read_table(path, text_a="text", label=None, fmt="jsonl")

@@ -145,7 +145,7 @@ def test_reads_each_layout(glue_root: Path, task: str, split: str):
     examples, report = read_glue(task, glue_root / FOLDERS[task], split)
     spec = GLUE_TASKS[task]
     assert (report.read, report.skipped) == COUNTS[(task, split)]
-    assert len(examples) == report.read and len(report.problems) == report.skipped
+    assert len(examples) == report.read and len(report.notes) == report.skipped
     for ex in examples:
         assert ex.text_a and (ex.text_b is None) == (spec.text_b is None)
         if split.startswith("test"):
@@ -163,8 +163,8 @@ def test_cola_headerless_train_by_position_with_quotes_and_counted_skips(glue_ro
         ("train.tsv:2", 'The cat "sat the.', "0"),  # a quote is just a character
         ("train.tsv:5", "Mat the on sat cat.", "0")]
     path = glue_root / "CoLA" / "train.tsv"
-    assert report.problems[0] == f"{path}:3: 3 tab-separated fields, expected 4"
-    assert report.problems[1].startswith(f"{path}:4: unknown label '2'")
+    assert report.notes[0] == f"{path}:3: 3 tab-separated fields, expected 4"
+    assert report.notes[1].startswith(f"{path}:4: unknown label '2'")
     test, _ = read_glue("cola", glue_root / "CoLA", "test")
     assert [(e.guid, e.text_a) for e in test] == [("0", 'She said "hello.'),
                                                   ("1", "He left early.")]
@@ -182,7 +182,7 @@ def test_pairs_ids_and_labels(glue_root: Path):
     mnli, report = read_glue("mnli", glue_root / "MNLI", "dev_matched")
     assert (mnli[0].text_a, mnli[0].text_b, mnli[0].label) == (
         "It is red.", "It has a colour.", "entailment")
-    assert "unknown label '-'" in report.problems[0]
+    assert "unknown label '-'" in report.notes[0]
     mm, _ = read_glue("mnli", glue_root / "MNLI", "test_mismatched")
     assert [e.text_b for e in mm] == ["We fly.", "We are wet."]
 
@@ -190,7 +190,7 @@ def test_pairs_ids_and_labels(glue_root: Path):
 def test_stsb_bad_scores_are_counted(glue_root: Path):
     _, report = read_glue("stsb", glue_root / "STS-B", "train")
     path = glue_root / "STS-B" / "train.tsv"
-    assert report.problems == [f"{path}:4: score 'five' is not a number",
+    assert report.notes == [f"{path}:4: score 'five' is not a number",
                                f"{path}:5: score '7.5' is outside 0-5"]
 
 
@@ -207,7 +207,7 @@ def test_invalid_utf8_line_is_a_counted_skip(tmp_path: Path):
     path.write_bytes(b"sentence\tlabel\nfine\t1\nbad \xff byte\t0\nalso fine\t0\n")
     examples, report = read_glue("sst2", tmp_path, "dev")
     assert [e.text_a for e in examples] == ["fine", "also fine"]
-    assert report.skipped == 1 and report.problems[0].startswith(f"{path}:3: invalid UTF-8")
+    assert report.skipped == 1 and report.notes[0].startswith(f"{path}:3: invalid UTF-8")
 
 
 def test_errors_name_the_path_and_the_choices(glue_root: Path, tmp_path: Path):
@@ -237,9 +237,12 @@ def test_report_keeps_the_first_problems_and_counts_all(tmp_path: Path):
     rows = ["sentence\tlabel"] + [f"row {i}\tmaybe" for i in range(30)] + ["ok\t1"]
     write_lines(tmp_path / "train.tsv", rows)
     examples, report = read_glue("sst2", tmp_path, "train")
-    assert len(examples) == 1 and report.skipped == 30 and len(report.problems) == MAX_PROBLEMS
+    assert len(examples) == 1 and report.skipped == 30 and len(report.notes) == MAX_PROBLEMS
     summary = report.summary()
-    assert "read 1 examples, skipped 30" in summary and "... and 25 more" in summary
+    assert "read 1 examples, skipped 30" in summary
+    assert f"skipped 30 rows with an unknown label or an unusable score; first: " \
+           f"{tmp_path / 'train.tsv'}:2: unknown label 'maybe'" in summary
+    assert report.counts == {"bad_labels": 30} and report.bad_labels == 30
     assert ReadReport("x").summary() == "x: read 0 examples, skipped 0"
 
 

@@ -21,6 +21,7 @@ from litebert.tasks.metrics import (
     primary_metric,
     race_accuracy,
     squad_evaluate,
+    squad_v2_official,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -248,6 +249,34 @@ def test_squad_errors():
         squad_evaluate(_dataset([_qa("q1", ["x"]), _qa("q1", ["y"])]), {})
     with pytest.raises(TypeError, match="prediction for question 'q1' is int"):
         squad_evaluate(V1, {"q1": 3})
+
+
+def test_squad_v2_official_by_hand():
+    out = squad_v2_official(V2, V2_PREDS, V2_NA)
+    # At na_prob_thresh 1.0 the same figures as squad_evaluate (see test_squad_v2_by_hand);
+    # the best search walks q1..q5 from 2: F1 +2/3, +1, +0, +1 (best 14/3 at 0.7), -1.
+    assert out == pytest.approx({
+        "exact": 40.0, "f1": 1100 / 15, "total": 5,
+        "HasAns_exact": 100 / 3, "HasAns_f1": 800 / 9, "HasAns_total": 3,
+        "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2,
+        "best_exact": 60.0, "best_exact_thresh": 0.2,
+        "best_f1": 1400 / 15, "best_f1_thresh": 0.7,
+    })
+    assert isinstance(out["total"], int)  # as the script prints it
+    # Where the script differs from squad_evaluate: equal na_probs are walked one by one
+    # (answering "a" alone looks best), and a non-empty prediction for an unanswerable
+    # question costs 1 even when it normalises to "".
+    data = _dataset([_qa("a", ["x"], False), _qa("u", [], True)])
+    tied = squad_v2_official(data, {"a": "x", "u": "y"}, {"a": 0.5, "u": 0.5})
+    assert (tied["best_exact"], tied["best_exact_thresh"]) == (100.0, 0.5)
+    assert squad_evaluate(data, {"a": "x", "u": "y"}, na_probs={"a": 0.5, "u": 0.5})[
+        "best_exact"] == 50.0
+    article = squad_v2_official(data, {"a": "", "u": "the"}, {"a": 0.1, "u": 0.2})
+    assert article["NoAns_exact"] == 100.0  # "the" normalises to "": right
+    assert (article["best_exact"], article["best_exact_thresh"]) == (50.0, 0.0)  # charged -1
+    # Above na_prob_thresh a question scores 1.0 if unanswerable, else 0.0, whatever it says.
+    over = squad_v2_official(data, {"a": "x", "u": "y"}, {"a": 2.0, "u": 2.0})
+    assert (over["HasAns_exact"], over["NoAns_exact"]) == (0.0, 100.0)
 
 
 # An independent reference for the v2.0 best-threshold search: try every threshold.

@@ -60,7 +60,7 @@ def test_reads_middle_then_high_one_example_per_question(race_dir: Path):
 def test_skips_name_the_file_and_question(race_dir: Path):
     _, report = read_race(race_dir, "train")
     high = race_dir / "train" / "high"
-    problems = "\n".join(report.problems)
+    problems = "\n".join(report.notes)
     assert f"{high / '1.txt'} question 1: answer 'E' is not one of A, B, C, D" in problems
     assert f"{high / '3.txt'}: bad JSON" in problems
     assert f"{high / '4.txt'}: lengths differ: 2 questions, 2 options, 1 answers" in problems

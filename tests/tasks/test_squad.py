@@ -12,10 +12,12 @@ import random
 import numpy as np
 import pytest
 
+from litebert.input_report import InputReport
 from litebert.tasks.squad import (
     MAX_PROBLEMS,
     SquadError,
     SquadExample,
+    apply_null_threshold,
     make_features,
     max_context_window,
     postprocess,
@@ -125,11 +127,13 @@ def test_read_v1_fixes_and_counts(tmp_path):
     assert by_id["spaced"].answers == [{"text": "Alpha", "answer_start": 0}]
     assert by_id["half"].answers == [{"text": "theta", "answer_start": at("theta")}]
     assert by_id["ok"].title == "T" and not by_id["ok"].is_impossible
+    # "lost" is one skip (its answer is in the reason), "half" one repair: each counted once
     assert (report.read, report.skipped, report.answers_fixed, report.answers_dropped) == \
-        (4, 2, 2, 2)
-    assert any(p.startswith(f"{path}: question lost: ") for p in report.problems)
-    assert any("duplicate" in p for p in report.problems)
-    assert "4 questions read" in report.summary() and "2 skipped" in report.summary()
+        (4, 2, 2, 1)
+    assert f"{path}: question lost: no answer found in the context (answer 0 'iota' is not " \
+           "at or near answer_start 4); question skipped" in report.notes
+    assert any("duplicate" in p for p in report.notes)
+    assert report.summary().startswith(f"{path}: read 4 questions, skipped 2, repaired 3\n")
 
 
 def test_read_v2_impossible(tmp_path):
@@ -145,13 +149,43 @@ def test_read_v2_impossible(tmp_path):
     assert [e.is_impossible for e in examples] == [False, True]
     assert examples[1].answers == []
     assert (report.version, report.read, report.impossible, report.skipped) == ("v2.0", 2, 1, 0)
+    assert report.summary() == f"{path}: read 2 questions (1 impossible), skipped 0"
+
+
+def test_read_counts_every_skip_in_the_common_report(tmp_path):
+    context = "Alpha beta gamma."
+    qas = [{"id": "a", "question": "Q?", "answers": [{"text": "beta", "answer_start": 6}]},
+           {"id": "a", "question": "Again?", "answers": [{"text": "beta", "answer_start": 6}]},
+           {"id": "b", "question": "Q?", "answers": [{"text": "omega", "answer_start": 0}]}]
+    path = _squad_json(tmp_path / "dev.json", [_article("T", context, qas)])
+    examples, report = read_squad(path)
+    assert [e.qid for e in examples] == ["a"]
+    assert isinstance(report, InputReport)
+    assert (report.read, report.skipped, report.repaired) == (1, 2, 0)
+    assert report.counts == {"duplicate_ids": 1, "no_answer_found": 1}
+    data = report.to_dict()
+    assert (data["read"], data["skipped"], data["version"]) == (1, 2, "1.1")
+    assert data["kinds"]["duplicate_ids"]["examples"] == [
+        f"{path}: question a: duplicate question id; skipped"]
+    assert "skipped 1 questions whose id was seen before" in report.summary()
+
+
+def test_read_test_file_without_answers(tmp_path):
+    qas = [{"id": "t1", "question": "Q?"}, {"id": "t2", "question": "R?", "answers": [],
+                                             "is_impossible": True}]
+    path = _squad_json(tmp_path / "test-v2.0.json", [_article("T", "Some context.", qas)])
+    examples, report = read_squad(path, labeled=False)
+    assert [(e.qid, e.answers, e.is_impossible) for e in examples] == [
+        ("t1", [], False), ("t2", [], False)]
+    assert report.skipped == 0
+    assert read_squad(path)[1].skipped == 1  # as training data, t1 has no answer
 
 
 def test_read_problems_are_capped(tmp_path):
     qas = [{"id": f"x{i}", "question": "Q?", "answers": [{"text": "zzz", "answer_start": 0}]}
            for i in range(MAX_PROBLEMS + 5)]
     _, report = read_squad(_squad_json(tmp_path / "s.json", [_article("T", "abc", qas)]))
-    assert report.skipped == MAX_PROBLEMS + 5 and len(report.problems) == MAX_PROBLEMS
+    assert report.skipped == MAX_PROBLEMS + 5 and len(report.notes) == MAX_PROBLEMS
 
 
 def test_read_errors(tmp_path):
@@ -346,6 +380,15 @@ def test_postprocess_v2_null_threshold(tokenizer):
     assert list(predictions.values()) == answers
     assert null_odds["q0"] == pytest.approx(-60 - 5)
     assert len(nbest["q0"]) == 21 and nbest["q0"][-1]["text"] == ""
+
+
+def test_apply_null_threshold_shifts_the_odds():
+    spans = {"a": "x", "b": "y", "c": "", "d": "w"}
+    odds = {"a": -3.0, "b": 0.5, "c": math.inf, "d": 1.5}
+    predictions, shifted = apply_null_threshold(spans, odds, 0.5)
+    assert predictions == {"a": "x", "b": "y", "c": "", "d": ""}  # "" iff odds > 0.5
+    assert shifted == {"a": -3.5, "b": 0.0, "c": math.inf, "d": 1.0}
+    assert all((shifted[q] > 0) == (predictions[q] == "") for q in spans)
 
 
 def test_postprocess_respects_lengths_and_context(tokenizer):

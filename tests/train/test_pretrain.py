@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
 from litebert.train.run_config import PretrainConfig
+from litebert.train.state import export_run, load_model_state
 from tests.data.test_builder import write_corpus
 
 MICRO_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -138,8 +140,8 @@ def test_two_torchrun_processes_match_one(data_dir, tmp_path, sharding):
                sharding)[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
-    a = load_file(checkpoint.latest(tmp_path / "one") / "model.safetensors")
-    b = load_file(checkpoint.latest(tmp_path / "two") / "model.safetensors")
+    a, _ = load_model_state(checkpoint.latest(tmp_path / "one"))
+    b, _ = load_model_state(checkpoint.latest(tmp_path / "two"))  # FSDP: sharded (DCP)
     for key in a:
         torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=0, msg=key)
     train, evals = read_metrics(tmp_path / "two")
@@ -170,7 +172,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, mon
 
 def test_cli_pretrain_export_and_plot(data_dir, tmp_path, capsys):
     out = tmp_path / "cli"
-    recipe = ROOT / "configs" / "pretrain" / "tiny-cpu.yaml"
+    recipe = "tiny-cpu"  # a built-in recipe, by name
     assert main(["pretrain", "--config", str(recipe), "--data", str(data_dir), "--out",
                  str(out), "--max-steps", "4", "--eval-every", "2", "--save-every", "2",
                  "--log-every", "1", "--batch-size", "8", "--micro-batch-size", "8",
@@ -192,3 +194,76 @@ def test_resuming_with_another_model_is_a_clear_error(data_dir, tmp_path):
                                          "64 here"):
         Trainer(run_config(data_dir, tmp_path / "r", max_steps=6, resume="auto",
                            model_overrides=other))
+
+
+# ---- FSDP: sharded checkpoints (torch.distributed.checkpoint) ---------------------------------
+
+def _torchrun(nproc: int, args: list[str]) -> None:
+    """`litebert ARGS` on `nproc` gloo processes (one plain process for 1)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
+    cmd = [sys.executable, *(launcher if nproc > 1 else []), "-m", "litebert.cli", *args]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def _fsdp_cli(data_dir, out, *extra):
+    """5 steps of micro-batches of 4 (global batch 8), a checkpoint every 2 steps and at 5."""
+    return _cli(data_dir, out, 5, "--fsdp", "--micro-batch-size", "4", *extra)[3:]
+
+
+@pytest.fixture(scope="module")
+def fsdp_run(data_dir, tmp_path_factory):
+    """An uninterrupted 2-process FSDP run; at its end it exports the live model itself."""
+    out = tmp_path_factory.mktemp("fsdp") / "run"
+    _torchrun(2, _fsdp_cli(data_dir, out))
+    return out
+
+
+def test_fsdp_ranks_write_their_own_shards(fsdp_run):
+    path = checkpoint.checkpoint_dir(fsdp_run) / "step-00000002"
+    names = {p.name for p in path.iterdir()}
+    assert {".metadata", "__0_0.distcp", "__1_0.distcp", "rng-rank0.pt", "rng-rank1.pt",
+            "scheduler.pt", "state.json"} == names  # nothing gathered into model.safetensors
+    state = json.loads((path / "state.json").read_text())
+    assert state["format"] == "sharded" and set(state["files"]) == names - {"state.json"}
+    assert [p.name for p in checkpoint.list_checkpoints(fsdp_run)] == [
+        "step-00000002", "step-00000004", "step-00000005"]
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_fsdp_checkpoint_resumes_on_any_number_of_processes(data_dir, fsdp_run, tmp_path,
+                                                            nproc):
+    """Resumed from step 2 on 1 process (2 micro-batches of 4: the data position converts)
+    or on 2, the run goes on as the uninterrupted one did."""
+    run = tmp_path / "run"
+    shutil.copytree(fsdp_run, run)
+    for later in ("step-00000004", "step-00000005"):
+        shutil.rmtree(checkpoint.checkpoint_dir(run) / later)
+    _torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
+    straight, _ = read_metrics(fsdp_run)
+    resumed, _ = read_metrics(run)
+    assert [x["step"] for x in resumed] == [1, 2, 3, 4, 5]
+    for a, b in zip(straight, resumed, strict=True):
+        assert b["loss"] == pytest.approx(a["loss"], abs=1e-5, rel=0), a["step"]
+        if nproc == 2:  # same world size, each rank's RNG restored: exact
+            assert b["loss"] == a["loss"], a["step"]
+    a, _ = load_model_state(checkpoint.latest(fsdp_run))
+    b, saved = load_model_state(checkpoint.latest(run))
+    assert saved["step"] == 5 and saved["format"] == ("sharded" if nproc == 2 else "full")
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=0, msg=key)
+
+
+def test_fsdp_checkpoint_exports_in_one_process(fsdp_run, tmp_path):
+    assert not torch.distributed.is_initialized()  # DCP reads the shards without one
+    assert (checkpoint.latest(fsdp_run) / "__1_0.distcp").exists()
+    out = export_run(fsdp_run, tmp_path / "exported")  # from the sharded step-5 checkpoint
+    ours = AlbertForPreTraining.from_pretrained(out).eval()
+    live = AlbertForPreTraining.from_pretrained(fsdp_run / "export").eval()  # the run's own
+    ids = torch.randint(5, ours.config.vocab_size, (2, 12))
+    with torch.no_grad():
+        a, b = ours(ids), live(ids)
+    torch.testing.assert_close(a.prediction_logits, b.prediction_logits, atol=0, rtol=0)
+    torch.testing.assert_close(a.sop_logits, b.sop_logits, atol=0, rtol=0)
+    assert (out / "spiece.model").exists()

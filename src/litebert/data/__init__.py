@@ -1,6 +1,14 @@
-"""Pre-training data: corpus files -> documents -> token shards -> instances -> batches."""
+"""Pre-training data: corpus files -> documents -> token arrays -> instances -> batches.
 
-from litebert.data.builder import BuildConfig, DataError, build
+- `corpus.py` (+ `sources.py`, the corpora a package registry carries): streaming readers
+- `builder.py`: `litebert data build`, memory-mapped token arrays, instances, manifest, cache
+- `instances.py`: segment pairs (SOP / NSP / none); `masking.py`: whole-word n-gram masking
+- `loader.py`: the Dataset, the rank-aware sampler, the collator
+- `report.py`: `data inspect` and `data stats`
+"""
+
+from litebert.data.builder import BuildConfig, build
+from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
 
 __all__ = ["BuildConfig", "DataError", "PretrainingDataset", "RankSampler", "build", "collate"]

@@ -10,7 +10,8 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained
-    manifest.json       written last: config, its hash, counts, corpus report
+    manifest.json       written last: config, its hash, counts, corpus report, and the size
+                        and sha256 of every file above (checked by litebert.data.integrity)
 
 Two passes keep memory flat: pass 1 streams documents through the tokenizer (in `workers`
 processes, results written in corpus order, at most 2 chunks per worker in flight); pass 2
@@ -33,43 +34,65 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm import tqdm
 
 from litebert.data.instances import InstanceConfig, document_instances
+from litebert.data.integrity import MANIFEST, record_files
 from litebert.data.masking import MaskingConfig, mask_tokens
-from litebert.files import AtomicFile, atomic_write_json, expand_inputs, is_temporary
+from litebert.files import (
+    AtomicFile,
+    atomic_write_json,
+    damaged_files,
+    expand_inputs,
+    is_temporary,
+)
+from litebert.progress import progress
+
+if TYPE_CHECKING:
+    from litebert.tokenization import Tokenizer
 
 log = logging.getLogger("litebert")
 
-MANIFEST = "manifest.json"
 FORMAT = "litebert-pretraining-data"
-VERSION = 1
+VERSION = 2  # 2: the manifest records files; random replacements skip every special id
 SPLITS = ("train", "heldout")
 DOCS_PER_TASK = 256  # documents per tokenizer task and per instance-RNG block
 INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
 
 
-class DataError(ValueError):
-    """A data directory that cannot be used; the message says why and what to do."""
-
-
 @dataclass(frozen=True)
 class BuildConfig:
-    max_seq_length: int = 512
-    objective: str = "sop"
-    masking: str = "dynamic"  # or "static": masks drawn once per dupe copy, at build time
-    dupe_factor: int = 1  # copies of every document's instances, each paired and masked anew
-    short_seq_prob: float = 0.1
-    masked_lm_prob: float = 0.15
-    max_predictions_per_seq: int = 20
-    max_ngram: int = 3
-    heldout_fraction: float = 0.01
-    seed: int = 12345
-    format: str = "auto"  # corpus format, see litebert.data.corpus
-    text_field: str = "text"
+    # Help texts live in the metadata: `litebert data build --help` is generated from them
+    # (litebert.options).
+    max_seq_length: int = dataclasses.field(default=512, metadata={
+        "help": "tokens per instance, [CLS] and [SEP]s included"})
+    objective: str = dataclasses.field(default="sop", metadata={
+        "help": "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none",
+        "choices": ("sop", "nsp", "none")})
+    masking: str = dataclasses.field(default="dynamic", metadata={
+        "help": "dynamic: new masks every epoch; static: drawn once per dupe copy, at build "
+                "time", "choices": ("dynamic", "static")})
+    dupe_factor: int = dataclasses.field(default=1, metadata={
+        "help": "copies of every document's instances, each paired and masked anew"})
+    short_seq_prob: float = dataclasses.field(default=0.1, metadata={
+        "help": "probability of a shorter instance (as BERT, to match fine-tuning lengths)"})
+    masked_lm_prob: float = dataclasses.field(default=0.15, metadata={
+        "help": "share of the tokens masked"})
+    max_predictions_per_seq: int = dataclasses.field(default=20, metadata={
+        "help": "masked tokens per instance, at most"})
+    max_ngram: int = dataclasses.field(default=3, metadata={
+        "help": "longest masked n-gram of whole words (ALBERT's n-gram masking)"})
+    heldout_fraction: float = dataclasses.field(default=0.01, metadata={
+        "help": "share of the documents held out for evaluation"})
+    seed: int = dataclasses.field(default=12345, metadata={
+        "help": "seed of the split, the pairs and the static masks"})
+    format: str = dataclasses.field(default="auto", metadata={
+        "help": "corpus format, see litebert.data.corpus",
+        "choices": ("auto", "bert", "paragraphs", "jsonl")})
+    text_field: str = dataclasses.field(default="text", metadata={
+        "help": "jsonl corpora: the field holding a document's text"})
 
     def __post_init__(self) -> None:
         InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)  # validates
@@ -84,8 +107,9 @@ class BuildConfig:
     def instances(self) -> InstanceConfig:
         return InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)
 
-    def masks(self, mask_token_id: int, vocab_size: int) -> MaskingConfig:
-        return MaskingConfig(mask_token_id=mask_token_id, vocab_size=vocab_size,
+    def masks(self, tokenizer) -> MaskingConfig:
+        return MaskingConfig(mask_token_id=tokenizer.mask_token_id,
+                             replacement_ids=tokenizer.replacement_ids,
                              masked_lm_prob=self.masked_lm_prob,
                              max_predictions_per_seq=self.max_predictions_per_seq,
                              max_ngram=self.max_ngram)
@@ -118,7 +142,7 @@ def read_manifest(directory: str | Path) -> dict[str, Any] | None:
 class ArrayWriter:
     """Appends arrays to `path` (an AtomicFile); `close()` puts the complete file in place."""
 
-    def __init__(self, path: Path, dtype: np.dtype):
+    def __init__(self, path: Path, dtype: np.dtype | type):
         self.path, self.dtype, self.count = path, np.dtype(dtype), 0
         self.file = AtomicFile(path)
 
@@ -133,7 +157,7 @@ class ArrayWriter:
 
 # ---- pass 1: tokenize ----------------------------------------------------------------------
 
-_WORKER_TOKENIZER = None
+_WORKER_TOKENIZER: Tokenizer | None = None  # a pool worker's, set by _init_worker
 
 
 def _init_worker(tokenizer_dir: str) -> None:
@@ -148,6 +172,9 @@ def encode_documents(documents: list[list[str]], tokenizer=None):
     """Token ids, word starts, sentence lengths and sentences per document of a chunk.
     Sentences with no tokens are dropped; so are documents left with none."""
     tok = tokenizer or _WORKER_TOKENIZER
+    if tok is None:
+        raise RuntimeError("encode_documents: no tokenizer given, and _init_worker has not "
+                           "loaded one in this process")
     flat = [s for doc in documents for s in doc]
     ids, starts, lengths = tok.encode_batch_flat(flat)
     first_sentence = np.cumsum([0] + [len(d) for d in documents[:-1]])
@@ -189,8 +216,9 @@ def ordered_map(fn, tasks: Iterable, workers: int, initializer=None, initargs=()
 
 
 def tokenize_corpus(inputs, tokenizer, tokenizer_dir: Path, out: Path, cfg: BuildConfig,
-                    workers: int, stats) -> dict[str, int]:
-    """Pass 1: stream the corpus into tokens / word_starts / sentences / documents."""
+                    workers: int, stats) -> dict[str, Any]:
+    """Pass 1: stream the corpus into tokens / word_starts / sentences / documents; returns
+    the manifest's counts (ints, and the name of the token dtype)."""
     from litebert.data.corpus import read_documents
 
     dtype = np.uint16 if len(tokenizer) <= 65536 else np.uint32
@@ -202,7 +230,7 @@ def tokenize_corpus(inputs, tokenizer, tokenizer_dir: Path, out: Path, cfg: Buil
     writers["documents"].append([0])
     tokens = sentences = unknown = 0
     docs = read_documents(list(inputs), fmt=cfg.format, text_field=cfg.text_field, stats=stats)
-    bar = tqdm(desc="tokenizing", unit=" docs", disable=None)
+    bar = progress(desc="tokenizing", unit="docs")
     tasks = ((chunk,) for chunk in _chunks(docs, DOCS_PER_TASK))
     for ids, starts, lengths, per_doc in ordered_map(encode_documents, tasks, workers,
                                                      _init_worker, (str(tokenizer_dir),)):
@@ -279,8 +307,8 @@ def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildCon
     seed = (cfg.seed, 3, SPLITS.index(split))
     tasks = ((str(out), split, start, seed, mcfg, specials, token_dtype)
              for start in range(0, num_rows, INSTANCES_PER_BLOCK))
-    blocks = tqdm(ordered_map(mask_block, tasks, workers), desc=f"masking {split}",
-                  total=-(-num_rows // INSTANCES_PER_BLOCK), unit=" blocks", disable=None)
+    blocks = progress(ordered_map(mask_block, tasks, workers), desc=f"masking {split}",
+                      total=-(-num_rows // INSTANCES_PER_BLOCK), unit="blocks")
     for block_masks, counts in blocks:
         before = masks.count // 2
         masks.append(block_masks)
@@ -328,8 +356,11 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     key = cache_key(inputs, tokenizer.fingerprint, cfg)
     manifest = read_manifest(out)
     if manifest and manifest.get("config_hash") == key and not force:
-        log.info("%s: cache hit (config hash %s), nothing to do", out, key)
-        return manifest
+        damaged = damaged_files(out, manifest.get("files", {}), checksums=False)
+        if not damaged:
+            log.info("%s: cache hit (config hash %s), nothing to do", out, key)
+            return manifest
+        log.warning("%s: same config but damaged files (%s); rebuilding", out, "; ".join(damaged))
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
     _remove_previous(out)
@@ -338,6 +369,7 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     counts = tokenize_corpus(inputs, tokenizer, tokenizer_dir, out, cfg, workers, stats)
     splits = _build_splits(out, cfg, tokenizer, counts["token_dtype"], workers)
     tokenizer.save_pretrained(out / "tokenizer")
+    files = record_files(out)  # reads every byte back: the checksums are of what is on disk
     manifest = {
         "format": FORMAT, "version": VERSION, "config_hash": key,
         "config": dataclasses.asdict(cfg), "counts": counts, "splits": splits,
@@ -345,7 +377,7 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
                       "source": str(tokenizer_dir)},
         "inputs": [str(p) for p in inputs], "corpus": stats.to_dict(),
         "corpus_summary": stats.summary(),
-        "seconds": round(time.time() - start, 2),
+        "seconds": round(time.time() - start, 2), "files": files,
     }
     atomic_write_json(out / MANIFEST, manifest)
     return manifest
@@ -365,7 +397,7 @@ def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     documents = np.fromfile(out / "documents.bin", dtype=np.int64)
     bounds = np.stack([documents[:-1], documents[1:]], axis=1)  # (D, 2) sentence ranges
     heldout = split_documents(len(bounds), cfg)
-    mcfg = cfg.masks(tokenizer.mask_token_id, len(tokenizer))
+    mcfg = cfg.masks(tokenizer)  # random replacements: tokenizer.replacement_ids only
     result = {}
     for split, chosen in (("train", ~heldout), ("heldout", heldout)):
         docs = bounds[chosen]

@@ -31,23 +31,24 @@ re-exported here.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import lzma
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, Protocol
 
 from litebert.data.sources import SOURCES, FetchError, Source, fetch  # noqa: F401
 from litebert.files import expand_inputs, open_bytes, strip_compression
+from litebert.input_report import NOTED, REPAIRED, SKIPPED, InputReport, Kind
 
 FORMATS = ("auto", "bert", "paragraphs", "jsonl")
 MAX_DOCUMENT_SENTENCES = 10_000
 MAX_JSON_LINE_CHARS = 1 << 24  # a JSON line is parsed whole; longer ones are skipped
-MAX_EXAMPLES = 10
+MAX_EXAMPLES = 10  # per kind of repair/skip, in CorpusStats
 SNIFF_LINES = 200
 
 
@@ -66,67 +67,49 @@ class Document:
     label: str | None = None
 
 
-# kind -> (what happened to it, what it is): the wording of CorpusStats.summary().
-_KINDS = {
-    "one_sentence_documents": ("kept", "one-sentence documents (a later stage decides)"),
-    "empty_documents": ("skipped", "empty documents"),
-    "bad_json_lines": ("skipped", "malformed JSON lines"),
-    "missing_text": ("skipped", "JSON lines without the text field"),
-    "unreadable_files": ("skipped the rest of", "unreadable files"),
-    "invalid_utf8_lines": ("repaired", "lines of invalid UTF-8 (bad bytes -> U+FFFD)"),
-    "long_lines_split": ("repaired", "over-long lines/paragraphs (cut at whitespace)"),
-    "documents_cut": ("repaired", f"documents over {MAX_DOCUMENT_SENTENCES:,} sentences (cut)"),
-    "missing_label": ("noted", "documents without the label field (label None)"),
-}
-
-
 @dataclass
-class CorpusStats:
-    """What reading saw: totals, and every repair or skip by kind with its first examples."""
+class CorpusStats(InputReport):
+    """What reading saw: the corpus totals, and every repair or skip by kind with its first
+    examples (the counting and reporting are `InputReport`'s; `read` counts documents)."""
+
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "one_sentence_documents": Kind(NOTED, "one-sentence documents (kept: a later stage "
+                                              "decides)"),
+        "empty_documents": Kind(SKIPPED, "empty documents"),
+        "bad_json_lines": Kind(SKIPPED, "malformed JSON lines"),
+        "missing_text": Kind(SKIPPED, "JSON lines without the text field"),
+        "unreadable_files": Kind(SKIPPED, "unreadable files (from the error on)"),
+        "invalid_utf8_lines": Kind(REPAIRED, "lines of invalid UTF-8 (bad bytes -> U+FFFD)"),
+        "long_lines_split": Kind(REPAIRED, "over-long lines/paragraphs (cut at whitespace)"),
+        "documents_cut": Kind(REPAIRED, f"documents over {MAX_DOCUMENT_SENTENCES:,} sentences "
+                                        "(cut)"),
+        "missing_label": Kind(NOTED, "documents without the label field (label None)"),
+    }
+    unit: ClassVar[str] = "documents"
+    max_examples: ClassVar[int] = MAX_EXAMPLES
 
     files: int = 0
-    documents: int = 0
     sentences: int = 0
     characters: int = 0  # of the sentences kept
     bytes: int = 0  # read from the files, after decompression
-    one_sentence_documents: int = 0
-    empty_documents: int = 0
-    bad_json_lines: int = 0
-    missing_text: int = 0
-    unreadable_files: int = 0
-    invalid_utf8_lines: int = 0
-    long_lines_split: int = 0
-    documents_cut: int = 0
-    missing_label: int = 0
     formats: dict[str, int] = field(default_factory=dict)  # files read per format
-    examples: dict[str, list[str]] = field(default_factory=dict)  # kind -> "file:line: why"
 
-    def note(self, kind: str, where: str, why: str = "") -> None:
-        setattr(self, kind, getattr(self, kind) + 1)
-        kept = self.examples.setdefault(kind, [])
-        if len(kept) < MAX_EXAMPLES:
-            kept.append(f"{where}: {why}" if why else where)
+    @property
+    def documents(self) -> int:
+        return self.read
 
-    def problems(self) -> list[str]:
-        """One phrase per kind of repair/skip that happened, e.g. '3 malformed JSON lines'."""
-        return [f"{getattr(self, k):,} {what}" for k, (_, what) in _KINDS.items()
-                if getattr(self, k)]
+    @documents.setter
+    def documents(self, value: int) -> None:
+        self.read = value
 
-    def summary(self) -> str:
+    def headline(self) -> str:
         formats = ", ".join(f"{f} {n}" for f, n in sorted(self.formats.items()))
-        lines = [f"{self.files:,} file{'s' * (self.files != 1)} ({formats or 'none'}), "
-                 f"{self.bytes / 1e6:,.1f} MB read: {self.documents:,} documents, "
-                 f"{self.sentences:,} sentences, {self.characters:,} characters"]
-        for kind, (verb, what) in _KINDS.items():
-            count = getattr(self, kind)
-            if count:
-                first = self.examples.get(kind, [])[:1]
-                lines.append(f"  {verb} {count:,} {what}" + (f"; first: {first[0]}" if first
-                                                              else ""))
-        return "\n".join(lines)
+        return (f"{self.files:,} file{'s' * (self.files != 1)} ({formats or 'none'}), "
+                f"{self.bytes / 1e6:,.1f} MB read: {self.documents:,} documents, "
+                f"{self.sentences:,} sentences, {self.characters:,} characters")
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**super().to_dict(), "documents": self.documents}
 
 
 # ---------------------------------------------------------------- sentence splitting
@@ -235,10 +218,12 @@ def _utf8_cut(buf: bytes) -> int:
 _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 
 
-def _lines(path: Path, stats: CorpusStats, max_chars: int) -> Iterator[tuple[int, str, bool]]:
+def _lines(path: Path, stats: CorpusStats,
+           max_chars: int) -> Generator[tuple[int, str, bool], None, None]:
     """(line number, text, was_cut): a line longer than max_chars comes in several pieces.
 
     A read error (truncated .gz, I/O error) ends the file, counted, instead of the job.
+    Typed as a Generator because detect_format stops early and close()s it, shutting the file.
     """
     try:
         with open_bytes(path) as f:
@@ -431,7 +416,15 @@ def _read_jsonl(path: Path, stats: CorpusStats, max_chars: int, text_field: str,
         yield Document(sentences, where, label)
 
 
-_READERS = {"bert": _read_bert, "paragraphs": _read_paragraphs, "jsonl": _read_jsonl}
+class _Reader(Protocol):
+    """A format's reader; _stream passes every reader the jsonl fields (the others ignore them)."""
+
+    def __call__(self, path: Path, stats: CorpusStats, max_chars: int, *, text_field: str,
+                 label_field: str | None) -> Iterator[Document]: ...
+
+
+_READERS: dict[str, _Reader] = {"bert": _read_bert, "paragraphs": _read_paragraphs,
+                                "jsonl": _read_jsonl}
 _JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")
 

@@ -78,7 +78,8 @@ def document_instances(doc: int, sent_offsets: np.ndarray, docs: np.ndarray,
 
 
 def _pair(chunk: int, count: int, doc: int, target: int, offsets: np.ndarray,
-          docs: np.ndarray, cfg: InstanceConfig, rng: np.random.Generator):
+          docs: np.ndarray, cfg: InstanceConfig, rng: np.random.Generator
+          ) -> tuple[tuple[int, int, int, int, int], int]:
     """((a_start, a_len, b_start, b_len, label), sentences to put back) for one chunk."""
     start, end = int(offsets[chunk]), int(offsets[chunk + count])
     if cfg.objective == "none":

@@ -4,35 +4,26 @@ Masks: with static masking they come from the directory; with dynamic masking ea
 masked when it is fetched, with a Generator seeded by (seed, epoch, index), so masks are
 fresh every epoch, identical across runs, and independent of DataLoader workers and ranks.
 Call `set_epoch(e)` on the dataset and the sampler at the start of every epoch.
+
+Opening a directory compares every file's size with the manifest (litebert.data.integrity), so
+a file cut short is a DataError naming it, not a shape error in the middle of training.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from litebert.data.builder import MANIFEST, SPLITS, BuildConfig, DataError, _memmap, assemble
-from litebert.data.masking import MaskingConfig, mask_tokens
-from litebert.files import is_temporary
+from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble
+from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
+from litebert.data.masking import mask_tokens
+from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
-
-
-def load_manifest(directory: Path) -> dict[str, Any]:
-    path = directory / MANIFEST
-    if not path.is_file():
-        leftovers = [p for p in directory.iterdir() if is_temporary(p)] \
-            if directory.is_dir() else []
-        why = "an interrupted build (temporary files left)" if leftovers else "no data here"
-        raise DataError(f"{directory}: no {MANIFEST} ({why}); run `litebert data build` "
-                        f"with --out {directory}")
-    return json.loads(path.read_text())
 
 
 class PretrainingDataset(Dataset):
@@ -43,17 +34,14 @@ class PretrainingDataset(Dataset):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
         self.directory = Path(directory)
-        self.manifest = load_manifest(self.directory)
+        self.manifest = open_manifest(self.directory)  # DataError if a file was cut short
         self.config = BuildConfig(**self.manifest["config"])
         self.seed = self.config.seed if seed is None else seed
         self.epoch = 0
-        tok = self.manifest["tokenizer"]
-        self._special = _special_ids(self.directory)
-        self.masking = MaskingConfig(
-            mask_token_id=self._special["mask"], vocab_size=tok["vocab_size"],
-            masked_lm_prob=self.config.masked_lm_prob,
-            max_predictions_per_seq=self.config.max_predictions_per_seq,
-            max_ngram=self.config.max_ngram)
+        tokenizer = _tokenizer(self.directory)
+        self._special = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
+                         "mask": tokenizer.mask_token_id, "pad": tokenizer.pad_token_id}
+        self.masking = self.config.masks(tokenizer)  # replacements: the directory's tokenizer's
         d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
         self.tokens = _memmap(d / "tokens.bin", dtype)
         self.word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
@@ -91,30 +79,18 @@ class PretrainingDataset(Dataset):
         return item
 
 
-def _special_ids(directory: Path) -> dict[str, int]:
+def _tokenizer(directory: Path):
+    """The copy of the tokenizer that `build` put in the directory (its ids are the data's)."""
     from litebert.tokenization import Tokenizer
 
-    tok = Tokenizer.from_pretrained(directory / "tokenizer")
-    return {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "mask": tok.mask_token_id,
-            "pad": tok.pad_token_id}
+    return Tokenizer.from_pretrained(directory / "tokenizer")
 
 
 def collate(items: list[dict[str, torch.Tensor]], pad_id: int = 0,
             multiple_of: int = 8) -> dict[str, torch.Tensor]:
-    """Pad to the longest item (rounded up to `multiple_of`, kinder to matmul kernels)."""
-    longest = max(len(x["input_ids"]) for x in items)
-    width = -(-longest // multiple_of) * multiple_of
-    pads = {"input_ids": pad_id, "token_type_ids": 0, "attention_mask": 0, "labels": -100}
-    batch = {}
-    for key, value in pads.items():
-        out = torch.full((len(items), width), value, dtype=torch.long)
-        for i, x in enumerate(items):
-            out[i, :len(x[key])] = x[key]
-        batch[key] = out
-    for key in ("sentence_order_label", "next_sentence_label"):
-        if key in items[0]:
-            batch[key] = torch.stack([x[key] for x in items])
-    return batch
+    """Pad to the longest item (rounded up to `multiple_of`, kinder to matmul kernels); the
+    sentence-pair labels are stacked. See litebert.padding.pad_batch."""
+    return pad_batch(items, pad_id, multiple_of)
 
 
 class RankSampler(Sampler[int]):

@@ -7,14 +7,17 @@ Masking picks n-grams of whole words: n in 1..max_ngram with p(n) proportional t
 token becomes [MASK] with p 0.8, a random id with p 0.1, and stays itself with p 0.1.
 
 Differences from the official script, on purpose: the RNG is a seeded numpy Generator (the
-official one is unseeded and global), and a random replacement is never a special token.
+official one is unseeded and global), and a random replacement is never a special token: it
+is drawn from the tokenizer's `replacement_ids` (every id but [PAD] [UNK] [CLS] [SEP] [MASK],
+control and unused pieces), which need not be a contiguous range (BERT's vocab.txt puts its
+specials at ids 100-103).
 """
 
 from __future__ import annotations
 
 import bisect
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,13 +25,21 @@ import numpy as np
 @dataclass(frozen=True)
 class MaskingConfig:
     mask_token_id: int
-    vocab_size: int
-    first_normal_id: int = 5  # ids below are <pad> <unk> [CLS] [SEP] [MASK]: never drawn
+    # (R,) int32: the ids a random replacement is drawn from (Tokenizer.replacement_ids).
+    # Stored as a read-only array, not a tuple: indexing it costs nothing per call, and it
+    # pickles as one buffer to data workers. Left out of == and repr (30,000 numbers).
+    replacement_ids: np.ndarray = field(compare=False, repr=False)
     masked_lm_prob: float = 0.15
     max_predictions_per_seq: int = 20
     max_ngram: int = 3
 
     def __post_init__(self) -> None:
+        ids = np.array(self.replacement_ids, dtype=np.int32)  # a copy: frozen means frozen
+        if ids.ndim != 1 or len(ids) == 0 or (ids < 0).any():
+            raise ValueError("replacement_ids: expected a non-empty 1-D array of token ids "
+                             f"(Tokenizer.replacement_ids), got shape {ids.shape}")
+        ids.setflags(write=False)
+        object.__setattr__(self, "replacement_ids", ids)
         if not 0.0 < self.masked_lm_prob < 1.0:
             raise ValueError(f"masked_lm_prob={self.masked_lm_prob}: must be in (0, 1)")
         if self.max_ngram < 1:
@@ -114,9 +125,10 @@ def _ngram_cdfs(max_ngram: int) -> list[list[float]]:
 
 def replacement_ids(original: np.ndarray, cfg: MaskingConfig,
                     rng: np.random.Generator) -> np.ndarray:
-    """80% [MASK], 10% a random normal id, 10% unchanged."""
+    """80% [MASK], 10% a random id of cfg.replacement_ids (uniform), 10% unchanged."""
     u = rng.random(len(original))
-    random_ids = rng.integers(cfg.first_normal_id, cfg.vocab_size, len(original))
+    allowed = cfg.replacement_ids
+    random_ids = allowed[rng.integers(0, len(allowed), len(original))]
     out = np.where(u < 0.8, cfg.mask_token_id, original)
     return np.where(u >= 0.9, random_ids, out).astype(original.dtype)
 

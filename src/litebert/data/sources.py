@@ -193,10 +193,16 @@ class _Archive:
     def names(self) -> list[str]:
         if self.zip:
             return self.zip.namelist()
+        assert self.tar is not None  # one of the two is open
         return [m.name for m in self.tar.getmembers() if m.isfile()]
 
     def read(self, name: str) -> bytes:
-        return self.zip.read(name) if self.zip else self.tar.extractfile(name).read()
+        if self.zip:
+            return self.zip.read(name)
+        member = self.tar.extractfile(name) if self.tar else None
+        if member is None:
+            raise FetchError(f"{self.path}: {name} is not a regular file")
+        return member.read()
 
     def members(self, pattern: str) -> Iterator[tuple[str, bytes]]:
         """Sorted (name, bytes) of the members matching pattern, one in memory at a time."""
@@ -212,7 +218,9 @@ class _Archive:
         return message_from_bytes(self.read(meta[0])) if meta else Message()
 
     def close(self) -> None:
-        (self.zip or self.tar).close()
+        for archive in (self.zip, self.tar):
+            if archive is not None:
+                archive.close()
 
 
 def _write_readme(out_dir: Path, name: str, source: Source, archive: Path, meta: Message,

@@ -1,4 +1,6 @@
-"""ALBERT backbone, task heads and model directories."""
+"""Models: the ALBERT/BERT backbone (`albert.py`, top to bottom in one file), task heads
+(`heads.py`), output records (`outputs.py`), weight init and save/load (`base.py`), model
+directories in transformers' layouts (`hub.py`) and parameter counts (`counts.py`)."""
 
 from litebert.model.albert import AlbertModel
 from litebert.model.base import AlbertPreTrainedModel

@@ -23,8 +23,9 @@ class AlbertPreTrainedModel(nn.Module):
                 if isinstance(module, nn.Embedding) and module.padding_idx is not None:
                     with torch.no_grad():
                         module.weight[module.padding_idx].zero_()
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
+                bias = getattr(module, "bias", None)
+                if isinstance(bias, torch.Tensor):
+                    nn.init.zeros_(bias)
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)

@@ -49,7 +49,7 @@ def preset_rows(presets: dict) -> list[CountRow]:
 
 def ablation_rows() -> list[CountRow]:
     """ALBERT-base with E in {64, 128, 256, 768} x sharing (paper Tables 3 and 4)."""
-    rows = []
+    rows: list[CountRow] = []
     for (E, sharing), paper in {**PAPER_EMBEDDING, **PAPER_SHARING}.items():
         name = f"albert-base E={E} sharing={sharing}"
         if any(r.name == name for r in rows):

@@ -107,7 +107,7 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path) -> Path:
     """Write config.json + model.safetensors atomically; returns the directory."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    config: AlbertConfig = model.config
+    config: AlbertConfig = model.config  # type: ignore[assignment]
     name = type(model).__name__
     if config.model_type == "bert":
         name = _BERT_NAMES.get(name, name.replace("Albert", "Bert"))

@@ -12,7 +12,8 @@ class _Output:
         return getattr(self, key)
 
     def keys(self) -> list[str]:
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        names = [f.name for f in fields(self)]  # type: ignore[arg-type]  # subclasses are dataclasses
+        return [n for n in names if getattr(self, n) is not None]
 
     def to_dict(self) -> dict[str, torch.Tensor]:
         return {k: getattr(self, k) for k in self.keys()}

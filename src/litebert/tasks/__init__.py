@@ -1,1 +1,10 @@
-"""Fine-tuning tasks: data readers, heads and training loops."""
+"""Fine-tuning on GLUE, SQuAD 1.1/2.0, RACE and generic tables.
+
+- `base.py`: recipes (paper Table 14), FinetuneConfig, errors, the task-adapter protocol
+- `finetune.py`: the one loop (AdamW, warmup + decay, best-on-dev, seeds) and the adapter registry
+- adapters: `sequence.py` (GLUE, generic classification/regression), `qa.py` (SQuAD),
+  `choice.py` (RACE)
+- readers of each benchmark's official layout: `glue.py`, `squad.py`, `race.py`,
+  `classification.py` (CSV/TSV/JSON lines), with `examples.py` (example types, row reading)
+- `metrics.py`: the official metrics; `batching.py`: length-bucketed batches
+"""

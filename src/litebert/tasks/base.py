@@ -21,6 +21,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from litebert.options import option
+from litebert.train.schedule import resolve_warmup
+
 log = logging.getLogger("litebert")
 
 # Paper Table 14: lr, batch, ALBERT dropout, steps, warmup, max length (classifier dropout 0.1).
@@ -42,45 +45,58 @@ class FinetuneError(ValueError):
     """A bad fine-tuning request; the message says what to change."""
 
 
+RECIPE = "the task's recipe"  # what a None default means, in --help
+
+
 @dataclass
 class FinetuneConfig:
-    task: str
-    data: str
-    model: str
-    out: str
-    lr: float | None = None  # None: the task's recipe
-    batch_size: int | None = None
-    max_steps: int | None = None
-    warmup_steps: int | None = None
-    max_seq_length: int | None = None
-    dropout: float | None = None  # ALBERT's hidden/attention dropout
-    classifier_dropout: float = 0.1
-    weight_decay: float = 0.01
-    eval_every: int | None = None  # default: 10 evaluations per run
-    eval_batch_size: int = 64
-    seed: int = 42
-    seeds: int = 1
+    # Fields with the default None ("not given") are typed as what __post_init__ makes of
+    # them: the recipe's value, or the value given. Code that reads a config never sees None.
+    task: str = option(help="the task; its recipe (paper Table 14) fills the defaults",
+                       choices=RECIPES)
+    data: str = option(help="the task's directory or file")
+    model: str = option(help="a model directory (ours, ALBERT or BERT)")
+    out: str = option(help="output directory: model/, results.json, predictions")
+    lr: float = option(None, "peak learning rate", shown=RECIPE)
+    batch_size: int = option(None, "training examples per step", shown=RECIPE)
+    max_steps: int = option(None, "optimizer steps", shown=RECIPE)
+    warmup_steps: int = option(
+        None, "steps of linear warm-up; when only --max-steps is given, the recipe's share of "
+              "max_steps, rounded half up", shown=RECIPE)
+    max_seq_length: int = option(None, "tokens per example, longer ones truncated",
+                                 shown=RECIPE)
+    dropout: float = option(None, "ALBERT's hidden and attention dropout", shown=RECIPE)
+    classifier_dropout: float = option(0.1, "dropout before the task head")
+    weight_decay: float = option(0.01, "AdamW's decoupled weight decay")
+    eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
+    eval_batch_size: int = option(64, "examples per batch when evaluating")
+    seed: int = option(42, "seed of the head's initialisation and the data order")
+    seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
     # Generic tasks: column names, and a dev split carved from train when there is no dev.
-    text_a: str = "sentence"
-    text_b: str | None = None
-    label_column: str = "label"
-    dev_fraction: float = 0.1
+    text_a: str = option("sentence", "generic tasks: the column of the first text")
+    text_b: str | None = option(None, "generic tasks: the column of the second text, if any")
+    label_column: str = option("label", "generic tasks: the column of the label")
+    dev_fraction: float = option(0.1, "generic tasks without a dev file: the share of train "
+                                      "held out as dev")
     # SQuAD.
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
+    doc_stride: int = option(128, "SQuAD: tokens between the starts of a context's windows")
+    max_query_length: int = option(64, "SQuAD: question tokens kept")
+    n_best_size: int = option(20, "SQuAD: start and end candidates per window")
+    max_answer_length: int = option(30, "SQuAD: longest answer, in tokens")
 
     def __post_init__(self) -> None:
         if self.task not in RECIPES:
             raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(RECIPES)}")
         lr, batch, dropout, steps, warmup, length = RECIPES[self.task]
-        defaults = dict(lr=lr, batch_size=batch, dropout=dropout, max_steps=steps,
-                        warmup_steps=warmup, max_seq_length=length)
+        defaults = dict(lr=lr, batch_size=batch, dropout=dropout, max_seq_length=length)
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        self.warmup_steps = min(self.warmup_steps, self.max_steps)
+        try:  # the warm-up rule of pre-training too: a shorter run keeps the recipe's share
+            self.max_steps, self.warmup_steps = resolve_warmup(steps, warmup, self.max_steps,
+                                                               self.warmup_steps)
+        except ValueError as err:
+            raise FinetuneError(f"finetune {self.task}: {err}") from None
         if self.eval_every is None:
             self.eval_every = max(1, self.max_steps // 10)
         if self.seeds < 1:
@@ -91,7 +107,7 @@ def reported(result):
     """(examples, report) -> examples, logging the report when anything was skipped or
     repaired, so no problem in the data goes unmentioned."""
     examples, report = result
-    if getattr(report, "skipped", 0) or getattr(report, "problems", None):
+    if report.skipped or report.repaired:  # an InputReport
         log.warning(report.summary())
     return examples
 

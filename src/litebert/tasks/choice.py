@@ -14,7 +14,7 @@ import torch
 
 from litebert.model import AlbertForMultipleChoice
 from litebert.tasks.base import FinetuneConfig, model_overrides, reported
-from litebert.tasks.batching import length_batches
+from litebert.tasks.batching import length_batches, pad
 from litebert.tasks.metrics import race_accuracy
 from litebert.tasks.race import read_race, write_race_predictions
 from litebert.tokenization import Tokenizer
@@ -50,19 +50,7 @@ class RaceTask:
 
     def collate(self, rows: list[dict]) -> dict[str, torch.Tensor]:
         """(B, C, T) blocks padded to the longest option of the batch."""
-        width = -(-max(len(x) for r in rows for x in r["input_ids"]) // 8) * 8
-        choices = len(rows[0]["input_ids"])
-        fill = {"input_ids": self.pad_id, "token_type_ids": 0, "attention_mask": 0}
-        out = {}
-        for key, value in fill.items():
-            block = torch.full((len(rows), choices, width), value, dtype=torch.long)
-            for i, r in enumerate(rows):
-                for j, seq in enumerate(r[key]):
-                    block[i, j, :len(seq)] = torch.as_tensor(seq)
-            out[key] = block
-        if "labels" in rows[0]:
-            out["labels"] = torch.tensor([r["labels"] for r in rows])
-        return out
+        return pad(rows, self.pad_id)
 
     def build_model(self) -> AlbertForMultipleChoice:
         return AlbertForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))

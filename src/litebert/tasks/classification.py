@@ -28,7 +28,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from litebert.files import open_bytes, strip_compression
-from litebert.tasks.examples import ReadReport, TaskDataError, TextExample, read_rows, require_file
+from litebert.tasks.examples import (
+    Quoting,
+    ReadReport,
+    TaskDataError,
+    TextExample,
+    read_rows,
+    require_file,
+)
 
 FORMATS = ("auto", "csv", "tsv", "jsonl")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -85,7 +92,7 @@ def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None
 def _table_records(path: Path, report: ReadReport,
                    delimiter: str) -> tuple[list[str], Iterator[tuple[int, dict]]]:
     """The header of a CSV/TSV file (its first non-blank row) and its rows as (line, dict)."""
-    quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
+    quoting: Quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
     rows = read_rows(path, report, delimiter=delimiter, quoting=quoting)
     first = next(rows, None)
     if first is None:
@@ -95,7 +102,8 @@ def _table_records(path: Path, report: ReadReport,
     def records() -> Iterator[tuple[int, dict]]:
         for lineno, row in rows:
             if len(row) != len(header):
-                report.note(f"{path}:{lineno}", f"{len(row)} fields, expected {len(header)}")
+                report.note("wrong_field_count", f"{path}:{lineno}",
+                            f"{len(row)} fields, expected {len(header)}")
                 continue
             yield lineno, dict(zip(header, row, strict=True))
 
@@ -110,7 +118,7 @@ def _jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict]]
             try:
                 line = raw.decode("utf-8").lstrip("\ufeff")
             except UnicodeDecodeError as err:
-                report.note(where, f"invalid UTF-8 ({err.reason})")
+                report.note("invalid_utf8", where, f"invalid UTF-8 ({err.reason})")
                 continue
             if not line.strip():
                 continue
@@ -121,10 +129,11 @@ def _jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict]]
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                report.note(where, f"bad JSON: {err.msg} (column {err.colno})")
+                report.note("bad_json", where, f"bad JSON: {err.msg} (column {err.colno})")
                 continue
             if not isinstance(record, dict):
-                report.note(where, f"a JSON {type(record).__name__}, expected an object")
+                report.note("bad_json", where,
+                            f"a JSON {type(record).__name__}, expected an object")
                 continue
             yield lineno, record
 
@@ -148,17 +157,19 @@ def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
             values[role] = None
             continue
         if name not in record:
-            report.note(where, f"no field {name!r}")
+            report.note("missing_fields", where, f"no field {name!r}")
             return None
         value = _text(record[name])
         if not value:
             what = "empty" if value == "" or record[name] is None else "not text"
-            report.note(where, f"{name!r} is {what}")
+            report.note("missing_fields", where, f"{name!r} is {what}")
             return None
         values[role] = value
-    ids = [record[n] for n in _ID_COLUMNS if n in record and _text(record[n])]
-    return TextExample(_text(ids[0]) if ids else guid, values["text_a"], values["text_b"],
-                       values["label"])
+    text_a = values["text_a"]
+    if text_a is None:  # read_table's text_a is a str; None here is a caller's mistake
+        raise TaskDataError(f"{where}: no text_a column was named")
+    ids = (text for n in _ID_COLUMNS if n in record and (text := _text(record[n])))
+    return TextExample(next(ids, guid), text_a, values["text_b"], values["label"])
 
 
 # ---------------------------------------------------------------- labels

@@ -1,23 +1,28 @@
 """Fine-tuning examples and the shared machinery of the task readers.
 
-Every reader returns `(examples, ReadReport)`. Following the corpus readers, bad rows are
-never fatal and never silent: each one is skipped and counted in the report, with the first
-MAX_PROBLEMS kept as "file:line: reason". What is wrong with the whole input (a missing file,
-an unknown task or split, a column that is not there) raises TaskDataError at once, because
-no amount of skipping would give a useful result.
+Every reader returns `(examples, ReadReport)`, the task readers' `InputReport` (the type the
+corpus and SQuAD readers use too). Bad rows are never fatal and never silent: each one is
+skipped and counted by kind, with the first MAX_PROBLEMS of each kind kept as
+"file:line: reason". What is wrong with the whole input (a missing file, an unknown task or
+split, a column that is not there) raises TaskDataError at once, because no amount of
+skipping would give a useful result.
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar, Literal
 
 from litebert.files import open_bytes
+from litebert.input_report import MAX_EXAMPLES, SKIPPED, InputReport, Kind
 
-MAX_PROBLEMS = 20  # kept in ReadReport.problems; the count goes on past it
-SUMMARY_PROBLEMS = 5  # shown by ReadReport.summary()
+MAX_PROBLEMS = MAX_EXAMPLES  # examples kept per kind; the count goes on past it
+# csv.QUOTE_MINIMAL, QUOTE_ALL, QUOTE_NONNUMERIC, QUOTE_NONE: csv.reader's stubs accept only
+# these literal values, so a plain int does not type-check.
+Quoting = Literal[0, 1, 2, 3]
 
 
 class TaskDataError(ValueError):
@@ -47,28 +52,21 @@ class RaceExample:
     level: str  # "middle" or "high"
 
 
-@dataclass
-class ReadReport:
-    """What one read saw: examples kept, rows skipped, and the first problems as file:line."""
+class ReadReport(InputReport):
+    """What one task read saw: examples kept, and every row (or file) skipped, by kind."""
 
-    path: str
-    read: int = 0
-    skipped: int = 0
-    problems: list[str] = field(default_factory=list)  # first MAX_PROBLEMS "file:line: why"
-
-    def note(self, where: str, why: str) -> None:
-        """Count one skipped row (or file) at `where`, keeping the reason if there is room."""
-        self.skipped += 1
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(f"{where}: {why}")
-
-    def summary(self) -> str:
-        lines = [f"{self.path}: read {self.read:,} examples, skipped {self.skipped:,}"]
-        lines += [f"  {p}" for p in self.problems[:SUMMARY_PROBLEMS]]
-        more = self.skipped - min(len(self.problems), SUMMARY_PROBLEMS)
-        if more > 0 and self.problems:
-            lines.append(f"  ... and {more:,} more")
-        return "\n".join(lines)
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "invalid_utf8": Kind(SKIPPED, "lines of invalid UTF-8"),
+        "unreadable_rows": Kind(SKIPPED, "rows the CSV parser rejects"),
+        "wrong_field_count": Kind(SKIPPED, "rows with the wrong number of fields"),
+        "bad_json": Kind(SKIPPED, "malformed JSON lines or files, or JSON that is no object"),
+        "missing_fields": Kind(SKIPPED, "records without a needed field, or with it empty"),
+        "bad_labels": Kind(SKIPPED, "rows with an unknown label or an unusable score"),
+        "unreadable_files": Kind(SKIPPED, "unreadable files"),
+        "bad_files": Kind(SKIPPED, "files whose fields do not fit together (RACE)"),
+        "bad_questions": Kind(SKIPPED, "questions with bad options or answer (RACE)"),
+    }
+    unit: ClassVar[str] = "examples"
 
 
 @dataclass
@@ -117,7 +115,8 @@ class _LineFeed:
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
-                    self.report.note(f"{self.path}:{lineno}", f"invalid UTF-8 ({err.reason})")
+                    self.report.note("invalid_utf8", f"{self.path}:{lineno}",
+                                     f"invalid UTF-8 ({err.reason})")
                     continue
                 if lineno == 1:
                     text = text.lstrip("\ufeff")  # MRPC's files start with a byte-order mark
@@ -128,7 +127,7 @@ class _LineFeed:
 
 
 def read_rows(path: Path, report: ReadReport, *, delimiter: str,
-              quoting: int = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:
+              quoting: Quoting = csv.QUOTE_MINIMAL) -> Iterator[tuple[int, list[str]]]:
     """(line the row starts on, fields) for each non-blank row of a delimited UTF-8 file.
 
     A row the csv module rejects (a field over csv.field_size_limit(), a stray carriage
@@ -143,7 +142,8 @@ def read_rows(path: Path, report: ReadReport, *, delimiter: str,
         except StopIteration:
             return
         except csv.Error as err:
-            report.note(f"{path}:{feed.first or reader.line_num}", f"unreadable row ({err})")
+            report.note("unreadable_rows", f"{path}:{feed.first or reader.line_num}",
+                        f"unreadable row ({err})")
             continue
         if any(cell.strip() for cell in row):  # blank lines separate nothing; no count
             yield feed.first or reader.line_num, row

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
+from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
 from litebert.tasks.batching import length_batches
 from litebert.train.lamb import build_optimizer
@@ -50,9 +50,11 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     scheduler = build_scheduler(optimizer, "linear", warmup_steps=cfg.warmup_steps,
                                 total_steps=cfg.max_steps)
     rng = np.random.default_rng(cfg.seed)
-    history, best, step = [], None, 0
+    history: list[dict[str, Any]] = []
+    best: dict[str, Any] | None = None
+    step = 0
     start = time.perf_counter()
-    bar = tqdm(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step", mininterval=2)
+    bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step")
     model.train()
     while step < cfg.max_steps:
         for batch_ids in length_batches(task.train_lengths, cfg.batch_size, rng):
@@ -70,17 +72,23 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
             if step == cfg.max_steps:
                 break
     bar.close()
+    if best is None:  # the loop evaluates at max_steps at the latest
+        raise RuntimeError(f"fine-tuning {cfg.task}: no evaluation ran in {step} steps")
     if hasattr(task, "write_test_predictions"):  # GLUE test split(s), with the best model
         task.write_test_predictions(type(model).from_pretrained(out / "model").eval(), out)
     results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
+               "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
                "config": dataclasses.asdict(cfg)}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 
 
-def _evaluate_and_keep(task, model, step, history, best, out: Path):
+def _evaluate_and_keep(task: TaskAdapter, model: Any, step: int,
+                       history: list[dict[str, Any]], best: dict[str, Any] | None,
+                       out: Path) -> dict[str, Any]:
+    """Evaluate on dev, append to history; save the model when it beats `best`; the new best."""
     model.eval()
     with torch.no_grad():
         metrics = task.evaluate(model, out)
@@ -138,7 +146,7 @@ def evaluate_model(cfg: FinetuneConfig) -> dict[str, Any]:
     if hasattr(task, "outputs"):  # SQuAD: predictions.json, null_odds.json
         for name, content in task.outputs.items():
             (out / name).write_text(json.dumps(content, indent=2) + "\n")
-    if hasattr(task, "last_predictions"):  # RACE answers
+    if hasattr(task, "last_predictions") and hasattr(task, "dev"):  # RACE answers (RaceTask)
         from litebert.tasks.race import write_race_predictions
 
         write_race_predictions(task.dev, task.last_predictions, out / "predictions.json")

@@ -19,6 +19,7 @@ import csv
 import math
 import numbers
 from pathlib import Path
+from typing import NamedTuple
 
 from litebert.files import atomic_write
 from litebert.tasks.examples import (
@@ -119,53 +120,64 @@ def read_glue(task: str, task_dir: str | Path,
     return examples, report
 
 
-def _locate(spec: TaskSpec, header: list[str], labelled: bool,
-            path: Path) -> dict[str, int | None]:
+class _Columns(NamedTuple):
+    """Positions in a row: text_a always has one; the others None where the file has none."""
+
+    text_a: int
+    text_b: int | None
+    label: int | None
+    id: int | None
+
+
+def _locate(spec: TaskSpec, header: list[str], labelled: bool, path: Path) -> _Columns:
     """Column positions of text_a, text_b, label and the id; TaskDataError if one is missing."""
-    wanted = {"text_a": spec.text_a, "text_b": spec.text_b,
-              "label": _LABEL_COLUMN.get(spec.name) if labelled else None}
-    columns: dict[str, int | None] = {}
-    for role, name in wanted.items():
-        if name is not None and name not in header:
+
+    def position(name: str) -> int:
+        if name not in header:
             raise TaskDataError(f"{path}: no column {name!r} for GLUE {spec.name}; "
                                 f"the header has {header}")
-        columns[role] = None if name is None else header.index(name)
+        return header.index(name)
+
+    label = _LABEL_COLUMN.get(spec.name) if labelled else None
+    text_a = position(spec.text_a)
+    text_b = None if spec.text_b is None else position(spec.text_b)
+    label_at = None if label is None else position(label)
     ids = [header.index(n) for n in _ID_COLUMNS if n in header]
-    columns["id"] = ids[0] if ids else None
-    return columns
+    return _Columns(text_a, text_b, label_at, ids[0] if ids else None)
 
 
-def _example(spec: TaskSpec, row: list[str], lineno: int, width: int,
-             columns: dict[str, int | None], path: Path,
-             report: ReadReport) -> TextExample | None:
+def _example(spec: TaskSpec, row: list[str], lineno: int, width: int, columns: _Columns,
+             path: Path, report: ReadReport) -> TextExample | None:
     where = f"{path}:{lineno}"
     if len(row) != width:
-        report.note(where, f"{len(row)} tab-separated fields, expected {width}")
+        report.note("wrong_field_count", where,
+                    f"{len(row)} tab-separated fields, expected {width}")
         return None
     label: str | float | None = None
-    if columns["label"] is not None:
-        label = _label(spec, row[columns["label"]].strip(), where, report)
+    if columns.label is not None:
+        label = _label(spec, row[columns.label].strip(), where, report)
         if label is None:
             return None
-    guid = row[columns["id"]].strip() if columns["id"] is not None else f"{path.name}:{lineno}"
-    text_b = row[columns["text_b"]].strip() if columns["text_b"] is not None else None
-    return TextExample(guid, row[columns["text_a"]].strip(), text_b, label)
+    guid = row[columns.id].strip() if columns.id is not None else f"{path.name}:{lineno}"
+    text_b = row[columns.text_b].strip() if columns.text_b is not None else None
+    return TextExample(guid, row[columns.text_a].strip(), text_b, label)
 
 
 def _label(spec: TaskSpec, raw: str, where: str, report: ReadReport) -> str | float | None:
     if spec.labels is not None:
         if raw in spec.labels:
             return raw
-        report.note(where, f"unknown label {raw!r} (GLUE {spec.name} has {spec.labels})")
+        report.note("bad_labels", where,
+                    f"unknown label {raw!r} (GLUE {spec.name} has {spec.labels})")
         return None
     try:
         score = float(raw)
     except ValueError:
-        report.note(where, f"score {raw!r} is not a number")
+        report.note("bad_labels", where, f"score {raw!r} is not a number")
         return None
     low, high = _STSB_RANGE
     if not low <= score <= high:  # also false for nan
-        report.note(where, f"score {raw!r} is outside {low:g}-{high:g}")
+        report.note("bad_labels", where, f"score {raw!r} is outside {low:g}-{high:g}")
         return None
     return score
 
@@ -210,7 +222,8 @@ def _prediction(spec: TaskSpec, p, i: int) -> str:
         if p in spec.labels:
             return p
     elif isinstance(p, numbers.Integral) and not isinstance(p, bool):
-        if 0 <= p < len(spec.labels):
-            return spec.labels[p]
+        index = int(p)  # Integral's stubs declare no comparison with int
+        if 0 <= index < len(spec.labels):
+            return spec.labels[index]
     raise TaskDataError(f"prediction {i}: {p!r} is neither a label of GLUE {spec.name} "
                         f"{spec.labels} nor an index into them")

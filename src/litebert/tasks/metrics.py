@@ -25,6 +25,11 @@ results are percentages. Where the scripts are inconsistent or crash, we choose:
   nothing), otherwise the float just below the smallest na_prob.
 Scores are summed as exact fractions (F1 is 2 * common / (len_pred + len_gold)), so ties
 between thresholds are real ties, not rounding noise; ties go to the lowest threshold.
+These rules fit litebert's v2 no-answer threshold (tasks/qa.py) and give v1.1 scores.
+
+SQuAD v2.0 as reported (`squad_v2_official`): the official evaluate-v2.0.py's rules and float
+arithmetic as they are, without the choices above, so that the v2 figures in results.json
+are exactly what the script prints for the prediction files written beside them.
 
 RACE (`race_accuracy`): accuracy on the middle-school, high-school and all questions.
 """
@@ -334,6 +339,121 @@ def squad_evaluate(data: list[dict] | dict, predictions: dict[str, str],
     if missing:
         out["missing"] = float(missing)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# SQuAD v2.0 as the official script computes it
+
+
+def squad_v2_official(data: list[dict] | dict, predictions: Mapping[str, str],
+                      na_probs: Mapping[str, float] | None = None,
+                      na_prob_thresh: float = 1.0) -> dict[str, float]:
+    """What the official evaluate-v2.0.py prints for these inputs, figure for figure.
+
+    Unlike `squad_evaluate` (exact fractions, and the choices in the module docstring), this
+    repeats the script's own rules and float arithmetic in its order, so the figures equal
+    its output on the same files (and the same Python) to the last bit: a question's score is
+    the max over its gold answers (those normalising to "" dropped; [""] if none is left);
+    a question with na_prob > na_prob_thresh scores 1.0 if it has no answer ("answers" empty)
+    else 0.0; exact and f1 are percentages of the questions with a prediction; HasAns_* and
+    NoAns_* are the two sides; with `na_probs`, best_exact/best_f1 walk the questions by
+    ascending na_prob from "answer nothing" (one point per unanswerable question), adding the
+    raw score of an answerable question and -1 (non-empty prediction) or 0 for an
+    unanswerable one, and report the best total over all questions with a prediction and
+    the na_prob where it was reached (0.0 if never beaten).
+
+    One difference: a question without a prediction is left out of a side's totals, where
+    the script stops with a KeyError. "The same Python" matters: from 3.12 on, sum() adds
+    floats with compensation, so the script's last digits depend on the version it runs in.
+    """
+    articles = data["data"] if isinstance(data, Mapping) else data
+    has_answer, exact, f1 = _official_raw_scores(articles, predictions)
+    if not exact:
+        raise ValueError("no SQuAD question has a prediction")
+    odds = na_probs if na_probs is not None else {qid: 0.0 for qid in predictions}
+    exact_t = _official_threshold(exact, odds, has_answer, na_prob_thresh)
+    f1_t = _official_threshold(f1, odds, has_answer, na_prob_thresh)
+    out = _official_totals(exact_t, f1_t, list(exact_t))
+    for prefix, side in (("HasAns_", True), ("NoAns_", False)):
+        ids = [qid for qid, answerable in has_answer.items() if answerable == side]
+        if ids:
+            totals = _official_totals(exact_t, f1_t, [q for q in ids if q in exact_t])
+            out.update({prefix + key: value for key, value in totals.items()})
+    if na_probs is not None:
+        for metric, raw in (("exact", exact), ("f1", f1)):
+            best, thresh = _official_best(predictions, raw, na_probs, has_answer)
+            out[f"best_{metric}"], out[f"best_{metric}_thresh"] = best, thresh
+    return out
+
+
+def _official_raw_scores(articles: list[dict], predictions: Mapping[str, str]):
+    """(id -> has an answer, id -> exact, id -> f1), in file order; a repeated id keeps its
+    first place and its last question, as the script's dicts do."""
+    has_answer: dict = {}
+    exact: dict = {}
+    f1: dict = {}
+    missing = []
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qid, answers = qa["id"], qa.get("answers") or []
+                has_answer[qid] = bool(answers)
+                golds = [a["text"] for a in answers if normalize_answer(a["text"])] or [""]
+                if qid not in predictions:
+                    missing.append(str(qid))
+                    continue
+                exact[qid] = max(_official_exact(g, predictions[qid]) for g in golds)
+                f1[qid] = max(_official_f1(g, predictions[qid]) for g in golds)
+    if missing:
+        log.warning("%d SQuAD questions have no prediction and are left out (first: %s)",
+                    len(missing), ", ".join(missing[:5]))
+    return has_answer, exact, f1
+
+
+def _official_exact(gold: str, prediction: str) -> int:
+    return int(normalize_answer(gold) == normalize_answer(prediction))
+
+
+def _official_f1(gold: str, prediction: str) -> float:
+    # The script's types and operation order: ints for the empty and no-overlap cases.
+    gold_tokens = normalize_answer(gold).split()
+    pred_tokens = normalize_answer(prediction).split()
+    if not gold_tokens or not pred_tokens:
+        return int(gold_tokens == pred_tokens)
+    same = sum((Counter(gold_tokens) & Counter(pred_tokens)).values())
+    if same == 0:
+        return 0
+    precision = 1.0 * same / len(pred_tokens)
+    recall = 1.0 * same / len(gold_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def _official_threshold(scores: dict, na_probs: Mapping[str, float], has_answer: dict,
+                        thresh: float) -> dict:
+    return {qid: float(not has_answer[qid]) if na_probs[qid] > thresh else score
+            for qid, score in scores.items()}
+
+
+def _official_totals(exact: dict, f1: dict, ids: list) -> dict[str, float]:
+    total = len(ids)
+    return {"exact": 100.0 * sum(exact[q] for q in ids) / total,
+            "f1": 100.0 * sum(f1[q] for q in ids) / total, "total": total}
+
+
+def _official_best(predictions: Mapping[str, str], scores: dict,
+                   na_probs: Mapping[str, float], has_answer: dict) -> tuple[float, float]:
+    score = sum(1 for answerable in has_answer.values() if not answerable)
+    best, best_thresh = score, 0.0
+    for qid in sorted(na_probs, key=lambda q: na_probs[q]):  # stable: file order on ties
+        if qid not in scores:
+            continue
+        if has_answer[qid]:
+            score += scores[qid]
+        else:
+            score += -1 if predictions[qid] else 0
+        if score > best:
+            best, best_thresh = score, na_probs[qid]
+    return 100.0 * best / len(scores), best_thresh
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,38 +1,110 @@
 """SQuAD 1.1 / 2.0: sliding windows, span logits, n-best search, the official metrics.
 
-For v2 the "no answer" decision compares the null score ([CLS] start + end) with the best
-span; the threshold on their difference is fitted on dev (the official best_f1_thresh) and
-saved beside the model in `squad.json`. Each evaluation writes OUT/predictions.json
-(question id -> answer, "" for no answer) and OUT/null_odds.json for the best checkpoint.
+v1.1: OUT/predictions.json holds every dev question's best span; exact and f1 in
+results.json are `squad_evaluate`'s (the official normalisation, max over gold answers).
+
+v2.0 decides "no answer" with one threshold, null_score_diff_threshold (θ): a question's
+null odds are its null score ([CLS] start + end, lowest over its windows) minus its best span
+score, and it is answered "" when they exceed θ. At every evaluation θ is fitted on dev: the
+value that maximises F1 over the best spans (`squad_evaluate`'s best_f1_thresh). Then
+- OUT/predictions.json holds the answers with θ applied;
+- OUT/null_odds.json holds null odds - θ: a question is answered "" exactly when its value
+  is > 0, so the official script's --na-prob-thresh (default 1.0) changes no answer;
+- results.json `dev` is exactly what the official evaluate-v2.0.py prints for the dev file
+  and those two files (`--na-prob-file null_odds.json`): exact, f1, total, HasAns_* and
+  NoAns_* score predictions.json as written, that is at θ; best_exact and best_f1 are the
+  script's search for a further threshold over null_odds.json, and best_exact_thresh /
+  best_f1_thresh are in its units (relative to θ: 0 means θ itself); with them
+  null_score_diff_threshold, θ in raw null-odds units;
+- the model directory's squad.json keeps θ of the saved (best-on-dev) checkpoint.
+The best checkpoint is the one with the highest f1 (v2: at its θ).
+
+Dev questions the reader skipped (see its report) are predicted "" with null odds inf, so
+both files hold every dev question: the official script stops at a missing one.
+
+Test predictions: when the data directory holds a test file (test-v2.0.json, test-v1.1.json
+or test*.json, SQuAD format, answers not needed), OUT/predictions/test_predictions.json
+(+ test_null_odds.json for v2, shifted as above) with the threshold stored with the model:
+after fine-tuning the best checkpoint's θ; for `litebert evaluate` the θ in the model
+directory's squad.json (the θ just fitted on dev if it has none).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
+import torch
 
-from litebert.files import read_text
+from litebert.files import atomic_write, read_text
 from litebert.model import AlbertForQuestionAnswering
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad
-from litebert.tasks.metrics import squad_evaluate
-from litebert.tasks.squad import make_features, postprocess, read_squad
+from litebert.tasks.metrics import squad_evaluate, squad_v2_official
+from litebert.tasks.squad import (
+    SquadExample,
+    SquadFeature,
+    apply_null_threshold,
+    make_features,
+    postprocess,
+    read_squad,
+)
 from litebert.tokenization import Tokenizer
 
 THRESHOLD_FILE = "squad.json"
+TEST_PREDICTIONS, TEST_NULL_ODDS = "test_predictions.json", "test_null_odds.json"
 
 
-def find_file(directory: Path, split: str, version_2: bool) -> Path:
-    """train-v1.1.json / dev-v2.0.json as distributed, or any {split}*.json."""
+# A required file is found or raises, never None: the overloads let callers rely on that.
+@overload
+def find_file(directory: Path, split: str, version_2: bool,
+              required: Literal[True] = True) -> Path: ...
+
+
+@overload
+def find_file(directory: Path, split: str, version_2: bool, required: bool) -> Path | None: ...
+
+
+def find_file(directory: Path, split: str, version_2: bool,
+              required: bool = True) -> Path | None:
+    """train-v1.1.json / dev-v2.0.json as distributed, or any {split}*.json (None when not
+    `required` and there is none)."""
     official = directory / f"{split}-v{'2.0' if version_2 else '1.1'}.json"
     if official.is_file():
         return official
     found = sorted(directory.glob(f"{split}*.json"))
     if not found:
+        if not required:
+            return None
         raise FinetuneError(f"{directory}: no {official.name} (nor any {split}*.json)")
     return found[0]
+
+
+def fit_null_threshold(data: dict, spans: dict[str, str], null_odds: dict[str, float]) -> float:
+    """The θ that maximises F1 when questions with null odds > θ are answered "" (the
+    lowest such θ), always finite."""
+    threshold = squad_evaluate(data, spans, na_probs=null_odds, version_2=True)["best_f1_thresh"]
+    if math.isfinite(threshold):
+        return float(threshold)
+    # inf: answer all; the largest finite odds answers the same (inf odds have no span).
+    return max((o for o in null_odds.values() if math.isfinite(o)), default=0.0)
+
+
+def stored_threshold(model_dir: Path) -> float | None:
+    """θ saved with a fine-tuned model (squad.json), or None."""
+    path = model_dir / THRESHOLD_FILE
+    if not path.is_file():
+        return None
+    value = json.loads(read_text(path)).get("null_score_diff_threshold")
+    return None if value is None else float(value)
+
+
+def _write_json(path: Path, content) -> Path:
+    # Key order kept: the official script breaks na-prob ties in file order.
+    return atomic_write(path, json.dumps(content, indent=2) + "\n")
 
 
 class SquadTask:
@@ -49,10 +121,16 @@ class SquadTask:
         dev_path = find_file(data, "dev", self.version_2)
         self.dev = reported(read_squad(dev_path))
         self.dev_json = json.loads(read_text(dev_path))
+        self.dev_ids = list(dict.fromkeys(str(qa["id"]) for article in self.dev_json["data"]
+                                          for p in article["paragraphs"] for qa in p["qas"]))
+        test_path = find_file(data, "test", self.version_2, required=False)
+        self.test = reported(read_squad(test_path, labeled=False)) if test_path else []
         self.train_rows = [self._row(f, True) for f in self._features(train)]
         self.train_lengths = [len(r["input_ids"]) for r in self.train_rows]
         self.dev_features = self._features(self.dev)
-        self.threshold = 0.0
+        self.threshold = 0.0  # fitted at the last evaluation
+        # θ of the model as saved: its squad.json when evaluating, the best checkpoint's after.
+        self.model_threshold = None if training else stored_threshold(Path(cfg.model))
         self.outputs: dict[str, dict] = {}
 
     def _features(self, examples):
@@ -76,45 +154,70 @@ class SquadTask:
         return AlbertForQuestionAnswering.from_pretrained(self.cfg.model,
                                                           **model_overrides(self.cfg))
 
-    def logits(self, model) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Start and end logits of every dev feature, trimmed to its own length."""
-        starts: list = [None] * len(self.dev_features)
-        ends: list = [None] * len(self.dev_features)
-        lengths = [len(f.input_ids) for f in self.dev_features]
+    def logits(self, model, features: list[SquadFeature]
+               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Start and end logits of every feature, trimmed to its own length."""
+        starts: list = [None] * len(features)
+        ends: list = [None] * len(features)
+        lengths = [len(f.input_ids) for f in features]
         for ids in length_batches(lengths, self.cfg.eval_batch_size, None):
-            out = model(**pad([self._row(self.dev_features[i], False) for i in ids],
-                              self.pad_id))
+            out = model(**pad([self._row(features[i], False) for i in ids], self.pad_id))
             for j, i in enumerate(ids):
                 starts[i] = out.start_logits[j, :lengths[i]].numpy()
                 ends[i] = out.end_logits[j, :lengths[i]].numpy()
         return starts, ends
 
+    def spans(self, model, examples: list[SquadExample], features: list[SquadFeature]
+              ) -> tuple[dict[str, str], dict[str, float]]:
+        """Every question's best span ("" only when none is valid) and its null odds."""
+        starts, ends = self.logits(model, features)
+        spans, null_odds, _ = postprocess(
+            examples, features, starts, ends, n_best_size=self.cfg.n_best_size,
+            max_answer_length=self.cfg.max_answer_length, version_2=self.version_2,
+            null_score_diff_threshold=math.inf)
+        return spans, null_odds
+
     def evaluate(self, model, out: Path) -> dict[str, float]:
-        starts, ends = self.logits(model)
-        kw = dict(n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length,
-                  version_2=self.version_2)
-        predictions, null_odds, _ = postprocess(self.dev, self.dev_features, starts, ends, **kw)
-        metrics = squad_evaluate(self.dev_json, predictions,
-                                 na_probs=null_odds if self.version_2 else None)
-        if self.version_2:  # apply the threshold fitted on dev to the written predictions
-            self.threshold = float(metrics.get("best_f1_thresh", 0.0))
-            predictions, null_odds, _ = postprocess(self.dev, self.dev_features, starts, ends,
-                                                    null_score_diff_threshold=self.threshold,
-                                                    **kw)
-        self.outputs = {"predictions.json": predictions, "null_odds.json": null_odds}
-        return metrics
+        """Dev scores (see the module docstring for the threshold each one uses); the files
+        they score are kept in self.outputs."""
+        spans, null_odds = self.spans(model, self.dev, self.dev_features)
+        # Every dev question, in file order; those the reader skipped get no answer.
+        spans = {qid: spans.get(qid, "") for qid in self.dev_ids}
+        null_odds = {qid: null_odds.get(qid, math.inf) for qid in self.dev_ids}
+        if not self.version_2:
+            self.outputs = {"predictions.json": spans}
+            return squad_evaluate(self.dev_json, spans)
+        self.threshold = fit_null_threshold(self.dev_json, spans, null_odds)
+        predictions, shifted = apply_null_threshold(spans, null_odds, self.threshold)
+        self.outputs = {"predictions.json": predictions, "null_odds.json": shifted}
+        metrics = squad_v2_official(self.dev_json, predictions, shifted)
+        return {**metrics, "null_score_diff_threshold": self.threshold}
 
     def score(self, metrics: dict[str, float]) -> float:
-        return metrics.get("best_f1", metrics["f1"]) if self.version_2 else metrics["f1"]
+        return metrics["f1"]
 
     def save(self, model, directory: Path) -> None:
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+        self.model_threshold = self.threshold
         (directory / THRESHOLD_FILE).write_text(json.dumps(
             {"version_2": self.version_2, "null_score_diff_threshold": self.threshold,
              "max_seq_length": self.cfg.max_seq_length, "doc_stride": self.cfg.doc_stride,
              "max_query_length": self.cfg.max_query_length}, indent=2) + "\n")
         for name, content in self.outputs.items():
-            if name == "null_odds.json" and not self.version_2:
-                continue
-            (directory.parent / name).write_text(json.dumps(content, indent=2) + "\n")
+            _write_json(directory.parent / name, content)
+
+    def write_test_predictions(self, model, out: Path) -> list[Path]:
+        """OUT/predictions/test_predictions.json (+ test_null_odds.json for v2) for the test
+        file in the data directory, with the model's stored threshold; [] without one."""
+        if not self.test:
+            return []
+        with torch.no_grad():
+            spans, null_odds = self.spans(model, self.test, self._features(self.test))
+        folder = Path(out) / "predictions"
+        if not self.version_2:
+            return [_write_json(folder / TEST_PREDICTIONS, spans)]
+        threshold = self.threshold if self.model_threshold is None else self.model_threshold
+        predictions, shifted = apply_null_threshold(spans, null_odds, threshold)
+        return [_write_json(folder / TEST_PREDICTIONS, predictions),
+                _write_json(folder / TEST_NULL_ODDS, shifted)]

@@ -61,13 +61,14 @@ def _load(path: Path, report: ReadReport) -> dict | None:
     try:
         record = json.loads(read_text(path))
     except InputFileError as err:
-        report.note(str(path), str(err).removeprefix(f"{path}: "))
+        report.note("unreadable_files", str(path), str(err).removeprefix(f"{path}: "))
         return None
     except json.JSONDecodeError as err:
-        report.note(str(path), f"bad JSON: {err.msg} (line {err.lineno}, column {err.colno})")
+        report.note("bad_json", str(path),
+                    f"bad JSON: {err.msg} (line {err.lineno}, column {err.colno})")
         return None
     if not isinstance(record, dict):
-        report.note(str(path), f"a JSON {type(record).__name__}, expected an object")
+        report.note("bad_json", str(path), f"a JSON {type(record).__name__}, expected an object")
         return None
     return record
 
@@ -93,7 +94,7 @@ def _read_file(path: Path, level: str, report: ReadReport) -> list[RaceExample]:
         return []
     why = _check_file(record)
     if why:
-        report.note(str(path), why)
+        report.note("bad_files", str(path), why)
         return []
     answers = record.get("answers")
     out = []
@@ -102,7 +103,7 @@ def _read_file(path: Path, level: str, report: ReadReport) -> list[RaceExample]:
         answer = None if answers is None else answers[i]
         why = _check_question(question, options, answer)
         if why:
-            report.note(f"{path} question {i}", why)
+            report.note("bad_questions", f"{path} question {i}", why)
             continue
         label = None if answer is None else LETTERS.index(answer)
         out.append(RaceExample(f"{level}/{path.name}-{i}", record["article"], question,

@@ -44,7 +44,7 @@ class SequenceTask:
         for ex in examples:
             enc = self.tokenizer(ex.text_a, ex.text_b, truncation=True,
                                  max_length=self.cfg.max_seq_length)
-            row = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+            row: dict = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
             if ex.label is not None:
                 row["labels"] = float(ex.label) if self.regression else \
                     self.labels.index(str(ex.label))
@@ -129,7 +129,7 @@ def load_data(cfg: FinetuneConfig, training: bool = True):
         names = ("dev_matched", "dev_mismatched") if cfg.task == "mnli" else ("dev",)
         dev = {n.replace("dev_", "") if cfg.task == "mnli" else n:
                reported(read_glue(cfg.task, cfg.data, n)) for n in names}
-        labels = None if spec.kind == "regression" else list(spec.labels)
+        labels = None if spec.kind == "regression" else list(spec.labels or [])
         return train, dev, labels
     return _generic(cfg)
 
@@ -144,6 +144,7 @@ def _generic(cfg: FinetuneConfig):
     data = Path(cfg.data)
     if data.is_dir():
         train_file, dev_file = (_find(data, name) for name in ("train", "dev"))
+        assert train_file is not None  # _find raises for a missing train file
         train = read(train_file)
         dev = read(dev_file) if dev_file else None
     else:

@@ -12,18 +12,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from litebert.files import InputFileError, read_text
+from litebert.input_report import MAX_EXAMPLES, REPAIRED, SKIPPED, InputReport, Kind
 
 __all__ = ["SquadError", "SquadExample", "SquadFeature", "SquadReport", "answer_tokens",
-           "make_features", "max_context_window", "postprocess", "read_squad", "windows"]
+           "apply_null_threshold", "make_features", "max_context_window", "postprocess",
+           "read_squad", "windows"]
 
-MAX_PROBLEMS = 20  # problems kept in a SquadReport
+MAX_PROBLEMS = MAX_EXAMPLES  # examples kept per kind in a SquadReport
 MAX_SHIFT = 8  # how many characters around answer_start a misplaced answer is looked for
 
 
@@ -54,37 +56,36 @@ class SquadFeature:
 
 
 @dataclass
-class SquadReport:
-    """What read_squad kept and dropped, with the first MAX_PROBLEMS problems."""
+class SquadReport(InputReport):
+    """What read_squad kept, skipped and repaired (the common InputReport, by kind)."""
 
-    path: str
+    KINDS: ClassVar[dict[str, Kind]] = {
+        "duplicate_ids": Kind(SKIPPED, "questions whose id was seen before"),
+        "no_answer_found": Kind(SKIPPED, "answerable questions without an answer found in "
+                                         "the context"),
+        "answers_fixed": Kind(REPAIRED, "answers whose answer_start was moved to their text"),
+        "answers_dropped": Kind(REPAIRED, "answers not found near answer_start, dropped (the "
+                                          "question kept another)"),
+    }
+    unit: ClassVar[str] = "questions"
+
     version: str = ""
-    read: int = 0  # questions kept
-    skipped: int = 0  # questions dropped
     impossible: int = 0  # kept questions marked is_impossible
-    answers_fixed: int = 0  # answer_start moved to where the text is
-    answers_dropped: int = 0  # answers whose text is not near answer_start
-    problems: list[str] = field(default_factory=list)
 
-    def note(self, qid: str, reason: str) -> None:
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(f"{self.path}: question {qid}: {reason}")
-
-    def summary(self) -> str:
-        line = (f"{self.path}: {self.read} questions read ({self.impossible} impossible), "
-                f"{self.skipped} skipped, {self.answers_fixed} answer starts fixed, "
-                f"{self.answers_dropped} answers dropped")
-        return "\n  ".join([line, *self.problems])
+    def read_detail(self) -> str:
+        return f" ({self.impossible:,} impossible)" if self.impossible else ""
 
 
 # ---- reading ---------------------------------------------------------------------------------
 
-def read_squad(path: str | Path) -> tuple[list[SquadExample], SquadReport]:
+def read_squad(path: str | Path, labeled: bool = True) -> tuple[list[SquadExample], SquadReport]:
     """The questions of a SQuAD v1.1 or v2.0 JSON file, with a report of what was dropped.
 
     An answer whose text is not at answer_start is looked for within MAX_SHIFT characters
     (also with its surrounding whitespace stripped) and its start fixed; if not found it is
-    dropped. A question that is not impossible and has no answer left is dropped.
+    dropped. A question that is not impossible and has no answer left is skipped, as is a
+    question whose id was seen before. `labeled=False` reads a test file: answers and
+    is_impossible are ignored (every question gets answers [] and is_impossible False).
     """
     path = Path(path)
     data = _load_json(path)
@@ -101,7 +102,7 @@ def read_squad(path: str | Path) -> tuple[list[SquadExample], SquadReport]:
             context = _need(paragraph, "context", str, path, p_where)
             for q, qa in enumerate(_need(paragraph, "qas", list, path, p_where)):
                 example = _read_question(qa, context, title, report, seen,
-                                         (path, f"{p_where}.qas[{q}]"))
+                                         (path, f"{p_where}.qas[{q}]"), labeled)
                 if example is not None:
                     examples.append(example)
     return examples, report
@@ -135,49 +136,52 @@ def _need(obj: dict, key: str, kind: type | tuple[type, ...], path: Path, where:
 
 
 def _read_question(qa: Any, context: str, title: str, report: SquadReport, seen: set[str],
-                   at: tuple[Path, str]) -> SquadExample | None:
+                   at: tuple[Path, str], labeled: bool) -> SquadExample | None:
     path, where = at
     _check(qa, dict, path, where)
     qid = str(_need(qa, "id", (str, int), path, where))
     question = _need(qa, "question", str, path, where)
-    impossible = "is_impossible" in qa and _need(qa, "is_impossible", bool, path, where)
+    impossible = labeled and "is_impossible" in qa and _need(qa, "is_impossible", bool, path,
+                                                             where)
+    name = f"{path}: question {qid}"
     if qid in seen:
-        report.skipped += 1
-        report.note(qid, "duplicate question id; skipped")
+        report.note("duplicate_ids", name, "duplicate question id; skipped")
         return None
     seen.add(qid)
     answers: list[dict] = []
-    if not impossible:  # v2 impossible questions train and score as "no answer"
+    if labeled and not impossible:  # v2 impossible questions train and score as "no answer"
         raw = _need(qa, "answers", list, path, where) if "answers" in qa else []
-        answers = _read_answers(raw, context, qid, report, (path, f"{where}.answers"))
-    if not impossible and not answers:
-        report.skipped += 1
-        report.note(qid, "no answer found in the context; question skipped")
-        return None
+        answers, lost = _read_answers(raw, context, name, report, (path, f"{where}.answers"))
+        if not answers:  # one skip, whatever became of its answers
+            detail = f" ({lost[0]})" if lost else ""
+            report.note("no_answer_found", name,
+                        f"no answer found in the context{detail}; question skipped")
+            return None
+        for why in lost:
+            report.note("answers_dropped", name, f"{why}; answer dropped")
     report.read += 1
     report.impossible += impossible
     return SquadExample(qid, question, context, answers, impossible, title)
 
 
-def _read_answers(raw: list, context: str, qid: str, report: SquadReport,
-                  at: tuple[Path, str]) -> list[dict]:
+def _read_answers(raw: list, context: str, name: str, report: SquadReport,
+                  at: tuple[Path, str]) -> tuple[list[dict], list[str]]:
+    """The answers found (fixes noted in `report`), and why each of the others was not."""
     path, where = at
-    answers = []
+    answers, lost = [], []
     for i, answer in enumerate(raw):
         _check(answer, dict, path, f"{where}[{i}]")
         text = _need(answer, "text", str, path, f"{where}[{i}]")
         start = _need(answer, "answer_start", int, path, f"{where}[{i}]")
         found = _locate(context, text, start)
         if found is None:
-            report.answers_dropped += 1
-            report.note(qid, f"answer {i} {text!r} is not at or near answer_start {start}; "
-                             "answer dropped")
+            lost.append(f"answer {i} {text!r} is not at or near answer_start {start}")
             continue
         if found != (start, text):
-            report.answers_fixed += 1
-            report.note(qid, f"answer {i} {text!r}: answer_start {start} -> {found[0]} (fixed)")
+            report.note("answers_fixed", name,
+                        f"answer {i} {text!r}: answer_start {start} -> {found[0]} (fixed)")
         answers.append({"text": found[1], "answer_start": found[0]})
-    return answers
+    return answers, lost
 
 
 def _locate(context: str, text: str, start: int) -> tuple[int, str] | None:
@@ -337,11 +341,26 @@ def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeatur
         best = next((e for e in entries if e["text"]), None)
         odds = math.inf if best is None or null is None else \
             null[0] + null[1] - best["start_logit"] - best["end_logit"]
-        answered = best is not None and not (version_2 and odds > null_score_diff_threshold)
-        predictions[example.qid] = best["text"] if answered else ""
+        abstain = version_2 and odds > null_score_diff_threshold
+        predictions[example.qid] = "" if best is None or abstain else best["text"]
         null_odds[example.qid] = odds
         nbest[example.qid] = entries
     return predictions, null_odds, nbest
+
+
+def apply_null_threshold(spans: dict[str, str], null_odds: dict[str, float], threshold: float
+                         ) -> tuple[dict[str, str], dict[str, float]]:
+    """v2 answers with the threshold applied, and the odds shifted by it.
+
+    `spans` are the best spans (postprocess with null_score_diff_threshold=math.inf) and
+    `null_odds` their null score minus span score. A question is answered "" when its odds
+    exceed `threshold`. The shifted odds (odds - threshold) make 0 the decision boundary:
+    written as the official script's na-prob file, its --na-prob-thresh 1.0 only meets
+    questions already answered "", and its best_*_thresh read relative to `threshold`.
+    """
+    predictions = {qid: "" if null_odds[qid] > threshold else text
+                   for qid, text in spans.items()}
+    return predictions, {qid: null_odds[qid] - threshold for qid in spans}
 
 
 def _feature_logits(feature: SquadFeature, starts, ends, i: int
@@ -355,12 +374,12 @@ def _feature_logits(feature: SquadFeature, starts, ends, i: int
 
 
 def _candidates(features: list[SquadFeature], rows: list[tuple[np.ndarray, np.ndarray]],
-                n_best: int, max_length: int) -> tuple[np.ndarray, tuple | None]:
+                n_best: int, max_length: int) -> tuple[np.ndarray, tuple[float, float] | None]:
     """All valid spans of all features (top n_best starts x top n_best ends of each) as
     (feature, start, end, start logit, end logit) rows, and the (start, end) logits of the
     lowest null score."""
     parts = [np.zeros((0, 5))]
-    null = None
+    null: tuple[float, float] | None = None
     for f, (feature, (s, e)) in enumerate(zip(features, rows, strict=True)):
         if null is None or s[0] + e[0] < null[0] + null[1]:
             null = (float(s[0]), float(e[0]))
@@ -378,33 +397,43 @@ def _candidates(features: list[SquadFeature], rows: list[tuple[np.ndarray, np.nd
 
 
 def _nbest(context: str, features: list[SquadFeature], found: np.ndarray,
-           null: tuple | None, n_best: int, version_2: bool) -> list[dict]:
+           null: tuple[float, float] | None, n_best: int, version_2: bool) -> list[dict]:
     """The n_best distinct texts by start + end logit, with probabilities; in v2 the null
     answer "" takes its place by score and is appended if it did not make the list."""
     scores = found[:, 3] + found[:, 4]
-    with_null = version_2 and null is not None
-    if with_null:  # the null answer as one more candidate, after ties (as the official code)
+    if not version_2:
+        null = None  # v1 has no null answer
+    if null is not None:  # the null answer as one more candidate, after ties (as official code)
         scores = np.append(scores, null[0] + null[1])
     kept: list[tuple[str, float, float]] = []
     seen: set[str] = set()
     for k in np.argsort(-scores, kind="stable").tolist():
         if len(kept) >= n_best:
             break
-        if with_null and k == len(found):
+        if null is not None and k == len(found):
             text, s, e = "", *null
         else:
             f, start, end, s, e = found[k].tolist()
-            offsets = features[int(f)].offsets
-            text = context[offsets[int(start)][0]:offsets[int(end)][1]]
+            text = _span_text(context, features[int(f)], int(start), int(end))
             if not text:  # a span of whitespace-only tokens
                 continue
         if text not in seen:
             seen.add(text)
             kept.append((text, s, e))
-    if with_null and "" not in seen:
+    if null is not None and "" not in seen:
         kept.append(("", *null))
     totals = np.array([s + e for _, s, e in kept])
     weights = np.exp(totals - totals.max()) if kept else totals
     return [{"text": t, "probability": p, "start_logit": s, "end_logit": e}
             for (t, s, e), p in zip(kept, (weights / max(weights.sum(), 1e-300)).tolist(),
                                     strict=True)]
+
+
+def _span_text(context: str, feature: SquadFeature, start: int, end: int) -> str:
+    """The context characters of tokens start..end (both in the context: _candidates keeps
+    no other span)."""
+    first, last = feature.offsets[start], feature.offsets[end]
+    if first is None or last is None:
+        raise SquadError(f"feature of example {feature.example_index}: tokens {start}-{end} "
+                         "are not all in the context")
+    return context[first[0]:last[1]]

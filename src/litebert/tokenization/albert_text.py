@@ -28,9 +28,14 @@ _WORD = re.compile(r"\S+")  # same notion of whitespace as str.split() (checked 
 class TextRules(Protocol):
     """The preprocessing switches (litebert.tokenization.TextSettings has them)."""
 
-    do_lower_case: bool
-    remove_space: bool
-    keep_accents: bool
+    @property
+    def do_lower_case(self) -> bool: ...
+
+    @property
+    def remove_space(self) -> bool: ...
+
+    @property
+    def keep_accents(self) -> bool: ...
 
 
 # ---- preprocess_text, plain, batched and with a character alignment -------------------------

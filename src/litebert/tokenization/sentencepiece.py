@@ -84,6 +84,13 @@ class SentencePieceBackend:
                         if not sp.is_unknown(i) and all(c not in known for c in p))
         return "," not in known or UNDERLINE not in known, hazards
 
+    def special_mask(self) -> np.ndarray:
+        """(V,) bool: True for ids that stand for no text (pad, unknown, control and unused
+        pieces), wherever the model puts them; masking never draws them as replacements."""
+        sp = self.sp
+        return np.array([sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)
+                         for i in range(len(self.pieces))], dtype=bool)
+
     def token_to_id(self, token: str) -> int | None:
         i = self.sp.piece_to_id(token)
         return i if self.pieces[i] == token else None

@@ -7,6 +7,7 @@ official ALBERT and BERT code do not either; transformers does).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -139,6 +140,25 @@ class Tokenizer:
     def all_special_ids(self) -> list[int]:
         return sorted({i for i in self._special.values() if i is not None})
 
+    @functools.cached_property
+    def special_mask(self) -> np.ndarray:
+        """(V,) bool, read-only: True for every id that stands for no text: the special tokens
+        above plus the backend's own (SentencePiece control / unknown / unused pieces,
+        WordPiece "[...]" tokens such as [unused12]). Unlike all_special_ids, which names only
+        pad/unk/cls/sep/mask, this covers the whole vocabulary."""
+        mask = self._backend.special_mask()
+        mask[self.all_special_ids] = True
+        mask.setflags(write=False)
+        return mask
+
+    @functools.cached_property
+    def replacement_ids(self) -> np.ndarray:
+        """(R,) int32, read-only, sorted: the ids masking may draw as random replacements,
+        i.e. every id that is not in special_mask."""
+        ids = np.flatnonzero(~self.special_mask).astype(np.int32)
+        ids.setflags(write=False)
+        return ids
+
     @property
     def fingerprint(self) -> str:
         """sha256 of the model/vocab bytes and the preprocessing settings (a cache key)."""
@@ -184,7 +204,7 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of `text` (no special tokens)."""
-        return self.convert_ids_to_tokens(self._ids(_need_str(text)))
+        return [self._backend.pieces[i] for i in self._ids(_need_str(text))]
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         ids = self._ids(_need_str(text))
@@ -216,7 +236,7 @@ class Tokenizer:
         keep_a, keep_b = _truncated_lengths(len(a), None if b is None else len(b), truncation,
                                             max_length, n_special)
         a, a_off = a[:keep_a], a_off[:keep_a]
-        if b is not None:
+        if b is not None and b_off is not None:
             b, b_off = b[:keep_b], b_off[:keep_b]
         return self._assemble(a, a_off, b, b_off, add_special_tokens, return_offsets_mapping)
 
@@ -232,7 +252,7 @@ class Tokenizer:
         if add_special_tokens:
             cls_id, sep_id = self._special_id("cls"), self._special_id("sep")
             ids, types, spans = [cls_id, *ids, sep_id], [0, *types, 0], [(0, 0), *spans, (0, 0)]
-        if b is not None:
+        if b is not None and b_off is not None:
             tail = [*b, sep_id] if add_special_tokens else list(b)
             ids += tail
             types += [1] * len(tail)

@@ -42,6 +42,13 @@ class WordPieceBackend:
         self.vocab = vocab
         self.word_start = np.array([not p.startswith("##") for p in self.pieces])
 
+    def special_mask(self) -> np.ndarray:
+        """(V,) bool: True for "[...]" tokens ([PAD] [UNK] [CLS] [SEP] [MASK] [unused12] ...),
+        which BERT's vocabularies put anywhere (ids 0 and 100-103 in bert-base); no text
+        tokenizes to them (BertPreTokenizer splits "[" off), so masking never draws them."""
+        return np.array([len(p) > 2 and p[0] == "[" and p[-1] == "]" for p in self.pieces],
+                        dtype=bool)
+
     def token_to_id(self, token: str) -> int | None:
         return self.vocab.get(token)
 

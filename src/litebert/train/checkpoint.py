@@ -1,28 +1,51 @@
-"""Resumable training state, as opposed to an exported model (model/hub.py).
+"""Resumable training state on disk, as opposed to an exported model (model/hub.py).
 
     RUN_DIR/checkpoints/step-00000100/
+        state.json          step, data position, counters, the run's config and world size,
+                            "format", and "files": the size and sha256 of every other file
+        rng-rank{R}.pt      rank R's torch CPU (and CUDA) generator states
+      "format": "full" (one process, DDP), written by rank 0:
         model.safetensors   the training model's own state dict (our parameter names)
-        optimizer.pt        optimizer + LR-scheduler state, read with weights_only=True
-        rng.pt              torch CPU (and CUDA) generator states, weights_only=True
-        state.json          step, data position, counters, the run's config
+        optimizer.pt        optimizer + LR-scheduler state
+      "format": "sharded" (FSDP), torch.distributed.checkpoint, every rank its own shard:
+        .metadata, __R_0.distcp   model + optimizer, loadable on any number of processes
+        scheduler.pt        LR-scheduler state
 
-A checkpoint is written into `step-N.tmp/` and renamed to `step-N/` only when complete, so a
-kill at any moment leaves either the previous checkpoint or both; `latest()` ignores `.tmp`
-directories. Only plain tensors and containers are stored: nothing here is ever unpickled.
+Every rank writes into `step-N.tmp/`; rank 0 adds state.json once all have finished and
+renames the directory into place (litebert.files.atomic_directory), so a kill at any moment
+leaves the previous checkpoints intact and `.tmp` directories are never listed. Opening a
+checkpoint compares its files' sizes with state.json; resuming and exporting compare their
+checksums too, so a copy cut short or a flipped byte is an error naming the file, and
+`--resume auto` skips such a checkpoint for the newest intact one. Nothing is unpickled
+freely: `.pt` files are read with weights_only=True, DCP's pickled `.metadata` through an
+allowlist of the classes it is made of.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import enum
 import json
 import logging
-import os
+import pickle
 import re
 import shutil
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from litebert.files import atomic_directory, damaged_files, describe_files
+from litebert.train.distributed import (
+    all_gather_objects,
+    barrier,
+    broadcast_object,
+    rank_and_world,
+)
 
 log = logging.getLogger("litebert")
 
@@ -33,12 +56,16 @@ class CheckpointNotFound(FileNotFoundError):
     pass
 
 
+class DamagedCheckpoint(ValueError):
+    """A checkpoint whose files differ from what it recorded; the message names them."""
+
+
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
 
 
 def list_checkpoints(run_dir: Path) -> list[Path]:
-    """Complete checkpoints, oldest first."""
+    """Complete checkpoints (intact or not), oldest first."""
     root = checkpoint_dir(run_dir)
     if not root.is_dir():
         return []
@@ -47,13 +74,157 @@ def list_checkpoints(run_dir: Path) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
+# ---- integrity ------------------------------------------------------------------------------
+
+def problems(path: Path, checksums: bool = False) -> list[str]:
+    """One "file: what is wrong" line per damaged file of checkpoint `path`; [] if intact.
+
+    Sizes are always compared; with `checksums` every byte is hashed too, the files shared
+    out over the ranks (every rank must call this then, and all get the same answer).
+    """
+    state_file = Path(path) / "state.json"
+    try:
+        recorded = json.loads(state_file.read_text(encoding="utf-8")).get("files")
+    except FileNotFoundError:
+        return [f"{state_file}: missing"]
+    except (ValueError, AttributeError):  # bad JSON / UTF-8, or not an object
+        return [f"{state_file}: not a valid state.json (cut short or overwritten)"]
+    if recorded is None:
+        return []  # written before checkpoints recorded their files: nothing to compare
+    if not isinstance(recorded, dict):
+        return [f"{state_file}: its \"files\" record is not a mapping (overwritten?)"]
+    if not checksums:
+        return damaged_files(path, recorded, checksums=False)
+    rank, world = rank_and_world()
+    mine = sorted(recorded)[rank::world]
+    found = all_gather_objects(damaged_files(path, {k: recorded[k] for k in mine}, True))
+    return sorted(line for lines in found for line in lines)
+
+
+def verify(path: Path, checksums: bool = False) -> dict[str, Any]:
+    """The state.json of checkpoint `path`, after checking its files (see problems())."""
+    path = Path(path)
+    found = problems(path, checksums)
+    if found:
+        raise DamagedCheckpoint(
+            f"{path} is damaged: {'; '.join(found)}. Delete this checkpoint (the one "
+            f"before it then comes first) or put back an intact copy")
+    return json.loads((path / "state.json").read_text(encoding="utf-8"))
+
+
 def latest(run_dir: Path) -> Path | None:
+    """The newest checkpoint whose files have their recorded sizes (a cheap check)."""
+    for path in reversed(list_checkpoints(run_dir)):
+        found = problems(path)
+        if not found:
+            return path
+        _warn(f"skipping the damaged checkpoint {path}: {'; '.join(found)}")
+    return None
+
+
+def resolve_resume(run_dir: Path, resume: str | None) -> Path | None:
+    """`--resume auto` -> the newest intact checkpoint of RUN_DIR (None if there is none
+    yet; damaged ones are skipped with a warning); a path -> that checkpoint, which must be
+    intact; None -> start fresh. Every rank calls this (they share the checksumming)."""
+    if not resume:
+        return None
+    if resume != "auto":
+        path = Path(resume)
+        if not (path / "state.json").is_file():
+            raise CheckpointNotFound(f"--resume {resume}: not a checkpoint directory "
+                                     f"(expected {path}/state.json)")
+        verify(path, checksums=True)
+        return path
     found = list_checkpoints(run_dir)
-    return found[-1] if found else None
+    for path in reversed(found):
+        damaged = problems(path, checksums=True)
+        if not damaged:
+            return path
+        _warn(f"--resume auto: skipping the damaged checkpoint {path}: {'; '.join(damaged)}")
+    if found:  # starting over silently would throw the whole run away
+        raise DamagedCheckpoint(f"--resume auto: every checkpoint of {run_dir} is damaged "
+                                f"(see above); restore one, or delete "
+                                f"{checkpoint_dir(run_dir)} to start from step 0")
+    log.info("%s: no checkpoint yet, starting from step 0", run_dir)
+    return None
+
+
+def _warn(message: str) -> None:
+    if rank_and_world()[0] == 0:  # every rank finds the same; one line is enough
+        log.warning(message)
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+def write(run_dir: Path, step: int, fill: Callable[[Path], None], train_state: dict[str, Any],
+          keep_last: int = 3) -> Path:
+    """Checkpoint `step`, written by all ranks together (every rank calls this).
+
+    `fill(directory)` writes this rank's files there; each rank adds its RNG state. Once all
+    are done the ranks hash the files between them, rank 0 records them in state.json and
+    renames the directory into place, then deletes all but the newest `keep_last`.
+    """
+    rank, _ = rank_and_world()
+    final = checkpoint_dir(run_dir) / f"step-{step:08d}"
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(atomic_directory(final)) if rank == 0 else None
+        tmp = Path(broadcast_object(str(tmp) if tmp else None))  # where rank 0 made it
+        fill(tmp)
+        torch.save(rng_state(), tmp / rng_file(rank))
+        files = _describe_together(tmp)
+        if rank == 0:
+            (tmp / "state.json").write_text(json.dumps({**train_state, "files": files},
+                                                       indent=2, sort_keys=True) + "\n")
+    if rank == 0:
+        prune(run_dir, keep_last)
+    barrier()  # nobody goes on (or reads the checkpoint) before it is in place
+    return final
+
+
+def _describe_together(directory: Path) -> dict[str, dict[str, Any]]:
+    """{name: size and sha256} of every file in `directory`, each rank hashing a share."""
+    barrier()  # every rank's files are complete
+    rank, world = rank_and_world()
+    names = sorted(p.name for p in directory.iterdir() if p.is_file())
+    merged: dict[str, dict[str, Any]] = {}
+    for part in all_gather_objects(describe_files(directory, names[rank::world])):
+        merged.update(part)
+    return merged
+
+
+def prune(run_dir: Path, keep_last: int) -> None:
+    """Delete all but the newest `keep_last` checkpoints, and leftovers of killed writes."""
+    root = checkpoint_dir(run_dir)
+    old = list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    leftovers = [*root.glob("step-*.tmp"), *root.glob("step-*.old")]
+    for path in old + leftovers:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def save_full(directory: Path, model_state: dict[str, torch.Tensor],
+              optim_state: dict[str, Any]) -> None:
+    tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
+    save_file(tensors, directory / "model.safetensors", {"format": "pt"})
+    torch.save(optim_state, directory / "optimizer.pt")
+
+
+def load_model_file(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(Path(path) / "model.safetensors")
+
+
+def load_pt(path: Path) -> Any:
+    """A `.pt` file of plain tensors and containers (optimizer, scheduler, RNG state)."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+# ---- RNG ------------------------------------------------------------------------------------
+
+def rng_file(rank: int) -> str:
+    return f"rng-rank{rank}.pt"
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"cpu": torch.get_rng_state()}
+    state: dict[str, Any] = {"cpu": torch.get_rng_state()}  # "cuda": one per device
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -65,70 +236,84 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save(run_dir: Path, step: int, model_state: dict[str, torch.Tensor],
-         optim_state: dict[str, Any], train_state: dict[str, Any], keep_last: int = 3) -> Path:
-    """Write checkpoint `step` atomically, then delete all but the newest `keep_last`."""
-    root = checkpoint_dir(run_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step-{step:08d}"
-    tmp = root / f"step-{step:08d}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
-    save_file(tensors, tmp / "model.safetensors", {"format": "pt"})
-    torch.save(optim_state, tmp / "optimizer.pt")
-    torch.save(rng_state(), tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps(train_state, indent=2, sort_keys=True) + "\n")
-    _fsync_dir(tmp)
-    if final.exists():  # a re-save of the same step (e.g. the final one): replace it
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    _fsync_dir(root)
-    for old in list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
+def load_rng(path: Path, rank: int) -> dict[str, Any]:
+    """This rank's generator states. A rank the saved run did not have takes rank 0's (the
+    run then differs from an uninterrupted one anyway); rng.pt is the pre-per-rank name."""
+    for name in (rng_file(rank), "rng.pt", rng_file(0)):
+        if (Path(path) / name).is_file():
+            return load_pt(Path(path) / name)
+    raise DamagedCheckpoint(f"{path}: no {rng_file(rank)}; not a complete checkpoint")
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make the files (and the rename) durable before the old checkpoints go."""
-    for child in list(path.iterdir()) + [path]:
-        try:
-            fd = os.open(child, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+# ---- sharded (torch.distributed.checkpoint) -------------------------------------------------
+
+def save_sharded(state_dict: dict[str, Any], directory: Path) -> None:
+    """This rank's shards of `state_dict`; a collective, every rank calls it."""
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory))
 
 
-def load(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], dict[str, Any],
-                              dict[str, Any]]:
-    """(model state, optimizer state, rng state, train state) of one checkpoint."""
-    path = Path(path)
-    if not (path / "state.json").is_file():
-        raise CheckpointNotFound(f"{path}: not a complete checkpoint (no state.json)")
-    model = load_file(path / "model.safetensors")
-    optim = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=True)
-    rng = torch.load(path / "rng.pt", map_location="cpu", weights_only=True)
-    state = json.loads((path / "state.json").read_text())
-    return model, optim, rng, state
+def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
+    """Fill `state_dict` from a sharded checkpoint, resharded to its tensors' layout (DTensor
+    shards under FSDP, whole tensors otherwise); with or without a process group."""
+    import torch.distributed.checkpoint as dcp
+
+    _check_metadata(Path(path) / ".metadata")
+    with warnings.catch_warnings():  # one process without a process group is intended
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
+                 planner=_safe_load_planner())
 
 
-def resolve_resume(run_dir: Path, resume: str | None) -> Path | None:
-    """`--resume auto` -> the newest checkpoint of RUN_DIR (None if there is none yet);
-    a path -> that checkpoint; None -> start fresh."""
-    if not resume:
-        return None
-    if resume == "auto":
-        found = latest(run_dir)
-        if found is None:
-            log.info("%s: no checkpoint yet, starting from step 0", run_dir)
-        return found
-    path = Path(resume)
-    if not (path / "state.json").is_file():
-        raise CheckpointNotFound(f"--resume {resume}: not a checkpoint directory "
-                                 f"(expected {path}/state.json)")
-    return path
+def _safe_load_planner():
+    """DCP's planner, but the non-tensor values (param-group hyper-parameters) are vetted
+    with weights_only=True before DCP unpickles them its own (unrestricted) way."""
+    import io
+
+    from torch.distributed.checkpoint import DefaultLoadPlanner
+
+    class SafeLoadPlanner(DefaultLoadPlanner):
+        def load_bytes(self, read_item, value: io.BytesIO) -> None:
+            data = value.getvalue()
+            torch.load(io.BytesIO(data), weights_only=True)  # raises on anything but data
+            super().load_bytes(read_item, io.BytesIO(data))
+
+    return SafeLoadPlanner()
+
+
+_METADATA_GLOBALS = {("torch", "Size"), ("torch.serialization", "_get_layout"),
+                     ("collections", "OrderedDict"), ("builtins", "set"),
+                     ("builtins", "frozenset"), ("pathlib", "PosixPath"),
+                     ("pathlib", "WindowsPath"), ("pathlib._local", "PosixPath"),
+                     ("pathlib._local", "WindowsPath")}
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    """Admits only what DCP's metadata is made of: its own dataclasses and enums, torch
+    sizes, dtypes and layouts, paths. Anything else could run code when unpickled."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _METADATA_GLOBALS or (
+                module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
+            return super().find_class(module, name)
+        if module.startswith("torch.distributed.checkpoint.") and name.isidentifier():
+            found = super().find_class(module, name)
+            if dataclasses.is_dataclass(found) or (isinstance(found, type)
+                                                   and issubclass(found, enum.Enum)):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name}")
+
+
+def _check_metadata(path: Path) -> None:
+    """Unpickle DCP's .metadata through the allowlist before DCP reads it itself."""
+    try:
+        with open(path, "rb") as f:
+            _MetadataUnpickler(f).load()
+    except FileNotFoundError:
+        raise DamagedCheckpoint(f"{path}: missing; not a complete sharded checkpoint") from None
+    except pickle.UnpicklingError as err:
+        raise DamagedCheckpoint(f"{path}: holds {err}, which checkpoint metadata never does; "
+                                f"not loading it (unpickling it could run code)") from None
+    except (EOFError, ImportError, ValueError, TypeError, AttributeError) as err:
+        raise DamagedCheckpoint(f"{path}: unreadable ({err})") from None

@@ -1,17 +1,22 @@
 """torchrun helpers: process group, device, DDP or FSDP wrapping, reductions.
 
 One process per device (`torchrun --nproc-per-node N`); gloo on CPU, NCCL on CUDA. Rank 0
-logs and saves; every rank reads its own share of the data (RankSampler).
+logs; every rank reads its own share of the data (RankSampler) and, under FSDP, writes its
+own shard of each checkpoint.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+if TYPE_CHECKING:
+    from litebert.model import AlbertForPreTraining
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ def shutdown() -> None:
         dist.destroy_process_group()
 
 
-def wrap(model: nn.Module, info: DistInfo, fsdp: bool) -> nn.Module:
+def wrap(model: AlbertForPreTraining, info: DistInfo, fsdp: bool) -> nn.Module:
     """DDP, or FSDP2 (fully_shard) on every attention / FFN module and then the root.
 
     ALBERT applies a shared module at several depths; FSDP keeps such modules unsharded
@@ -86,3 +91,28 @@ def all_reduce_sum(values: torch.Tensor) -> torch.Tensor:
 def barrier() -> None:
     if dist.is_initialized():
         dist.barrier()
+
+
+def rank_and_world() -> tuple[int, int]:
+    """(this rank, number of ranks); (0, 1) without a process group."""
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def broadcast_object(obj: Any, src: int = 0) -> Any:
+    """Rank `src`'s `obj` (picklable) on every rank; `obj` itself without a process group."""
+    if not dist.is_initialized():
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+def all_gather_objects(obj: Any) -> list[Any]:
+    """Every rank's `obj`, in rank order, on every rank; [obj] without a process group."""
+    if not dist.is_initialized():
+        return [obj]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out

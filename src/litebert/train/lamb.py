@@ -52,7 +52,7 @@ class Lamb(torch.optim.Optimizer):
         _check_hparams(g["lr"], g["betas"], g["eps"], g["weight_decay"])
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], torch.Tensor] | None = None):
+    def step(self, closure: Callable[[], torch.Tensor] | None = None):  # type: ignore[override]
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -154,7 +154,8 @@ def _excluded(name: str, param: nn.Parameter, module: nn.Module) -> bool:
 
 def _split(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
     """(decayed, excluded) parameters of `model` in named_parameters order (shared ones once)."""
-    decayed, excluded = [], []
+    decayed: list[nn.Parameter] = []
+    excluded: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         owner = model.get_submodule(name.rpartition(".")[0])
         (excluded if _excluded(name, p, owner) else decayed).append(p)

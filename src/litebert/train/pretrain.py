@@ -20,19 +20,27 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
-from tqdm import tqdm
 
 from litebert.config import AlbertConfig
-from litebert.data.builder import DataError
+from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
 from litebert.model import AlbertForPreTraining
+from litebert.progress import progress
 from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.train.lamb import build_optimizer
 from litebert.train.metrics import MetricsLogger
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.schedule import build_scheduler
+from litebert.train.state import (
+    export_model,
+    export_run,  # noqa: F401 (litebert.cli imports it from here)
+    full_model_state,
+    restore_state,
+    save_checkpoint,
+)
 
 log = logging.getLogger("litebert")
 
@@ -127,8 +135,13 @@ def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainCo
             sums[5] += (sop.argmax(-1) == labels).sum().item()
             sums[6] += labels.numel()
             sums[7] += labels.sum().item()
-    sums = all_reduce_sum(sums.to(info.device)).tolist()  # plain floats: no aliasing below
+    totals: list[float] = all_reduce_sum(sums.to(info.device)).tolist()  # no aliasing below
     model.train(was_training)
+    return _eval_result(totals, key)
+
+
+def _eval_result(sums: list[float], key: str | None) -> dict[str, float]:
+    """The metrics from evaluate's summed counts (all ranks)."""
     result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
               "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
               "eval_mlm_baseline_accuracy": sums[2] / max(sums[3], 1)}
@@ -141,77 +154,6 @@ def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainCo
         result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
         result["eval_loss"] += result[f"eval_{name}_loss"]
     return result
-
-
-# ---- state ---------------------------------------------------------------------------------
-
-def gather_state(model, optimizer, scheduler, cfg: PretrainConfig):
-    """Full (unsharded) model and optimizer state dicts on CPU, for rank 0 to save."""
-    if cfg.fsdp and torch.distributed.is_initialized():
-        from torch.distributed.checkpoint.state_dict import (
-            StateDictOptions,
-            get_model_state_dict,
-            get_optimizer_state_dict,
-        )
-
-        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
-        return (get_model_state_dict(model, options=opts),
-                {"optimizer": get_optimizer_state_dict(model, optimizer, options=opts),
-                 "scheduler": scheduler.state_dict()})
-    bare = getattr(model, "module", model)
-    return bare.state_dict(), {"optimizer": optimizer.state_dict(),
-                               "scheduler": scheduler.state_dict()}
-
-
-def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, path: Path) -> dict:
-    model_state, optim_state, rng, state = checkpoint.load(path)
-    if cfg.fsdp and torch.distributed.is_initialized():
-        from torch.distributed.checkpoint.state_dict import (
-            StateDictOptions,
-            set_model_state_dict,
-            set_optimizer_state_dict,
-        )
-
-        opts = StateDictOptions(full_state_dict=True)
-        set_model_state_dict(model, model_state, options=opts)
-        set_optimizer_state_dict(model, optimizer, optim_state["optimizer"], options=opts)
-    else:
-        getattr(model, "module", model).load_state_dict(model_state)
-        optimizer.load_state_dict(optim_state["optimizer"])
-    scheduler.load_state_dict(optim_state["scheduler"])
-    checkpoint.set_rng_state(rng)
-    return state
-
-
-def save_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainConfig,
-                    info: DistInfo, state: dict[str, Any]) -> None:
-    model_state, optim_state = gather_state(model, optimizer, scheduler, cfg)
-    if info.is_main:
-        checkpoint.save(run_dir, state["step"], model_state, optim_state,
-                        {**state, "config": cfg.to_dict()}, keep_last=cfg.keep_last)
-    barrier()
-
-
-def export_model(run_dir: Path, out_dir: Path, model_state: dict, config: AlbertConfig) -> Path:
-    """A transformers-format model directory with the run's tokenizer beside the weights."""
-    from litebert.tokenization import Tokenizer
-
-    model = AlbertForPreTraining(config)
-    model.load_state_dict(model_state)
-    model.save_pretrained(out_dir)
-    Tokenizer.from_pretrained(run_dir / "tokenizer").save_pretrained(out_dir)
-    return out_dir
-
-
-def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """`litebert export`: the newest checkpoint of RUN_DIR as a model directory."""
-    run_dir = Path(run_dir)
-    path = checkpoint.latest(run_dir)
-    if path is None:
-        raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
-    model_state, _, _, state = checkpoint.load(path)
-    config = AlbertConfig.from_dict(state["model_config"], source=str(path / "state.json"))
-    return export_model(run_dir, Path(out_dir or run_dir / "export"), model_state, config)
 
 
 # ---- the loop ------------------------------------------------------------------------------
@@ -243,10 +185,9 @@ class Trainer:
         resume = checkpoint.resolve_resume(self.run_dir, cfg.resume)
         if resume is not None:
             self._check_same_model(resume)
-            self.state.update(restore_state(self.model, self.optimizer, self.scheduler, cfg,
-                                            resume))
-            for key in ("config", "model_config"):
-                self.state.pop(key, None)
+            saved = restore_state(self.model, self.optimizer, self.scheduler, cfg, self.info,
+                                  resume)
+            self.state.update({k: saved[k] for k in self.state if k in saved})
         self._prepare_run_dir(data_dir)
         self.baseline_token = most_frequent_token(self.train_data, set(self._special_ids()))
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
@@ -303,9 +244,7 @@ class Trainer:
         sums = torch.zeros(3, device=device)  # this rank's share of loss, mlm, sop means
         for i, batch in enumerate(micro):
             last = i == len(micro) - 1
-            sync = self.model.no_sync() if hasattr(self.model, "no_sync") and not last \
-                else contextlib.nullcontext()
-            with sync:
+            with self._sync(last):
                 with self.amp:
                     out = self.model(**batch)
                 mlm = out.mlm_loss * (counts[i] / totals[0].clamp(min=1))
@@ -323,6 +262,13 @@ class Trainer:
         tokens = int(torch.stack([b["attention_mask"].sum() for b in micro]).sum())  # one sync
         return {"sums": sums, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
+
+    def _sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
+        """DDP all-reduces gradients on the last micro-batch only; FSDP and a single
+        process have no no_sync (FSDP reduces its shards on every backward)."""
+        if isinstance(self.model, DistributedDataParallel) and not last:
+            return self.model.no_sync()
+        return contextlib.nullcontext()
 
     def _apply(self, finite: bool) -> None:
         if finite or self.scaler:  # the grad scaler skips non-finite steps itself
@@ -350,10 +296,10 @@ class Trainer:
         sampler = RankSampler(len(self.train_data), self.info.rank, self.info.world_size,
                               seed=cfg.seed)
         data = batches(self.train_data, sampler, cfg.micro_batch_size, cfg.num_workers, state)
-        window = {"sums": torch.zeros(3, device=self.info.device), "steps": 0, "tokens": 0,
-                  "start": time.perf_counter()}
-        bar = tqdm(total=cfg.max_steps, initial=state["step"], desc="pre-training",
-                   unit="step", mininterval=2.0, disable=not self.info.is_main)
+        window: dict[str, Any] = {"sums": torch.zeros(3, device=self.info.device),
+                                  "steps": 0, "tokens": 0, "start": time.perf_counter()}
+        bar = progress(total=cfg.max_steps, initial=state["step"], desc="pre-training",
+                       unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
         while state["step"] < cfg.max_steps:
@@ -409,7 +355,7 @@ class Trainer:
 
     def _finish(self) -> None:
         if self.cfg.export:
-            model_state, _ = gather_state(self.model, self.optimizer, self.scheduler, self.cfg)
+            model_state = full_model_state(self.model)  # a collective under FSDP
             if self.info.is_main:
                 export_model(self.run_dir, self.run_dir / "export", model_state, self.config)
         self.logger.close()

@@ -1,15 +1,18 @@
-"""PretrainConfig: one pre-training run, read from configs/pretrain/*.yaml plus overrides."""
+"""PretrainConfig: one pre-training run, read from a recipe (a name from
+src/litebert/recipes/pretrain/, shipped with the package, or a YAML file) plus overrides."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from litebert.config import PRESETS
+from litebert.options import option
+from litebert.train.schedule import SCHEDULES, resolve_warmup
 
 
 class RunConfigError(ValueError):
@@ -18,47 +21,58 @@ class RunConfigError(ValueError):
 
 @dataclass
 class PretrainConfig:
-    model: str = "tiny"  # a preset of litebert.config.PRESETS
-    model_overrides: dict[str, Any] = field(default_factory=dict)  # AlbertConfig fields
-    data: str | None = None  # a directory from `litebert data build`
-    out: str = "runs/pretrain"
+    model: str = option("tiny", "model size, a preset of litebert.config.PRESETS",
+                        choices=PRESETS)
+    model_overrides: dict[str, Any] = option(
+        help="AlbertConfig fields that replace the preset's", factory=dict)
+    data: str | None = option(None, "a directory written by `litebert data build`")
+    out: str = option("runs/pretrain", "the run directory: checkpoints, metrics, export")
     # Batch: `batch_size` sequences per optimizer step over all ranks, reached with
     # micro-batches of `micro_batch_size` per rank and gradient accumulation.
-    batch_size: int = 32
-    micro_batch_size: int = 32
-    max_steps: int = 1000
-    optimizer: str = "lamb"  # or "adamw"
-    lr: float = 0.00176
-    weight_decay: float = 0.01
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-6
-    schedule: str = "polynomial"  # polynomial | linear | constant | constant_with_warmup
-    warmup_steps: int = 100
-    power: float = 1.0
-    max_grad_norm: float = 1.0
-    precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
-    fsdp: bool = False  # shard parameters with torch's fully_shard (large presets, GPUs)
-    log_every: int = 10
-    eval_every: int = 200
-    eval_instances: int = 2000  # held-out instances per evaluation (at most)
-    save_every: int = 200
-    keep_last: int = 3
-    max_nonfinite: int = 10  # non-finite losses in a row that stop the run
-    num_workers: int = 0  # DataLoader worker processes
-    seed: int = 1234
-    resume: str | None = None  # "auto" or a checkpoint directory
-    export: bool = True  # write RUN_DIR/export at the end
+    batch_size: int = option(32, "sequences per optimizer step, over all ranks")
+    micro_batch_size: int = option(
+        32, "sequences per forward pass on one rank; gradients accumulate up to batch_size")
+    max_steps: int = option(1000, "optimizer steps of the run")
+    optimizer: str = option("lamb", "the optimizer", choices=("lamb", "adamw"))
+    lr: float = option(0.00176, "peak learning rate, reached at the end of warm-up")
+    weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm and biases)")
+    betas: tuple[float, float] = option((0.9, 0.999), "the optimizer's moment decay rates")
+    eps: float = option(1e-6, "the optimizer's epsilon")
+    schedule: str = option("polynomial", "learning-rate schedule after warm-up",
+                           choices=SCHEDULES)
+    warmup_steps: int = option(
+        100, "steps of linear warm-up; when only --max-steps is given, the recipe's share of "
+             "max_steps, rounded half up")
+    power: float = option(1.0, "exponent of the polynomial decay")
+    max_grad_norm: float = option(1.0, "global gradient-norm clip")
+    precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on CPU",
+                            choices=("auto", "fp32", "bf16", "fp16"))
+    fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
+                               "GPUs)")
+    log_every: int = option(10, "steps between metric lines")
+    eval_every: int = option(200, "steps between held-out evaluations")
+    eval_instances: int = option(2000, "held-out instances per evaluation, at most")
+    save_every: int = option(200, "steps between checkpoints")
+    keep_last: int = option(3, "checkpoints kept")
+    max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
+    num_workers: int = option(0, "DataLoader worker processes")
+    seed: int = option(1234, "seed of the model's initialisation and the data order")
+    resume: str | None = option(None, "'auto' (the newest checkpoint of --out) or a "
+                                      "checkpoint directory")
+    export: bool = option(True, "write RUN_DIR/export (transformers format) at the end")
 
     def __post_init__(self) -> None:
-        self.betas = tuple(self.betas)
+        betas = tuple(self.betas)  # a recipe's YAML or --set gives a list
+        if len(betas) != 2:  # the optimizer would reject it too, later and less clearly
+            raise RunConfigError(f"pretrain config betas={self.betas!r}: give two rates, "
+                                 f"e.g. [0.9, 0.999]")
+        self.betas = (betas[0], betas[1])
         checks = [
             (self.model in PRESETS, "model", f"unknown preset; choose from {', '.join(PRESETS)}"),
             (self.batch_size > 0 and self.micro_batch_size > 0, "batch_size",
              "batch sizes must be positive"),
             (self.max_steps > 0, "max_steps", "must be positive"),
             (self.lr > 0, "lr", "must be positive"),
-            (0 <= self.warmup_steps <= self.max_steps, "warmup_steps",
-             f"must be in [0, max_steps={self.max_steps}]"),
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
@@ -68,6 +82,10 @@ class PretrainConfig:
         for ok, name, why in checks:
             if not ok:
                 raise RunConfigError(f"pretrain config {name}={getattr(self, name)!r}: {why}")
+        try:
+            resolve_warmup(self.max_steps, self.warmup_steps)  # the bounds, as in fine-tuning
+        except ValueError as err:
+            raise RunConfigError(f"pretrain config: {err}") from None
 
     def accumulation(self, world_size: int) -> int:
         """Micro-batches per rank per optimizer step."""
@@ -87,31 +105,74 @@ class PretrainConfig:
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
 
 
-def load_run_config(path: str | Path | None, overrides: dict[str, Any]) -> PretrainConfig:
-    """YAML recipe (optional) + overrides (None values ignored) -> PretrainConfig."""
-    values: dict[str, Any] = {}
-    if path is not None:
-        path = Path(path)
-        try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise RunConfigError(f"{path}: no such recipe file") from None
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f", line {mark.line + 1}" if mark else ""
-            raise RunConfigError(f"{path}{where}: invalid YAML ({err})") from None
-        if not isinstance(loaded, dict):
-            raise RunConfigError(f"{path}: expected a mapping of fields, got {type(loaded)}")
-        unknown = sorted(set(loaded) - set(FIELDS))
-        if unknown:
-            raise RunConfigError(f"{path}: unknown field(s) {', '.join(unknown)}; known: "
-                                 f"{', '.join(FIELDS)}")
-        values.update(loaded)
-    values.update({k: v for k, v in overrides.items() if v is not None})
+RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"  # package data
+
+
+def recipe_names() -> list[str]:
+    """The built-in recipes, by name (the file names without .yaml)."""
+    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+
+
+def recipe_summary(name: str) -> str:
+    """The first sentence of a built-in recipe's leading comment: what it is for."""
+    text = ""
+    for line in (RECIPE_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        text += " " + line.lstrip("#").strip()
+    return text.strip().split(". ")[0].rstrip(".")
+
+
+def recipe_path(recipe: str | Path) -> Path:
+    """A recipe file: `recipe` itself when it is a file, else the built-in of that name."""
+    path = Path(recipe)
+    if path.is_file():
+        return path
+    if str(recipe) in recipe_names():
+        return RECIPE_DIR / f"{recipe}.yaml"
+    raise RunConfigError(f"--config {recipe}: no such recipe file, and no built-in recipe of "
+                         f"that name; built-in: {', '.join(recipe_names())} (see `litebert "
+                         f"recipes`)")
+
+
+def read_recipe(recipe: str | Path) -> dict[str, Any]:
+    """The fields of a recipe (a built-in name or a YAML file), checked against FIELDS."""
+    path = recipe_path(recipe)
     try:
-        return PretrainConfig(**values)
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark else ""
+        raise RunConfigError(f"{path}{where}: invalid YAML ({err})") from None
+    if not isinstance(loaded, dict):
+        raise RunConfigError(f"{path}: expected a mapping of fields, got {type(loaded)}")
+    unknown = sorted(set(loaded) - set(FIELDS))
+    if unknown:
+        raise RunConfigError(f"{path}: unknown field(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(FIELDS)}")
+    return loaded
+
+
+def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> PretrainConfig:
+    """Recipe (optional: a built-in name or a YAML file) + overrides (None values ignored)
+    -> PretrainConfig. Overriding max_steps alone scales the recipe's warm-up with it
+    (train.schedule.resolve_warmup)."""
+    values = read_recipe(recipe) if recipe is not None else {}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    where = recipe or "pretrain config"
+    try:
+        if "max_steps" in given:
+            recipe_steps = values.get("max_steps", FIELDS["max_steps"].default)
+            recipe_warmup = values.get("warmup_steps", FIELDS["warmup_steps"].default)
+            _, given["warmup_steps"] = resolve_warmup(
+                recipe_steps, recipe_warmup, given["max_steps"], given.get("warmup_steps"))
+        return PretrainConfig(**{**values, **given})
     except TypeError as err:
-        raise RunConfigError(f"{path or 'pretrain config'}: {err}") from None
+        raise RunConfigError(f"{where}: {err}") from None
+    except ValueError as err:
+        if isinstance(err, RunConfigError):
+            raise
+        raise RunConfigError(f"{where}: {err}") from None
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -88,10 +88,14 @@ def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: fl
         if name == "linear" and power != 1.0:
             raise ValueError(f"build_scheduler: 'linear' is power 1, got power={power}; "
                              "use name='polynomial' for other powers")
-        kw = dict(warmup_steps=warmup_steps, total_steps=total_steps, power=power,
-                  end_factor=end_factor, decay_from_zero=decay_from_zero)
-        warmup_polynomial(warmup_steps, **kw)  # raises on bad arguments now, not at step 1
-        return lambda k: warmup_polynomial(k, **kw)
+
+        def decay(k: int) -> float:
+            return warmup_polynomial(k, warmup_steps=warmup_steps, total_steps=total_steps,
+                                     power=power, end_factor=end_factor,
+                                     decay_from_zero=decay_from_zero)
+
+        decay(warmup_steps)  # raises on bad arguments now, not at step 1
+        return decay
     _check_warmup(warmup_steps, total_steps)
     if name == "constant_with_warmup":
         return lambda k: constant_with_warmup(k, warmup_steps=warmup_steps)
@@ -120,3 +124,31 @@ def build_scheduler(optimizer: torch.optim.Optimizer, name: str = "polynomial",
         return f(steps_taken + 1)  # LambdaLR passes steps taken; f wants the step about to run
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+
+
+def resolve_warmup(recipe_steps: int, recipe_warmup: int, max_steps: int | None = None,
+                   warmup_steps: int | None = None) -> tuple[int, int]:
+    """(max_steps, warmup_steps) of a run from its recipe's pair and what the user gave
+    (None: not given). The one warm-up rule of pre-training and fine-tuning:
+
+    - only max_steps given: warm-up keeps the recipe's share of the steps, rounded half up
+      (recipe 60 of 600, max_steps 25 -> 3; max_steps 3 -> 0.3 -> 0). No floor of 1: one
+      warm-up step trains at the full lr, the same as none. A fixed warm-up would be cut off
+      by a shorter run, or never end in it, and the lr would never decay.
+    - warmup_steps given (or neither): kept as is, and must lie in [0, max_steps].
+    Raises ValueError naming both fields and the fix.
+    """
+    steps = recipe_steps if max_steps is None else max_steps
+    if warmup_steps is None and max_steps is not None and recipe_steps > 0:
+        # Integer round-half-up of recipe_warmup * steps / recipe_steps (no float error).
+        warmup = (2 * recipe_warmup * steps + recipe_steps) // (2 * recipe_steps)
+    else:
+        warmup = recipe_warmup if warmup_steps is None else warmup_steps
+    if steps <= 0:
+        raise ValueError(f"max_steps={steps}: must be positive")
+    if not 0 <= warmup <= steps:
+        raise ValueError(f"warmup_steps={warmup} with max_steps={steps}: warm-up must lie in "
+                         f"[0, max_steps]; give a smaller --warmup-steps, a larger "
+                         f"--max-steps, or leave --warmup-steps out to keep the recipe's "
+                         f"share of the steps")
+    return steps, warmup

@@ -1,0 +1,132 @@
+"""Is a data directory still what `data build` wrote? Sizes on every open, checksums on demand.
+
+`build` records every data file's size and sha256 in the manifest, which it writes last
+(`record_files`). Opening a directory (`open_manifest`: the dataset, `data inspect`, `data
+stats`) compares sizes only: a stat per file, and it catches the usual damage, a copy or a
+disk that cut a file short, before numpy turns it into a baffling shape error far from the
+cause. `verify_data` reads every byte and compares checksums, for after a copy or when in
+doubt (`litebert data verify DIR`).
+
+Manifests written before these records existed still open: their counts imply the sizes of
+the arrays (not of the tokenizer files), which are checked instead, with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litebert.files import damaged_files, describe_files, is_temporary
+
+log = logging.getLogger("litebert")
+
+MANIFEST = "manifest.json"
+
+
+class DataError(ValueError):
+    """A data directory that cannot be used; the message says why and what to do."""
+
+_WARNED: set[Path] = set()  # directories already warned about (once per process is enough)
+
+
+def record_files(directory: str | Path) -> dict[str, dict[str, Any]]:
+    """{name: {size, sha256}} of every data file of a finished build: the arrays (*.bin) and
+    the files under tokenizer/; names are relative POSIX paths, as stored in the manifest."""
+    directory = Path(directory)
+    names = [p.name for p in directory.glob("*.bin") if p.is_file() and not is_temporary(p)]
+    names += [p.relative_to(directory).as_posix() for p in (directory / "tokenizer").rglob("*")
+              if p.is_file() and not is_temporary(p)]
+    return describe_files(directory, names)
+
+
+def load_manifest(directory: Path) -> dict[str, Any]:
+    """The manifest as JSON; DataError when there is none (nothing built, or a build that
+    was interrupted) or when it is not valid JSON."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        leftovers = [p for p in directory.iterdir() if is_temporary(p)] \
+            if directory.is_dir() else []
+        why = "an interrupted build (temporary files left)" if leftovers else "no data here"
+        raise DataError(f"{directory}: no {MANIFEST} ({why}); run `litebert data build` "
+                        f"with --out {directory}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not a valid manifest ({err}); {_rebuild(directory)}") from None
+
+
+def open_manifest(directory: str | Path) -> dict[str, Any]:
+    """The manifest of a data directory whose files all have the sizes it records.
+
+    DataError naming every missing or resized file otherwise. An older manifest (no file
+    records) is checked against the sizes its counts imply, with a warning.
+    """
+    directory = Path(directory)
+    manifest = load_manifest(directory)
+    recorded = manifest.get("files")
+    if recorded is None:
+        if directory not in _WARNED:
+            _WARNED.add(directory)
+            log.warning("%s: %s records no file sizes or checksums (built by an older "
+                        "litebert), so only the array sizes its counts imply can be checked; "
+                        "%s to record them", directory, MANIFEST, _rebuild(directory))
+        recorded = sizes_from_counts(manifest)
+    problems = damaged_files(directory, recorded, checksums=False)
+    if problems:
+        raise _damaged(directory, problems)
+    return manifest
+
+
+def verify_data(directory: str | Path) -> dict[str, Any]:
+    """Read every byte of a data directory and compare it with the manifest's records.
+
+    Returns {"directory": str, "files": count, "bytes": total size, "ok": True}. Raises
+    DataError when there is no (valid) manifest, when it records no checksums (built by an
+    older litebert), or when a file is missing, of another size or of other content; the
+    message names each such file and says how to rebuild.
+    """
+    directory = Path(directory)
+    manifest = load_manifest(directory)
+    recorded = manifest.get("files")
+    if not recorded:
+        raise DataError(f"{directory}: {MANIFEST} records no checksums (built by an older "
+                        f"litebert), so the data cannot be verified; {_rebuild(directory)} "
+                        "to record them")
+    problems = damaged_files(directory, recorded, checksums=True)
+    if problems:
+        raise _damaged(directory, problems)
+    return {"directory": str(directory), "files": len(recorded),
+            "bytes": sum(int(r["size"]) for r in recorded.values()), "ok": True}
+
+
+def sizes_from_counts(manifest: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """{name: {"size": bytes}} of the arrays, from the counts of a manifest (see the layout
+    in litebert.data.builder): what an older manifest can still vouch for."""
+    counts, splits = manifest["counts"], manifest["splits"]
+    n = counts["tokens"]
+    sizes = {"tokens.bin": n * np.dtype(counts["token_dtype"]).itemsize,  # (N,) uint16/32
+             "word_starts.bin": n,  # (N,) uint8
+             "sentences.bin": 8 * (counts["sentences"] + 1),  # (S + 1,) int64
+             "documents.bin": 8 * (counts["documents"] + 1)}  # (D + 1,) int64
+    for split, entry in splits.items():
+        sizes[f"{split}.instances.bin"] = 40 * entry["instances"]  # (I, 5) int64
+        if "masked_tokens" in entry:  # static masking
+            sizes[f"{split}.masks.bin"] = 8 * entry["masked_tokens"]  # (M, 2) int32
+            sizes[f"{split}.mask_index.bin"] = 8 * (entry["instances"] + 1)  # (I + 1,) int64
+    return {name: {"size": size} for name, size in sizes.items()}
+
+
+def _damaged(directory: Path, problems: list[str]) -> DataError:
+    listed = "\n  ".join(problems)
+    fix = _rebuild(directory)
+    return DataError(f"{directory}: damaged data directory ({len(problems)} file(s) differ "
+                     f"from {MANIFEST}):\n  {listed}\n{fix[0].upper()}{fix[1:]}")
+
+
+def _rebuild(directory: Path) -> str:
+    return (f"rebuild it with `litebert data build ... --out {directory} --force` (the same "
+            f"inputs and options; {MANIFEST} lists them under \"inputs\" and \"config\")")

@@ -1,0 +1,109 @@
+"""Command-line options generated from a config dataclass, so every field has its help text
+once, next to its default, and `--help` cannot drift from the config.
+
+    lr: float = option(1e-3, "peak learning rate")
+
+becomes `--lr X  peak learning rate (default: 0.001)`. The option's type comes from the
+annotation: int, float, str, Path, `X | None`, bool (--flag / --no-flag), a fixed-length
+tuple (one value per element). Fields of other types (dict, list) get no option; `--set`
+reaches them where a command offers it.
+
+Every generated option has the argparse default None: `given(args, cls)` then returns only
+what was typed, and the dataclass (or a recipe file) supplies the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from pathlib import Path
+from types import UnionType
+from typing import Any
+
+SCALARS = (int, float, str, Path)
+METAVARS = {int: "N", float: "X"}  # strings and paths keep argparse's FIELD_NAME
+
+
+def option(default: Any = dataclasses.MISSING, help: str = "", *, choices=None,
+           shown: str | None = None, factory: Any = dataclasses.MISSING) -> Any:
+    """A dataclass field with its help text; `choices` limits the values, `shown` replaces
+    the printed default where the value alone would mislead (None meaning "the recipe's")."""
+    meta = {"help": help, "choices": tuple(choices) if choices is not None else None,
+            "shown": shown}
+    return dataclasses.field(default=default, default_factory=factory, metadata=meta)
+
+
+def _unwrap(hint: Any) -> Any:
+    """`X | None` / Optional[X] -> X."""
+    if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else None
+    return hint
+
+
+def _shown(f: dataclasses.Field) -> str:
+    if f.metadata.get("shown"):
+        return f.metadata["shown"]
+    value = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value))
+    return "none" if value is None else str(value)
+
+
+def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any] | None:
+    """add_argument keywords for one field; None for a type with no flag form."""
+    text = f.metadata.get("help")
+    if not text:
+        raise TypeError(f"{cls.__name__}.{f.name} has no help text: declare it with "
+                        f"litebert.options.option(default, 'what it does')")
+    kind = _unwrap(hint)
+    kw: dict[str, Any] = {"default": None}
+    if kind is bool:
+        kw["action"] = argparse.BooleanOptionalAction
+    elif kind in SCALARS:
+        kw.update(type=kind, metavar=METAVARS.get(kind))
+    elif typing.get_origin(kind) is tuple and len(set(typing.get_args(kind))) == 1 \
+            and typing.get_args(kind)[0] in SCALARS:
+        element = typing.get_args(kind)[0]
+        kw.update(type=element, nargs=len(typing.get_args(kind)), metavar=METAVARS.get(element))
+    else:
+        return None
+    if f.metadata.get("choices"):
+        kw["choices"] = f.metadata["choices"]
+        kw.pop("metavar", None)  # argparse then shows {a,b,c}
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        kw["required"] = True
+        tail = "(required)"
+    else:
+        tail = f"(default: {_shown(f)})"
+    kw["help"] = f"{text} {tail}".replace("%", "%%")  # argparse %-formats help strings
+    return kw
+
+
+def add_options(parser: argparse.ArgumentParser, cls: type, *,
+                only: typing.Iterable[str] | None = None) -> list[str]:
+    """One `--field-name` option per field of `cls` (or of `only`); returns their names."""
+    hints = typing.get_type_hints(cls)
+    wanted = None if only is None else set(only)
+    added = []
+    for f in dataclasses.fields(cls):
+        if wanted is not None and f.name not in wanted:
+            continue
+        kw = _argument(cls, f, hints[f.name])
+        if kw is not None:
+            parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kw)
+            added.append(f.name)
+    return added
+
+
+def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """The fields of `cls` that were given on the command line (nargs lists -> tuples)."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            out[f.name] = tuple(value) if isinstance(value, list) else value
+    return out

@@ -1,0 +1,183 @@
+"""Training state <-> checkpoints: what the Trainer saves, restores and exports.
+
+Without FSDP, rank 0 saves the model and optimizer whole (checkpoint format "full"). Under
+FSDP nothing is gathered: every rank saves and loads its own shard with
+torch.distributed.checkpoint (format "sharded"), which reshards on load, so such a run can
+resume on another number of processes, and `litebert export` reads it in one process without
+a process group. The file layout and integrity checks are checkpoint.py's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model import AlbertForPreTraining
+from litebert.train import checkpoint
+from litebert.train.distributed import DistInfo
+from litebert.train.run_config import PretrainConfig, RunConfigError
+
+
+def is_fsdp(model: nn.Module) -> bool:
+    """Sharded by fully_shard (which makes the module an FSDPModule; its parameters are
+    not always DTensors: between forward and backward they can be unsharded ones)."""
+    if not torch.distributed.is_initialized():
+        return False  # FSDP needs a process group; and importing it costs a second
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The whole model's state dict on CPU; under FSDP gathered, complete on rank 0 only."""
+    if is_fsdp(model):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        # Typed as any DCP value; a model's full state dict holds plain tensors only.
+        return cast(dict[str, torch.Tensor], get_model_state_dict(model, options=opts))
+    return getattr(model, "module", model).state_dict()
+
+
+# ---- saving ---------------------------------------------------------------------------------
+
+def save_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainConfig,
+                    info: DistInfo, state: dict[str, Any]) -> Path:
+    """Checkpoint the run at state["step"]; every rank calls this at the same step."""
+    sharded = is_fsdp(model)
+    record = {**state, "config": cfg.to_dict(), "world_size": info.world_size,
+              "format": "sharded" if sharded else "full"}
+    fill = _sharded_writer if sharded else _full_writer
+    return checkpoint.write(run_dir, state["step"], fill(model, optimizer, scheduler, info),
+                            record, keep_last=cfg.keep_last)
+
+
+def _full_writer(model, optimizer, scheduler, info: DistInfo):
+    def fill(directory: Path) -> None:
+        if info.is_main:  # DDP ranks hold identical copies
+            checkpoint.save_full(directory, full_model_state(model),
+                                 {"optimizer": optimizer.state_dict(),
+                                  "scheduler": scheduler.state_dict()})
+    return fill
+
+
+def _sharded_writer(model, optimizer, scheduler, info: DistInfo):
+    def fill(directory: Path) -> None:
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        model_state, optim_state = get_state_dict(model, optimizer)  # local shards only
+        checkpoint.save_sharded({"model": model_state, "optimizer": optim_state}, directory)
+        if info.is_main:
+            torch.save(scheduler.state_dict(), directory / "scheduler.pt")
+    return fill
+
+
+# ---- resuming -------------------------------------------------------------------------------
+
+def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistInfo,
+                  path: Path) -> dict[str, Any]:
+    """Load checkpoint `path` into the parts; returns its state.json with the data position
+    ("batch") counted in this run's micro-batches."""
+    saved = checkpoint.verify(path)  # sizes; resolve_resume has compared the checksums
+    if saved.get("format") == "sharded":
+        _load_sharded(model, optimizer, scheduler, path)
+    else:
+        _load_full(model, optimizer, scheduler, path)
+    checkpoint.set_rng_state(checkpoint.load_rng(path, info.rank))
+    return {**saved, "batch": _batch_position(saved, cfg, info)}
+
+
+def _load_full(model, optimizer, scheduler, path: Path) -> None:
+    model_state = checkpoint.load_model_file(path)
+    optim_state = checkpoint.load_pt(Path(path) / "optimizer.pt")
+    if is_fsdp(model):  # every rank reads the whole file and keeps its shard
+        from torch.distributed.checkpoint.state_dict import (
+            DictValueType,
+            StateDictOptions,
+            set_model_state_dict,
+            set_optimizer_state_dict,
+        )
+
+        opts = StateDictOptions(full_state_dict=True)
+        # Tensors are DCP values; only dict's invariance keeps mypy from seeing it.
+        set_model_state_dict(model, cast(DictValueType, model_state), options=opts)
+        set_optimizer_state_dict(model, optimizer, optim_state["optimizer"], options=opts)
+    else:
+        getattr(model, "module", model).load_state_dict(model_state)
+        optimizer.load_state_dict(optim_state["optimizer"])
+    scheduler.load_state_dict(optim_state["scheduler"])
+
+
+def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
+    """DCP fills this run's own state dicts (its shards, or whole tensors without FSDP)
+    from whatever sharding the checkpoint was saved with."""
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    model_state, optim_state = get_state_dict(model, optimizer)
+    # Two kinds of DCP state dict under one roof: Any, not their join (object).
+    loaded: dict[str, Any] = {"model": model_state, "optimizer": optim_state}
+    checkpoint.load_sharded(loaded, path)
+    set_state_dict(model, optimizer, model_state_dict=loaded["model"],
+                   optim_state_dict=loaded["optimizer"])
+    scheduler.load_state_dict(checkpoint.load_pt(Path(path) / "scheduler.pt"))
+
+
+def _batch_position(saved: dict[str, Any], cfg: PretrainConfig, info: DistInfo) -> int:
+    """The saved position ("batch": micro-batches per rank into the epoch) in this run's
+    micro-batches. All ranks share one permutation and rank r takes every world-th index
+    (RankSampler), so micro-batch i of all ranks together is the same slice of it whatever
+    the number of ranks: a position converts exactly when the sizes divide."""
+    then = saved.get("world_size", info.world_size) * saved.get("config", {}).get(
+        "micro_batch_size", cfg.micro_batch_size)
+    now = info.world_size * cfg.micro_batch_size
+    seen = saved["batch"] * then
+    if seen % now:
+        raise RunConfigError(
+            f"--resume: the checkpoint stopped {seen} instances into epoch {saved['epoch']}, "
+            f"not a whole number of this run's micro-batches ({cfg.micro_batch_size} x "
+            f"{info.world_size} processes); resume with a micro_batch_size x processes "
+            f"that divides {seen}")
+    return seen // now
+
+
+# ---- exporting ------------------------------------------------------------------------------
+
+def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(whole model state dict, state.json) of checkpoint `path`, checksums verified, in
+    this one process whatever the format (no process group needed)."""
+    saved = checkpoint.verify(path, checksums=True)
+    if saved.get("format") != "sharded":
+        return checkpoint.load_model_file(path), saved
+    config = AlbertConfig.from_dict(saved["model_config"], source=str(path / "state.json"))
+    with torch.device("meta"):  # shapes and dtypes only: nothing initialised twice
+        shapes = AlbertForPreTraining(config).state_dict()
+    loaded = {"model": {k: torch.empty(v.shape, dtype=v.dtype) for k, v in shapes.items()}}
+    checkpoint.load_sharded(loaded, path)
+    return loaded["model"], saved
+
+
+def export_model(run_dir: Path, out_dir: Path, model_state: dict, config: AlbertConfig) -> Path:
+    """A transformers-format model directory with the run's tokenizer beside the weights."""
+    from litebert.tokenization import Tokenizer
+
+    model = AlbertForPreTraining(config)
+    model.load_state_dict(model_state)
+    model.save_pretrained(out_dir)
+    Tokenizer.from_pretrained(run_dir / "tokenizer").save_pretrained(out_dir)
+    return out_dir
+
+
+def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+    """`litebert export`: the newest checkpoint of RUN_DIR as a model directory. A damaged
+    one is an error naming the file, not a silent export of an older one."""
+    run_dir = Path(run_dir)
+    found = checkpoint.list_checkpoints(run_dir)
+    if not found:
+        raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
+    model_state, saved = load_model_state(found[-1])
+    config = AlbertConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
+    return export_model(run_dir, Path(out_dir or run_dir / "export"), model_state, config)

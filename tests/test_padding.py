@@ -1,0 +1,31 @@
+"""litebert.padding.pad_batch: one helper for every kind of batch."""
+
+from __future__ import annotations
+
+import torch
+
+from litebert.padding import pad_batch
+
+
+def test_pads_to_a_multiple_of_eight_with_per_field_fill():
+    rows = [{"input_ids": torch.tensor([5, 6, 7]), "labels": torch.tensor([-100, 6, -100]),
+             "attention_mask": torch.ones(3, dtype=torch.long),
+             "sentence_order_label": torch.tensor(1)},
+            {"input_ids": torch.arange(10), "labels": torch.full((10,), -100),
+             "attention_mask": torch.ones(10, dtype=torch.long),
+             "sentence_order_label": torch.tensor(0)}]
+    batch = pad_batch(rows, pad_id=1)
+    assert batch["input_ids"].shape == (2, 16)
+    assert batch["input_ids"][0, 3:].eq(1).all() and batch["labels"][0, 3:].eq(-100).all()
+    assert batch["attention_mask"].sum().item() == 13
+    assert batch["sentence_order_label"].tolist() == [1, 0]
+
+
+def test_multiple_choice_rows_become_b_c_w_and_floats_stay_floats():
+    rows = [{"input_ids": [[2, 3], [2, 3, 4, 5, 6, 7, 8, 9, 10]], "labels": 1},
+            {"input_ids": [[2], [2, 3]], "labels": 0}]
+    batch = pad_batch(rows, multiple_of=4)
+    assert batch["input_ids"].shape == (2, 2, 12) and batch["labels"].dtype == torch.long
+    assert batch["input_ids"][0, 1, :9].tolist() == [2, 3, 4, 5, 6, 7, 8, 9, 10]
+    scores = pad_batch([{"input_ids": [1, 2], "labels": 0.5}], multiple_of=1)
+    assert scores["labels"].dtype == torch.float32 and scores["input_ids"].shape == (1, 2)

@@ -1,0 +1,174 @@
+"""Built-in pre-training recipes (package data, addressed by name) and the one warm-up rule
+of pre-training and fine-tuning."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import litebert
+from litebert.cli import main
+from litebert.data.builder import BuildConfig, build
+from litebert.tasks.base import FinetuneConfig, FinetuneError
+from litebert.tasks.finetune import finetune
+from litebert.tokenization import train_sentencepiece
+from litebert.train.run_config import (
+    RunConfigError,
+    load_run_config,
+    recipe_names,
+    recipe_path,
+)
+from litebert.train.schedule import resolve_warmup
+from tests.data.test_builder import write_corpus
+from tests.tasks.test_finetune import MICRO, sentence, sst2_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---- recipes ---------------------------------------------------------------------------------
+
+def test_recipes_live_in_the_package_and_are_found_by_name():
+    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "tiny-cpu"]
+    package = Path(litebert.__file__).parent
+    assert package in recipe_path("tiny-cpu").parents
+    assert load_run_config("tiny-cpu", {}).max_steps == 600
+    assert load_run_config(recipe_path("albert-base"), {}).model == "albert-base"  # a path
+
+
+def test_an_unknown_recipe_names_the_built_in_ones():
+    with pytest.raises(RunConfigError, match="--config tiny: no such recipe file.*tiny-cpu"):
+        load_run_config("tiny", {})
+
+
+def test_litebert_recipes_lists_them(capsys):
+    assert main(["recipes"]) == 0
+    out = capsys.readouterr().out
+    for name in recipe_names():
+        assert f"\n{name} " in "\n" + out
+    assert "The demo: the tiny preset" in out
+
+
+# ---- the warm-up rule ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("max_steps, warmup", [(None, 60), (600, 60), (3, 0), (5, 1), (25, 3),
+                                               (10, 1), (1200, 120)])
+def test_max_steps_alone_keeps_the_recipes_share_of_warmup(max_steps, warmup):
+    # tiny-cpu: 60 of 600 steps. Rounded half up: 5 -> 0.5 -> 1, 25 -> 2.5 -> 3, 3 -> 0.3 -> 0.
+    assert resolve_warmup(600, 60, max_steps) == (max_steps or 600, warmup)
+    cfg = load_run_config("tiny-cpu", {"max_steps": max_steps})
+    assert (cfg.max_steps, cfg.warmup_steps) == (max_steps or 600, warmup)
+
+
+def test_an_explicit_warmup_is_kept_or_refused_naming_both_fields():
+    assert resolve_warmup(600, 60, 3, 2) == (3, 2)
+    assert load_run_config("tiny-cpu", {"max_steps": 3, "warmup_steps": 3}).warmup_steps == 3
+    assert load_run_config("tiny-cpu", {"warmup_steps": 10}).warmup_steps == 10
+    for overrides in ({"max_steps": 3, "warmup_steps": 5}, {"warmup_steps": 601}):
+        with pytest.raises(RunConfigError, match=r"warmup_steps=\d+ with max_steps=\d+"):
+            load_run_config("tiny-cpu", overrides)
+
+
+def test_cli_pretrain_with_few_steps_no_longer_trips_over_the_recipes_warmup(capsys):
+    # Before: "warmup_steps=60: must be in [0, max_steps=3]". Now the config is accepted and
+    # the run stops later, for the missing data.
+    assert main(["pretrain", "--config", "tiny-cpu", "--max-steps", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "warmup" not in err and "no training data" in err
+    assert main(["pretrain", "--config", "tiny-cpu", "--max-steps", "3",
+                 "--warmup-steps", "5"]) == 2
+    assert "warmup_steps=5 with max_steps=3" in capsys.readouterr().err
+
+
+def finetune_config(**kw) -> FinetuneConfig:
+    return FinetuneConfig(task="squad2", data="d", model="m", out="o", **kw)
+
+
+def test_finetune_follows_the_same_rule():
+    assert (finetune_config().max_steps, finetune_config().warmup_steps) == (8144, 814)
+    short = finetune_config(max_steps=200)  # was: warm-up capped at 200, no decay at all
+    assert (short.max_steps, short.warmup_steps) == (200, 20)
+    assert dataclasses.replace(short, seed=7).warmup_steps == 20  # --seeds copies stay put
+    assert finetune_config(max_steps=200, warmup_steps=0).warmup_steps == 0
+    assert finetune_config(warmup_steps=100).max_steps == 8144
+    with pytest.raises(FinetuneError, match="warmup_steps=300 with max_steps=200"):
+        finetune_config(max_steps=200, warmup_steps=300)
+
+
+def test_finetune_results_record_the_schedule(tmp_path):
+    rng = np.random.default_rng(0)
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(sentence(rng, i % 2 == 0) for i in range(300)))
+    tok = litebert.Tokenizer.from_file(train_sentencepiece([text], tmp_path / "tok",
+                                                           vocab_size=100))
+    torch.manual_seed(0)
+    model = litebert.AlbertForPreTraining(litebert.AlbertConfig(vocab_size=len(tok), **MICRO))
+    model.save_pretrained(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
+    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(tmp_path / "model"),
+                            out=str(tmp_path / "out"), max_steps=50, batch_size=4,
+                            max_seq_length=16, eval_every=50))
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    # sst2's recipe: 1,256 of 20,935 steps; 50 steps -> 2.9997 -> 3.
+    assert saved["schedule"] == {"max_steps": 50, "warmup_steps": 3, "lr": 1e-5}
+
+
+# ---- an installed wheel, outside the checkout -------------------------------------------------
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+    assert result.returncode == 0, f"{cmd}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def tiny_data(root: Path) -> Path:
+    corpus = write_corpus(root / "corpus.txt", docs=80)
+    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
+    build([corpus], tok, root / "data", BuildConfig(max_seq_length=64, format="bert",
+                                                    heldout_fraction=0.1))
+    return root / "data"
+
+
+def test_the_wheel_carries_the_recipes_and_pretrains_by_name(tmp_path):
+    # A copy of the sources, so the build writes nothing into the checkout.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "src", source / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "wheels"), str(source)], env=env)
+    wheel = next((tmp_path / "wheels").glob("litebert-*.whl"))
+    fresh = tmp_path / "fresh"
+    run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(fresh),
+         str(wheel)], env=env)
+    data, work = tiny_data(tmp_path), tmp_path / "elsewhere"
+    work.mkdir()
+    script = textwrap.dedent(f"""
+        import pathlib, sys
+        import litebert
+        from litebert.cli import main
+        assert pathlib.Path({str(fresh)!r}) in pathlib.Path(litebert.__file__).parents, \\
+            litebert.__file__
+        assert main(["recipes"]) == 0
+        sys.exit(main(["pretrain", "--config", "tiny-cpu", "--data", {str(data)!r},
+                       "--out", "run", "--max-steps", "2", "--eval-instances", "16"]))
+    """)
+    result = run([sys.executable, "-c", script], cwd=work,
+                 env={**env, "PYTHONPATH": str(fresh)})
+    assert "tiny-cpu" in result.stdout
+    assert "pre-training: 2/2 step (100%)" in result.stderr and "\r" not in result.stderr
+    metrics = [json.loads(x) for x in (work / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "loss" in m] == [2]
+    assert (work / "run" / "export" / "model.safetensors").exists()

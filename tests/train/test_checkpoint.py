@@ -1,0 +1,181 @@
+"""Checkpoint integrity: every file's size and sha256 recorded when it is written, sizes
+checked whenever it is opened, checksums on resume and export; damaged ones are skipped by
+`--resume auto` and are clear errors everywhere else."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from litebert.cli import main
+from litebert.train import checkpoint
+from litebert.train.checkpoint import DamagedCheckpoint
+from litebert.train.distributed import DistInfo
+from litebert.train.pretrain import Trainer, pretrain
+from litebert.train.run_config import RunConfigError
+from litebert.train.state import _batch_position, export_run, load_model_state
+from tests.train import test_pretrain
+from tests.train.test_pretrain import read_metrics, run_config
+
+data_dir = test_pretrain.data_dir  # the same corpus fixture (built once for this module)
+
+
+@pytest.fixture(scope="module")
+def trained(data_dir, tmp_path_factory):
+    """A run of 6 steps with checkpoints at steps 3 and 6; tests damage a copy of it."""
+    out = tmp_path_factory.mktemp("checkpoints") / "run"
+    pretrain(run_config(data_dir, out, export=False))
+    return out
+
+
+@pytest.fixture
+def run(trained, tmp_path):
+    shutil.copytree(trained, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def step_dir(run_dir: Path, step: int) -> Path:
+    return checkpoint.checkpoint_dir(run_dir) / f"step-{step:08d}"
+
+
+def cut_short(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def flip_byte(path: Path) -> None:
+    """Same size, one bit changed in the middle (inside the tensor data)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+DAMAGE = {"cut": cut_short, "flip": flip_byte}
+
+
+def test_state_json_records_every_file_with_size_and_sha256(trained):
+    path = step_dir(trained, 6)
+    files = json.loads((path / "state.json").read_text())["files"]
+    assert set(files) == {"model.safetensors", "optimizer.pt", "rng-rank0.pt"}
+    for name, record in files.items():
+        data = (path / name).read_bytes()
+        assert record == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    assert not list(checkpoint.checkpoint_dir(trained).glob("*.tmp"))
+
+
+def test_resume_auto_skips_a_checkpoint_cut_short_and_continues(run, data_dir, caplog):
+    # cloned: load_file may map the file, whose bytes are about to change
+    uninterrupted = {k: v.clone() for k, v in
+                     load_file(step_dir(run, 6) / "model.safetensors").items()}
+    cut_short(step_dir(run, 6) / "model.safetensors")
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 3)
+    assert f"{step_dir(run, 6) / 'model.safetensors'}: " in caplog.text
+    assert "cut short" in caplog.text
+    pretrain(run_config(data_dir, run, export=False, resume="auto"))
+    assert [x["step"] for x in read_metrics(run)[0]] == [1, 2, 3, 4, 5, 6]
+    again = load_file(step_dir(run, 6) / "model.safetensors")  # re-written from step 3 on
+    assert all(torch.equal(uninterrupted[k], again[k]) for k in uninterrupted)
+
+
+def test_resume_auto_finds_a_flipped_byte_by_its_checksum(run, caplog):
+    flip_byte(step_dir(run, 6) / "model.safetensors")
+    assert checkpoint.latest(run) == step_dir(run, 6)  # the size is right: the cheap check passes
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 3)
+    assert f"{step_dir(run, 6) / 'model.safetensors'}: sha256 differs" in caplog.text
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_resume_from_a_damaged_path_is_an_error_naming_the_file(run, damage):
+    DAMAGE[damage](step_dir(run, 6) / "optimizer.pt")
+    with pytest.raises(DamagedCheckpoint, match="step-00000006/optimizer.pt"):
+        checkpoint.resolve_resume(run, str(step_dir(run, 6)))
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_export_of_a_damaged_checkpoint_is_an_error_naming_the_file(run, tmp_path, capsys,
+                                                                    damage):
+    DAMAGE[damage](step_dir(run, 6) / "model.safetensors")
+    with pytest.raises(DamagedCheckpoint, match="step-00000006/model.safetensors"):
+        export_run(run, tmp_path / "out")
+    assert main(["export", str(run), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "step-00000006/model.safetensors" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_state_json_cut_short_is_skipped(run, caplog):
+    cut_short(step_dir(run, 6) / "state.json")
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 3)
+    assert "step-00000006/state.json: not a valid state.json" in caplog.text
+
+
+def test_every_checkpoint_damaged_is_an_error_not_a_fresh_start(run):
+    for step in (3, 6):
+        cut_short(step_dir(run, step) / "model.safetensors")
+    with pytest.raises(DamagedCheckpoint, match="every checkpoint .* is damaged"):
+        checkpoint.resolve_resume(run, "auto")
+
+
+def test_a_half_written_checkpoint_is_never_resumed_and_is_cleared(run):
+    partial = checkpoint.checkpoint_dir(run) / "step-00000009.tmp"
+    shutil.copytree(step_dir(run, 6), partial)  # even with its state.json
+    assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 6)
+    checkpoint.write(run, 7, lambda directory: None, {"step": 7}, keep_last=2)
+    assert not partial.exists()
+    assert [p.name for p in checkpoint.list_checkpoints(run)] == ["step-00000006",
+                                                                 "step-00000007"]
+
+
+def test_checkpoints_from_before_the_manifest_still_resume(run, data_dir):
+    """No "files" in state.json (nothing to compare) and rng.pt instead of rng-rank0.pt."""
+    path = step_dir(run, 6)
+    state = json.loads((path / "state.json").read_text())
+    del state["files"]
+    (path / "state.json").write_text(json.dumps(state))
+    os.replace(path / "rng-rank0.pt", path / "rng.pt")
+    assert checkpoint.resolve_resume(run, "auto") == path
+    trainer = Trainer(run_config(data_dir, run, max_steps=8, resume="auto", export=False))
+    assert trainer.state["step"] == 6
+
+
+def test_sharded_metadata_that_would_run_code_is_refused(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("still here")
+
+    class Payload:
+        def __reduce__(self):
+            return os.remove, (str(victim),)
+
+    (tmp_path / ".metadata").write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(DamagedCheckpoint, match="could run code"):
+        checkpoint.load_sharded({}, tmp_path)
+    assert victim.exists()
+
+
+def test_data_position_converts_to_another_number_of_processes():
+    saved = {"batch": 3, "epoch": 0, "world_size": 2, "config": {"micro_batch_size": 4}}
+    cfg = run_config("data", "out", micro_batch_size=4)
+    one = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+    assert _batch_position(saved, cfg, one) == 6  # 3 x (2 ranks x 4) = 6 x (1 rank x 4)
+    cfg = run_config("data", "out", batch_size=16, micro_batch_size=16)
+    with pytest.raises(RunConfigError, match="24 instances into epoch 0"):
+        _batch_position(saved, cfg, one)
+
+
+def test_load_model_state_reads_a_full_checkpoint(trained):
+    model_state, saved = load_model_state(step_dir(trained, 6))
+    assert saved["step"] == 6 and saved["format"] == "full"
+    expected = load_file(step_dir(trained, 6) / "model.safetensors")
+    assert all(torch.equal(expected[k], model_state[k]) for k in expected)
