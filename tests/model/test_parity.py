@@ -172,3 +172,18 @@ def test_gradients_match_transformers(tmp_path):
         theirs_name = external_key(name, config)
         torch.testing.assert_close(ours_params[name].grad, their_grads[theirs_name],
                                    atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("name", list(ALBERT_CONFIGS))
+def test_hidden_states_match_transformers(name, tmp_path):
+    """Every layer's input and output (Figure 2 of the paper measures between them)."""
+    ours = randomize(litebert.AlbertModel(small_config(**ALBERT_CONFIGS[name]))).eval()
+    ours.save_pretrained(tmp_path)
+    theirs = transformers.AlbertModel.from_pretrained(tmp_path).eval()
+    x = make_inputs()
+    with torch.no_grad():
+        a = ours(**x, output_hidden_states=True).hidden_states
+        b = theirs(**x, output_hidden_states=True).hidden_states
+    assert len(a) == len(b) == ours.config.num_layer_positions + 1
+    for mine, ref in zip(a, b, strict=True):
+        torch.testing.assert_close(mine, ref, atol=ATOL, rtol=0)

@@ -126,11 +126,17 @@ class AlbertEncoder(nn.Module):
             AlbertAttention(config) for _ in range(max(self.attention_index) + 1))
         self.ffns = nn.ModuleList(AlbertFFN(config) for _ in range(max(self.ffn_index) + 1))
 
-    def forward(self, x, mask=None):  # x (B, T, E)
+    def forward(self, x, mask=None, keep: list | None = None):  # x (B, T, E)
+        """The last hidden state (B, T, H); with `keep`, every layer's input is appended to
+        it, then the output (L + 1 tensors, transformers' `hidden_states`)."""
         if self.embedding_hidden_mapping_in is not None:
             x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
         for a, f in zip(self.attention_index, self.ffn_index, strict=True):
+            if keep is not None:
+                keep.append(x)
             x = self.ffns[f](self.attentions[a](x, mask))
+        if keep is not None:
+            keep.append(x)
         return x
 
 
@@ -159,8 +165,11 @@ class AlbertModel(AlbertPreTrainedModel):
         self.pooler = nn.Linear(H, H) if add_pooling_layer else None
         self.init_weights()
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_hidden_states: bool = False):
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
-        x = self.encoder(x, additive_mask(attention_mask, x.dtype))  # (B, T, H)
+        states: list | None = [] if output_hidden_states else None
+        x = self.encoder(x, additive_mask(attention_mask, x.dtype), states)  # (B, T, H)
         pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H)
-        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled)
+        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled,
+                               hidden_states=tuple(states) if states is not None else None)

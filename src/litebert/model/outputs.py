@@ -23,6 +23,9 @@ class _Output:
 class BaseModelOutput(_Output):
     last_hidden_state: torch.Tensor
     pooler_output: torch.Tensor | None = None
+    # With output_hidden_states: the input of every layer position, then the last output
+    # (L + 1 tensors (B, T, H); transformers' layout: [0] is after the E->H projection).
+    hidden_states: tuple[torch.Tensor, ...] | None = None
 
 
 @dataclass

@@ -1,0 +1,5 @@
+"""The paper's experiments as runnable studies.
+
+- `similarity.py`: Figure 2, the L2 distance and the angle between each layer's input and
+  output embeddings
+"""
