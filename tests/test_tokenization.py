@@ -552,3 +552,20 @@ def test_encode_speed(albert, record_property):
         record_property(f"encode_mb_per_s_{threads}_threads", round(speed, 2))
         print(f"\nencode_batch_with_word_starts, {threads} thread(s): {speed:.1f} MB/s")
         assert speed > 0.5  # a floor far below the ~5-8 MB/s measured; catches a slow path
+
+
+def test_json_lines_train_on_their_text_not_their_json(tmp_path):
+    """`litebert tokenizer train corpus.jsonl` learned pieces of the JSON syntax and keys."""
+    import json
+
+    words = "the model learns from text every layer shares weights with all others".split()
+    rng = np.random.default_rng(0)
+    with open(tmp_path / "c.jsonl", "w") as f:
+        for i in range(200):
+            text = ". ".join(" ".join(rng.choice(words, 8)) for _ in range(3)) + "."
+            f.write(json.dumps({"id": f"doc-{i}", "text": text, "label": "news"}) + "\n")
+    tok = Tokenizer.from_pretrained(train_sentencepiece([tmp_path / "c.jsonl"], tmp_path / "t",
+                                                        vocab_size=60).parent)
+    pieces = [tok.convert_ids_to_tokens(i) for i in range(len(tok))]
+    assert not [p for p in pieces if any(c in p for c in '{}:"') and p != '"'], pieces
+    assert not [p for p in pieces if "news" in p or "doc" in p]

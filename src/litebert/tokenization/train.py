@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from litebert.files import atomic_write, expand_inputs, open_text
+from litebert.files import atomic_write, expand_inputs, open_text, strip_compression
 from litebert.tokenization.albert_text import (
     ALBERT_CONTROL_SYMBOLS,
     ALBERT_USER_SYMBOLS,
@@ -27,13 +27,15 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
                         character_coverage: float = 0.99995,
                         sentence_iterator: Iterable[str] | None = None,
                         do_lower_case: bool = True, keep_accents: bool = False,
-                        max_sentence_length: int = 1 << 16, seed: int = 0) -> Path:
+                        max_sentence_length: int = 1 << 16, seed: int = 0,
+                        text_field: str = "text") -> Path:
     """Train a unigram SentencePiece model with ALBERT's layout; returns out_dir/spiece.model.
 
     Ids: <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, then `user_defined_symbols`. Lines of
-    `inputs` (text files, .gz/.bz2/.xz, or directories of them) and then the strings of
-    `sentence_iterator` are preprocessed as the tokenizer will preprocess them; SentencePiece
-    samples `input_sentence_size` of them at random when there are more.
+    `inputs` (text files, .gz/.bz2/.xz, or directories of them; JSON-lines files give the
+    sentences of their `text_field`, as `data build` reads them, not their raw JSON) and then
+    the strings of `sentence_iterator` are preprocessed as the tokenizer will preprocess them;
+    SentencePiece samples `input_sentence_size` of them at random when there are more.
     """
     import sentencepiece as spm
 
@@ -44,7 +46,7 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     if not files and sentence_iterator is None:
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
     settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
-    sentences = _training_sentences(files, sentence_iterator, settings)
+    sentences = _training_sentences(files, sentence_iterator, settings, text_field)
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)  # the sampling of input_sentence_size sentences
     try:
@@ -69,9 +71,15 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
 
 
 def _training_sentences(files: list[Path], extra: Iterable[str] | None,
-                        settings: TextRules) -> Iterator[str]:
+                        settings: TextRules, text_field: str) -> Iterator[str]:
+    from litebert.data.corpus import JSON_SUFFIXES, read_documents
+
     def raw() -> Iterator[str]:
         for path in files:
+            if strip_compression(path.name).lower().endswith(JSON_SUFFIXES):
+                for doc in read_documents([path], fmt="jsonl", text_field=text_field):
+                    yield from doc.sentences
+                continue
             # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
             with open_text(path, errors="replace") as handle:
                 yield from handle
