@@ -38,7 +38,8 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     from litebert.tokenization import train_sentencepiece
 
     path = train_sentencepiece(args.inputs, args.out, vocab_size=args.vocab_size,
-                               input_sentence_size=args.input_sentence_size)
+                               input_sentence_size=args.input_sentence_size,
+                               text_field=args.text_field)
     print(f"wrote {path}")
 
 
@@ -250,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pieces in the vocabulary (default: %(default)s)")
     p.add_argument("--input-sentence-size", type=int, default=1_000_000,
                    help="lines sampled from larger corpora (default: %(default)s)")
+    p.add_argument("--text-field", default="text",
+                   help="JSON-lines inputs: the field holding the text (default: %(default)s)")
     p.add_argument("--out", required=True, help="directory for spiece.model (required)")
     p.set_defaults(func=cmd_tokenizer_train)
     corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")

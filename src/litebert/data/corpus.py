@@ -425,13 +425,13 @@ class _Reader(Protocol):
 
 _READERS: dict[str, _Reader] = {"bert": _read_bert, "paragraphs": _read_paragraphs,
                                 "jsonl": _read_jsonl}
-_JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 _SENTENCE_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")
 
 
 def detect_format(path: Path, max_line_chars: int = 100_000) -> str:
     """The format "auto" reads `path` as (the rule is in the module docstring)."""
-    if strip_compression(path.name).lower().endswith(_JSON_SUFFIXES):
+    if strip_compression(path.name).lower().endswith(JSON_SUFFIXES):
         return "jsonl"
     scratch = CorpusStats()  # sniffing must not count anything twice
     lines = _lines(path, scratch, max_line_chars)
