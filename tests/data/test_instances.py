@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
-from litebert.data.instances import InstanceConfig, _truncate, document_instances
+from litebert.data.instances import (
+    InstanceConfig,
+    _truncate,
+    chunk_pair,
+    document_chunks,
+    document_instances,
+)
 
 
 def synthetic_corpus(seed=0, docs=1500, min_sents=2, max_sents=30, max_len=30):
@@ -125,3 +133,119 @@ def test_reproducible_from_seed():
                           all_instances(cfg, offsets, docs, 3)[1])
     assert not np.array_equal(all_instances(cfg, offsets, docs, 3)[1],
                               all_instances(cfg, offsets, docs, 4)[1])
+
+
+# ---- static output, the sop single-sentence rule, dynamic pairs -----------------------------
+
+@pytest.mark.parametrize("objective, digest", [("sop", "13d5a89aa4ef6b1c"),
+                                               ("nsp", "bd6d78d66059e1d5"),
+                                               ("none", "b4968880ed63fd10")])
+def test_static_instances_are_byte_identical_to_before_the_pair_options(objective, digest):
+    """Digests of the instances the code made before `pairs` and `sop_single_sentence`
+    existed: the defaults must keep every built directory's bytes (and cache hits)."""
+    offsets, docs = synthetic_corpus(docs=300)
+    _, rows = all_instances(InstanceConfig(max_seq_length=128, objective=objective), offsets,
+                            docs)
+    assert hashlib.sha256(rows.tobytes()).hexdigest()[:16] == digest
+
+
+def same_document(offsets, docs, rows):
+    return doc_of_token(offsets, docs, rows[:, 0]) == doc_of_token(offsets, docs, rows[:, 2])
+
+
+def check_sop_order(rows):
+    """Label 1 exactly when B (the earlier text) precedes A."""
+    assert np.array_equal(rows[:, 4] == 1, rows[:, 2] < rows[:, 0])
+
+
+def test_skip_keeps_sop_within_documents_and_balanced():
+    # One-sentence documents and long sentences: many chunks of one sentence.
+    offsets, docs = synthetic_corpus(docs=3000, min_sents=1, max_sents=8, max_len=60)
+    rule = dict(max_seq_length=128, objective="sop")
+    _, reference = all_instances(InstanceConfig(**rule), offsets, docs)
+    assert np.mean(~same_document(offsets, docs, reference)) > 0.1
+    assert reference[:, 4].mean() > 0.55  # what skip is for: the random Bs are all label 1
+    dropped: list[int] = []
+    rng = np.random.default_rng(1)
+    skip = InstanceConfig(**rule, sop_single_sentence="skip")
+    rows = np.concatenate([document_instances(d, offsets, docs, skip, rng, dropped)
+                           for d in range(len(docs))])
+    assert same_document(offsets, docs, rows).all()
+    check_sop_order(rows)
+    assert 0.47 < rows[:, 4].mean() < 0.53, rows[:, 4].mean()
+    # The RNG streams part ways after the first skip, so the counts only roughly agree.
+    assert abs(len(reference) - len(rows) - len(dropped)) < 0.1 * len(dropped)
+    assert min(dropped) > 0
+
+
+@pytest.mark.parametrize("objective", ["nsp", "none"])
+def test_skip_is_for_sop_only(objective):
+    with pytest.raises(ValueError, match="'skip' is for objective 'sop' only"):
+        InstanceConfig(objective=objective, sop_single_sentence="skip")
+    with pytest.raises(ValueError, match="sop_single_sentence='never'"):
+        InstanceConfig(sop_single_sentence="never")
+
+
+def all_chunks(cfg, offsets, docs, seed=1):
+    rng = np.random.default_rng(seed)
+    return np.concatenate([document_chunks(d, offsets, docs, cfg, rng)
+                           for d in range(len(docs))])
+
+
+def test_chunks_tile_each_document_and_skip_only_drops_single_sentences():
+    offsets, docs = synthetic_corpus(docs=500, min_sents=1, max_sents=20, max_len=60)
+    cfg = InstanceConfig(max_seq_length=128, objective="sop")
+    chunks = all_chunks(cfg, offsets, docs)  # (C, 4) first sentence, count, document, target
+    for d, (first, last) in enumerate(docs):
+        mine = chunks[chunks[:, 2] == d]
+        assert mine[0, 0] == first and mine[-1, 0] + mine[-1, 1] == last
+        assert np.array_equal(mine[1:, 0], mine[:-1, 0] + mine[:-1, 1])  # contiguous, in order
+    tokens = offsets[chunks[:, 0] + chunks[:, 1]] - offsets[chunks[:, 0]]
+    last_of_doc = chunks[:, 0] + chunks[:, 1] == docs[chunks[:, 2], 1]
+    assert np.all((tokens >= chunks[:, 3]) | last_of_doc)
+    assert np.all((2 <= chunks[:, 3]) & (chunks[:, 3] <= cfg.max_tokens))
+    # The packing draws only the targets, so skipping changes nothing else.
+    skip = InstanceConfig(max_seq_length=128, objective="sop", sop_single_sentence="skip")
+    assert np.array_equal(all_chunks(skip, offsets, docs), chunks[chunks[:, 1] > 1])
+
+
+def drawn_pairs(cfg, chunks, offsets, docs, draws=3):
+    return np.stack([chunk_pair(c, offsets, docs, cfg, np.random.default_rng([i, k]))
+                     for k in range(draws) for i, c in enumerate(chunks)])
+
+
+@pytest.mark.parametrize("rule", ["random", "skip"])
+def test_dynamic_sop_pairs_split_a_chunk_in_two(rule):
+    offsets, docs = synthetic_corpus(docs=600, min_sents=1, max_sents=20)
+    cfg = InstanceConfig(max_seq_length=128, objective="sop", sop_single_sentence=rule)
+    chunks = all_chunks(cfg, offsets, docs)
+    rows = drawn_pairs(cfg, chunks, offsets, docs)
+    assert np.all(rows[:, 1] + rows[:, 3] <= cfg.max_tokens) and np.all(rows[:, 3] >= 1)
+    same = same_document(offsets, docs, rows)
+    check_sop_order(rows[same])
+    assert 0.47 < rows[same, 4].mean() < 0.53
+    assert np.all(rows[~same, 4] == 1)
+    single = np.tile(chunks[:, 1] == 1, 3)
+    assert np.array_equal(~same, single) if rule == "random" else same.all()
+
+
+def test_dynamic_nsp_pairs():
+    offsets, docs = synthetic_corpus(docs=600)
+    cfg = InstanceConfig(max_seq_length=128, objective="nsp")
+    chunks = all_chunks(cfg, offsets, docs)
+    rows = drawn_pairs(cfg, chunks, offsets, docs)
+    same, label = same_document(offsets, docs, rows), rows[:, 4]
+    assert same[label == 0].all() and np.all(rows[label == 0, 0] < rows[label == 0, 2])
+    assert np.mean(~same[label == 1]) > 0.99
+    assert 0.47 < label[np.tile(chunks[:, 1] > 1, 3)].mean() < 0.53
+
+
+def test_dynamic_pairs_are_a_function_of_the_generator():
+    offsets, docs = synthetic_corpus(docs=200)
+    cfg = InstanceConfig(max_seq_length=128, objective="sop")
+    chunks = all_chunks(cfg, offsets, docs)
+    once, again = (drawn_pairs(cfg, chunks, offsets, docs, draws=2) for _ in range(2))
+    assert np.array_equal(once, again)
+    first, second = np.split(once, 2)
+    assert np.mean(np.any(first != second, axis=1)) > 0.7  # another split, order or cut
+    assert np.mean(first[:, 4] != second[:, 4]) > 0.3

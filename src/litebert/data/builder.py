@@ -7,6 +7,11 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
     sentences.bin       (S + 1,) int64: token offset of each sentence, then N
     documents.bin       (D + 1,) int64: first sentence of each document, then S
     {split}.instances.bin   (I, 5) int64: a_start, a_len, b_start, b_len, label
+                            (static pairs only)
+    {split}.chunks.bin      (C, 4) int64: first sentence, sentences, document (a row of the
+                            next file), target length   (dynamic pairs only)
+    {split}.documents.bin   (D_split, 2) int64: first and one-past-last sentence of each
+                            document of the split   (dynamic pairs only)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained
@@ -15,9 +20,10 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
 
 Two passes keep memory flat: pass 1 streams documents through the tokenizer (in `workers`
 processes, results written in corpus order, at most 2 chunks per worker in flight); pass 2
-builds instances from sentence lengths alone. Randomness comes from numpy Generators seeded
-by (seed, purpose, block of documents or instances), never from the worker that ran it, so
-the output does not depend on the number of workers.
+builds instances (static pairs) or chunks (dynamic pairs: the pairs are drawn when an item
+is read, see litebert.data.instances) from sentence lengths alone. Randomness comes from
+numpy Generators seeded by (seed, purpose, block of documents or instances), never from the
+worker that ran it, so the output does not depend on the number of workers.
 
 Every file is written under a temporary name and renamed when complete; the manifest is
 removed first on a rebuild and written last, so a killed build never looks complete.
@@ -38,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from litebert.data.instances import InstanceConfig, document_instances
+from litebert.data.instances import InstanceConfig, document_chunks, document_instances
 from litebert.data.integrity import MANIFEST, record_files
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.files import (
@@ -93,11 +99,27 @@ class BuildConfig:
         "choices": ("auto", "bert", "paragraphs", "jsonl")})
     text_field: str = dataclasses.field(default="text", metadata={
         "help": "jsonl corpora: the field holding a document's text"})
+    # Added after format version 2: see LATER_FIELDS.
+    pairs: str = dataclasses.field(default="static", metadata={
+        "help": "static: each chunk's A/B split, order and NSP partner drawn once, at build "
+                "time (the reference); dynamic: drawn anew every epoch when an item is read, "
+                "so the pair head cannot memorise the pairs (needs --masking dynamic)",
+        "choices": ("static", "dynamic")})
+    sop_single_sentence: str = dataclasses.field(default="random", metadata={
+        "help": "sop, chunks of one sentence: random: B from another document, label 1 (the "
+                "reference; mixes topic into SOP); skip: no instance (sop only)",
+        "choices": ("random", "skip")})
 
     def __post_init__(self) -> None:
-        InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)  # validates
+        _ = self.instances  # constructing it validates the pair options
         if self.masking not in ("dynamic", "static"):
             raise ValueError(f"masking={self.masking!r}: choose 'dynamic' or 'static'")
+        if self.pairs not in ("static", "dynamic"):
+            raise ValueError(f"pairs={self.pairs!r}: choose 'static' or 'dynamic'")
+        if self.pairs == "dynamic" and self.masking == "static":
+            raise ValueError("pairs='dynamic' needs masking='dynamic': static masks are drawn "
+                             "at build time for a fixed pair, and dynamic pairs exist only when "
+                             "an item is read")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor={self.dupe_factor}: must be at least 1")
         if not 0.0 <= self.heldout_fraction < 1.0:
@@ -105,7 +127,8 @@ class BuildConfig:
 
     @property
     def instances(self) -> InstanceConfig:
-        return InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob)
+        return InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob,
+                              self.sop_single_sentence)
 
     def masks(self, tokenizer) -> MaskingConfig:
         return MaskingConfig(mask_token_id=tokenizer.mask_token_id,
@@ -117,10 +140,18 @@ class BuildConfig:
 
 # ---- cache key -----------------------------------------------------------------------------
 
+# Fields added after format version 2, with the value every earlier build implied. At that
+# value they stay out of the cache key: such a build writes the very same bytes as before,
+# so directories built before the field existed remain cache hits.
+LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random"}
+
+
 def cache_key(inputs: Iterable[str | Path], tokenizer_fingerprint: str, cfg: BuildConfig) -> str:
     """Hash of the config, the tokenizer and the inputs' names, sizes and mtimes."""
     h = hashlib.sha256()
-    h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True).encode())
+    config = {name: value for name, value in dataclasses.asdict(cfg).items()
+              if name not in LATER_FIELDS or value != LATER_FIELDS[name]}
+    h.update(json.dumps(config, sort_keys=True).encode())
     h.update(tokenizer_fingerprint.encode())
     for f in expand_inputs(inputs, what="corpus input"):
         st = f.stat()
@@ -263,19 +294,36 @@ def split_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
 
 
 def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                    cfg: BuildConfig) -> int:
-    """All instances of one split, dupe_factor copies, in document order (the sampler
-    shuffles). RNG per (seed, split, copy, block of DOCS_PER_TASK documents)."""
-    writer = ArrayWriter(out / f"{split}.instances.bin", np.int64)
+                    cfg: BuildConfig) -> dict[str, int]:
+    """All instances (static pairs) or chunks (dynamic pairs) of one split, dupe_factor
+    copies, in document order (the sampler shuffles). RNG per (seed, split, copy, block of
+    DOCS_PER_TASK documents). Returns the split's counts for the manifest: "instances" (the
+    items of an epoch), and what sop_single_sentence='skip' left out."""
+    dynamic = cfg.pairs == "dynamic"
+    name, width = ("chunks", 4) if dynamic else ("instances", 5)
+    make = document_chunks if dynamic else document_instances
+    writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
     icfg = cfg.instances
     split_id = SPLITS.index(split)
+    dropped: list[int] = []  # tokens of each skipped chunk
     for copy in range(cfg.dupe_factor):
         for block in range(0, len(docs), DOCS_PER_TASK):
             rng = np.random.default_rng([cfg.seed, 2, split_id, copy, block])
             for doc in range(block, min(block + DOCS_PER_TASK, len(docs))):
-                writer.append(document_instances(doc, offsets, docs, icfg, rng))
+                writer.append(make(doc, offsets, docs, icfg, rng, dropped))
     writer.close()
-    return writer.count // 5
+    if dynamic:  # chunk_pair draws random Bs from the split's documents, by row
+        write_array(out / f"{split}.documents.bin", docs)
+    counts = {"instances": writer.count // width}
+    if icfg.skips_single:
+        counts.update(skipped_chunks=len(dropped), skipped_tokens=sum(dropped))
+    return counts
+
+
+def write_array(path: Path, values: np.ndarray) -> None:
+    writer = ArrayWriter(path, values.dtype)
+    writer.append(values)
+    writer.close()
 
 
 def assemble(tokens, word_starts, row, cls_id: int, sep_id: int):
@@ -401,10 +449,20 @@ def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     result = {}
     for split, chosen in (("train", ~heldout), ("heldout", heldout)):
         docs = bounds[chosen]
-        count = write_instances(out, split, docs, offsets, cfg)
-        result[split] = {"documents": int(len(docs)), "instances": count}
+        result[split] = {"documents": int(len(docs)),
+                         **write_instances(out, split, docs, offsets, cfg)}
+        _warn_skipped(split, result[split])
         if cfg.masking == "static":
             result[split]["masked_tokens"] = write_static_masks(
                 out, split, mcfg, cfg, (tokenizer.cls_token_id, tokenizer.sep_token_id),
                 token_dtype, workers)
     return result
+
+
+def _warn_skipped(split: str, counts: dict[str, int]) -> None:
+    """sop_single_sentence='skip' on a corpus of one-sentence documents leaves nothing."""
+    if counts.get("skipped_chunks"):
+        log.log(logging.WARNING if counts["instances"] == 0 else logging.INFO,
+                "%s: sop_single_sentence='skip' left out %d chunks of one sentence (%d tokens);"
+                " %d instances remain", split, counts["skipped_chunks"],
+                counts["skipped_tokens"], counts["instances"])

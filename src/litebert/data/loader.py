@@ -5,6 +5,12 @@ masked when it is fetched, with a Generator seeded by (seed, epoch, index), so m
 fresh every epoch, identical across runs, and independent of DataLoader workers and ranks.
 Call `set_epoch(e)` on the dataset and the sampler at the start of every epoch.
 
+Pairs: with static pairs (the reference) every item's A, B and label come from the
+directory. With dynamic pairs the directory holds chunks, and the same per-item Generator
+first draws the chunk's pair (split point, order, nsp partner, truncation:
+litebert.data.instances.chunk_pair), then its masks; so pairs too are fresh every epoch and
+reproducible, whatever the workers and ranks. `pair(index)` gives an item's pair alone.
+
 Opening a directory compares every file's size with the manifest (litebert.data.integrity), so
 a file cut short is a DataError naming it, not a shape error in the middle of training.
 """
@@ -19,6 +25,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble
+from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
 from litebert.padding import pad_batch
@@ -45,21 +52,47 @@ class PretrainingDataset(Dataset):
         d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
         self.tokens = _memmap(d / "tokens.bin", dtype)
         self.word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
-        self.rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
         self.split = split
+        self.instance_config = self.config.instances
+        self.rows: np.ndarray | None = None  # (I, 5) FIELDS: static pairs
+        self.chunks: np.ndarray | None = None  # (C, 4) CHUNK_FIELDS: dynamic pairs
+        if self.config.pairs == "dynamic":
+            self.chunks = _memmap(d / f"{split}.chunks.bin", np.int64).reshape(-1, 4)
+            self.length = len(self.chunks)
+        else:
+            self.rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+            self.length = len(self.rows)
+        # What chunk_pair reads: (S + 1,) sentence offsets, (D_split, 2) document ranges.
+        self.offsets = _memmap(d / "sentences.bin", np.int64)
+        self.docs = (_memmap(d / f"{split}.documents.bin", np.int64).reshape(-1, 2)
+                     if self.chunks is not None else np.zeros((0, 2), dtype=np.int64))
         if self.config.masking == "static":
             self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
             self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
         self.label_key = LABEL_KEYS.get(self.config.objective)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return self.length
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
+    def item_rng(self, index: int) -> np.random.Generator:
+        """The Generator of item `index` in this epoch: dynamic pairs, then dynamic masks."""
+        return np.random.default_rng([self.seed, self.epoch, int(index)])
+
+    def pair(self, index: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        """(5,) FIELDS of item `index` in this epoch: as stored (static pairs), or drawn from
+        its chunk with `rng`, by default a fresh item_rng(index) (dynamic pairs)."""
+        if self.rows is not None:
+            return self.rows[index]
+        assert self.chunks is not None
+        return chunk_pair(self.chunks[index], self.offsets, self.docs, self.instance_config,
+                          self.item_rng(index) if rng is None else rng)
+
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        row = self.rows[index]
+        rng = self.item_rng(index)
+        row = self.pair(index, rng)  # draws first: pair(index) alone gives the same pair
         ids, types, starts, maskable = assemble(self.tokens, self.word_starts, row,
                                                 self._special["cls"], self._special["sep"])
         if self.config.masking == "static":
@@ -69,7 +102,6 @@ class PretrainingDataset(Dataset):
             labels[positions] = ids[positions]
             ids[positions] = replaced
         else:
-            rng = np.random.default_rng([self.seed, self.epoch, int(index)])
             ids, labels, _ = mask_tokens(ids, starts, maskable, self.masking, rng)
         item = {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(types),
                 "attention_mask": torch.ones(len(ids), dtype=torch.long),

@@ -1,4 +1,11 @@
-"""`litebert data inspect` and `litebert data stats`: look at a built data directory."""
+"""`litebert data inspect` and `litebert data stats`: look at a built data directory.
+
+`stats` measures the pairs of every instance with static pairs; with dynamic pairs, which
+exist only when an item is read, those of a sample (`pairs_sampled`) drawn as at epoch 0.
+`cross_document_fraction` is the share of pairs whose B comes from another document than
+their A: nsp's negatives, and for sop the one-sentence chunks that
+sop_single_sentence='random' pairs with another document (always label 1).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from litebert.data.builder import assemble
+from litebert.data.builder import _memmap, assemble
 from litebert.data.loader import PretrainingDataset
 from litebert.data.masking import word_spans
 
@@ -41,30 +48,55 @@ def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str,
                            "corpus": manifest["corpus"], "splits": {}}
     for split in ("train", "heldout"):
         ds = train if split == "train" else PretrainingDataset(directory, split)
-        rows = np.asarray(ds.rows)
-        entry: dict[str, Any] = {"instances": len(rows)}
-        if len(rows):
-            lengths = rows[:, 1] + rows[:, 3] + np.where(rows[:, 3] > 0, 3, 2)
-            entry.update(mean_length=round(float(lengths.mean()), 2),
-                         below_max_length=round(float(np.mean(
-                             lengths < ds.config.max_seq_length)), 4))
-            if ds.label_key:
-                entry["label_1_fraction"] = round(float(rows[:, 4].mean()), 4)
+        entry: dict[str, Any] = {"instances": len(ds)}
+        if len(ds):
+            entry.update(_pair_stats(ds, sample, seed))
         out["splits"][split] = entry
     if len(train):
         out["masking"] = _masking_stats(train, sample, seed)
     return out
 
 
+def _pair_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:
+    """Lengths, label balance and cross-document share of the pairs (all, or a sample)."""
+    entry: dict[str, Any] = {}
+    if ds.rows is not None:
+        rows = np.asarray(ds.rows)  # (I, 5)
+    else:
+        chosen = _sample(len(ds), sample, seed)
+        rows = np.stack([ds.pair(i) for i in chosen.tolist()])  # (sample, 5)
+        entry["pairs_sampled"] = len(rows)
+    lengths = rows[:, 1] + rows[:, 3] + np.where(rows[:, 3] > 0, 3, 2)
+    entry.update(mean_length=round(float(lengths.mean()), 2),
+                 below_max_length=round(float(np.mean(lengths < ds.config.max_seq_length)), 4))
+    if ds.label_key:
+        cross = _document_of(ds, rows[:, 0]) != _document_of(ds, rows[:, 2])
+        entry.update(label_1_fraction=round(float(rows[:, 4].mean()), 4),
+                     cross_document_fraction=round(float(cross.mean()), 4))
+        if not cross.all():  # sop: the order task alone, ~0.5
+            entry["label_1_fraction_same_document"] = round(float(rows[~cross, 4].mean()), 4)
+    return entry
+
+
+def _document_of(ds: PretrainingDataset, positions: np.ndarray) -> np.ndarray:
+    """Document (a row of documents.bin) of each token position."""
+    sentence = np.searchsorted(ds.offsets, positions, side="right") - 1
+    firsts = _memmap(ds.directory / "documents.bin", np.int64)  # (D + 1,) first sentences
+    return np.searchsorted(firsts, sentence, side="right") - 1
+
+
+def _sample(length: int, sample: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).choice(length, size=min(sample, length), replace=False)
+
+
 def _masking_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    chosen = rng.choice(len(ds), size=min(sample, len(ds)), replace=False)
+    chosen = _sample(len(ds), sample, seed)
     maskable = masked = as_mask = kept = words = whole = 0
     per_instance = []
     for i in chosen.tolist():
         item = ds[i]
         ids, labels = item["input_ids"].numpy(), item["labels"].numpy()
-        original, _, starts, can = assemble(ds.tokens, ds.word_starts, ds.rows[i],
+        original, _, starts, can = assemble(ds.tokens, ds.word_starts, ds.pair(i),
                                             ds._special["cls"], ds._special["sep"])
         hit = labels != -100
         maskable += int(can.sum())
