@@ -102,6 +102,18 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
         print(json.dumps(result, indent=2))
 
 
+def cmd_eval_pretraining(args: argparse.Namespace) -> None:
+    from litebert.files import atomic_write
+    from litebert.train.evaluation import evaluate_pretraining, format_table
+
+    result = evaluate_pretraining(args.model, args.data, instances=args.instances,
+                                  seed=args.seed, batch_size=args.batch_size)
+    print(format_table(result))
+    if args.out:  # RESULT_KEYS order, not sorted: the table's order
+        path = atomic_write(args.out, json.dumps(result, indent=2) + "\n")
+        print(f"wrote {path}")
+
+
 def cmd_recipes(args: argparse.Namespace) -> None:
     from litebert.train.run_config import RECIPE_DIR, recipe_names, recipe_summary
 
@@ -175,6 +187,7 @@ def _add_train_commands(sub) -> None:
                    help="any field, the value read as YAML, e.g. "
                         "model_overrides={sharing: attention} (default: none)")
     p.set_defaults(func=cmd_pretrain)
+    _add_eval_pretraining(sub)
     p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")
     p.set_defaults(func=cmd_recipes)
     p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
@@ -193,6 +206,33 @@ def _add_train_commands(sub) -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="tokenizer processes (default: the CPU count, %(default)s here)")
     p.set_defaults(func=cmd_demo)
+
+
+def _add_eval_pretraining(sub) -> None:
+    p = sub.add_parser(
+        "eval-pretraining", help="MLM, SOP and NSP accuracy of a pre-trained model on "
+                                 "held-out documents (the paper's Table 5)",
+        description="Scores MODEL on the held-out documents of --data: MLM at masked "
+                    "tokens, and SOP and NSP pairs built from the same documents whatever "
+                    "objective the data was built with, all drawn once from --seed so every "
+                    "model sees the same examples; each with its baseline. Runs on CUDA "
+                    "when there is one.")
+    p.add_argument("model", metavar="MODEL",
+                   help="a model directory: litebert, transformers ALBERT or BERT (a "
+                        "checkpoint without a pair head gets MLM only)")
+    p.add_argument("--data", required=True, metavar="DIR",
+                   help="a data directory from `litebert data build`, made with the model's "
+                        "tokenizer (required)")
+    p.add_argument("--out", metavar="FILE.json",
+                   help="also write the result as JSON here (default: none, stdout only)")
+    p.add_argument("--instances", type=int, default=2000, metavar="N",
+                   help="SOP pairs and NSP pairs, at most, each; whole documents "
+                        "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the documents, pairs and masks (default: %(default)s)")
+    p.add_argument("--batch-size", type=int, default=32, metavar="B",
+                   help="sequences per forward pass (default: %(default)s)")
+    p.set_defaults(func=cmd_eval_pretraining)
 
 
 def _add_data_commands(sub) -> None:

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
@@ -30,6 +29,13 @@ from litebert.model import AlbertForPreTraining
 from litebert.progress import progress
 from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
+from litebert.train.evaluation import (
+    EvalSet,
+    cross_eval_metrics,
+    draw_eval_set,
+    evaluate,
+    open_heldout,
+)
 from litebert.train.lamb import build_optimizer
 from litebert.train.metrics import MetricsLogger
 from litebert.train.run_config import PretrainConfig, RunConfigError
@@ -104,58 +110,6 @@ def autocast(cfg: PretrainConfig, device: torch.device):
     return torch.autocast(device_type=device.type, dtype=dtype), scaler
 
 
-# ---- evaluation ----------------------------------------------------------------------------
-
-@torch.no_grad()
-def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainConfig,
-             baseline_token: int, amp) -> dict[str, float]:
-    """MLM loss/accuracy and SOP/NSP accuracy on held-out instances, with baselines."""
-    was_training = model.training
-    model.eval()
-    per_rank = min(len(heldout), cfg.eval_instances) // info.world_size
-    mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
-    # mlm loss, correct, baseline correct, count; sop loss, correct, count, label-1 count
-    sums = torch.zeros(8, dtype=torch.float64)
-    key = heldout.label_key
-    for i in range(0, len(mine), cfg.micro_batch_size):
-        batch = collate([heldout[j] for j in mine[i:i + cfg.micro_batch_size]])
-        batch = {k: v.to(info.device) for k, v in batch.items()}
-        with amp:
-            out = model(**batch)
-        target = batch["labels"][batch["labels"] != -100]
-        logits = out.prediction_logits.float()
-        sums[0] += F.cross_entropy(logits, target, reduction="sum").item()
-        sums[1] += (logits.argmax(-1) == target).sum().item()
-        sums[2] += (target == baseline_token).sum().item()
-        sums[3] += target.numel()
-        if key:
-            labels = batch[key]
-            sop = out.sop_logits.float()
-            sums[4] += F.cross_entropy(sop, labels, reduction="sum").item()
-            sums[5] += (sop.argmax(-1) == labels).sum().item()
-            sums[6] += labels.numel()
-            sums[7] += labels.sum().item()
-    totals: list[float] = all_reduce_sum(sums.to(info.device)).tolist()  # no aliasing below
-    model.train(was_training)
-    return _eval_result(totals, key)
-
-
-def _eval_result(sums: list[float], key: str | None) -> dict[str, float]:
-    """The metrics from evaluate's summed counts (all ranks)."""
-    result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
-              "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
-              "eval_mlm_baseline_accuracy": sums[2] / max(sums[3], 1)}
-    result["eval_loss"] = result["eval_mlm_loss"]
-    if key:
-        name = "sop" if key == "sentence_order_label" else "nsp"
-        ones = sums[7] / max(sums[6], 1)
-        result[f"eval_{name}_loss"] = sums[4] / max(sums[6], 1)
-        result[f"eval_{name}_accuracy"] = sums[5] / max(sums[6], 1)
-        result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
-        result["eval_loss"] += result[f"eval_{name}_loss"]
-    return result
-
-
 # ---- the loop ------------------------------------------------------------------------------
 
 class Trainer:
@@ -168,6 +122,10 @@ class Trainer:
         self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
         self.train_data = PretrainingDataset(data_dir, "train", seed=cfg.seed)
         self.heldout = PretrainingDataset(data_dir, "heldout", seed=cfg.seed)
+        self.cross_set: EvalSet | None = None  # eval_pair_tasks "both": drawn once per run
+        if cfg.eval_pair_tasks == "both":
+            self.cross_set = draw_eval_set(open_heldout(data_dir), instances=cfg.eval_instances,
+                                           seed=cfg.seed, batch_size=cfg.micro_batch_size)
         self.config = model_config(cfg, data_dir)
         torch.manual_seed(cfg.seed)
         model = AlbertForPreTraining(self._training_config()).to(self.info.device)
@@ -322,8 +280,7 @@ class Trainer:
         bar.close()
         if not last_eval and len(self.heldout) >= self.info.world_size:
             # Nothing left to train (a finished run resumed): still report where it stands.
-            last_eval = evaluate(self.model, self.heldout, self.info, cfg, self.baseline_token,
-                                 self.amp)
+            last_eval = self._eval_metrics()
         self._finish()
         return last_eval
 
@@ -348,9 +305,19 @@ class Trainer:
     def _evaluate(self) -> dict[str, float]:
         if len(self.heldout) < self.info.world_size:
             return {}
+        result = self._eval_metrics()
+        self.logger.log({"step": self.state["step"], **result})
+        return result
+
+    def _eval_metrics(self) -> dict[str, float]:
+        """The data's own held-out metrics; with eval_pair_tasks "both" the SOP and NSP
+        accuracies (and baselines) of the run's fixed cross-evaluation set replace the own
+        task's, so a SOP run also reports NSP and the other way round (eval_*_loss and
+        eval_loss stay those of the own instances)."""
         result = evaluate(self.model, self.heldout, self.info, self.cfg, self.baseline_token,
                           self.amp)
-        self.logger.log({"step": self.state["step"], **result})
+        if self.cross_set is not None and self.cross_set.batches:
+            result.update(cross_eval_metrics(self.model, self.cross_set, self.info, self.amp))
         return result
 
     def _finish(self) -> None:

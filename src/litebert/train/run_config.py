@@ -14,6 +14,8 @@ from litebert.config import PRESETS
 from litebert.options import option
 from litebert.train.schedule import SCHEDULES, resolve_warmup
 
+PAIR_TASKS = ("own", "both")  # eval_pair_tasks
+
 
 class RunConfigError(ValueError):
     """A bad recipe file or override; the message names the file/field and the fix."""
@@ -52,6 +54,12 @@ class PretrainConfig:
     log_every: int = option(10, "steps between metric lines")
     eval_every: int = option(200, "steps between held-out evaluations")
     eval_instances: int = option(2000, "held-out instances per evaluation, at most")
+    eval_pair_tasks: str = option(
+        "own", "sentence-pair tasks of each evaluation: own = the data's objective only; "
+               "both = also SOP and NSP pairs drawn once per run from the same held-out "
+               "documents (the paper's cross evaluation: eval_sop_* and eval_nsp_* "
+               "accuracies, as `litebert eval-pretraining` scores them)",
+        choices=PAIR_TASKS)
     save_every: int = option(200, "steps between checkpoints")
     keep_last: int = option(3, "checkpoints kept")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
@@ -76,6 +84,7 @@ class PretrainConfig:
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
+            (self.eval_pair_tasks in PAIR_TASKS, "eval_pair_tasks", "choose 'own' or 'both'"),
             (min(self.log_every, self.eval_every, self.save_every) > 0, "log_every",
              "log_every, eval_every and save_every must be positive"),
         ]
