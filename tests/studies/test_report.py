@@ -1,0 +1,86 @@
+"""The study report from a hand-written study directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from litebert.studies.report import ReportError, agreement, write_report
+
+PAPER = {"none": {"mlm": 54.9, "nsp": 52.4, "sop": 53.3},
+         "nsp": {"mlm": 54.5, "nsp": 90.5, "sop": 52.0},
+         "sop": {"mlm": 54.0, "nsp": 78.9, "sop": 86.5, "avg": 82.3}}
+OURS = {"none": (0.31, 0.50, 0.51), "nsp": (0.30, 0.83, 0.52), "sop": (0.29, 0.66, 0.61)}
+
+
+def record(name: str, similarity: bool) -> dict:
+    mlm, nsp, sop = OURS[name]
+    results: dict = {
+        "pretraining": {"mlm_accuracy": mlm, "mlm_baseline_accuracy": 0.05,
+                        "nsp_accuracy": nsp, "nsp_baseline_accuracy": 0.5,
+                        "sop_accuracy": sop, "sop_baseline_accuracy": 0.5},
+        "probes": {"bbc-topics": {"data": "bbc-news articles -> 5 topics", "metric": "accuracy",
+                                  "seeds": [42, 43, 44], "values": [0.8, 0.85, 0.9],
+                                  "median": 0.85, "min": 0.8, "max": 0.9, "baseline": 0.23}}}
+    if similarity:
+        results["similarity"] = {"l2": [3.0, 2.0, 1.5], "degrees": [40.0, 30.0, 25.0],
+                                 "tokens": 100}
+    return {"name": name, "params": {"backbone": 1_234_567, "with_heads": 1_300_000},
+            "tokens": 2_000_000, "minutes": 3.5, "config": {"model": {"preset": "tiny"}},
+            "paper": PAPER[name], "results": results}
+
+
+def study(root, similarity=False, names=("none", "nsp", "sop")):
+    root.mkdir()
+    (root / "study.json").write_text(json.dumps(
+        {"name": "sop", "title": "Table 5: inter-sentence losses", "paper": "ALBERT Table 5",
+         "quick": False, "budget": {}, "runs": [{"name": n} for n in names]}))
+    for name in names:
+        (root / "runs" / name).mkdir(parents=True)
+        (root / "runs" / name / "study.json").write_text(json.dumps(record(name, similarity)))
+    return root
+
+
+def test_report_has_a_row_per_run_with_ours_and_the_papers_numbers(tmp_path):
+    root = study(tmp_path / "study")
+    written = write_report(root)
+    assert [p.name for p in written] == ["report.md", "results.json", "metrics.png"]
+    report = (root / "report.md").read_text()
+    assert report.startswith("# Table 5: inter-sentence losses")
+    assert "tiny" in report and "2.0M tokens" in report and "CPUs" in report
+    assert "probe seeds: 3" in report
+    sop_row = next(line for line in report.splitlines() if line.startswith("| sop |"))
+    assert "1.2M / 1.3M" in sop_row and "61.0 (50.0)" in sop_row and "86.5" in sop_row
+    assert "avg 82.3" in sop_row and "85.0 (80.0-90.0)" in report
+    assert ("SOP: the paper has sop at 86.5 and nsp at 52; ours sop 0.610 vs nsp 0.520 — "
+            "agrees with the paper's direction (2 of 3 pairs") in report
+    assert "MLM: the paper has none at 54.9 and sop at 54; ours none 0.310 vs sop 0.290 — " \
+           "agrees" in report
+    assert "bbc-news articles -> 5 topics" in report and "baseline 23.0%" in report
+    gathered = json.loads((root / "results.json").read_text())
+    assert [r["name"] for r in gathered["runs"]] == ["none", "nsp", "sop"]
+    assert gathered["study"]["name"] == "sop"
+    assert (root / "metrics.png").stat().st_size > 1000
+
+
+def test_similarity_study_draws_figure_2_and_missing_sections_are_tolerated(tmp_path):
+    root = study(tmp_path / "study", similarity=True, names=("none", "sop"))
+    data = json.loads((root / "runs" / "none" / "study.json").read_text())
+    del data["results"]["probes"], data["paper"]
+    (root / "runs" / "none" / "study.json").write_text(json.dumps(data))
+    written = write_report(root)
+    assert (root / "figure2.png") in written and (root / "figure2.png").stat().st_size > 1000
+    report = (root / "report.md").read_text()
+    assert "| none |" in report and "| sop |" in report
+
+
+def test_disagreement_and_errors_are_reported():
+    sentence = agreement("SOP", [("a", 0.4, 80.0), ("b", 0.6, 50.0)])
+    assert sentence is not None and "disagrees with the paper's direction" in sentence
+    assert agreement("SOP", [("a", 0.4, None), ("b", 0.6, 50.0)]) is None
+
+
+def test_a_directory_without_runs_is_named(tmp_path):
+    with pytest.raises(ReportError, match=str(tmp_path)):
+        write_report(tmp_path)
