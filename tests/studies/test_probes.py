@@ -95,3 +95,14 @@ def test_headline_probe_fine_tunes_with_two_seeds(micro_model, tmp_path):
     assert result["metric"] == "all" and result["min"] <= result["median"] <= result["max"]
     assert "RACE layout" in result["data"] and 0 < result["baseline"] <= 1
     assert (tmp_path / "work" / "bbc-headlines" / "seed-43" / "results.json").is_file()
+
+
+def test_probe_inputs_are_cut_to_the_models_positions(tmp_path):
+    """A --quick study pre-trains with 64 positions; a probe asking for 128 must fit it."""
+    import litebert
+    from litebert.studies.probes import _fitting_length
+    from tests.conftest import small_config
+
+    litebert.AlbertModel(small_config(max_position_embeddings=64)).save_pretrained(tmp_path)
+    assert _fitting_length(tmp_path, 128) == 64
+    assert _fitting_length(tmp_path, 32) == 32

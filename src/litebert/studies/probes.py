@@ -223,6 +223,14 @@ def run_probes(probes: list[dict], model_dir: Path, work: Path, corpus_dir: Path
     return results
 
 
+def _fitting_length(model_dir: Path, wanted: int) -> int:
+    """The probe's input length, cut to what the model's position table holds (a --quick
+    study pre-trains with 64 positions; the probe's own default may be longer)."""
+    from litebert.model.hub import read_config
+
+    return min(wanted, read_config(Path(model_dir)).max_position_embeddings)
+
+
 def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
               quick: bool) -> dict[str, Any]:
     from litebert.tasks.finetune import FinetuneConfig, finetune
@@ -236,8 +244,8 @@ def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
         task=probe.task, data=str(data), model=str(model_dir), out=str(out), seeds=seeds,
         max_steps=steps, warmup_steps=max(1, steps // 10), eval_every=max(1, steps // 3),
         lr=float(spec.get("lr", probe.lr)), batch_size=int(spec.get("batch_size", 16)),
-        max_seq_length=int(spec.get("max_seq_length",
-                                    probe.max_seq_length[0 if quick else 1])),
+        max_seq_length=_fitting_length(model_dir, int(spec.get(
+            "max_seq_length", probe.max_seq_length[0 if quick else 1]))),
         dropout=0.0, text_a="text", label_column="label")
     finetune(cfg)
     summary = json.loads(read_text(out / "results.json"))  # what finetune wrote

@@ -25,7 +25,7 @@ EVALUATIONS = ("pretraining", "similarity", "probes")
 TOP_KEYS = {"name", "title", "paper", "corpus", "vocab_size", "data", "recipe", "pretrain",
             "budget", "quick", "evaluations", "probes", "runs"}
 RUN_KEYS = {"name", "data", "pretrain", "paper"}
-QUICK_KEYS = {"budget", "data", "pretrain", "vocab_size"}
+QUICK_KEYS = {"budget", "data", "pretrain", "vocab_size", "probes"}
 BUDGET_KEYS = {"steps", "batch_size"}
 
 
@@ -74,6 +74,7 @@ class StudySpec:
             self, data={**self.data, **q.get("data", {})},
             pretrain=merge_pretrain(self.pretrain, q.get("pretrain", {})),
             budget={**self.budget, **q.get("budget", {})},
+            probes=list(q.get("probes", self.probes)),  # fewer seeds and steps when quick
             vocab_size=q.get("vocab_size", self.vocab_size), quick={})
 
     def run_data(self, run: RunSpec) -> dict[str, Any]:
@@ -157,6 +158,8 @@ def parse_spec(raw: Any, source: str) -> StudySpec:
     if not isinstance(probes, list) or not all(isinstance(p, dict) for p in probes):
         raise StudyError(f"{source} field probes: expected a list of mappings")
     quick = _mapping(raw.get("quick"), f"{source} field quick", QUICK_KEYS)
+    if not isinstance(quick.get("probes", []), list):
+        raise StudyError(f"{source} field quick.probes: expected a list of mappings")
     for key in ("data", "pretrain", "budget"):
         quick[key] = _mapping(quick.get(key), f"{source} field quick.{key}")
     return StudySpec(
