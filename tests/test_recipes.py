@@ -12,9 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 import litebert
 from litebert.cli import main
@@ -29,8 +27,8 @@ from litebert.train.run_config import (
     recipe_path,
 )
 from litebert.train.schedule import resolve_warmup
-from tests.data.test_builder import write_corpus
-from tests.tasks.test_finetune import MICRO, sentence, sst2_dir
+from tests.data.builds import write_corpus
+from tests.tasks.test_finetune import base_model, sst2_dir  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,18 +102,9 @@ def test_finetune_follows_the_same_rule():
         finetune_config(max_steps=200, warmup_steps=300)
 
 
-def test_finetune_results_record_the_schedule(tmp_path):
-    rng = np.random.default_rng(0)
-    text = tmp_path / "text.txt"
-    text.write_text("\n".join(sentence(rng, i % 2 == 0) for i in range(300)))
-    tok = litebert.Tokenizer.from_file(train_sentencepiece([text], tmp_path / "tok",
-                                                           vocab_size=100))
-    torch.manual_seed(0)
-    model = litebert.AlbertForPreTraining(litebert.AlbertConfig(vocab_size=len(tok), **MICRO))
-    model.save_pretrained(tmp_path / "model")
-    tok.save_pretrained(tmp_path / "model")
+def test_finetune_results_record_the_schedule(base_model, tmp_path):  # noqa: F811 (fixture)
     data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
-    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(tmp_path / "model"),
+    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
                             out=str(tmp_path / "out"), max_steps=50, batch_size=4,
                             max_seq_length=16, eval_every=50))
     saved = json.loads((tmp_path / "out" / "results.json").read_text())

@@ -78,6 +78,21 @@ def expand_inputs(inputs: str | Path | Iterable[str | Path], what: str = "input"
     return [f for f in files if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
 
 
+def named_yaml(name_or_path: str | Path, directory: Path) -> Path | None:
+    """A YAML file given by path, or by the name of one shipped in `directory` (package data:
+    recipes, studies); None when it is neither."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    shipped = directory / f"{name_or_path}.yaml"
+    return shipped if str(name_or_path) in yaml_names(directory) else None
+
+
+def yaml_names(directory: Path) -> list[str]:
+    """The names of the YAML files shipped in `directory`, sorted."""
+    return sorted(p.stem for p in directory.glob("*.yaml"))
+
+
 # ---- compressed files -----------------------------------------------------------------------
 
 # suffix -> (opener, magic bytes at the start of such a file, name of the format)

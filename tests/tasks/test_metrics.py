@@ -184,6 +184,16 @@ V2_PREDS = {"q1": "Broncos", "q2": "Santa Clara", "q3": "", "q4": "sat cat",
 V2_NA = {"q1": 0.1, "q2": 0.2, "q3": 0.4, "q4": 0.7, "q5": 0.9}
 
 
+# The figures of V2 / V2_PREDS / V2_NA worked out by hand (see test_squad_v2_by_hand).
+V2_EXPECTED = {
+    "exact": 40.0, "f1": 1100 / 15, "total": 5,
+    "HasAns_exact": 100 / 3, "HasAns_f1": 800 / 9, "HasAns_total": 3,
+    "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2,
+    "best_exact": 60.0, "best_exact_thresh": 0.2,
+    "best_f1": 1400 / 15, "best_f1_thresh": 0.7,
+}
+
+
 def test_squad_v2_by_hand():
     out = squad_evaluate(V2, V2_PREDS, na_probs=V2_NA)
     # Default threshold 1.0: every question answered as predicted.
@@ -193,13 +203,7 @@ def test_squad_v2_by_hand():
     # in na order, adding raw score (answerable) or raw - 1 (unanswerable):
     #   F1: q1 +2/3 -> 8/3, q2 +1 -> 11/3, q3 +0 -> 11/3, q4 +1 -> 14/3 (best), q5 -1.
     #   EM: q1 +0 -> 2, q2 +1 -> 3 (best), q3 +0, q4 +0, q5 -1.
-    assert out == pytest.approx({
-        "exact": 40.0, "f1": 1100 / 15, "total": 5,
-        "HasAns_exact": 100 / 3, "HasAns_f1": 800 / 9, "HasAns_total": 3,
-        "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2,
-        "best_exact": 60.0, "best_exact_thresh": 0.2,
-        "best_f1": 1400 / 15, "best_f1_thresh": 0.7,
-    })
+    assert out == pytest.approx(V2_EXPECTED)
     # Threshold 0.5: q4 and q5 are declared unanswerable -> q4 scores 0, q5 scores 1.
     out = squad_evaluate(V2, V2_PREDS, na_probs=V2_NA, na_prob_thresh=0.5)
     assert out["exact"] == pytest.approx(60.0) and out["f1"] == pytest.approx(1100 / 15)
@@ -255,13 +259,7 @@ def test_squad_v2_official_by_hand():
     out = squad_v2_official(V2, V2_PREDS, V2_NA)
     # At na_prob_thresh 1.0 the same figures as squad_evaluate (see test_squad_v2_by_hand);
     # the best search walks q1..q5 from 2: F1 +2/3, +1, +0, +1 (best 14/3 at 0.7), -1.
-    assert out == pytest.approx({
-        "exact": 40.0, "f1": 1100 / 15, "total": 5,
-        "HasAns_exact": 100 / 3, "HasAns_f1": 800 / 9, "HasAns_total": 3,
-        "NoAns_exact": 50.0, "NoAns_f1": 50.0, "NoAns_total": 2,
-        "best_exact": 60.0, "best_exact_thresh": 0.2,
-        "best_f1": 1400 / 15, "best_f1_thresh": 0.7,
-    })
+    assert out == pytest.approx(V2_EXPECTED)
     assert isinstance(out["total"], int)  # as the script prints it
     # Where the script differs from squad_evaluate: equal na_probs are walked one by one
     # (answering "a" alone looks best), and a non-empty prediction for an unanswerable

@@ -54,6 +54,7 @@ from litebert.files import (
     expand_inputs,
     is_temporary,
 )
+from litebert.options import option
 from litebert.progress import progress
 
 if TYPE_CHECKING:
@@ -70,45 +71,36 @@ INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
 
 @dataclass(frozen=True)
 class BuildConfig:
-    # Help texts live in the metadata: `litebert data build --help` is generated from them
-    # (litebert.options).
-    max_seq_length: int = dataclasses.field(default=512, metadata={
-        "help": "tokens per instance, [CLS] and [SEP]s included"})
-    objective: str = dataclasses.field(default="sop", metadata={
-        "help": "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none",
-        "choices": ("sop", "nsp", "none")})
-    masking: str = dataclasses.field(default="dynamic", metadata={
-        "help": "dynamic: new masks every epoch; static: drawn once per dupe copy, at build "
-                "time", "choices": ("dynamic", "static")})
-    dupe_factor: int = dataclasses.field(default=1, metadata={
-        "help": "copies of every document's instances, each paired and masked anew"})
-    short_seq_prob: float = dataclasses.field(default=0.1, metadata={
-        "help": "probability of a shorter instance (as BERT, to match fine-tuning lengths)"})
-    masked_lm_prob: float = dataclasses.field(default=0.15, metadata={
-        "help": "share of the tokens masked"})
-    max_predictions_per_seq: int = dataclasses.field(default=20, metadata={
-        "help": "masked tokens per instance, at most"})
-    max_ngram: int = dataclasses.field(default=3, metadata={
-        "help": "longest masked n-gram of whole words (ALBERT's n-gram masking)"})
-    heldout_fraction: float = dataclasses.field(default=0.01, metadata={
-        "help": "share of the documents held out for evaluation"})
-    seed: int = dataclasses.field(default=12345, metadata={
-        "help": "seed of the split, the pairs and the static masks"})
-    format: str = dataclasses.field(default="auto", metadata={
-        "help": "corpus format, see litebert.data.corpus",
-        "choices": ("auto", "bert", "paragraphs", "jsonl")})
-    text_field: str = dataclasses.field(default="text", metadata={
-        "help": "jsonl corpora: the field holding a document's text"})
+    # `litebert data build --help` is generated from these help texts (litebert.options).
+    max_seq_length: int = option(512, "tokens per instance, [CLS] and [SEP]s included")
+    objective: str = option(
+        "sop", "sentence-pair task: sentence order (ALBERT), next sentence (BERT) or none",
+        choices=("sop", "nsp", "none"))
+    masking: str = option(
+        "dynamic", "dynamic: new masks every epoch; static: drawn once per dupe copy, at "
+        "build time", choices=("dynamic", "static"))
+    dupe_factor: int = option(
+        1, "copies of every document's instances, each paired and masked anew")
+    short_seq_prob: float = option(
+        0.1, "probability of a shorter instance (as BERT, to match fine-tuning lengths)")
+    masked_lm_prob: float = option(0.15, "share of the tokens masked")
+    max_predictions_per_seq: int = option(20, "masked tokens per instance, at most")
+    max_ngram: int = option(3, "longest masked n-gram of whole words (ALBERT's n-gram masking)")
+    heldout_fraction: float = option(0.01, "share of the documents held out for evaluation")
+    seed: int = option(12345, "seed of the split, the pairs and the static masks")
+    format: str = option("auto", "corpus format, see litebert.data.corpus",
+                         choices=("auto", "bert", "paragraphs", "jsonl"))
+    text_field: str = option("text", "jsonl corpora: the field holding a document's text")
     # Added after format version 2: see LATER_FIELDS.
-    pairs: str = dataclasses.field(default="static", metadata={
-        "help": "static: each chunk's A/B split, order and NSP partner drawn once, at build "
-                "time (the reference); dynamic: drawn anew every epoch when an item is read, "
-                "so the pair head cannot memorise the pairs (needs --masking dynamic)",
-        "choices": ("static", "dynamic")})
-    sop_single_sentence: str = dataclasses.field(default="random", metadata={
-        "help": "sop, chunks of one sentence: random: B from another document, label 1 (the "
-                "reference; mixes topic into SOP); skip: no instance (sop only)",
-        "choices": ("random", "skip")})
+    pairs: str = option(
+        "static", "static: each chunk's A/B split, order and NSP partner drawn once, at build "
+        "time (the reference); dynamic: drawn anew every epoch when an item is read, so the "
+        "pair head cannot memorise the pairs (needs --masking dynamic)",
+        choices=("static", "dynamic"))
+    sop_single_sentence: str = option(
+        "random", "sop, chunks of one sentence: random: B from another document, label 1 "
+        "(the reference; mixes topic into SOP); skip: no instance (sop only)",
+        choices=("random", "skip"))
 
     def __post_init__(self) -> None:
         _ = self.instances  # constructing it validates the pair options

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+from litebert.files import named_yaml, yaml_names
+
 SPEC_DIR = Path(__file__).resolve().parent / "specs"  # package data
 EVALUATIONS = ("pretraining", "similarity", "probes")
 TOP_KEYS = {"name", "title", "paper", "corpus", "vocab_size", "data", "recipe", "pretrain",
@@ -99,15 +101,13 @@ def merge_pretrain(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 # ---- reading -------------------------------------------------------------------------------
 
 def builtin_names() -> list[str]:
-    return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
+    return yaml_names(SPEC_DIR)
 
 
 def spec_path(name_or_path: str | Path) -> Path:
-    path = Path(name_or_path)
-    if path.is_file():
+    path = named_yaml(name_or_path, SPEC_DIR)
+    if path is not None:
         return path
-    if str(name_or_path) in builtin_names():
-        return SPEC_DIR / f"{name_or_path}.yaml"
     raise StudyError(f"{name_or_path}: no such study file and no built-in study of that name; "
                      f"built-in: {', '.join(builtin_names())} (see `litebert study list`)")
 

@@ -29,36 +29,6 @@ class TextSettings:
 _SETTING_NAMES = tuple(f.name for f in dataclasses.fields(TextSettings))
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file, {} when absent."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise TokenizerError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
-    except UnicodeDecodeError as err:
-        raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    if not isinstance(data, dict):
-        raise TokenizerError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> TextSettings:
-    """TextSettings from tokenizer_config.json keys (others ignored) and keyword overrides."""
-    unknown = sorted(set(overrides) - set(_SETTING_NAMES))
-    if unknown:
-        raise TokenizerError(f"unknown tokenizer setting(s) {', '.join(unknown)}; "
-                             f"choose from {', '.join(_SETTING_NAMES)}")
-    values = {k: v for k, v in config.items() if k in _SETTING_NAMES}
-    values.update(overrides)
-    for name, value in values.items():
-        if not (isinstance(value, bool) or (name == "strip_accents" and value is None)):
-            where = source if name not in overrides else "argument"
-            raise TokenizerError(f"{where}: {name} must be true or false, got {value!r}")
-    return TextSettings(**values)
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object file, {} when absent."""
     if not path.is_file():

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from litebert.config import PRESETS
+from litebert.files import named_yaml, yaml_names
 from litebert.options import option
 from litebert.train.schedule import SCHEDULES, resolve_warmup
 
@@ -119,7 +120,7 @@ RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"  # pac
 
 def recipe_names() -> list[str]:
     """The built-in recipes, by name (the file names without .yaml)."""
-    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+    return yaml_names(RECIPE_DIR)
 
 
 def recipe_summary(name: str) -> str:
@@ -134,11 +135,9 @@ def recipe_summary(name: str) -> str:
 
 def recipe_path(recipe: str | Path) -> Path:
     """A recipe file: `recipe` itself when it is a file, else the built-in of that name."""
-    path = Path(recipe)
-    if path.is_file():
+    path = named_yaml(recipe, RECIPE_DIR)
+    if path is not None:
         return path
-    if str(recipe) in recipe_names():
-        return RECIPE_DIR / f"{recipe}.yaml"
     raise RunConfigError(f"--config {recipe}: no such recipe file, and no built-in recipe of "
                          f"that name; built-in: {', '.join(recipe_names())} (see `litebert "
                          f"recipes`)")
