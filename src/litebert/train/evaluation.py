@@ -67,28 +67,28 @@ def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainCo
     model.eval()
     per_rank = min(len(heldout), cfg.eval_instances) // info.world_size
     mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
-    # mlm loss, correct, baseline correct, count; sop loss, correct, count, label-1 count
-    sums = torch.zeros(8, dtype=torch.float64)
+    # mlm loss, correct, baseline correct, count; sop loss, correct, count, label-1 count.
+    # Kept on the device: one host sync for the whole evaluation, not one per batch.
+    sums = torch.zeros(8, dtype=torch.float64, device=info.device)
     key = heldout.label_key
     for i in range(0, len(mine), cfg.micro_batch_size):
         batch = collate([heldout[j] for j in mine[i:i + cfg.micro_batch_size]])
         batch = {k: v.to(info.device) for k, v in batch.items()}
         with amp:
             out = model(**batch)
-        target = batch["labels"][batch["labels"] != -100]
-        logits = out.prediction_logits.float()
-        sums[0] += F.cross_entropy(logits, target, reduction="sum").item()
-        sums[1] += (logits.argmax(-1) == target).sum().item()
-        sums[2] += (target == baseline_token).sum().item()
-        sums[3] += target.numel()
+        target = batch["labels"][batch["labels"] != -100]  # (N,)
+        logits = out.prediction_logits.float()  # (N, V): the head scores masked tokens only
+        parts = [F.cross_entropy(logits, target, reduction="sum"),
+                 (logits.argmax(-1) == target).sum(), (target == baseline_token).sum(),
+                 torch.tensor(target.numel(), device=info.device)]
         if key:
-            labels = batch[key]
-            sop = out.sop_logits.float()
-            sums[4] += F.cross_entropy(sop, labels, reduction="sum").item()
-            sums[5] += (sop.argmax(-1) == labels).sum().item()
-            sums[6] += labels.numel()
-            sums[7] += labels.sum().item()
-    totals: list[float] = all_reduce_sum(sums.to(info.device)).tolist()  # no aliasing below
+            labels = batch[key]  # (B,)
+            sop = out.sop_logits.float()  # (B, 2)
+            parts += [F.cross_entropy(sop, labels, reduction="sum"),
+                      (sop.argmax(-1) == labels).sum(),
+                      torch.tensor(labels.numel(), device=info.device), labels.sum()]
+        sums[:len(parts)] += torch.stack([p.to(torch.float64) for p in parts])
+    totals: list[float] = all_reduce_sum(sums).tolist()  # no aliasing below
     model.train(was_training)
     return _eval_result(totals, key)
 

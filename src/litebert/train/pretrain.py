@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
@@ -31,6 +30,7 @@ from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.train.evaluation import (
     EvalSet,
+    commonest_training_token,
     cross_eval_metrics,
     draw_eval_set,
     evaluate,
@@ -90,15 +90,6 @@ def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, worke
         position.update(epoch=epoch + 1, batch=0)
 
 
-def most_frequent_token(ds: PretrainingDataset, exclude: set[int]) -> int:
-    """The commonest token of the training data: the MLM baseline predicts it everywhere."""
-    counts = np.zeros(int(ds.tokens.max(initial=0)) + 1, dtype=np.int64)
-    for start in range(0, len(ds.tokens), 1 << 24):  # chunked: memory stays flat
-        counts += np.bincount(ds.tokens[start:start + (1 << 24)], minlength=len(counts))
-    counts[list(i for i in exclude if i < len(counts))] = 0
-    return int(counts.argmax())
-
-
 def autocast(cfg: PretrainConfig, device: torch.device):
     precision = cfg.precision
     if precision == "auto":
@@ -147,7 +138,8 @@ class Trainer:
                                   resume)
             self.state.update({k: saved[k] for k in self.state if k in saved})
         self._prepare_run_dir(data_dir)
-        self.baseline_token = most_frequent_token(self.train_data, set(self._special_ids()))
+        # The same baseline token as `litebert eval-pretraining`: one rule for both.
+        self.baseline_token = commonest_training_token(open_heldout(data_dir))
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
 
@@ -170,9 +162,6 @@ class Trainer:
         if "classifier_dropout_prob" in self.cfg.model_overrides:
             return self.config
         return self.config.replace(classifier_dropout_prob=0.0)
-
-    def _special_ids(self) -> list[int]:
-        return list(self.train_data._special.values())
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:
