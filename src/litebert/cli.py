@@ -94,12 +94,11 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
     result = pretrain(cfg)
-    # The process group this command joined is closed on success: gloo left open at exit can
-    # abort a rank ("terminate called without an active exception"). Not on an error, where
-    # another rank may still wait in a collective and the close would hang.
-    shutdown()
     if result and os.environ.get("RANK", "0") == "0":
         print(json.dumps(result, indent=2))
+    # On success only: after an error another rank may wait in a collective, and the
+    # barrier in shutdown would hang. Under torchrun this call ends the process.
+    shutdown()
 
 
 def cmd_eval_pretraining(args: argparse.Namespace) -> None:

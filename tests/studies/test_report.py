@@ -53,10 +53,11 @@ def test_report_has_a_row_per_run_with_ours_and_the_papers_numbers(tmp_path):
     sop_row = next(line for line in report.splitlines() if line.startswith("| sop |"))
     assert "1.2M / 1.3M" in sop_row and "61.0 (50.0)" in sop_row and "86.5" in sop_row
     assert "avg 82.3" in sop_row and "85.0 (80.0-90.0)" in report
-    assert ("SOP: the paper has sop at 86.5 and nsp at 52; ours sop 0.610 vs nsp 0.520 — "
+    assert ("SOP: the paper has sop at 86.5% and nsp at 52%; ours sop 61.0% vs nsp 52.0% — "
             "agrees with the paper's direction (2 of 3 pairs") in report
-    assert "MLM: the paper has none at 54.9 and sop at 54; ours none 0.310 vs sop 0.290 — " \
+    assert "MLM: the paper has none at 54.9% and sop at 54%; ours none 31.0% vs sop 29.0% — " \
            "agrees" in report
+    assert "| 3.5 |" in sop_row  # minutes, one decimal
     assert "bbc-news articles -> 5 topics" in report and "baseline 23.0%" in report
     gathered = json.loads((root / "results.json").read_text())
     assert [r["name"] for r in gathered["runs"]] == ["none", "nsp", "sop"]
@@ -79,6 +80,20 @@ def test_disagreement_and_errors_are_reported():
     sentence = agreement("SOP", [("a", 0.4, 80.0), ("b", 0.6, 50.0)])
     assert sentence is not None and "disagrees with the paper's direction" in sentence
     assert agreement("SOP", [("a", 0.4, None), ("b", 0.6, 50.0)]) is None
+
+
+def test_a_metric_no_run_learned_says_its_ordering_is_noise(tmp_path):
+    root = study(tmp_path / "study")
+    for name in ("none", "nsp", "sop"):
+        path = root / "runs" / name / "study.json"
+        data = json.loads(path.read_text())
+        data["results"]["pretraining"]["sop_accuracy"] = 0.5  # = its baseline, every run
+        path.write_text(json.dumps(data))
+    write_report(root)
+    report = (root / "report.md").read_text()
+    assert "SOP: ours above its baseline in 0 of 3 runs — at this budget no run has learned " \
+           "it beyond the baseline" in report
+    assert "NSP: ours above its baseline in 2 of 3 runs." in report
 
 
 def test_a_directory_without_runs_is_named(tmp_path):

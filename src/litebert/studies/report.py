@@ -107,6 +107,10 @@ def _number(x: Any) -> str:
     return f"{x:g}" if isinstance(x, (int, float)) else str(x)
 
 
+def _minutes(x: Any) -> str:
+    return f"{x:.1f}" if isinstance(x, (int, float)) else "-"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
             *("| " + " | ".join(row) + " |" for row in rows)]
@@ -169,7 +173,7 @@ def pretraining_table(records: list[Record]) -> list[str]:
         params = r.get("params") or {}
         row = [str(r["name"]), f"{_count(params.get('backbone'))} / "
                f"{_count(params.get('with_heads'))}", _count(r.get("tokens")),
-               _number(r.get("minutes", "-"))]
+               _minutes(r.get("minutes"))]
         for m in metrics:
             value, base = _ours(r, m)
             paper = _paper(r, m)
@@ -197,7 +201,8 @@ def probes_table(records: list[Record]) -> list[str]:
     lines.append("")
     for name in names:
         p = next(_results(r, "probes")[name] for r in records if name in _results(r, "probes"))
-        lines.append(f"- {name}: {p.get('data', '?')}; metric {p.get('metric', '?')}, "
+        metric = {"all": "accuracy over all questions"}.get(p.get("metric"), p.get("metric"))
+        lines.append(f"- {name}: {p.get('data', '?')}; metric {metric or '?'}, "
                      f"majority-class baseline {_pct(p.get('baseline'))}%, "
                      f"{len(p.get('seeds', []))} seeds.")
     return lines
@@ -207,7 +212,8 @@ def probes_table(records: list[Record]) -> list[str]:
 
 def agreement(label: str, points: list[tuple[str, float | None, float | None]]) -> str | None:
     """A sentence comparing our ordering of the runs with the paper's, from (run, ours,
-    paper) triples; None when fewer than two runs have both numbers or the paper ties."""
+    paper) triples, ours as fractions and the paper's in percent; None when fewer than two
+    runs have both numbers or the paper ties."""
     both = [(n, o, p) for n, o, p in points if o is not None and p is not None]
     if len(both) < 2:
         return None
@@ -221,9 +227,9 @@ def agreement(label: str, points: list[tuple[str, float | None, float | None]]) 
         verdict = "disagrees with the paper's direction"
     else:
         verdict = "shows no difference where the paper has one"
-    sentence = (f"{label}: the paper has {hi[0]} at {_number(hi[2])} and {lo[0]} at "
-                f"{_number(lo[2])}; ours {hi[0]} {hi[1]:.3f} vs {lo[0]} {lo[1]:.3f} — "
-                f"{verdict}")
+    sentence = (f"{label}: the paper has {hi[0]} at {_number(hi[2])}% and {lo[0]} at "
+                f"{_number(lo[2])}%; ours {hi[0]} {_pct(hi[1])}% vs {lo[0]} {_pct(lo[1])}% "
+                f"— {verdict}")
     pairs = [(a, b) for i, a in enumerate(both) for b in both[i + 1:] if a[2] != b[2]]
     if len(pairs) > 1:
         same = sum((a[1] - b[1]) * (a[2] - b[2]) > 0 for a, b in pairs)
@@ -237,7 +243,11 @@ def _above_baseline(label: str, records: list[Record], metric: str) -> str | Non
     if not pairs:
         return None
     above = sum(v > b for v, b in pairs)
-    return f"{label}: ours above its baseline in {above} of {len(pairs)} runs."
+    sentence = f"{label}: ours above its baseline in {above} of {len(pairs)} runs"
+    if above == 0:
+        sentence += (" — at this budget no run has learned it beyond the baseline, so the "
+                     "ordering against the paper below measures noise")
+    return sentence + "."
 
 
 def pretraining_sentences(records: list[Record]) -> list[str]:

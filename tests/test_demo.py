@@ -1,0 +1,29 @@
+"""The demo's summary: a figure at or below its baseline always comes with the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from litebert.demo import _against_baseline, _summary
+
+
+@pytest.mark.parametrize("name", ["MLM", "SOP"])
+def test_a_figure_not_above_its_baseline_says_why(name):
+    above = _against_baseline(name, 0.62, 0.576, "baseline")
+    assert above == f"{name} accuracy on held-out data: 62.0%  (baseline 57.6%)"
+    for value in (0.576, 0.55):  # equal to the baseline is no better than it
+        below = _against_baseline(name, value, 0.576, "baseline")
+        assert below.splitlines()[1].startswith("  not above its baseline yet: ")
+
+
+def test_the_summary_records_which_objectives_learned(tmp_path, capsys):
+    result = {"eval_mlm_accuracy": 0.12, "eval_mlm_baseline_accuracy": 0.05,
+              "eval_sop_accuracy": 0.55, "eval_sop_baseline_accuracy": 0.58}
+    topics = {"accuracy": 0.7, "majority_baseline": 0.25, "model": "m"}
+    summary = _summary(tmp_path, result, [], topics, 600.0)
+    assert summary["learned"] == {"mlm": True, "sop": False}
+    out = capsys.readouterr().out
+    assert "SOP accuracy on held-out data: 55.0%  (majority-label baseline 58.0%)\n" \
+           "  not above its baseline yet: sentence order is learned after MLM" in out
+    assert "MLM accuracy on held-out data: 12.0%  (most-frequent-token baseline 5.0%)\n" \
+           "SOP" in out
