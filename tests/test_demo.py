@@ -27,3 +27,11 @@ def test_the_summary_records_which_objectives_learned(tmp_path, capsys):
            "  not above its baseline yet: sentence order is learned after MLM" in out
     assert "MLM accuracy on held-out data: 12.0%  (most-frequent-token baseline 5.0%)\n" \
            "SOP" in out
+
+
+def test_a_margin_inside_the_noise_is_called_so():
+    # 184 held-out pairs at a 57.6% baseline: one standard error is 3.6 points.
+    close = _against_baseline("SOP", 0.603, 0.576, "baseline", examples=184)
+    assert "less than two standard errors (7.3%) over 184 held-out examples" in close
+    clear = _against_baseline("SOP", 0.70, 0.576, "baseline", examples=184)
+    assert clear == "SOP accuracy on held-out data: 70.0%  (baseline 57.6%)"

@@ -10,6 +10,7 @@ skips) the pre-training.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -49,12 +50,14 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
     run_dir = work / "run"
     overrides = {"data": str(data), "out": str(run_dir), "resume": "auto",
                  "max_steps": max_steps}
-    result = pretrain(load_run_config(RECIPE, overrides))
+    cfg = load_run_config(RECIPE, overrides)
+    result = pretrain(cfg)
     stage("5/6 plots")
     plots = plot_run(run_dir)
     stage("6/6 fine-tuning: the exported model on bbc-news topics (5 classes)")
     topics = _finetune_topics(corpus, run_dir / "export", work / "topics")
-    summary = _summary(run_dir, result, plots, topics, time.perf_counter() - start)
+    pairs = min(manifest["splits"]["heldout"]["instances"], cfg.eval_instances)
+    summary = _summary(run_dir, result, plots, topics, time.perf_counter() - start, pairs)
     (work / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
@@ -80,21 +83,30 @@ NOT_YET = {
 }
 
 
-def _against_baseline(name: str, value: float, baseline: float, what: str) -> str:
+def _against_baseline(name: str, value: float, baseline: float, what: str,
+                      examples: int | None = None) -> str:
+    """The figure against its baseline; below it, or above it by less than two standard
+    errors of an accuracy at the baseline over `examples`, with a sentence saying so."""
     line = f"{name} accuracy on held-out data: {value:.1%}  ({what} {baseline:.1%})"
     if value <= baseline:
-        line += f"\n  not above its baseline yet: {NOT_YET[name]}"
+        return line + f"\n  not above its baseline yet: {NOT_YET[name]}"
+    if examples:
+        error = math.sqrt(baseline * (1 - baseline) / examples)
+        if value - baseline < 2 * error:
+            line += (f"\n  above its baseline by {value - baseline:.1%}, less than two "
+                     f"standard errors ({2 * error:.1%}) over {examples} held-out examples: "
+                     f"not yet a clear signal")
     return line
 
 
 def _summary(run_dir: Path, result: dict, plots: list[Path], topics: dict,
-             seconds: float) -> dict:
+             seconds: float, pairs: int | None = None) -> dict:
     mlm, base = result.get("eval_mlm_accuracy", 0.0), result.get("eval_mlm_baseline_accuracy", 0)
     sop, chance = result.get("eval_sop_accuracy", 0.0), result.get("eval_sop_baseline_accuracy",
                                                                   0.5)
     print("\n== summary")
     print(_against_baseline("MLM", mlm, base, "most-frequent-token baseline"))
-    print(_against_baseline("SOP", sop, chance, "majority-label baseline"))
+    print(_against_baseline("SOP", sop, chance, "majority-label baseline", pairs))
     print(f"model (transformers format): {run_dir / 'export'}")
     print(f"plots: {', '.join(str(p) for p in plots)}")
     print(f"metrics: {run_dir / 'metrics.jsonl'}; TensorBoard: {run_dir / 'tensorboard'}")

@@ -99,3 +99,20 @@ def test_a_metric_no_run_learned_says_its_ordering_is_noise(tmp_path):
 def test_a_directory_without_runs_is_named(tmp_path):
     with pytest.raises(ReportError, match=str(tmp_path)):
         write_report(tmp_path)
+
+
+def test_without_probes_mlm_is_set_against_the_papers_average_and_shapes_say_per_run(tmp_path):
+    root = study(tmp_path / "study")
+    for i, name in enumerate(("none", "nsp", "sop")):
+        path = root / "runs" / name / "study.json"
+        data = json.loads(path.read_text())
+        del data["results"]["probes"]
+        data["config"] = {"model": {"num_hidden_layers": 4, "embedding_size": 32 * 2 ** i}}
+        data["paper"] = {"avg": 79.0 + i}  # the paper rises with the run; ours falls (OURS)
+        path.write_text(json.dumps(data))
+    write_report(root)
+    report = (root / "report.md").read_text()
+    assert "model of num_hidden_layers=4, embedding_size per run;" in report
+    assert "MLM accuracy (ours) against the paper's downstream Avg: the paper has sop at 81% " \
+           "and none at 79%; ours sop 29.0% vs none 31.0% — disagrees" in report
+    assert report.count("a proxy: the paper reports no MLM accuracy") == 1

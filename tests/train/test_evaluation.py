@@ -222,7 +222,7 @@ def test_eval_pair_tasks_own_keeps_todays_metrics(data, tmp_path, capsys):
     assert "(default: own)" in help_entries(["pretrain"], capsys)["--eval-pair-tasks"]
     trainer = Trainer(run_config(data["sop"], tmp_path / "own", max_steps=2, eval_every=2,
                                  save_every=2, export=False))
-    assert trainer.cross_set is None
+    assert trainer.objective.cross_set is None
     assert set(trainer.run()) == {"eval_mlm_loss", "eval_mlm_accuracy", "eval_loss",
                                   "eval_mlm_baseline_accuracy", "eval_sop_loss",
                                   "eval_sop_accuracy", "eval_sop_baseline_accuracy"}

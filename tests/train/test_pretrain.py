@@ -19,6 +19,7 @@ from safetensors.torch import load_file
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.model import AlbertForPreTraining
+from litebert.objectives import OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
@@ -80,9 +81,12 @@ def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
                                    atol=1e-5, rtol=0)
 
 
-def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path):
+@pytest.mark.parametrize("micro", [4, 2])
+def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path, micro):
+    """1 x 8 == 2 x 4 == 4 x 2: every loss part of the objective is divided by its count over
+    the global batch (masked tokens differ between micro-batches), not averaged per part."""
     pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False))
-    pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=4,
+    pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
                         export=False))
     a = load_file(checkpoint.latest(tmp_path / "big") / "model.safetensors")
     b = load_file(checkpoint.latest(tmp_path / "acc") / "model.safetensors")
@@ -187,13 +191,31 @@ def test_cli_pretrain_export_and_plot(data_dir, tmp_path, capsys):
     assert "no training data" in capsys.readouterr().err
 
 
-def test_resuming_with_another_model_is_a_clear_error(data_dir, tmp_path):
+def test_resuming_with_another_model_or_objective_is_a_clear_error(data_dir, tmp_path,
+                                                                   monkeypatch):
     pretrain(run_config(data_dir, tmp_path / "r", max_steps=3, export=False))
     other = dict(MICRO_MODEL, hidden_size=64)
     with pytest.raises(ValueError, match="checkpoint's model differs.*hidden_size: 32 there, "
                                          "64 here"):
         Trainer(run_config(data_dir, tmp_path / "r", max_steps=6, resume="auto",
                            model_overrides=other))
+    monkeypatch.setitem(OBJECTIVES, "other", OBJECTIVES["mlm"])
+    with pytest.raises(ValueError, match="trained with objective 'mlm', this run is 'other'"):
+        Trainer(run_config(data_dir, tmp_path / "r", max_steps=6, resume="auto",
+                           objective="other"))
+
+
+def test_a_checkpoint_from_before_the_objective_option_resumes_and_exports(data_dir,
+                                                                          tmp_path):
+    """state.json of older runs has no `objective` in its config: they trained MLM."""
+    pretrain(run_config(data_dir, tmp_path / "old", max_steps=3, export=False))
+    state = checkpoint.latest(tmp_path / "old") / "state.json"
+    record = json.loads(state.read_text())
+    del record["config"]["objective"]
+    state.write_text(json.dumps(record))
+    assert export_run(tmp_path / "old").name == "export"
+    trainer = Trainer(run_config(data_dir, tmp_path / "old", max_steps=4, resume="auto"))
+    assert trainer.state["step"] == 3
 
 
 # ---- FSDP: sharded checkpoints (torch.distributed.checkpoint) ---------------------------------

@@ -240,18 +240,22 @@ def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
     data, info = probe_data(name, corpus_dir, quick)
     steps = int(spec.get("steps") or probe.steps[0 if quick else 1])
     seeds = int(spec.get("seeds", 3))
+    length = _fitting_length(model_dir, int(spec.get(
+        "max_seq_length", probe.max_seq_length[0 if quick else 1])))
     cfg = FinetuneConfig(
         task=probe.task, data=str(data), model=str(model_dir), out=str(out), seeds=seeds,
         max_steps=steps, warmup_steps=max(1, steps // 10), eval_every=max(1, steps // 3),
         lr=float(spec.get("lr", probe.lr)), batch_size=int(spec.get("batch_size", 16)),
-        max_seq_length=_fitting_length(model_dir, int(spec.get(
-            "max_seq_length", probe.max_seq_length[0 if quick else 1]))),
+        max_seq_length=length,
         dropout=0.0, text_a="text", label_column="label")
     finetune(cfg)
     summary = json.loads(read_text(out / "results.json"))  # what finetune wrote
     runs = summary.get("runs") or [{"seed": summary["seed"], "dev": summary["dev"]}]
     values = [float(r["dev"][probe.metric]) for r in runs]
-    return {"data": info["data"], "metric": probe.metric, "task": probe.task, "steps": steps,
+    # The data's description names the probe's default length; say the one this run used.
+    described = DESCRIBE[name].format(length=length) + info["data"][info["data"].index(";"):]
+    return {"data": described, "metric": probe.metric, "task": probe.task, "steps": steps,
+            "max_seq_length": length,
             "seeds": [r["seed"] for r in runs], "values": values,
             "median": statistics.median(values), "min": min(values), "max": max(values),
             "baseline": info["baseline"], "train": info["train"], "dev": info["dev"]}

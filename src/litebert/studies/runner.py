@@ -189,8 +189,13 @@ def _record(spec: StudySpec, run: RunSpec, data: Path, cfg) -> dict[str, Any]:
 
 def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[str, Any]:
     """The recorded progress, when the run is the same one; an error naming the file if not."""
+    from litebert.train.run_config import FIELDS
+
     for key in ("data", "pretrain", "model"):
         old, new = before.get(key) or {}, now[key]
+        if key == "pretrain":  # a field added since the record was written had its default
+            old = {**{k: f.default for k, f in FIELDS.items()
+                      if f.default is not dataclasses.MISSING}, **old}
         # Paths may differ when OUT was moved or named otherwise: the settings must not.
         changed = sorted(k for k in set(old) | set(new)
                          if k not in PATH_FIELDS and old.get(k) != new.get(k))

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
-
-if TYPE_CHECKING:
-    from litebert.model import AlbertForPreTraining
 
 
 @dataclass(frozen=True)
@@ -70,21 +68,17 @@ def shutdown() -> None:
         os._exit(0)
 
 
-def wrap(model: AlbertForPreTraining, info: DistInfo, fsdp: bool) -> nn.Module:
-    """DDP, or FSDP2 (fully_shard) on every attention / FFN module and then the root.
-
-    ALBERT applies a shared module at several depths; FSDP keeps such modules unsharded
-    between their uses in one step (reshard_after_forward=False), so each is gathered once.
-    """
+def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
+         units: Sequence[tuple[nn.Module, bool]] = ()) -> nn.Module:
+    """DDP, or FSDP2: fully_shard on each of `units` (module, reshard_after_forward), the
+    objective's choice, and then on the root, which takes every parameter left."""
     if not info.distributed:
         return model
     if fsdp:
         from torch.distributed.fsdp import fully_shard
 
-        encoder = model.albert.encoder
-        shared = len(encoder.attentions) < len(encoder.attention_index)
-        for module in [*encoder.attentions, *encoder.ffns]:
-            fully_shard(module, reshard_after_forward=not shared)
+        for module, reshard in units:
+            fully_shard(module, reshard_after_forward=reshard)
         fully_shard(model)
         return model
     ids = [info.device.index] if info.device.type == "cuda" else None

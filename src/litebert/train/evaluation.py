@@ -1,7 +1,5 @@
-"""Pre-training evaluation: the Trainer's held-out metrics and the paper's cross evaluation.
+"""Pre-training evaluation on held-out documents: the paper's cross evaluation.
 
-- `evaluate`: the Trainer's periodic evaluation on the held-out *instances* of the data's own
-  objective (MLM + that objective's pair task).
 - `evaluate_pretraining`: any pre-trained model on any data directory, as in the paper's
   Table 5: MLM, SOP and NSP accuracy of one model, whatever inter-sentence loss it was
   trained with. SOP pairs and NSP pairs are built from the SAME held-out documents with the
@@ -15,8 +13,10 @@
 - `load_for_evaluation`: a model directory (ours, transformers ALBERT or BERT) and whether its
   checkpoint holds a trained pair head; a freshly initialised one is never scored.
 
-With `eval_pair_tasks: both` the Trainer draws such a set once per run (`draw_eval_set`) and
-logs its SOP and NSP accuracies at every evaluation (`cross_eval_metrics`).
+With `eval_pair_tasks: both` the MLM objective (litebert.objectives.mlm, where its periodic
+evaluation on the data's own held-out instances lives) draws such a set once per run
+(`draw_eval_set`) and logs its SOP and NSP accuracies at every evaluation
+(`cross_eval_metrics`), with the MLM baseline token of `commonest_training_token`.
 """
 
 from __future__ import annotations
@@ -36,12 +36,10 @@ from torch import nn
 from litebert.data.builder import BuildConfig, _memmap, assemble, split_documents
 from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.integrity import DataError, open_manifest
-from litebert.data.loader import PretrainingDataset, collate
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.model import AlbertForPreTraining, CheckpointError
 from litebert.padding import pad_batch
 from litebert.train.distributed import DistInfo, all_reduce_sum
-from litebert.train.run_config import PretrainConfig
 
 log = logging.getLogger("litebert")
 
@@ -55,58 +53,6 @@ RESULT_KEYS = ("mlm_accuracy", "mlm_loss", "mlm_baseline_accuracy", "sop_accurac
 _SUMS = ("mlm_loss", "mlm_correct", "mlm_baseline", "mlm_tokens",
          "sop_correct", "sop_pairs", "sop_ones", "nsp_correct", "nsp_pairs", "nsp_ones")
 _MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "labels")
-
-
-# ---- the Trainer's evaluation on the data's own held-out instances ---------------------------
-
-@torch.no_grad()
-def evaluate(model, heldout: PretrainingDataset, info: DistInfo, cfg: PretrainConfig,
-             baseline_token: int, amp) -> dict[str, float]:
-    """MLM loss/accuracy and SOP/NSP accuracy on held-out instances, with baselines."""
-    was_training = model.training
-    model.eval()
-    per_rank = min(len(heldout), cfg.eval_instances) // info.world_size
-    mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
-    # mlm loss, correct, baseline correct, count; sop loss, correct, count, label-1 count.
-    # Kept on the device: one host sync for the whole evaluation, not one per batch.
-    sums = torch.zeros(8, dtype=torch.float64, device=info.device)
-    key = heldout.label_key
-    for i in range(0, len(mine), cfg.micro_batch_size):
-        batch = collate([heldout[j] for j in mine[i:i + cfg.micro_batch_size]])
-        batch = {k: v.to(info.device) for k, v in batch.items()}
-        with amp:
-            out = model(**batch)
-        target = batch["labels"][batch["labels"] != -100]  # (N,)
-        logits = out.prediction_logits.float()  # (N, V): the head scores masked tokens only
-        parts = [F.cross_entropy(logits, target, reduction="sum"),
-                 (logits.argmax(-1) == target).sum(), (target == baseline_token).sum(),
-                 torch.tensor(target.numel(), device=info.device)]
-        if key:
-            labels = batch[key]  # (B,)
-            sop = out.sop_logits.float()  # (B, 2)
-            parts += [F.cross_entropy(sop, labels, reduction="sum"),
-                      (sop.argmax(-1) == labels).sum(),
-                      torch.tensor(labels.numel(), device=info.device), labels.sum()]
-        sums[:len(parts)] += torch.stack([p.to(torch.float64) for p in parts])
-    totals: list[float] = all_reduce_sum(sums).tolist()  # no aliasing below
-    model.train(was_training)
-    return _eval_result(totals, key)
-
-
-def _eval_result(sums: list[float], key: str | None) -> dict[str, float]:
-    """The metrics from evaluate's summed counts (all ranks)."""
-    result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
-              "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
-              "eval_mlm_baseline_accuracy": sums[2] / max(sums[3], 1)}
-    result["eval_loss"] = result["eval_mlm_loss"]
-    if key:
-        name = "sop" if key == "sentence_order_label" else "nsp"
-        ones = sums[7] / max(sums[6], 1)
-        result[f"eval_{name}_loss"] = sums[4] / max(sums[6], 1)
-        result[f"eval_{name}_accuracy"] = sums[5] / max(sums[6], 1)
-        result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
-        result["eval_loss"] += result[f"eval_{name}_loss"]
-    return result
 
 
 # ---- the held-out documents of a data directory ----------------------------------------------

@@ -1,9 +1,13 @@
-"""The pre-training loop: MLM + SOP/NSP, LAMB, accumulation, clipping, eval, checkpoints.
+"""The pre-training loop: any objective, LAMB, accumulation, clipping, eval, checkpoints.
 
-One optimizer step = `accumulation` micro-batches per rank; the loss of each micro-batch is
-divided by that count so the gradient is the mean over the global batch. Resuming restores
-model, optimizer, schedule, RNG and the data position (epoch, micro-batch), so a run killed
-at any moment and resumed continues exactly as if it had never stopped (bit for bit on CPU).
+What is trained, its loss parts, metrics and export are the objective's (litebert.objectives,
+chosen by the run config's `objective`); the loop names none of them. One optimizer step =
+`accumulation` micro-batches per rank; every loss part is summed per micro-batch and divided
+by its count over the whole global batch, so the gradient is that of one big batch.
+
+Resuming restores model, optimizer, schedule, RNG and the data position (epoch, micro-batch),
+so a run killed at any moment and resumed continues exactly as if it had never stopped (bit
+for bit on CPU).
 """
 
 from __future__ import annotations
@@ -24,24 +28,15 @@ from torch.utils.data import DataLoader
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
-from litebert.model import AlbertForPreTraining
+from litebert.objectives import OBJECTIVES
 from litebert.progress import progress
 from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
-from litebert.train.evaluation import (
-    EvalSet,
-    commonest_training_token,
-    cross_eval_metrics,
-    draw_eval_set,
-    evaluate,
-    open_heldout,
-)
 from litebert.train.lamb import build_optimizer
 from litebert.train.metrics import MetricsLogger
-from litebert.train.run_config import PretrainConfig, RunConfigError
+from litebert.train.run_config import FIELDS, PretrainConfig, RunConfigError
 from litebert.train.schedule import build_scheduler
 from litebert.train.state import (
-    export_model,
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
     restore_state,
@@ -112,15 +107,12 @@ class Trainer:
         self.cfg, self.info = cfg, info or init_distributed()
         self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
         self.train_data = PretrainingDataset(data_dir, "train", seed=cfg.seed)
-        self.heldout = PretrainingDataset(data_dir, "heldout", seed=cfg.seed)
-        self.cross_set: EvalSet | None = None  # eval_pair_tasks "both": drawn once per run
-        if cfg.eval_pair_tasks == "both":
-            self.cross_set = draw_eval_set(open_heldout(data_dir), instances=cfg.eval_instances,
-                                           seed=cfg.seed, batch_size=cfg.micro_batch_size)
+        self.objective = OBJECTIVES[cfg.objective](cfg, self.train_data)
+        self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         self.config = model_config(cfg, data_dir)
         torch.manual_seed(cfg.seed)
-        model = AlbertForPreTraining(self._training_config()).to(self.info.device)
-        self.model = wrap(model, self.info, cfg.fsdp)
+        model = self.objective.build(self.config).to(self.info.device)
+        self.model = wrap(model, self.info, cfg.fsdp, self.objective.fsdp_units(model))
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
                                          eps=cfg.eps)
@@ -138,14 +130,23 @@ class Trainer:
                                   resume)
             self.state.update({k: saved[k] for k in self.state if k in saved})
         self._prepare_run_dir(data_dir)
-        # The same baseline token as `litebert eval-pretraining`: one rule for both.
-        self.baseline_token = commonest_training_token(open_heldout(data_dir))
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
 
     def _check_same_model(self, path: Path) -> None:
-        """A checkpoint of another model (other data, preset or overrides) cannot resume."""
-        saved = json.loads((path / "state.json").read_text()).get("model_config", {})
+        """A checkpoint of another objective or model (other data, preset or overrides)
+        cannot resume."""
+        record = json.loads((path / "state.json").read_text())
+        default = FIELDS["objective"].default  # checkpoints from before the option
+        objective = record.get("config", {}).get("objective", default)
+        if objective != self.cfg.objective:
+            raise RunConfigError(
+                f"--resume {path}: the checkpoint was trained with objective {objective!r}, "
+                f"this run is {self.cfg.objective!r}; resume with the same recipe, or start "
+                f"a new --out")
+        saved = record.get("model_config", {})
+        if saved:  # read as a config: a field added since the checkpoint takes its default
+            saved = AlbertConfig.from_dict(saved, source=str(path / "state.json")).to_dict()
         now = self.config.to_dict()
         changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
         if changed:
@@ -154,14 +155,6 @@ class Trainer:
                 f"--resume {path}: the checkpoint's model differs from this run's ({k}: "
                 f"{saved.get(k)!r} there, {now.get(k)!r} here); resume with the same recipe "
                 f"and data, or start a new --out")
-
-    def _training_config(self) -> AlbertConfig:
-        """Pre-training runs without dropout, as in the paper and the official code (whose
-        SOP head has none); the exported config keeps classifier_dropout_prob for
-        fine-tuning. A recipe that sets it in model_overrides gets what it asks for."""
-        if "classifier_dropout_prob" in self.cfg.model_overrides:
-            return self.config
-        return self.config.replace(classifier_dropout_prob=0.0)
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:
@@ -175,39 +168,35 @@ class Trainer:
     def train_step(self, data) -> dict[str, Any]:
         """Accumulate one global batch, clip, step (or skip a non-finite one).
 
-        The MLM loss is normalised by the number of masked tokens in the whole global batch
-        (all micro-batches, all ranks) and the SOP loss by its number of sequences, so the
-        gradient equals that of one big batch however it is split; DDP averages gradients
-        over ranks, hence the factor world_size.
+        Each loss part is summed per micro-batch and divided by its count over the whole
+        global batch (all micro-batches, all ranks; what it counts is the objective's), so
+        the gradient equals that of one big batch however it is split; DDP averages
+        gradients over ranks, hence the factor world_size.
         """
         device, world = self.info.device, self.info.world_size
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
-        # Masked tokens and sequences per micro-batch, kept on the device (no host sync).
-        masked = torch.stack([(b["labels"] != -100).sum() for b in micro]).float()
-        sequences = torch.tensor([float(len(b["input_ids"])) for b in micro], device=device)
-        counts = torch.cat([masked, sequences])
-        totals = all_reduce_sum(torch.stack([masked.sum(), sequences.sum()]))
-        sums = torch.zeros(3, device=device)  # this rank's share of loss, mlm, sop means
+        # Each part's denominator, kept on the device (no host sync): (A, P) -> (P,) global.
+        counts = torch.stack([self.objective.counts(b) for b in micro])
+        totals = all_reduce_sum(counts.sum(0)).clamp(min=1)
+        losses = torch.zeros_like(totals)  # (P,) this rank's share of each part's global mean
         for i, batch in enumerate(micro):
-            last = i == len(micro) - 1
-            with self._sync(last):
+            with self._sync(i == len(micro) - 1):
                 with self.amp:
-                    out = self.model(**batch)
-                mlm = out.mlm_loss * (counts[i] / totals[0].clamp(min=1))
-                sop = out.sop_loss * (counts[len(micro) + i] / totals[1]) \
-                    if out.sop_loss is not None else torch.zeros((), device=device)
-                loss = (mlm + sop) * world
+                    sums = self.objective.loss_sums(self.model, batch)  # (P,)
+                share = sums / totals  # (P,)
+                loss = (share * self.weights).sum() * world
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
-            sums += torch.stack([mlm + sop, mlm, sop]).detach().float()
+            losses += share.detach().float()
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
-        finite = bool(torch.isfinite(all_reduce_sum(sums[:1])).all() and torch.isfinite(norm))
+        total = all_reduce_sum((losses * self.weights).sum()[None])  # (1,) the global loss
+        finite = bool(torch.isfinite(total).all() and torch.isfinite(norm))
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         self._apply(finite)
         tokens = int(torch.stack([b["attention_mask"].sum() for b in micro]).sum())  # one sync
-        return {"sums": sums, "grad_norm": norm.detach().float(), "tokens": tokens,
+        return {"losses": losses, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
 
     def _sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
@@ -243,7 +232,7 @@ class Trainer:
         sampler = RankSampler(len(self.train_data), self.info.rank, self.info.world_size,
                               seed=cfg.seed)
         data = batches(self.train_data, sampler, cfg.micro_batch_size, cfg.num_workers, state)
-        window: dict[str, Any] = {"sums": torch.zeros(3, device=self.info.device),
+        window: dict[str, Any] = {"losses": torch.zeros_like(self.weights),
                                   "steps": 0, "tokens": 0, "start": time.perf_counter()}
         bar = progress(total=cfg.max_steps, initial=state["step"], desc="pre-training",
                        unit="step", disable=not self.info.is_main)
@@ -254,7 +243,7 @@ class Trainer:
             result = self.train_step(data)
             if state["step"] == before:
                 continue  # skipped (non-finite): nothing to log, nothing to save
-            window["sums"] += result["sums"]
+            window["losses"] += result["losses"]
             window["steps"] += 1
             window["tokens"] += result["tokens"]
             bar.update(1)
@@ -267,53 +256,42 @@ class Trainer:
                 save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
                                 self.info, {**state, "model_config": self.config.to_dict()})
         bar.close()
-        if not last_eval and len(self.heldout) >= self.info.world_size:
+        if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
-            last_eval = self._eval_metrics()
+            last_eval = self.objective.evaluate(self.model, self.info, self.amp)
         self._finish()
         return last_eval
 
     def _log(self, window: dict, last: dict[str, Any], bar) -> None:
-        sums = all_reduce_sum(window["sums"]) / window["steps"]  # shares sum to global means
+        # Shares summed over ranks are the global means; then averaged over the window's steps.
+        losses = all_reduce_sum(window["losses"]) / window["steps"]  # (P,)
         tokens = int(all_reduce_sum(torch.tensor([window["tokens"]], device=self.info.device)))
         elapsed = time.perf_counter() - window["start"]
         self.state["tokens"] += tokens
-        name = "nsp" if self.train_data.label_key == "next_sentence_label" else "sop"
-        record = {"step": self.state["step"], "loss": float(sums[0]),
-                  "mlm_loss": float(sums[1]), "lr": last["lr"],
-                  "tokens_per_s": tokens / max(elapsed, 1e-9),
+        parts = dict(zip(self.objective.parts, losses.tolist(), strict=True))
+        record = {"step": self.state["step"], "loss": float((losses * self.weights).sum()),
+                  **{f"{name}_loss": value for name, value in parts.items()},
+                  "lr": last["lr"], "tokens_per_s": tokens / max(elapsed, 1e-9),
                   "grad_norm": float(last["grad_norm"]),
                   "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"]}
-        if self.train_data.label_key:
-            record[f"{name}_loss"] = float(sums[2])
         self.logger.log(record)
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}")
-        window.update(sums=torch.zeros_like(window["sums"]), steps=0, tokens=0,
+        window.update(losses=torch.zeros_like(window["losses"]), steps=0, tokens=0,
                       start=time.perf_counter())
 
     def _evaluate(self) -> dict[str, float]:
-        if len(self.heldout) < self.info.world_size:
-            return {}
-        result = self._eval_metrics()
-        self.logger.log({"step": self.state["step"], **result})
-        return result
-
-    def _eval_metrics(self) -> dict[str, float]:
-        """The data's own held-out metrics; with eval_pair_tasks "both" the SOP and NSP
-        accuracies (and baselines) of the run's fixed cross-evaluation set replace the own
-        task's, so a SOP run also reports NSP and the other way round (eval_*_loss and
-        eval_loss stay those of the own instances)."""
-        result = evaluate(self.model, self.heldout, self.info, self.cfg, self.baseline_token,
-                          self.amp)
-        if self.cross_set is not None and self.cross_set.batches:
-            result.update(cross_eval_metrics(self.model, self.cross_set, self.info, self.amp))
+        """The objective's held-out metrics, logged at this step (nothing when it has none)."""
+        result = self.objective.evaluate(self.model, self.info, self.amp)
+        if result:
+            self.logger.log({"step": self.state["step"], **result})
         return result
 
     def _finish(self) -> None:
         if self.cfg.export:
             model_state = full_model_state(self.model)  # a collective under FSDP
             if self.info.is_main:
-                export_model(self.run_dir, self.run_dir / "export", model_state, self.config)
+                self.objective.export(model_state, self.config, self.run_dir,
+                                      self.run_dir / "export")
         self.logger.close()
         barrier()
 

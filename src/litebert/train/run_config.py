@@ -12,6 +12,7 @@ import yaml
 
 from litebert.config import PRESETS
 from litebert.files import named_yaml, yaml_names
+from litebert.objectives import OBJECTIVES
 from litebert.options import option
 from litebert.train.schedule import SCHEDULES, resolve_warmup
 
@@ -26,6 +27,9 @@ class RunConfigError(ValueError):
 class PretrainConfig:
     model: str = option("tiny", "model size, a preset of litebert.config.PRESETS",
                         choices=PRESETS)
+    objective: str = option(
+        "mlm", "what is trained (litebert.objectives): mlm = masked-LM plus the data's "
+               "sentence-pair task (SOP or NSP, as the data was built)", choices=OBJECTIVES)
     model_overrides: dict[str, Any] = option(
         help="AlbertConfig fields that replace the preset's", factory=dict)
     data: str | None = option(None, "a directory written by `litebert data build`")
@@ -78,6 +82,8 @@ class PretrainConfig:
         self.betas = (betas[0], betas[1])
         checks = [
             (self.model in PRESETS, "model", f"unknown preset; choose from {', '.join(PRESETS)}"),
+            (self.objective in OBJECTIVES, "objective",
+             f"unknown objective; choose from {', '.join(OBJECTIVES)}"),
             (self.batch_size > 0 and self.micro_batch_size > 0, "batch_size",
              "batch sizes must be positive"),
             (self.max_steps > 0, "max_steps", "must be positive"),

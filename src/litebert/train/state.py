@@ -16,10 +16,10 @@ import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model import AlbertForPreTraining
+from litebert.objectives import OBJECTIVES, Objective
 from litebert.train import checkpoint
 from litebert.train.distributed import DistInfo
-from litebert.train.run_config import PretrainConfig, RunConfigError
+from litebert.train.run_config import FIELDS, PretrainConfig, RunConfigError
 
 
 def is_fsdp(model: nn.Module) -> bool:
@@ -146,6 +146,14 @@ def _batch_position(saved: dict[str, Any], cfg: PretrainConfig, info: DistInfo) 
 
 # ---- exporting ------------------------------------------------------------------------------
 
+def saved_objective(saved: dict[str, Any]) -> Objective:
+    """The objective of a checkpoint's state.json (its run config; one written before there
+    was a choice gets the option's default), without the run's data: enough to build and
+    export."""
+    cfg = PretrainConfig(**{k: v for k, v in saved.get("config", {}).items() if k in FIELDS})
+    return OBJECTIVES[cfg.objective](cfg)
+
+
 def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """(whole model state dict, state.json) of checkpoint `path`, checksums verified, in
     this one process whatever the format (no process group needed)."""
@@ -154,30 +162,21 @@ def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any
         return checkpoint.load_model_file(path), saved
     config = AlbertConfig.from_dict(saved["model_config"], source=str(path / "state.json"))
     with torch.device("meta"):  # shapes and dtypes only: nothing initialised twice
-        shapes = AlbertForPreTraining(config).state_dict()
+        shapes = saved_objective(saved).build(config).state_dict()
     loaded = {"model": {k: torch.empty(v.shape, dtype=v.dtype) for k, v in shapes.items()}}
     checkpoint.load_sharded(loaded, path)
     return loaded["model"], saved
 
 
-def export_model(run_dir: Path, out_dir: Path, model_state: dict, config: AlbertConfig) -> Path:
-    """A transformers-format model directory with the run's tokenizer beside the weights."""
-    from litebert.tokenization import Tokenizer
-
-    model = AlbertForPreTraining(config)
-    model.load_state_dict(model_state)
-    model.save_pretrained(out_dir)
-    Tokenizer.from_pretrained(run_dir / "tokenizer").save_pretrained(out_dir)
-    return out_dir
-
-
 def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
-    """`litebert export`: the newest checkpoint of RUN_DIR as a model directory. A damaged
-    one is an error naming the file, not a silent export of an older one."""
+    """`litebert export`: the newest checkpoint of RUN_DIR as model directory(ies), the
+    objective's export. A damaged one is an error naming the file, not a silent export of an
+    older one."""
     run_dir = Path(run_dir)
     found = checkpoint.list_checkpoints(run_dir)
     if not found:
         raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
     model_state, saved = load_model_state(found[-1])
     config = AlbertConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
-    return export_model(run_dir, Path(out_dir or run_dir / "export"), model_state, config)
+    return saved_objective(saved).export(model_state, config, run_dir,
+                                         Path(out_dir or run_dir / "export"))

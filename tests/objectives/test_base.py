@@ -1,0 +1,68 @@
+"""The objective registry, the run config's `objective` option, and the shared FSDP units."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from litebert.cli import main
+from litebert.model import AlbertModel
+from litebert.objectives import OBJECTIVES, MLMObjective
+from litebert.objectives.base import backbone_units
+from litebert.studies.runner import _continue
+from litebert.studies.spec import StudyError
+from litebert.train.run_config import FIELDS, PretrainConfig, RunConfigError, load_run_config
+from tests.conftest import small_config
+
+
+def test_the_registry_names_the_options_choices():
+    assert OBJECTIVES["mlm"] is MLMObjective
+    assert FIELDS["objective"].metadata["choices"] == tuple(OBJECTIVES)
+    assert PretrainConfig().objective == "mlm"  # what every run before the option trained
+
+
+def test_an_unknown_objective_is_a_clear_error_listing_the_choices(capsys):
+    with pytest.raises(RunConfigError, match=r"objective='electro': unknown objective; "
+                                             r"choose from mlm"):
+        PretrainConfig(objective="electro")
+    with pytest.raises(RunConfigError, match="choose from mlm"):
+        load_run_config("tiny-cpu", {"objective": "electro"})  # a recipe, then an override
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--objective", "electro"])
+    assert re.search(r"--objective: invalid choice: 'electro' \(choose from '?mlm",
+                     capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_every_objective_names_and_weights_its_parts(name):
+    objective = OBJECTIVES[name](PretrainConfig())  # no data: build and export only
+    assert len(objective.parts) == len(objective.weights) >= 1
+    assert len(set(objective.parts)) == len(objective.parts)
+    model = objective.build(small_config())
+    assert all(any(m is u for u in model.modules()) for m, _ in objective.fsdp_units(model))
+
+
+@pytest.mark.parametrize(("sharing", "attention", "ffn"), [
+    ("all", False, False), ("none", True, True), ("attention", False, True),
+    ("ffn", True, False)])
+def test_a_module_used_at_several_depths_is_not_resharded_between_uses(sharing, attention,
+                                                                       ffn):
+    model = AlbertModel(small_config(sharing=sharing))
+    units = backbone_units(model)
+    encoder = model.encoder
+    assert [m for m, _ in units] == [*encoder.attentions, *encoder.ffns]
+    assert {r for m, r in units if m in list(encoder.attentions)} == {attention}
+    assert {r for m, r in units if m in list(encoder.ffns)} == {ffn}
+
+
+def test_a_study_recorded_before_the_option_continues(tmp_path):
+    """A study's run record holds its PretrainConfig; one written before `objective` existed
+    is the same run as today's with the default objective, and another objective is not."""
+    now = {"data": {}, "model": {"hidden_size": 32}, "pretrain": PretrainConfig().to_dict()}
+    before = {**now, "pretrain": {k: v for k, v in now["pretrain"].items() if k != "objective"},
+              "tokens": 7}
+    assert _continue(before, now, tmp_path / "run.json")["tokens"] == 7
+    other = {**now, "pretrain": {**now["pretrain"], "objective": "electra"}}
+    with pytest.raises(StudyError, match="differs in objective"):
+        _continue(before, other, tmp_path / "run.json")

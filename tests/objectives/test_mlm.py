@@ -1,0 +1,96 @@
+"""The MLM objective (+ the data's SOP/NSP task): parts, counts and sums, metrics, export."""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from litebert.data.loader import PretrainingDataset, collate
+from litebert.model import AlbertForPreTraining
+from litebert.objectives import MLMObjective
+from litebert.train.distributed import DistInfo
+from litebert.train.pretrain import model_config
+from tests.train import test_pretrain
+from tests.train.test_pretrain import run_config
+
+data_dir = test_pretrain.data_dir  # the same SOP corpus fixture (built once for this module)
+CPU = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+OWN_KEYS = {"eval_loss", "eval_mlm_loss", "eval_mlm_accuracy", "eval_mlm_baseline_accuracy",
+            "eval_sop_loss", "eval_sop_accuracy", "eval_sop_baseline_accuracy"}
+
+
+@pytest.fixture(scope="module")
+def train(data_dir) -> PretrainingDataset:
+    return PretrainingDataset(data_dir, "train", seed=0)
+
+
+def objective_and_model(data_dir, train, **kw) -> tuple[MLMObjective, torch.nn.Module]:
+    cfg = run_config(data_dir, data_dir / "unused", **kw)
+    objective = MLMObjective(cfg, train)
+    torch.manual_seed(0)
+    return objective, objective.build(model_config(cfg, data_dir)).eval()
+
+
+def test_the_pair_task_and_its_name_come_from_the_data(data_dir, train):
+    cfg = run_config(data_dir, data_dir / "unused")
+    sop = MLMObjective(cfg, train)
+    assert (sop.parts, sop.weights) == (("mlm", "sop"), (1.0, 1.0))
+    nsp_data = SimpleNamespace(label_key="next_sentence_label", directory=data_dir)
+    assert MLMObjective(cfg, nsp_data).parts == ("mlm", "nsp")  # type: ignore[arg-type]
+    alone = SimpleNamespace(label_key=None, directory=data_dir)  # data objective "none"
+    assert MLMObjective(cfg, alone).parts == ("mlm",)  # type: ignore[arg-type]
+    assert MLMObjective(cfg).parts == ("mlm",)  # no data: build and export only
+
+
+def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, train):
+    objective, model = objective_and_model(data_dir, train)
+    batch = collate([train[i] for i in range(5)])
+    masked = batch["labels"] != -100  # (B, T)
+    torch.testing.assert_close(objective.counts(batch),
+                               torch.tensor([float(masked.sum()), 5.0]), atol=0, rtol=0)
+    with torch.no_grad():
+        sums = objective.loss_sums(model, batch)  # (2,)
+        out = model(**batch)
+    mlm = F.cross_entropy(out.prediction_logits, batch["labels"][masked], reduction="sum")
+    sop = F.cross_entropy(out.sop_logits, batch["sentence_order_label"], reduction="sum")
+    torch.testing.assert_close(sums, torch.stack([mlm, sop]), rtol=1e-6, atol=1e-5)
+
+
+def test_a_micro_batch_without_masked_tokens_sums_to_zero(data_dir, train):
+    objective, model = objective_and_model(data_dir, train)
+    batch = collate([train[i] for i in range(3)])
+    batch["labels"].fill_(-100)
+    assert objective.counts(batch).tolist() == [0.0, 3.0]
+    with torch.no_grad():
+        sums = objective.loss_sums(model, batch)
+    assert sums[0].item() == 0.0 and torch.isfinite(sums).all()
+
+
+@pytest.mark.parametrize("pair_tasks", ["own", "both"])
+def test_evaluation_reports_todays_metric_names(data_dir, train, pair_tasks):
+    objective, model = objective_and_model(data_dir, train, eval_pair_tasks=pair_tasks)
+    result = objective.evaluate(model, CPU, contextlib.nullcontext())
+    cross = {"eval_nsp_accuracy", "eval_nsp_baseline_accuracy"} if pair_tasks == "both" else set()
+    assert set(result) == OWN_KEYS | cross
+    assert result["eval_loss"] == pytest.approx(result["eval_mlm_loss"]
+                                                + result["eval_sop_loss"])
+    assert not model.training  # its mode as it was
+    assert MLMObjective(run_config(data_dir, data_dir)).evaluate(model, CPU,
+                                                                 contextlib.nullcontext()) == {}
+
+
+def test_export_is_an_albert_pretraining_directory_with_the_tokenizer(data_dir, train,
+                                                                      tmp_path):
+    objective, model = objective_and_model(data_dir, train)
+    assert isinstance(model, AlbertForPreTraining)  # its state-dict keys are the checkpoints'
+    config = model_config(run_config(data_dir, tmp_path), data_dir)
+    out = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
+    assert (out / "spiece.model").exists()
+    loaded = AlbertForPreTraining.from_pretrained(out).eval()
+    ids = torch.randint(5, config.vocab_size, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).sop_logits, model(ids).sop_logits, atol=0, rtol=0)
