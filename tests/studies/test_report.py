@@ -92,7 +92,7 @@ def test_a_metric_no_run_learned_says_its_ordering_is_noise(tmp_path):
     write_report(root)
     report = (root / "report.md").read_text()
     assert "SOP: ours above its baseline in 0 of 3 runs — at this budget no run has learned " \
-           "it beyond the baseline" in report
+           "it beyond the baseline, so its figures say nothing about how the runs differ" in report
     assert "NSP: ours above its baseline in 2 of 3 runs." in report
 
 

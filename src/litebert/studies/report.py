@@ -255,8 +255,8 @@ def _above_baseline(label: str, records: list[Record], metric: str) -> str | Non
     above = sum(v > b for v, b in pairs)
     sentence = f"{label}: ours above its baseline in {above} of {len(pairs)} runs"
     if above == 0:
-        sentence += (" — at this budget no run has learned it beyond the baseline, so the "
-                     "ordering against the paper below measures noise")
+        sentence += (" — at this budget no run has learned it beyond the baseline, so its "
+                     "figures say nothing about how the runs differ")
     return sentence + "."
 
 
