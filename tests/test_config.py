@@ -26,7 +26,15 @@ def test_unknown_preset_lists_choices():
     (dict(sharing="some"), "sharing", "unknown"),
     (dict(vocab_size=0), "vocab_size", "positive"),
     (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob", r"\[0, 1\)"),
-    (dict(model_type="bert", sharing="none", embedding_size=128), "embedding_size", "BERT"),
+    (dict(embedding_projection="never", embedding_size=128), "embedding_size",
+     "no E->H projection, as in BERT"),
+    (dict(embedding_projection="sometimes"), "embedding_projection", "unknown"),
+    (dict(use_pooler=False), "classifier_head", "needs use_pooler=True"),
+    (dict(classifier_head="cls"), "classifier_head", "unknown"),
+    (dict(classifier_head="first_token", classifier_act="gelu_fast"), "classifier_act",
+     "unknown"),
+    (dict(mlm_act="softmax"), "mlm_act", "unknown"),
+    (dict(model_type="gpt2"), "model_type", "unknown.*'albert'.*'electra'"),
     (dict(pad_token_id=40000), "pad_token_id", "vocab_size"),
 ])
 def test_invalid_configs_name_the_field(changes, field, words):
@@ -112,3 +120,36 @@ def test_labels_round_trip():
     assert config.num_labels == 3
     again = AlbertConfig.from_dict(config.to_dict())
     assert again.id2label == {0: "neg", 1: "neu", 2: "pos"}
+
+
+def test_structure_fields_decide_the_projection():
+    assert AlbertConfig(embedding_size=128, hidden_size=768).has_projection  # "always"
+    assert AlbertConfig(embedding_size=768, embedding_projection="always").has_projection
+    same = AlbertConfig(embedding_size=768, embedding_projection="when_sizes_differ")
+    assert not same.has_projection
+    assert AlbertConfig(embedding_size=128, embedding_projection="when_sizes_differ"
+                        ).has_projection
+    assert not AlbertConfig(embedding_size=768, embedding_projection="never").has_projection
+
+
+def test_mlm_activation_defaults_to_hidden_act():
+    assert AlbertConfig(hidden_act="gelu_new").mlm_activation == "gelu_new"
+    assert AlbertConfig(hidden_act="gelu_new", mlm_act="gelu").mlm_activation == "gelu"
+
+
+def test_presets_keep_their_structure():
+    albert, bert = AlbertConfig.from_preset("albert-base"), AlbertConfig.from_preset("bert-base")
+    assert albert.has_projection and albert.use_pooler and albert.classifier_head == "pooler"
+    assert not bert.has_projection and bert.use_pooler and bert.model_type == "bert"
+    electra = AlbertConfig.from_preset("electra-small")
+    assert electra.has_projection and not electra.use_pooler
+    assert (electra.model_type, electra.classifier_head, electra.mlm_activation) == (
+        "electra", "first_token", "gelu")
+    assert not AlbertConfig.from_preset("electra-base").has_projection  # E == H == 768
+
+
+def test_new_num_labels_drops_the_old_labels():
+    config = AlbertConfig(id2label={0: "neg", 1: "pos"})
+    assert config.replace(num_labels=5).num_labels == 5
+    assert config.replace(num_labels=5).id2label is None
+    assert config.replace(num_labels=2).id2label == {0: "neg", 1: "pos"}

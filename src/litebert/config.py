@@ -1,28 +1,65 @@
 """AlbertConfig: the one typed description every model is built from.
 
 Field names follow transformers' AlbertConfig so a `config.json` reads and writes without
-translation. Two fields are ours:
+translation. The fields that are ours:
 - `sharing`: which parts of a layer are shared across depth (the paper's ablation, Table 4).
   "all" is transformers' grouping; "attention" / "ffn" share only that part and have no
   transformers equivalent; "none" gives every layer its own weights.
-- `model_type`: "albert", or "bert" for BERT checkpoints (E = H, no E->H projection).
+- `model_type`: the checkpoint family whose layout a model directory is written in (see
+  litebert.families). It decides file names only: the structure is in the fields below.
+- structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
+  `mlm_act` (documented on the dataclass). A family's adapter sets them when it reads that
+  family's config.json; their defaults are ALBERT's.
+
+Reading and writing config.json goes through the family adapters (litebert.families), which
+import this module; they install themselves here with `install_formats` when imported, which
+`import litebert` does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
-MODEL_TYPES = ("albert", "bert")
+EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
+CLASSIFIER_HEADS = ("pooler", "first_token")
+# The structure fields and their defaults (ALBERT's); family adapters read and write them.
+STRUCTURE_FIELDS = ("embedding_projection", "use_pooler", "classifier_head", "classifier_act",
+                    "mlm_act")
 
 
 class ConfigError(ValueError):
     """An invalid configuration; the message names the field and the fix."""
+
+
+class ConfigFormats(Protocol):
+    """What this module needs of litebert.families: config.json by model_type."""
+
+    def model_types(self) -> tuple[str, ...]: ...
+
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig: ...
+
+    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]: ...
+
+
+_FORMATS: list[ConfigFormats] = []
+
+
+def install_formats(formats: ConfigFormats) -> None:
+    """Called by litebert.families on import (it imports this module, not the reverse)."""
+    _FORMATS[:] = [formats]
+
+
+def _formats() -> ConfigFormats:
+    if not _FORMATS:
+        raise RuntimeError("no config.json formats installed: import litebert.families")
+    return _FORMATS[0]
 
 
 @dataclass
@@ -49,6 +86,23 @@ class AlbertConfig:
     eos_token_id: int = 3
     sharing: str = "all"
     model_type: str = "albert"
+    # ---- structure (ours; defaults are ALBERT's) ----
+    # The E->H linear after the embeddings: "always" (ALBERT, even when E == H),
+    # "when_sizes_differ" (ELECTRA: only if embedding_size != hidden_size), "never" (BERT;
+    # needs embedding_size == hidden_size).
+    embedding_projection: str = "always"
+    # The backbone's tanh(dense(h[:, 0])) pooler (ALBERT, BERT); ELECTRA has none. Heads that
+    # read it (pre-training's SOP/NSP, a "pooler" classifier) build it whatever this says.
+    use_pooler: bool = True
+    # Sequence classification: "pooler" = dropout + linear on the pooled output (ALBERT, BERT;
+    # needs use_pooler); "first_token" = h[:, 0] -> dropout -> dense H->H -> classifier_act ->
+    # dropout -> out_proj (ELECTRA with gelu; RoBERTa's is the same with tanh). Multiple choice
+    # reads the pooler when there is one, else the same dense + classifier_act on h[:, 0].
+    classifier_head: str = "pooler"
+    classifier_act: str = "gelu"
+    # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head
+    # uses exact "gelu" whatever its hidden_act.
+    mlm_act: str | None = None
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
@@ -62,11 +116,12 @@ class AlbertConfig:
             self.num_labels = len(self.id2label)
         self._validate()
 
-    def _validate(self) -> None:
-        def need(ok: bool, name: str, why: str) -> None:
-            if not ok:
-                raise ConfigError(f"AlbertConfig.{name}={getattr(self, name)!r}: {why}")
+    def _need(self, ok: bool, name: str, why: str) -> None:
+        if not ok:
+            raise ConfigError(f"AlbertConfig.{name}={getattr(self, name)!r}: {why}")
 
+    def _validate(self) -> None:
+        need = self._need
         for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
                      "num_hidden_groups", "inner_group_num", "num_attention_heads",
                      "intermediate_size", "max_position_embeddings", "type_vocab_size",
@@ -79,7 +134,9 @@ class AlbertConfig:
              f"must divide num_hidden_layers={self.num_hidden_layers}")
         need(self.hidden_act in ACTIVATIONS, "hidden_act", f"unknown; choose from {ACTIVATIONS}")
         need(self.sharing in SHARING, "sharing", f"unknown; choose from {SHARING}")
-        need(self.model_type in MODEL_TYPES, "model_type", f"unknown; choose from {MODEL_TYPES}")
+        if _FORMATS:
+            known = _formats().model_types()
+            need(self.model_type in known, "model_type", f"unknown; choose from {known}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                      "classifier_dropout_prob"):
             need(0.0 <= getattr(self, name) < 1.0, name, "must be in [0, 1)")
@@ -87,18 +144,40 @@ class AlbertConfig:
         need(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
         need(0 <= self.pad_token_id < self.vocab_size, "pad_token_id",
              f"must be an id below vocab_size={self.vocab_size}")
-        if self.model_type == "bert":
+        self._validate_structure()
+
+    def _validate_structure(self) -> None:
+        need = self._need
+        need(self.embedding_projection in EMBEDDING_PROJECTIONS, "embedding_projection",
+             f"unknown; choose from {EMBEDDING_PROJECTIONS}")
+        if self.embedding_projection == "never":
             need(self.embedding_size == self.hidden_size, "embedding_size",
-                 "a BERT model has no E->H projection: embedding_size must equal hidden_size")
-            need(self.sharing == "none", "sharing", "a BERT model shares no weights: use 'none'")
-            need(self.inner_group_num == 1, "inner_group_num", "must be 1 for a BERT model")
+                 f"embedding_projection='never' (no E->H projection, as in BERT) needs "
+                 f"embedding_size == hidden_size={self.hidden_size}")
+        need(isinstance(self.use_pooler, bool), "use_pooler", "must be true or false")
+        need(self.classifier_head in CLASSIFIER_HEADS, "classifier_head",
+             f"unknown; choose from {CLASSIFIER_HEADS}")
+        need(self.classifier_head != "pooler" or self.use_pooler, "classifier_head",
+             "'pooler' reads the pooled output: it needs use_pooler=True (or use "
+             "'first_token')")
+        need(self.classifier_act in ACTIVATIONS, "classifier_act",
+             f"unknown; choose from {ACTIVATIONS}")
+        need(self.mlm_act is None or self.mlm_act in ACTIVATIONS, "mlm_act",
+             f"unknown; choose from {ACTIVATIONS} or null (= hidden_act)")
 
     # ---- derived ---------------------------------------------------------------------------
 
     @property
     def has_projection(self) -> bool:
-        """BERT has no E->H projection; ALBERT always has one (even when E == H)."""
-        return self.model_type == "albert"
+        """Whether the backbone has the E->H projection (see `embedding_projection`)."""
+        if self.embedding_projection == "when_sizes_differ":
+            return self.embedding_size != self.hidden_size
+        return self.embedding_projection == "always"
+
+    @property
+    def mlm_activation(self) -> str:
+        """The activation the MLM head applies."""
+        return self.mlm_act or self.hidden_act
 
     @property
     def num_layer_positions(self) -> int:
@@ -115,6 +194,12 @@ class AlbertConfig:
         return self.sharing in ("all", "none")
 
     def replace(self, **changes: Any) -> AlbertConfig:
+        """A copy with `changes`. A new num_labels without new labels drops the old id2label
+        (which would otherwise set num_labels back), as transformers does."""
+        relabelled = "num_labels" in changes and "id2label" not in changes
+        if relabelled and self.id2label is not None \
+                and len(self.id2label) != changes["num_labels"]:
+            changes["id2label"] = None
         return dataclasses.replace(self, **changes)
 
     # ---- presets ---------------------------------------------------------------------------
@@ -129,30 +214,37 @@ class AlbertConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "<dict>") -> AlbertConfig:
-        """Read a transformers ALBERT/BERT config or Google's albert_config.json."""
-        return _config_from_dict(cls, data, source)
+        """Read any family's config.json content (transformers ALBERT, BERT, ELECTRA, ours)
+        or Google's albert_config.json; the family is chosen by its `model_type`."""
+        return _formats().config_from_dict(data, source)
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> AlbertConfig:
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: no such config file") from None
-        except json.JSONDecodeError as err:
-            raise ConfigError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json_object(path), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
-        """The transformers-compatible config.json content."""
-        return _config_to_dict(self)
+        """The config.json content, in the layout this config is saved in (its family's, or
+        ALBERT's / ours where the family cannot hold it: see litebert.families.layout_for)."""
+        return _formats().config_to_dict(self)
 
     def save(self, directory: str | Path) -> Path:
         path = Path(directory) / "config.json"
         path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
         return path
+
+
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """A config file's JSON object; ConfigError naming the file (and line) otherwise."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def _albert(L: int, H: int, heads: int, **kw: Any) -> dict[str, Any]:
@@ -164,7 +256,18 @@ def _bert(L: int, H: int, heads: int) -> dict[str, Any]:
     # The paper's BERT baselines (Table 1) use the same 30k vocabulary as ALBERT.
     return dict(num_hidden_layers=L, hidden_size=H, num_attention_heads=heads,
                 intermediate_size=4 * H, embedding_size=H, model_type="bert", sharing="none",
-                hidden_act="gelu", hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+                embedding_projection="never", hidden_act="gelu", hidden_dropout_prob=0.1,
+                attention_probs_dropout_prob=0.1)
+
+
+def _electra(L: int, H: int, E: int, heads: int) -> dict[str, Any]:
+    # The discriminators of the ELECTRA paper (Table 6); 30k vocabulary like the others.
+    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=E, num_attention_heads=heads,
+                intermediate_size=4 * H, model_type="electra", sharing="none",
+                num_hidden_groups=L, embedding_projection="when_sizes_differ",
+                use_pooler=False, classifier_head="first_token", classifier_act="gelu",
+                mlm_act="gelu", hidden_act="gelu", hidden_dropout_prob=0.1,
+                attention_probs_dropout_prob=0.1)
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -176,111 +279,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "bert-base": _bert(12, 768, 12),
     "bert-large": _bert(24, 1024, 16),
     "bert-xlarge": _bert(24, 2048, 32),
+    "electra-small": _electra(12, 256, 128, 4),
+    "electra-base": _electra(12, 768, 768, 12),
 }
-
-
-# ---- conversion from and to other projects' config files ------------------------------------
-
-# transformers' defaults for keys a config.json may leave out.
-_HF_ALBERT_DEFAULTS: dict[str, Any] = dict(
-    vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12,
-    num_hidden_groups=1, num_attention_heads=64, intermediate_size=16384, inner_group_num=1,
-    hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-    max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02,
-    layer_norm_eps=1e-12, classifier_dropout_prob=0.1, pad_token_id=0, bos_token_id=2,
-    eos_token_id=3,
-)
-_HF_BERT_DEFAULTS: dict[str, Any] = dict(
-    vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-    intermediate_size=3072, hidden_act="gelu", hidden_dropout_prob=0.1,
-    attention_probs_dropout_prob=0.1, max_position_embeddings=512, type_vocab_size=2,
-    initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=0,
-)
-# Keys that only describe the file or the training run that wrote it.
-_IGNORED_KEYS = {"label2id", "transformers_version", "torch_dtype", "dtype", "output_past",
-                 "_name_or_path", "use_cache", "gradient_checkpointing",
-                 "position_embedding_type"}
-_FIELDS = {f.name for f in dataclasses.fields(AlbertConfig)} - {"extra"}
-
-
-def _config_from_dict(cls: type[AlbertConfig], data: dict[str, Any], source: str) -> AlbertConfig:
-    data = dict(data)
-    model_type = data.get("model_type", "albert")
-    if model_type == "litebert":  # our own layout for attention-/FFN-only sharing
-        model_type = "albert"
-    kind = data.get("position_embedding_type", "absolute")
-    if kind != "absolute":
-        raise ConfigError(f"{source}: position_embedding_type={kind!r} is not supported "
-                          "(only 'absolute', as in BERT and ALBERT)")
-    if model_type == "bert":
-        _check_bert(data, source)
-        values = {**_HF_BERT_DEFAULTS, **data}
-        values.update(embedding_size=values["hidden_size"], sharing="none",
-                      num_hidden_groups=values["num_hidden_layers"], inner_group_num=1)
-        if values.get("classifier_dropout") is not None:
-            values["classifier_dropout_prob"] = values["classifier_dropout"]
-        else:
-            values["classifier_dropout_prob"] = values["hidden_dropout_prob"]
-    elif model_type == "albert":
-        _check_google_albert(data, source)
-        values = {**_HF_ALBERT_DEFAULTS, **data}
-    else:
-        raise ConfigError(f"{source}: model_type {model_type!r} is neither 'albert' nor 'bert'")
-    values["model_type"] = model_type
-    known = {k: v for k, v in values.items() if k in _FIELDS}
-    extra = {k: v for k, v in values.items()
-             if k not in _FIELDS and k not in _IGNORED_KEYS and k not in _GOOGLE_ONLY_KEYS
-             and k != "classifier_dropout"}
-    try:
-        return cls(**known, extra=extra)
-    except ConfigError as err:
-        raise ConfigError(f"{source}: {err}") from None
-    except TypeError as err:
-        raise ConfigError(f"{source}: {err}") from None
-
-
-# Google's albert_config.json has keys for structures the released models never used.
-_GOOGLE_ONLY_KEYS = {"net_structure_type", "layers_to_keep", "gap_size", "num_memory_blocks",
-                     "down_scale_factor"}
-
-
-def _check_google_albert(data: dict[str, Any], source: str) -> None:
-    if data.get("net_structure_type", 0) != 0:
-        raise ConfigError(f"{source}: net_structure_type={data['net_structure_type']} is not "
-                          "supported (only the standard ALBERT structure, 0, is)")
-    if data.get("layers_to_keep"):
-        raise ConfigError(f"{source}: layers_to_keep={data['layers_to_keep']} is not supported")
-    if data.get("down_scale_factor", 1) != 1:
-        raise ConfigError(f"{source}: down_scale_factor must be 1")
-
-
-def _check_bert(data: dict[str, Any], source: str) -> None:
-    if data.get("is_decoder") or data.get("add_cross_attention"):
-        raise ConfigError(f"{source}: decoder BERT models are not supported")
-
-
-def _config_to_dict(config: AlbertConfig) -> dict[str, Any]:
-    out: dict[str, Any] = dict(config.extra)
-    common = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-              "intermediate_size", "hidden_act", "hidden_dropout_prob",
-              "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-              "initializer_range", "layer_norm_eps", "pad_token_id", "num_labels",
-              "problem_type", "architectures")
-    out.update({k: getattr(config, k) for k in common})
-    if config.model_type == "bert":
-        out.update(model_type="bert", classifier_dropout=config.classifier_dropout_prob,
-                   position_embedding_type="absolute")
-    else:
-        groups = config.num_hidden_layers if config.sharing == "none" else config.num_hidden_groups
-        out.update(
-            model_type="albert" if config.hf_compatible else "litebert",
-            embedding_size=config.embedding_size, num_hidden_groups=groups,
-            inner_group_num=config.inner_group_num,
-            classifier_dropout_prob=config.classifier_dropout_prob,
-            bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
-            position_embedding_type="absolute", sharing=config.sharing,
-        )
-    if config.id2label is not None:
-        out["id2label"] = {str(k): v for k, v in config.id2label.items()}
-        out["label2id"] = {v: k for k, v in config.id2label.items()}
-    return {k: v for k, v in out.items() if v is not None}

@@ -11,10 +11,9 @@ import torch
 import transformers
 
 import litebert
-from litebert.model.hub import _canonical_state, external_key
-from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
-
-ATOL = 1e-5
+from litebert.families import FAMILIES
+from tests.conftest import VOCAB, make_inputs, randomize, small_config
+from tests.model.parity import ATOL, assert_same_gradients, assert_same_outputs, labels_for
 
 ALBERT_CONFIGS = {
     "E!=H gelu_new": dict(embedding_size=16),
@@ -24,66 +23,6 @@ ALBERT_CONFIGS = {
 HEADS = ["AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM",
          "AlbertForSequenceClassification", "AlbertForTokenClassification",
          "AlbertForQuestionAnswering", "AlbertForMultipleChoice"]
-
-
-def labels_for(head: str) -> int:
-    """transformers sizes its SOP and span heads by num_labels: they need 2."""
-    return 2 if head.endswith(("PreTraining", "QuestionAnswering")) else 3
-
-
-def labelled_inputs(head: str, num_labels: int) -> dict[str, torch.Tensor]:
-    """Inputs plus the labels each head's loss takes."""
-    x = make_inputs()
-    g = torch.Generator().manual_seed(5)
-    B, T = x["input_ids"].shape
-    if head in ("AlbertForPreTraining", "BertForPreTraining"):
-        order = torch.tensor([0, 1, 1])
-        key = "sentence_order_label" if head.startswith("Albert") else "next_sentence_label"
-        x.update(labels=mlm_labels(x), **{key: order})
-    elif head.endswith("MaskedLM"):
-        x.update(labels=mlm_labels(x))
-    elif head.endswith("SequenceClassification"):
-        x.update(labels=torch.randint(0, num_labels, (B,), generator=g))
-    elif head.endswith("TokenClassification"):
-        labels = torch.randint(0, num_labels, (B, T), generator=g)
-        x.update(labels=labels.masked_fill(x["attention_mask"] == 0, -100))
-    elif head.endswith("QuestionAnswering"):
-        x.update(start_positions=torch.tensor([1, 0, 30]), end_positions=torch.tensor([3, 0, 2]))
-    elif head.endswith("MultipleChoice"):
-        x = {k: v.unsqueeze(1).expand(B, 2, T).contiguous() for k, v in x.items()}
-        x["input_ids"] = x["input_ids"].clone()
-        x["input_ids"][:, 1, 2] = 7  # the two choices differ
-        x["labels"] = torch.tensor([1, 0, 1])
-    return x
-
-
-OUTPUT_PAIRS = {  # litebert field -> transformers field
-    "last_hidden_state": "last_hidden_state", "pooler_output": "pooler_output",
-    "prediction_logits": "prediction_logits", "sop_logits": "sop_logits",
-    "logits": "logits", "start_logits": "start_logits", "end_logits": "end_logits",
-}
-
-
-def assert_same_outputs(ours, theirs, head: str, num_labels: int) -> None:
-    ours.eval()
-    theirs.eval()
-    x = labelled_inputs(head, num_labels)
-    plain = {k: v for k, v in x.items() if k in ("input_ids", "attention_mask",
-                                                 "token_type_ids")}
-    with torch.no_grad():
-        a, b = ours(**plain), theirs(**plain)
-        compared = 0
-        for mine, their in OUTPUT_PAIRS.items():
-            their = "seq_relationship_logits" if mine == "sop_logits" and "Bert" in \
-                type(theirs).__name__ else their
-            if getattr(a, mine, None) is None or getattr(b, their, None) is None:
-                continue
-            torch.testing.assert_close(a[mine], b[their], atol=ATOL, rtol=0, msg=mine)
-            compared += 1
-        assert compared >= 1
-        if head != "AlbertModel" and head != "BertModel":
-            la, lb_ = ours(**x).loss, theirs(**x).loss
-            torch.testing.assert_close(la, lb_, atol=ATOL, rtol=1e-6)
 
 
 def hf_albert_config(ours: litebert.AlbertConfig, num_labels: int):
@@ -161,17 +100,7 @@ def test_gradients_match_transformers(tmp_path):
     ours = randomize(litebert.AlbertForPreTraining(config))
     ours.save_pretrained(tmp_path)
     theirs = transformers.AlbertForPreTraining.from_pretrained(tmp_path)
-    ours.eval(), theirs.eval()  # no dropout: the same function on both sides
-    x = labelled_inputs("AlbertForPreTraining", 2)
-    ours(**x).loss.backward()
-    theirs(**x).loss.backward()
-    their_grads = {n: p.grad for n, p in theirs.named_parameters()}
-
-    ours_params = dict(ours.named_parameters())
-    for name in _canonical_state(ours):
-        theirs_name = external_key(name, config)
-        torch.testing.assert_close(ours_params[name].grad, their_grads[theirs_name],
-                                   atol=1e-5, rtol=1e-4, msg=name)
+    assert_same_gradients(ours, theirs, "AlbertForPreTraining", 2, FAMILIES["albert"])
 
 
 @pytest.mark.parametrize("name", list(ALBERT_CONFIGS))

@@ -2,17 +2,21 @@
 
     input ids (B, T)
       -> word + position + token-type embeddings in E-space, LayerNorm(E), dropout
-      -> E->H projection (`embedding_hidden_mapping_in`; absent for BERT)
+      -> E->H projection (`embedding_hidden_mapping_in`; see config.embedding_projection)
       -> L x inner_group_num post-LN transformer layers, weights shared across depth
-      -> last_hidden_state (B, T, H), pooler_output = tanh(dense(h[:, 0])) (B, H)
+      -> last_hidden_state (B, T, H), pooler_output = tanh(dense(h[:, 0])) (B, H) if any
 
 Cross-layer sharing. The encoder keeps two flat lists, `attentions` and `ffns`, and two index
 tables saying which entry each layer position uses. With sharing "all" both tables follow
 transformers' groups (layer i uses group int(i * G / L), each group holds inner_group_num
 layers); "attention" / "ffn" share only that half and give the other half one module per
 position; "none" gives every position its own modules. The state dict therefore names
-`encoder.attentions.{n}` / `encoder.ffns.{n}`; model/hub.py maps it to and from transformers'
-`albert_layer_groups.{g}.albert_layers.{j}` layout (n = g * inner_group_num + j).
+`encoder.attentions.{n}` / `encoder.ffns.{n}`; the family adapters (litebert.families) map it to
+and from transformers' layouts, e.g. ALBERT's `albert_layer_groups.{g}.albert_layers.{j}`
+(n = g * inner_group_num + j) or BERT's and ELECTRA's `encoder.layer.{n}` (sharing "none").
+
+Structure comes from config fields, not from the family: `embedding_projection` decides the
+E->H projection, `use_pooler` the pooler.
 """
 
 from __future__ import annotations
@@ -153,16 +157,20 @@ def additive_mask(attention_mask, dtype):
 
 
 class AlbertModel(AlbertPreTrainedModel):
-    """The backbone: embeddings -> projection -> shared layers -> pooler."""
+    """The backbone: embeddings -> projection -> shared layers -> pooler.
 
+    `add_pooling_layer`: None follows config.use_pooler; heads say True when they read the
+    pooler (pre-training's SOP head) and False when they do not (MLM, tokens, spans).
+    """
 
-    def __init__(self, config: AlbertConfig, add_pooling_layer: bool = True):
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()
         self.config = config
         self.embeddings = AlbertEmbeddings(config)
         self.encoder = AlbertEncoder(config)
         H = config.hidden_size
-        self.pooler = nn.Linear(H, H) if add_pooling_layer else None
+        pooling = config.use_pooler if add_pooling_layer is None else add_pooling_layer
+        self.pooler = nn.Linear(H, H) if pooling else None
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,

@@ -43,15 +43,18 @@ class AlbertPreTrainedModel(nn.Module):
         module = self.base_model if only_backbone else self
         return sum(p.numel() for p in module.parameters())
 
-    def save_pretrained(self, directory: str | Path) -> Path:
+    def save_pretrained(self, directory: str | Path, *, unroll: bool = False) -> Path:
+        """config.json + model.safetensors in the config's family layout (see model/hub.py);
+        unroll=True writes shared layers as one copy per layer (identical outputs)."""
         from litebert.model.hub import save_pretrained
 
-        return save_pretrained(self, directory)
+        return save_pretrained(self, directory, unroll=unroll)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, strict: bool = False,
                         **config_overrides: Any):
-        """Load a litebert, transformers ALBERT or transformers BERT model directory."""
+        """Load a model directory of any family litebert reads (litebert, transformers
+        ALBERT, BERT, ELECTRA) into this class; heads the file lacks are newly initialised."""
         from litebert.model.hub import load_pretrained
 
         return load_pretrained(cls, directory, strict=strict, **config_overrides)

@@ -4,6 +4,12 @@ Losses follow transformers: -100 labels are ignored; SequenceClassification with
 num_labels == 1 is regression (MSE). One deliberate difference: given `labels`, the MLM heads
 compute logits only at the masked positions (labels != -100), so `prediction_logits` /
 `logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder.
+
+The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT) or
+"first_token" (ELECTRA; RoBERTa with tanh), and multiple choice reads the pooler when the
+config has one (`use_pooler`), else a dense + classifier_act summary of the first token
+(ELECTRA's sequence summary). Module names are transformers' for each structure, so the
+family adapters rename only the backbone.
 """
 
 from __future__ import annotations
@@ -26,14 +32,17 @@ IGNORE = -100
 
 
 class AlbertMLMHead(nn.Module):
-    """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias."""
+    """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias.
+
+    ALBERT's and BERT's MLM head, and ELECTRA's generator head (with mlm_act "gelu").
+    """
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.embedding_size)
         self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
-        self.act = activation(config.hidden_act)
+        self.act = activation(config.mlm_activation)
 
     def forward(self, h, word_embeddings):  # h (..., H); word_embeddings (V, E)
         h = self.LayerNorm(self.act(self.dense(h)))  # (..., E)
@@ -70,14 +79,17 @@ def _masked_lm(head, hidden, embeddings, labels):
 
 
 class AlbertForPreTraining(AlbertPreTrainedModel):
-    """MLM + sentence-order prediction (the same 2-way head serves NSP)."""
+    """MLM + sentence-order prediction (the same 2-way head serves NSP).
 
+    The SOP head reads the pooler, so this model has one even when config.use_pooler is
+    false (an ELECTRA generator directory loads here with the pair head newly initialised).
+    """
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         config = _two_labels(config)
         self.config = config
-        self.albert = AlbertModel(config)
+        self.albert = AlbertModel(config, add_pooling_layer=True)
         self.predictions = AlbertMLMHead(config)
         self.sop_classifier = AlbertSOPHead(config)
         self.init_weights()
@@ -114,31 +126,66 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class _Classifier(AlbertPreTrainedModel):
-    """Backbone + dropout + linear layer; subclasses say what it reads and how it is scored."""
-
-    pooling = True
+class FirstTokenClassifier(nn.Module):
+    """h[:, 0] -> dropout -> dense H->H -> act -> dropout -> out_proj (ELECTRA's
+    ElectraClassificationHead with GELU; RoBERTa's head is the same with tanh)."""
 
     def __init__(self, config: AlbertConfig, out_features: int):
         super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.classifier_dropout_prob)
+        self.act = activation(config.classifier_act)
+        self.out_proj = nn.Linear(config.hidden_size, out_features)
+
+    def forward(self, h):  # (B, T, H) -> (B, out_features)
+        x = self.act(self.dense(self.dropout(h[:, 0])))  # (B, H)
+        return self.out_proj(self.dropout(x))
+
+
+class SequenceSummary(nn.Module):
+    """act(dense(h[:, 0])): what multiple choice reads when the backbone has no pooler
+    (ELECTRA's sequence summary: first token, projection, GELU; its dropout is the head's)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.summary = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = activation(config.classifier_act)
+
+    def forward(self, h):  # (B, T, H) -> (B, H)
+        return self.act(self.summary(h[:, 0]))
+
+
+class _Classifier(AlbertPreTrainedModel):
+    """Backbone + dropout + a classifier; subclasses say which classifier, what it reads and
+    how it is scored, then call init_weights."""
+
+    def __init__(self, config: AlbertConfig, classifier: nn.Module, pooling: bool):
+        super().__init__()
         self.config = config
         self.num_labels = config.num_labels
-        self.albert = AlbertModel(config, add_pooling_layer=self.pooling)
+        self.albert = AlbertModel(config, add_pooling_layer=pooling)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
-        self.classifier = nn.Linear(config.hidden_size, out_features)
-        self.init_weights()
+        self.classifier = classifier
 
 
 class AlbertForSequenceClassification(_Classifier):
-    """Pooled output -> num_labels logits; num_labels == 1 is regression (MSE)."""
+    """num_labels logits from the pooled output ("pooler" head) or the first token
+    ("first_token" head); num_labels == 1 is regression (MSE)."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config, config.num_labels)
+        first_token = config.classifier_head == "first_token"
+        head = (FirstTokenClassifier(config, config.num_labels) if first_token
+                else nn.Linear(config.hidden_size, config.num_labels))
+        super().__init__(config, head, pooling=not first_token)
+        self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
-        logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
+        if isinstance(self.classifier, FirstTokenClassifier):
+            logits = self.classifier(out.last_hidden_state)  # (B, num_labels)
+        else:
+            logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else self._loss(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
@@ -163,10 +210,9 @@ class AlbertForSequenceClassification(_Classifier):
 class AlbertForTokenClassification(_Classifier):
     """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored."""
 
-    pooling = False
-
     def __init__(self, config: AlbertConfig):
-        super().__init__(config, config.num_labels)
+        super().__init__(config, nn.Linear(config.hidden_size, config.num_labels), pooling=False)
+        self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
@@ -179,10 +225,13 @@ class AlbertForTokenClassification(_Classifier):
 
 
 class AlbertForMultipleChoice(_Classifier):
-    """Inputs (B, C, T): each choice scored from its pooled output; logits (B, C)."""
+    """Inputs (B, C, T): each choice scored from its pooled output, or without a pooler from
+    its first-token summary; logits (B, C)."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config, 1)
+        super().__init__(config, nn.Linear(config.hidden_size, 1), pooling=config.use_pooler)
+        self.sequence_summary = None if config.use_pooler else SequenceSummary(config)
+        self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
@@ -190,14 +239,17 @@ class AlbertForMultipleChoice(_Classifier):
         flat = [None if x is None else x.reshape(B * C, T)
                 for x in (attention_mask, token_type_ids, position_ids)]
         out = self.albert(input_ids.reshape(B * C, T), *flat)
-        logits = self.classifier(self.dropout(out.pooler_output)).view(B, C)  # (B, C)
+        if self.sequence_summary is None:
+            pooled = out.pooler_output  # (B * C, H)
+        else:
+            pooled = self.sequence_summary(out.last_hidden_state)  # (B * C, H)
+        logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
         loss = None if labels is None else F.cross_entropy(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
 class AlbertForQuestionAnswering(AlbertPreTrainedModel):
     """Start/end logits per token. SQuAD 2.0 "no answer" is start = end = 0 ([CLS])."""
-
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -222,8 +274,3 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
                     + F.cross_entropy(end, e, ignore_index=T)) / 2
         return QuestionAnsweringOutput(loss=loss, start_logits=start, end_logits=end,
                                        last_hidden_state=out.last_hidden_state)
-
-
-MODEL_CLASSES = {cls.__name__: cls for cls in (
-    AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
-    AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering)}

@@ -1,12 +1,11 @@
-"""Model directories: config.json + model.safetensors in transformers' layout.
+"""Model directories: config.json + model.safetensors in a checkpoint family's layout.
 
-Our parameter names (see model/albert.py) are mapped to one of three layouts:
-- "albert": transformers' ALBERT (`albert.encoder.albert_layer_groups.{g}.albert_layers.{j}`),
-- "bert": transformers' BERT (`bert.encoder.layer.{i}.attention.self.query`, `cls.*`),
-- "litebert": our own names, for attention-only or FFN-only sharing, which transformers
-  cannot represent.
-Loading accepts any of them, from safetensors (preferred) or `pytorch_model.bin` read with
-`torch.load(weights_only=True)`; nothing is ever unpickled.
+The family adapters (litebert.families) know the layouts; this module reads and writes files.
+A model is saved in its config's family (transformers' ALBERT, BERT or ELECTRA) when that
+layout holds it, else in ALBERT's (sharing "all" or "none": transformers reads the backbone)
+or in our own ("litebert": attention-only or FFN-only sharing), and says so. Loading takes
+the layout from the directory's config.json, from safetensors (preferred) or
+`pytorch_model.bin` read with `torch.load(weights_only=True)`; nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -21,68 +20,27 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import AlbertConfig, ConfigError, read_json_object
+from litebert.families import FamilyAdapter, layout_for, read_config_dict
 from litebert.files import atomic_write, atomic_write_json
+from litebert.model.unroll import unroll as unroll_model
 
 log = logging.getLogger("litebert")
 
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
-# Keys some files carry that hold no learned state (buffers, copies of tied weights).
-_SKIPPED = re.compile(
-    r"(position_ids|embeddings\.token_type_ids|predictions\.decoder\.(weight|bias))$")
-# Heads other classes use: present in a file but unused by this class is fine.
-_HEAD_PREFIXES = ("predictions.", "sop_classifier.", "classifier.", "qa_outputs.",
-                  "albert.pooler.", "cls.", "bert.pooler.")
+# Buffers some files carry (old transformers versions): no learned state.
+_BUFFERS = re.compile(r"(position_ids|embeddings\.token_type_ids)$")
 
 
 class CheckpointError(ValueError):
     """A model directory that cannot be loaded; the message names the file and the key."""
 
 
-def layout_of(config: AlbertConfig) -> str:
-    if config.model_type == "bert":
-        return "bert"
-    return "albert" if config.hf_compatible else "litebert"
-
-
-# ---- key mapping ---------------------------------------------------------------------------
-
-_BERT_ATTENTION = {"query": "attention.self.query", "key": "attention.self.key",
-                   "value": "attention.self.value", "dense": "attention.output.dense",
-                   "LayerNorm": "attention.output.LayerNorm"}
-_BERT_FFN = {"ffn": "intermediate.dense", "ffn_output": "output.dense",
-             "full_layer_layer_norm": "output.LayerNorm"}
-_BERT_HEADS = {"predictions.dense.": "cls.predictions.transform.dense.",
-               "predictions.LayerNorm.": "cls.predictions.transform.LayerNorm.",
-               "predictions.bias": "cls.predictions.bias",
-               "sop_classifier.classifier.": "cls.seq_relationship.",
-               "albert.pooler.": "bert.pooler.dense."}
-_LAYER = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
-
-
 def external_key(key: str, config: AlbertConfig) -> str:
-    """Our canonical key (with the `albert.` prefix) -> the key in the file's layout."""
-    layout = layout_of(config)
-    if layout == "litebert":
-        return key
-    match = _LAYER.match(key)
-    if layout == "albert":
-        if not match:
-            return key
-        part, n, module, tensor = match.groups()
-        g, j = divmod(int(n), config.inner_group_num)
-        base = f"albert.encoder.albert_layer_groups.{g}.albert_layers.{j}."
-        return base + ("attention." if part == "attentions" else "") + f"{module}.{tensor}"
-    if match:
-        part, n, module, tensor = match.groups()
-        table = _BERT_ATTENTION if part == "attentions" else _BERT_FFN
-        return f"bert.encoder.layer.{n}.{table[module]}.{tensor}"
-    for ours, theirs in _BERT_HEADS.items():
-        if key.startswith(ours):
-            return theirs + key[len(ours):]
-    return "bert." + key[len("albert."):] if key.startswith("albert.") else key
+    """Our canonical key -> its name in the layout `config` is saved in."""
+    return layout_for(config)[0].external_key(key, config)
 
 
 def _canonical_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -99,42 +57,61 @@ def _bare(model: torch.nn.Module) -> bool:
 
 # ---- saving --------------------------------------------------------------------------------
 
-_BERT_NAMES = {"AlbertModel": "BertModel", "AlbertForPreTraining": "BertForPreTraining",
-               "AlbertForMaskedLM": "BertForMaskedLM"}
+def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
+                    unroll: bool = False) -> Path:
+    """Write config.json + model.safetensors atomically; returns the directory.
 
-
-def save_pretrained(model: torch.nn.Module, directory: str | Path) -> Path:
-    """Write config.json + model.safetensors atomically; returns the directory."""
+    unroll: save a model with shared layers as its not-shared equivalent (every layer a copy
+    of the one it used), so an all-shared ELECTRA or BERT model is written in its family's
+    layout rather than ALBERT's; outputs are identical.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config: AlbertConfig = model.config  # type: ignore[assignment]
+    if unroll and config.sharing != "none":
+        model = unroll_model(model)
+        config = model.config  # type: ignore[assignment]
     name = type(model).__name__
-    if config.model_type == "bert":
-        name = _BERT_NAMES.get(name, name.replace("Albert", "Bert"))
-    if not config.hf_compatible:
-        log.warning("sharing=%r has no transformers equivalent: %s is saved in litebert's "
-                    "own layout (model_type 'litebert'); load it with litebert, not "
-                    "transformers.", config.sharing, directory)
-    prefix = "bert." if config.model_type == "bert" else "albert."
+    family, why = layout_for(config, name)
+    if why is not None:
+        _say_layout(family, why, config, directory)
     tensors = {}
-    for key, value in _canonical_state(model).items():
-        out = external_key(key, config)
-        if _bare(model) and out.startswith(prefix):
-            out = out[len(prefix):]  # transformers saves a bare backbone without the prefix
-        tensors[out] = value.detach().contiguous().cpu()
+    for key, value in family.to_file(_canonical_state(model), config).items():
+        if _bare(model) and key.startswith(family.prefix):
+            key = key[len(family.prefix):]  # transformers saves a bare backbone without it
+        tensors[key] = value.detach().contiguous().cpu()
     atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, str(p), {"format": "pt"}))
-    saved = config.replace(architectures=[name])
-    atomic_write_json(directory / "config.json", saved.to_dict())
+    saved = config.replace(architectures=[family.transformers_class(name)])
+    atomic_write_json(directory / "config.json", family.config_to_dict(saved))
     return directory
+
+
+def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory: Path) -> None:
+    if family.model_type == "litebert":
+        log.warning("%s: sharing=%r has no transformers equivalent: saved in litebert's own "
+                    "layout (model_type 'litebert'); load it with litebert, not transformers.",
+                    directory, config.sharing)
+        return
+    hint = " (save_pretrained(..., unroll=True) writes it" \
+           f" in {config.model_type.upper()} layout)" if config.sharing != "none" else ""
+    log.warning("%s: %s, so this %s model is saved in ALBERT layout (model_type 'albert'): "
+                "litebert reads it exactly, transformers' Albert classes read its backbone%s.",
+                directory, why, config.model_type, hint)
 
 
 # ---- loading -------------------------------------------------------------------------------
 
-def read_config(directory: Path) -> AlbertConfig:
+def read_directory_config(directory: Path) -> tuple[AlbertConfig, FamilyAdapter]:
+    """The config of a model directory and the adapter of the layout its weights are in."""
     for name in ("config.json", "albert_config.json"):
-        if (directory / name).is_file():
-            return AlbertConfig.from_json_file(directory / name)
+        path = directory / name
+        if path.is_file():
+            return read_config_dict(read_json_object(path), str(path))
     raise CheckpointError(f"{directory}: no config.json (nor Google's albert_config.json)")
+
+
+def read_config(directory: Path) -> AlbertConfig:
+    return read_directory_config(Path(directory))[0]
 
 
 def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], Path]:
@@ -170,12 +147,11 @@ def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path}: unreadable safetensors file ({err})") from None
 
 
-def _with_prefix(state: dict[str, torch.Tensor], config: AlbertConfig) -> dict[str, Any]:
-    """A bare backbone file (no `albert.` / `bert.` prefix) gets the prefix back."""
-    prefix = "bert." if config.model_type == "bert" else "albert."
-    if any(k.startswith(prefix) for k in state):
+def _with_prefix(state: dict[str, torch.Tensor], family: FamilyAdapter) -> dict[str, Any]:
+    """A bare backbone file (no `albert.` / `bert.` / ... prefix) gets the prefix back."""
+    if any(k.startswith(family.prefix) for k in state):
         return state
-    return {(prefix + k if k.split(".")[0] in ("embeddings", "encoder", "pooler") else k): v
+    return {(family.prefix + k if k.split(".")[0] in family.backbone_roots else k): v
             for k, v in state.items()}
 
 
@@ -183,7 +159,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: not a directory")
-    config = read_config(directory)
+    config, family = read_directory_config(directory)
     if overrides:
         try:
             config = config.replace(**overrides)
@@ -192,23 +168,34 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
     state, source = read_weights(directory)
     model = cls(config)
     ours = _canonical_state(model)
-    wanted = {external_key(k, config): k for k in ours}
-    loaded: dict[str, torch.Tensor] = {}
-    for key, value in _with_prefix(state, config).items():
-        if key in wanted:
-            target = ours[wanted[key]]
-            if tuple(value.shape) != tuple(target.shape):
-                raise CheckpointError(f"{source}: {key} has shape {tuple(value.shape)}, the model "
-                                      f"({config.model_type}) expects {tuple(target.shape)}")
-            loaded[wanted[key]] = value
-        elif not _SKIPPED.search(key) and not key.startswith(_HEAD_PREFIXES):
-            raise CheckpointError(f"{source}: unexpected key {key} (shape "
-                                  f"{tuple(value.shape)}): the file does not match config.json")
+    loaded = _match(family.from_file(_with_prefix(state, family), config), ours, family,
+                    config, source)
     _check_missing(set(ours) - set(loaded), source, strict)
     if _bare(model):
         loaded = {k[len("albert."):]: v for k, v in loaded.items()}
     model.load_state_dict(loaded, strict=False)
     return model
+
+
+def _match(state: dict[str, torch.Tensor], ours: dict[str, torch.Tensor],
+           family: FamilyAdapter, config: AlbertConfig, source: Path) -> dict[str, torch.Tensor]:
+    """The file's tensors under our keys; heads the model lacks are skipped, anything else
+    that has no place in the model is an error naming the key."""
+    loaded: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        if _BUFFERS.search(key) or key in family.tied_copies:
+            continue
+        mine = family.internal_key(key, config)
+        if mine is not None and mine in ours:
+            target = ours[mine]
+            if tuple(value.shape) != tuple(target.shape):
+                raise CheckpointError(f"{source}: {key} has shape {tuple(value.shape)}, the model "
+                                      f"({config.model_type}) expects {tuple(target.shape)}")
+            loaded[mine] = value
+        elif not family.ignorable(key):
+            raise CheckpointError(f"{source}: unexpected key {key} (shape "
+                                  f"{tuple(value.shape)}): the file does not match config.json")
+    return loaded
 
 
 def _check_missing(missing: set[str], source: Path, strict: bool) -> None:

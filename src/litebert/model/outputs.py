@@ -61,3 +61,10 @@ class QuestionAnsweringOutput(_Output):
     start_logits: torch.Tensor | None = None  # (B, T)
     end_logits: torch.Tensor | None = None  # (B, T)
     last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
+class ReplacedTokenDetectionOutput(_Output):
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None  # (B, T): > 0 means "replaced"
+    last_hidden_state: torch.Tensor | None = None

@@ -1,0 +1,76 @@
+"""Checkpoint families: one adapter per `model_type` (see base.py for what an adapter does).
+
+    FAMILIES["albert" | "bert" | "electra" | "litebert"]
+
+"litebert" is our own layout for what transformers cannot represent (attention-only or
+FFN-only sharing). A model is saved in its config's family when that family's layout holds it
+(`layout_for`); otherwise in ALBERT's layout (sharing "all" or "none": transformers reads the
+backbone) or ours. Importing this package installs the config.json readers and writers that
+AlbertConfig.from_dict / to_dict use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from litebert.config import AlbertConfig, ConfigError, install_formats
+from litebert.families.albert import AlbertAdapter
+from litebert.families.base import FamilyAdapter
+from litebert.families.bert import BertAdapter
+from litebert.families.electra import ElectraAdapter
+from litebert.families.litebert import LitebertAdapter
+
+FAMILIES: dict[str, FamilyAdapter] = {adapter.model_type: adapter for adapter in (
+    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter())}
+# Google's albert_config.json names no model_type.
+DEFAULT_MODEL_TYPE = "albert"
+
+
+def family(model_type: str) -> FamilyAdapter:
+    """The adapter of `model_type`; ConfigError listing the known ones otherwise."""
+    try:
+        return FAMILIES[model_type]
+    except KeyError:
+        raise ConfigError(f"unknown model_type {model_type!r}; litebert reads "
+                          f"{', '.join(map(repr, FAMILIES))}") from None
+
+
+def read_config_dict(data: Mapping[str, Any],
+                     source: str = "<dict>") -> tuple[AlbertConfig, FamilyAdapter]:
+    """A config.json's content -> (config, the adapter of the layout its weights are in)."""
+    try:
+        adapter = family(data.get("model_type", DEFAULT_MODEL_TYPE))
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    return adapter.config_from_dict(data, source), adapter
+
+
+def layout_for(config: AlbertConfig,
+               class_name: str | None = None) -> tuple[FamilyAdapter, str | None]:
+    """The adapter a model (of class `class_name`) with `config` is saved with, and why that
+    is not its own family's (None when it is)."""
+    own = family(config.model_type)
+    why = own.unsupported(config, class_name)
+    if why is None:
+        return own, None
+    return FAMILIES["albert" if config.hf_compatible else "litebert"], why
+
+
+class _Formats:
+    """config.json by model_type, for AlbertConfig.from_dict / to_dict."""
+
+    def model_types(self) -> tuple[str, ...]:
+        return tuple(FAMILIES)
+
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+        return read_config_dict(data, source)[0]
+
+    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+        return layout_for(config)[0].config_to_dict(config)
+
+
+install_formats(_Formats())
+
+__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "FamilyAdapter", "family", "layout_for",
+           "read_config_dict"]

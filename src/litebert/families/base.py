@@ -1,0 +1,148 @@
+"""The family adapter: one checkpoint family's config.json and state-dict layout.
+
+Models are built from AlbertConfig alone and name their parameters one way (ours, see
+model/albert.py: the backbone under `albert.`, `encoder.attentions.{n}` / `encoder.ffns.{n}`).
+A family adapter translates at the directory boundary only, like torchtitan's
+StateDictAdapter:
+- config.json <-> AlbertConfig, setting the structure fields to what the family builds,
+- our canonical key <-> the key in the family's transformers layout,
+- our class -> the family's transformers class name (absent: the family has no such model),
+- key prefixes in its files that belong to heads a class may lack (ignored on load), and keys
+  that repeat a tied weight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import torch
+
+from litebert.config import STRUCTURE_FIELDS, AlbertConfig, ConfigError
+
+Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most specific first
+
+
+class FamilyAdapter(ABC):
+    model_type: ClassVar[str]  # config.json's model_type
+    prefix: ClassVar[str]  # the backbone's key prefix under a head: "albert.", "bert.", ...
+    # First parts of a bare backbone's keys (transformers saves XModel without the prefix).
+    backbone_roots: ClassVar[tuple[str, ...]] = ("embeddings", "encoder", "pooler")
+    class_names: ClassVar[dict[str, str]]  # our class name -> transformers' class name
+    other_heads: ClassVar[tuple[str, ...]]  # prefixes (their names) of heads a class may lack
+    tied_copies: ClassVar[tuple[str, ...]] = ()  # keys repeating a tied weight: never loaded
+
+    # ---- config.json -----------------------------------------------------------------------
+
+    @abstractmethod
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+        """The family's config.json content -> AlbertConfig (ConfigError naming `source`)."""
+
+    @abstractmethod
+    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+        """AlbertConfig -> the family's config.json content."""
+
+    # ---- state dict ------------------------------------------------------------------------
+
+    @abstractmethod
+    def external_key(self, key: str, config: AlbertConfig) -> str:
+        """Our canonical key (backbone under `albert.`) -> the family's key."""
+
+    @abstractmethod
+    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+        """The family's key -> our canonical key; None when no parameter of ours has it."""
+
+    def to_file(self, state: Mapping[str, torch.Tensor],
+                config: AlbertConfig) -> dict[str, torch.Tensor]:
+        """Our canonical state -> the tensors a file of this family holds."""
+        return {self.external_key(k, config): v for k, v in state.items()}
+
+    def from_file(self, state: dict[str, torch.Tensor],
+                  config: AlbertConfig) -> dict[str, torch.Tensor]:
+        """A file's tensors (their keys) without those that stand for nothing of ours."""
+        return state
+
+    # ---- what the layout holds -------------------------------------------------------------
+
+    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+        """Why this family's layout cannot hold `config` (and the class), or None."""
+        if class_name is not None and class_name not in self.class_names:
+            return f"{self.model_type} has no equivalent of {class_name}"
+        return None
+
+    def transformers_class(self, class_name: str) -> str:
+        return self.class_names.get(class_name, class_name)
+
+    def ignorable(self, key: str) -> bool:
+        """A key in a file of this family that a model may lack without error."""
+        return key in self.tied_copies or key.startswith(self.other_heads)
+
+
+# ---- helpers the adapters share ------------------------------------------------------------
+
+def rename(key: str, pairs: Pairs, *, reverse: bool = False) -> str | None:
+    """Swap the first matching prefix (ours -> theirs, or back); None when none matches."""
+    for ours, theirs in pairs:
+        old, new = (theirs, ours) if reverse else (ours, theirs)
+        if key.startswith(old):
+            return new + key[len(old):]
+    return None
+
+
+# Keys that only describe the file or the training run that wrote it.
+IGNORED_KEYS = frozenset({
+    "label2id", "transformers_version", "torch_dtype", "dtype", "output_past", "_name_or_path",
+    "use_cache", "gradient_checkpointing", "position_embedding_type"})
+FIELDS = frozenset(f.name for f in dataclasses.fields(AlbertConfig)) - {"extra"}
+# Written by every family; the rest is the family's own.
+COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+               "intermediate_size", "hidden_act", "hidden_dropout_prob",
+               "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+               "initializer_range", "layer_norm_eps", "pad_token_id", "num_labels",
+               "problem_type", "architectures")
+_STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlbertConfig)
+                       if f.name in STRUCTURE_FIELDS}
+
+
+def build_config(values: Mapping[str, Any], source: str,
+                 consumed: frozenset[str] | set[str] = frozenset()) -> AlbertConfig:
+    """AlbertConfig from merged config.json values; unknown keys (not ignored, not consumed by
+    the adapter) are kept in `extra` and written back on save."""
+    known = {k: v for k, v in values.items() if k in FIELDS}
+    extra = {k: v for k, v in values.items()
+             if k not in FIELDS and k not in IGNORED_KEYS and k not in consumed}
+    try:
+        return AlbertConfig(**known, extra=extra)
+    except (ConfigError, TypeError) as err:
+        raise ConfigError(f"{source}: {err}") from None
+
+
+def check_encoder(data: Mapping[str, Any], source: str) -> None:
+    """What no family here supports: relative positions, decoders."""
+    kind = data.get("position_embedding_type", "absolute")
+    if kind != "absolute":
+        raise ConfigError(f"{source}: position_embedding_type={kind!r} is not supported "
+                          "(only 'absolute', as in BERT, ALBERT and ELECTRA)")
+    if data.get("is_decoder") or data.get("add_cross_attention"):
+        raise ConfigError(f"{source}: decoder models are not supported")
+
+
+def common_dict(config: AlbertConfig) -> dict[str, Any]:
+    out: dict[str, Any] = dict(config.extra)
+    out.update({k: getattr(config, k) for k in COMMON_KEYS})
+    return out
+
+
+def structure_dict(config: AlbertConfig) -> dict[str, Any]:
+    """The structure fields that differ from ALBERT's, for layouts that do not imply them."""
+    return {k: getattr(config, k) for k, default in _STRUCTURE_DEFAULTS.items()
+            if getattr(config, k) != default}
+
+
+def finish_dict(out: dict[str, Any], config: AlbertConfig) -> dict[str, Any]:
+    if config.id2label is not None:
+        out["id2label"] = {str(k): v for k, v in config.id2label.items()}
+        out["label2id"] = {v: k for k, v in config.id2label.items()}
+    return {k: v for k, v in out.items() if v is not None}

@@ -1,0 +1,66 @@
+"""Replaced-token detection: ELECTRA's discriminator head (Clark et al., 2020).
+
+Every token gets one logit, > 0 meaning "this token was replaced by the generator". The head is
+transformers' ElectraDiscriminatorPredictions, `discriminator_predictions.dense` (H->H),
+hidden_act, `discriminator_predictions.dense_prediction` (H->1), so the ELECTRA adapter maps
+only the backbone's names (ours: AlbertForReplacedTokenDetection; theirs:
+ElectraForPreTraining). The loss is transformers': mean binary cross-entropy with logits over
+the tokens where attention_mask == 1 (over all tokens without a mask); labels 1 = replaced.
+There is no pooler: the discriminator reads every position.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model.albert import AlbertModel, activation
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.outputs import ReplacedTokenDetectionOutput
+
+
+class DiscriminatorPredictions(nn.Module):
+    """dense H->H, hidden_act, dense_prediction H->1: one logit per token."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = activation(config.hidden_act)
+        self.dense_prediction = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, h):  # (B, T, H) -> (B, T)
+        return self.dense_prediction(self.act(self.dense(h))).squeeze(-1)
+
+
+def detection_loss(logits, labels, attention_mask=None):
+    """Mean BCE-with-logits over real tokens (attention_mask == 1); labels 1 = replaced."""
+    target = labels.to(logits.dtype)  # (B, T)
+    if attention_mask is None:
+        return F.binary_cross_entropy_with_logits(logits, target)
+    real = attention_mask == 1  # (B, T); padding says nothing about replacement
+    return F.binary_cross_entropy_with_logits(logits[real], target[real])
+
+
+class AlbertForReplacedTokenDetection(AlbertPreTrainedModel):
+    """The ELECTRA discriminator: backbone (no pooler) + one logit per token."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.discriminator_predictions = DiscriminatorPredictions(config)
+        self.init_weights()
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                labels=None) -> ReplacedTokenDetectionOutput:
+        """input_ids (B, T); labels (B, T) of 0 (original) / 1 (replaced), padding ignored
+        through attention_mask. Returns loss (mean), logits (B, T), last_hidden_state."""
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        logits = self.discriminator_predictions(out.last_hidden_state)  # (B, T)
+        loss = None if labels is None else detection_loss(logits, labels, attention_mask)
+        return ReplacedTokenDetectionOutput(loss=loss, logits=logits,
+                                            last_hidden_state=out.last_hidden_state)
+
+
+__all__ = ["AlbertForReplacedTokenDetection", "DiscriminatorPredictions", "detection_loss"]

@@ -1,0 +1,109 @@
+"""Helpers for parity tests against transformers: inputs with each head's labels, and
+assertions that outputs, losses and gradients agree (fp32, eval mode, padded batches)."""
+
+from __future__ import annotations
+
+import torch
+
+from litebert.families import FamilyAdapter
+from litebert.model.hub import _canonical_state
+from tests.conftest import make_inputs, mlm_labels
+
+ATOL = 1e-5
+OUTPUT_PAIRS = {  # litebert field -> transformers field
+    "last_hidden_state": "last_hidden_state", "pooler_output": "pooler_output",
+    "prediction_logits": "prediction_logits", "sop_logits": "sop_logits",
+    "logits": "logits", "start_logits": "start_logits", "end_logits": "end_logits",
+}
+_DETECTION = ("AlbertForReplacedTokenDetection", "ElectraForPreTraining")
+
+
+def labels_for(head: str) -> int:
+    """transformers sizes its SOP and span heads by num_labels: they need 2."""
+    return 2 if head.endswith(("PreTraining", "QuestionAnswering")) else 3
+
+
+def labelled_inputs(head: str, num_labels: int) -> dict[str, torch.Tensor]:
+    """Inputs (with padding) plus the labels each head's loss takes."""
+    x = make_inputs()
+    g = torch.Generator().manual_seed(5)
+    B, T = x["input_ids"].shape
+    if head in _DETECTION:
+        x.update(labels=torch.randint(0, 2, (B, T), generator=g))
+    elif head in ("AlbertForPreTraining", "BertForPreTraining"):
+        order = torch.tensor([0, 1, 1])
+        key = "sentence_order_label" if head.startswith("Albert") else "next_sentence_label"
+        x.update(labels=mlm_labels(x), **{key: order})
+    elif head.endswith("MaskedLM"):
+        x.update(labels=mlm_labels(x))
+    elif head.endswith("SequenceClassification"):
+        x.update(labels=torch.randint(0, num_labels, (B,), generator=g))
+    elif head.endswith("TokenClassification"):
+        labels = torch.randint(0, num_labels, (B, T), generator=g)
+        x.update(labels=labels.masked_fill(x["attention_mask"] == 0, -100))
+    elif head.endswith("QuestionAnswering"):
+        x.update(start_positions=torch.tensor([1, 0, 30]), end_positions=torch.tensor([3, 0, 2]))
+    elif head.endswith("MultipleChoice"):
+        x = {k: v.unsqueeze(1).expand(B, 2, T).contiguous() for k, v in x.items()}
+        x["input_ids"] = x["input_ids"].clone()
+        x["input_ids"][:, 1, 2] = 7  # the two choices differ
+        x["labels"] = torch.tensor([1, 0, 1])
+    return x
+
+
+def _plain(x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in x.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+def assert_same_outputs(ours, theirs, head: str, num_labels: int) -> None:
+    """Every output both models give, then the loss (when the head has one)."""
+    ours.eval()
+    theirs.eval()
+    x = labelled_inputs(head, num_labels)
+    with torch.no_grad():
+        a, b = ours(**_plain(x)), theirs(**_plain(x))
+        compared = 0
+        for mine, their in OUTPUT_PAIRS.items():
+            their = "seq_relationship_logits" if mine == "sop_logits" and "Bert" in \
+                type(theirs).__name__ else their
+            if getattr(a, mine, None) is None or getattr(b, their, None) is None:
+                continue
+            torch.testing.assert_close(a[mine], b[their], atol=ATOL, rtol=0, msg=mine)
+            compared += 1
+        assert compared >= 1
+        if not head.endswith("Model"):
+            la, lb_ = ours(**x).loss, theirs(**x).loss
+            torch.testing.assert_close(la, lb_, atol=ATOL, rtol=1e-6)
+
+
+def _training_loss(model, x: dict[str, torch.Tensor], head: str) -> torch.Tensor:
+    """The head's loss; for a bare backbone a fixed random projection of its output."""
+    if not head.endswith("Model"):
+        return model(**x).loss
+    h = model(**_plain(x)).last_hidden_state
+    return (h * torch.randn(h.shape, generator=torch.Generator().manual_seed(3))).sum()
+
+
+def assert_same_gradients(ours, theirs, head: str, num_labels: int,
+                          family: FamilyAdapter) -> None:
+    """The loss gradient of every parameter of ours equals transformers' for the same
+    tensor (found through the family's key mapping); eval mode, so no dropout."""
+    ours.eval()
+    theirs.eval()
+    x = labelled_inputs(head, num_labels)
+    _training_loss(ours, x, head).backward()
+    _training_loss(theirs, x, head).backward()
+    their_grads = {n: p.grad for n, p in theirs.named_parameters()}
+    ours_params = dict(ours.named_parameters())
+    bare = not hasattr(ours, "albert")
+    for name in _canonical_state(ours):
+        their_name = family.external_key(name, ours.config)
+        if bare:
+            their_name = their_name.removeprefix(family.prefix)
+        mine = ours_params[name.removeprefix("albert.") if bare else name].grad
+        ref = their_grads[their_name]
+        assert mine is not None and bool(mine.abs().sum() > 0), f"no gradient for {name}"
+        # 1e-5 of the tensor's largest gradient (at least 1e-5): fp32 sums of many terms
+        # differ in the last bits, so a fixed bound would test the size of the loss.
+        scale = max(1.0, float(ref.abs().max()))
+        torch.testing.assert_close(mine, ref, atol=ATOL * scale, rtol=0, msg=name)
