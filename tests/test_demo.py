@@ -35,3 +35,22 @@ def test_a_margin_inside_the_noise_is_called_so():
     assert "less than two standard errors (7.3%) over 184 held-out examples" in close
     clear = _against_baseline("SOP", 0.70, 0.576, "baseline", examples=184)
     assert clear == "SOP accuracy on held-out data: 70.0%  (baseline 57.6%)"
+
+
+def test_the_electra_summary_prints_the_discriminators_and_generators_figures(tmp_path,
+                                                                               capsys):
+    from litebert.demo import PLANS
+
+    result = {"eval_generator_mlm_accuracy": 0.12, "eval_generator_mlm_baseline_accuracy": 0.04,
+              "eval_rtd_accuracy": 0.871, "eval_rtd_baseline_accuracy": 0.871,
+              "eval_rtd_precision": 0.0, "eval_rtd_recall": 0.0,
+              "eval_replaced_fraction": 0.129}
+    topics = {"accuracy": 0.7, "majority_baseline": 0.25, "model": "m"}
+    summary = _summary(tmp_path, result, [], topics, 600.0, 184, PLANS["electra"].figures)
+    assert summary["learned"] == {"generator mlm": True, "rtd": False}
+    out = capsys.readouterr().out
+    assert "generator MLM accuracy on held-out data: 12.0%  (most-frequent-token baseline " \
+           "4.0%)\n" in out
+    assert "RTD accuracy on held-out data: 87.1%  (every-token-original baseline 87.1%)\n" \
+           "  not above its baseline yet: the discriminator still calls every token" in out
+    assert "RTD precision 0.0%, recall 0.0% on the 12.9% of held-out tokens" in out

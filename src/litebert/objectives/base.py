@@ -23,6 +23,7 @@ from torch import nn
 from litebert.config import AlbertConfig
 from litebert.data.loader import PretrainingDataset
 from litebert.model import AlbertModel
+from litebert.model.albert import AlbertEncoder
 from litebert.train.distributed import DistInfo
 
 Batch = dict[str, torch.Tensor]  # a collated micro-batch on the device
@@ -62,6 +63,12 @@ class Objective(Protocol):
         a module used at several depths should not be resharded between its uses."""
         ...
 
+    def begin_step(self, step: int) -> None:
+        """Called before each optimizer step's micro-batches with the number of steps done:
+        an objective whose randomness is keyed by the step (ELECTRA's corruption) keeps it;
+        a checkpoint holds the step, so a resumed run sees the same numbers."""
+        ...
+
     def counts(self, batch: Batch) -> torch.Tensor:
         """(P,) float: each part's denominator in this micro-batch (e.g. masked tokens,
         sequences), on the device and without a host sync: the loop sums them over the
@@ -89,10 +96,14 @@ class Objective(Protocol):
 
 
 def backbone_units(backbone: AlbertModel) -> FsdpUnits:
-    """FSDP units of one backbone: every attention and FFN module. ALBERT applies a shared
+    """FSDP units of one backbone (see encoder_units)."""
+    return encoder_units(backbone.encoder)
+
+
+def encoder_units(encoder: AlbertEncoder) -> FsdpUnits:
+    """FSDP units of one encoder: every attention and FFN module. ALBERT applies a shared
     module at several depths; such a module stays unsharded between its uses in one step
     (reshard_after_forward=False), so it is gathered once per forward, not once per layer."""
-    encoder = backbone.encoder
     shared_attention = len(encoder.attentions) < len(encoder.attention_index)
     shared_ffn = len(encoder.ffns) < len(encoder.ffn_index)
     return ([(m, not shared_attention) for m in encoder.attentions]

@@ -70,6 +70,9 @@ class MLMObjective:
         assert isinstance(model, AlbertForPreTraining)
         return backbone_units(model.albert)
 
+    def begin_step(self, step: int) -> None:
+        """Nothing: the data's masks are drawn by the loader, keyed per item."""
+
     def counts(self, batch: Batch) -> torch.Tensor:
         """(P,): masked tokens, then sequences (the pair task's denominator)."""
         masked = (batch["labels"] != IGNORE).sum().float()  # ()

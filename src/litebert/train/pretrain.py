@@ -174,6 +174,7 @@ class Trainer:
         gradients over ranks, hence the factor world_size.
         """
         device, world = self.info.device, self.info.world_size
+        self.objective.begin_step(self.state["step"])
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
         # Each part's denominator, kept on the device (no host sync): (A, P) -> (P,) global.

@@ -29,7 +29,9 @@ class PretrainConfig:
                         choices=PRESETS)
     objective: str = option(
         "mlm", "what is trained (litebert.objectives): mlm = masked-LM plus the data's "
-               "sentence-pair task (SOP or NSP, as the data was built)", choices=OBJECTIVES)
+               "sentence-pair task (SOP or NSP, as the data was built); electra = a small "
+               "generator fills masked tokens, the model learns which tokens were replaced",
+        choices=OBJECTIVES)
     model_overrides: dict[str, Any] = option(
         help="AlbertConfig fields that replace the preset's", factory=dict)
     data: str | None = option(None, "a directory written by `litebert data build`")
@@ -65,6 +67,23 @@ class PretrainConfig:
                "documents (the paper's cross evaluation: eval_sop_* and eval_nsp_* "
                "accuracies, as `litebert eval-pretraining` scores them)",
         choices=PAIR_TASKS)
+    # ELECTRA (objective: electra); the official code's defaults.
+    generator_size: float = option(
+        0.25, "electra: the generator's hidden size, FFN and heads as a share of the "
+              "discriminator's")
+    generator_layers: float = option(
+        1.0, "electra: the generator's depth as a share of the discriminator's")
+    generator_masking: str = option(
+        "uniform", "electra: which tokens the generator fills: uniform = ELECTRA's draw of "
+                   "mask_prob of each row's tokens every step; data = the data's own masks "
+                   "(its n-gram / whole-word spans)", choices=("uniform", "data"))
+    mask_prob: float = option(0.15, "electra: share of tokens masked for the generator")
+    temperature: float = option(1.0, "electra: temperature of the generator's sampling")
+    gen_weight: float = option(1.0, "electra: weight of the generator's MLM loss")
+    disc_weight: float = option(50.0, "electra: weight of the replaced-token-detection loss")
+    discriminator_pair_task: bool = option(
+        False, "electra: also train the data's SOP/NSP task on the discriminator's first "
+               "token (not in the ELECTRA paper)")
     save_every: int = option(200, "steps between checkpoints")
     keep_last: int = option(3, "checkpoints kept")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
@@ -92,6 +111,12 @@ class PretrainConfig:
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
             (self.eval_pair_tasks in PAIR_TASKS, "eval_pair_tasks", "choose 'own' or 'both'"),
+            (0 < self.generator_size <= 1 and 0 < self.generator_layers <= 1,
+             "generator_size", "generator_size and generator_layers must be in (0, 1]"),
+            (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
+            (self.temperature > 0, "temperature", "must be positive"),
+            (self.generator_masking in ("uniform", "data"), "generator_masking",
+             "choose 'uniform' or 'data'"),
             (min(self.log_every, self.eval_every, self.save_every) > 0, "log_every",
              "log_every, eval_every and save_every must be positive"),
         ]

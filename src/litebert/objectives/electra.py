@@ -1,0 +1,335 @@
+"""ELECTRA: replaced-token detection (Clark et al., 2020) on the litebert backbone.
+
+A small generator (our backbone at `generator_size` of the discriminator's width, FFN and
+heads) fills the masked slots of a batch by sampling from its MLM head; the discriminator (any
+backbone config: ALBERT's sharing and E != H included) learns, for every real token, whether
+it was replaced. Token, position and type embeddings and their LayerNorm are one module that
+both read (the official code's tied "electra/embeddings" scope); the generator has its own
+E -> H_G projection. Loss = gen_weight x generator MLM (mean over slots) + disc_weight x
+replaced-token detection (mean over real tokens), 1 and 50 as in the paper; optionally the
+data's SOP/NSP task on the discriminator's first token (ours alone; off by default).
+
+The trained module is `ElectraPretraining`: state-dict keys discriminator.* (transformers'
+ElectraForPreTraining names under our layout), generator.encoder.*, generator.predictions.*
+and pair_head.*; export writes RUN_DIR/export/discriminator and RUN_DIR/export/generator.
+Corruption: litebert.objectives.corruption.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
+from litebert.model import AlbertForMaskedLM
+from litebert.model.albert import AlbertEncoder, additive_mask
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
+from litebert.model.rtd import AlbertForReplacedTokenDetection
+from litebert.objectives import corruption as C
+from litebert.objectives.base import Batch, FsdpUnits, RunSettings, encoder_units, save_tokenizer
+from litebert.train.distributed import DistInfo, all_reduce_sum
+from litebert.train.evaluation import commonest_training_token, open_heldout
+
+PAIR_TASKS = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
+MASKINGS = ("uniform", "data")  # generator_masking
+EVAL_STEP = -1  # the corruption key of held-out evaluation: no training step has it
+
+
+class ElectraSettings(RunSettings, Protocol):
+    """The run config's ELECTRA fields (litebert.train.run_config.PretrainConfig)."""
+
+    generator_size: float
+    generator_layers: float
+    generator_masking: str
+    mask_prob: float
+    temperature: float
+    gen_weight: float
+    disc_weight: float
+    discriminator_pair_task: bool
+
+
+def generator_config(config: AlbertConfig, size: float, layers: float) -> AlbertConfig:
+    """The generator: `size` of the discriminator's width and FFN, a head per 64 dimensions
+    (the official rule), `layers` of its depth; same vocabulary, embeddings, sharing."""
+    H = max(1, round(config.hidden_size * size))
+    L = max(1, round(config.num_hidden_layers * layers))
+    groups = config.num_hidden_groups
+    if groups == config.num_hidden_layers or L % groups:
+        groups = L if groups == config.num_hidden_layers else 1
+    return config.replace(hidden_size=H, intermediate_size=4 * H, num_hidden_layers=L,
+                          num_attention_heads=max(1, H // 64), num_hidden_groups=groups)
+
+
+class ElectraGenerator(AlbertPreTrainedModel):
+    """The generator without embeddings (it reads the discriminator's): encoder (with its own
+    E -> H_G projection) and MLM head."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = AlbertEncoder(config)
+        self.predictions = AlbertMLMHead(config)
+        self.init_weights()
+
+
+class PairHead(nn.Module):
+    """The data's SOP/NSP task on the discriminator: tanh(dense(h[:, 0])) -> 2 classes."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.classifier = AlbertSOPHead(config.replace(classifier_dropout_prob=0.0))
+
+    def forward(self, h):  # (B, T, H) -> (B, 2)
+        return self.classifier(torch.tanh(self.dense(h[:, 0])))
+
+
+@dataclass
+class Corrupting:
+    """How batches are corrupted (see litebert.objectives.corruption)."""
+
+    mask_prob: float
+    mask_id: int
+    temperature: float
+    data_masks: bool  # the data's masked positions instead of ELECTRA's uniform draw
+    max_seq_length: int  # the data's: the number of slots per row follows from it
+    seed: int  # the run's: with the step and the row's tokens, the key of its randomness
+
+
+@dataclass
+class ElectraOutput:
+    generator_logits: torch.Tensor  # (M, V) at the used slots
+    targets: torch.Tensor  # (M,) the original ids there
+    generator_sum: torch.Tensor  # () MLM cross-entropy summed over the M slots
+    corrupted: torch.Tensor  # (B, T) the discriminator's input
+    logits: torch.Tensor  # (B, T) the discriminator's, > 0 = replaced
+    replaced: torch.Tensor  # (B, T) float labels, 1 = replaced
+    rtd_sum: torch.Tensor  # () BCE summed over real tokens
+    pair_logits: torch.Tensor | None  # (B, 2)
+
+
+class ElectraPretraining(nn.Module):
+    """Generator + discriminator with shared embeddings; one forward corrupts and scores."""
+
+    never_masked: torch.Tensor  # (S,) ids never drawn as slots, a buffer
+
+    def __init__(self, config: AlbertConfig, gen_config: AlbertConfig, corrupting: Corrupting,
+                 never_masked: list[int], pair_task: bool):
+        super().__init__()
+        self.discriminator = AlbertForReplacedTokenDetection(config)
+        self.generator = ElectraGenerator(gen_config)
+        self.pair_head = PairHead(config) if pair_task else None
+        self.corrupting = corrupting
+        self.register_buffer("never_masked", torch.tensor(never_masked, dtype=torch.long),
+                             persistent=False)  # (S,) [CLS], [SEP], [MASK]
+
+    def slots(self, ids, attention_mask, labels, step: int) -> C.Slots:
+        c = self.corrupting
+        keys = C.row_keys(ids, attention_mask, c.seed, step)  # (B,)
+        if c.data_masks:
+            return C.data_slots(ids, labels, keys)
+        candidates = C.maskable(ids, attention_mask, self.never_masked)  # (B, T)
+        k = C.slots_per_row(attention_mask, candidates, c.mask_prob, c.max_seq_length)  # (B,)
+        return C.draw_slots(ids, candidates, k, keys, c.mask_prob, c.max_seq_length)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None,
+                step: int = 0, **_pair_labels) -> ElectraOutput:
+        """Corrupt the batch (keyed by `step`, see corruption.py), run both models."""
+        ids = C.original_ids({"input_ids": input_ids, "labels": labels})  # (B, T)
+        slots = self.slots(ids, attention_mask, labels, step)
+        masked = C.generator_input(ids, slots, self.corrupting.mask_id)
+        embeddings = self.discriminator.albert.embeddings
+        x = embeddings(masked, token_type_ids)  # (B, T, E)
+        h = self.generator.encoder(x, additive_mask(attention_mask, x.dtype))  # (B, T, H_G)
+        rows = torch.arange(ids.shape[0], device=ids.device)[:, None].expand_as(slots.used)
+        picked = h[rows[slots.used], slots.positions[slots.used]]  # (M, H_G), row-major
+        gen_logits = self.generator.predictions(picked, embeddings.word_embeddings.weight)
+        targets = slots.targets[slots.used]  # (M,)
+        gen_sum = F.cross_entropy(gen_logits.float(), targets, reduction="sum")
+        sampled = C.sample(gen_logits, slots.keys[slots.used], self.corrupting.temperature)
+        fake, replaced = C.replace(ids, slots, sampled)
+        out = self.discriminator(fake, attention_mask, token_type_ids)
+        real = attention_mask.bool()  # (B, T): padding says nothing about replacement
+        rtd_sum = F.binary_cross_entropy_with_logits(out.logits[real].float(), replaced[real],
+                                                     reduction="sum")
+        pair = self.pair_head(out.last_hidden_state) if self.pair_head is not None else None
+        return ElectraOutput(gen_logits, targets, gen_sum, fake, out.logits, replaced, rtd_sum,
+                             pair)
+
+
+class ElectraObjective:
+    """ELECTRA's generator + discriminator (see the module docstring)."""
+
+    def __init__(self, run: ElectraSettings, data: PretrainingDataset | None = None) -> None:
+        if run.generator_masking not in MASKINGS:
+            raise ValueError(f"generator_masking={run.generator_masking!r}: choose from "
+                             f"{', '.join(MASKINGS)}")
+        self.run = run
+        key = data.label_key if data is not None and run.discriminator_pair_task else None
+        self.label_key = key
+        self.pair = PAIR_TASKS[key] if key else None
+        self.parts: tuple[str, ...] = ("generator_mlm", "rtd") + (
+            (self.pair,) if self.pair else ())
+        self.weights: tuple[float, ...] = (run.gen_weight, run.disc_weight) + (
+            (1.0,) if key else ())
+        self.heldout: PretrainingDataset | None = None
+        self.baseline_token = -1
+        self.special: dict[str, int] = {}
+        self.max_seq_length = 512
+        self.step = 0  # keys this step's corruption (begin_step)
+        if data is not None:
+            self.special = dict(data._special)  # the data's tokenizer's ids
+            self.max_seq_length = data.config.max_seq_length
+            self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
+            self.baseline_token = commonest_training_token(open_heldout(data.directory))
+
+    # ---- training ----------------------------------------------------------------------------
+
+    def generator_config(self, config: AlbertConfig) -> AlbertConfig:
+        return generator_config(config, self.run.generator_size, self.run.generator_layers)
+
+    def never_masked(self) -> list[int]:
+        return [self.special[k] for k in ("cls", "sep", "mask") if k in self.special]
+
+    def build(self, config: AlbertConfig) -> nn.Module:
+        corrupting = Corrupting(self.run.mask_prob, self.special.get("mask", -1),
+                                self.run.temperature, self.run.generator_masking == "data",
+                                self.max_seq_length, self.run.seed)
+        return ElectraPretraining(config, self.generator_config(config), corrupting,
+                                  self.never_masked(), pair_task=self.label_key is not None)
+
+    def begin_step(self, step: int) -> None:
+        """The corruption of this optimizer step is keyed by its number."""
+        self.step = step
+
+    def fsdp_units(self, model: nn.Module) -> FsdpUnits:
+        """The attention and FFN modules of both encoders (the embeddings stay in the root:
+        both models read them)."""
+        assert isinstance(model, ElectraPretraining)
+        return (encoder_units(model.generator.encoder)
+                + encoder_units(model.discriminator.albert.encoder))
+
+    def counts(self, batch: Batch) -> torch.Tensor:
+        """(P,): generator slots, real tokens, then sequences; no randomness, so they are known
+        before the forward that draws the slots."""
+        if self.run.generator_masking == "data":
+            slots = (batch["labels"] != C.IGNORE).sum()
+        else:
+            ids = C.original_ids(batch)
+            never = torch.tensor(self.never_masked(), device=ids.device)
+            candidates = C.maskable(ids, batch["attention_mask"], never)
+            slots = C.slots_per_row(batch["attention_mask"], candidates, self.run.mask_prob,
+                                    self.max_seq_length).sum()
+        parts = [slots.float(), batch["attention_mask"].sum().float()]
+        if self.label_key:
+            parts.append(torch.full_like(parts[0], batch[self.label_key].numel()))
+        return torch.stack(parts)
+
+    def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """(P,): generator MLM and RTD sums (and the pair task's)."""
+        out = model(**batch, step=self.step)
+        sums = [out.generator_sum, out.rtd_sum]
+        if self.label_key:
+            sums.append(F.cross_entropy(out.pair_logits.float(), batch[self.label_key],
+                                        reduction="sum"))
+        return torch.stack(sums)
+
+    # ---- evaluation --------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module, info: DistInfo,
+                 amp: AbstractContextManager[Any]) -> dict[str, float]:
+        """Generator MLM and discriminator RTD metrics on held-out instances, with baselines.
+        Every evaluation of a run corrupts with the same key (step -1), so it scores the same
+        slots; what changes is what the generator samples there."""
+        if self.heldout is None or len(self.heldout) < info.world_size:
+            return {}
+        was_training = model.training
+        model.eval()
+        per_rank = min(len(self.heldout), self.run.eval_instances) // info.world_size
+        mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
+        sums = torch.zeros(14, dtype=torch.float64, device=info.device)
+        for i in range(0, len(mine), self.run.micro_batch_size):
+            batch = collate([self.heldout[j] for j in mine[i:i + self.run.micro_batch_size]])
+            batch = {k: v.to(info.device) for k, v in batch.items()}
+            with amp:
+                out = model(**batch, step=EVAL_STEP)
+            sums += self._eval_sums(out, batch)
+        totals: list[float] = all_reduce_sum(sums).tolist()
+        model.train(was_training)
+        return self._eval_result(totals)
+
+    def _eval_sums(self, out: ElectraOutput, batch: Batch) -> torch.Tensor:
+        """(14,): generator loss, correct, baseline correct, slots; RTD loss, correct, real
+        tokens, replaced, called replaced, replaced and called so; pair loss, correct,
+        sequences, label-1 sequences."""
+        real = batch["attention_mask"].bool()
+        called = (out.logits > 0)[real]  # (R,)
+        truth = out.replaced[real].bool()  # (R,)
+        t = out.targets
+        parts = [out.generator_sum, (out.generator_logits.argmax(-1) == t).sum(),
+                 (t == self.baseline_token).sum(), t.numel(),
+                 out.rtd_sum, (called == truth).sum(), truth.numel(), truth.sum(),
+                 called.sum(), (called & truth).sum()]
+        if self.label_key and out.pair_logits is not None:
+            labels = batch[self.label_key]
+            parts += [F.cross_entropy(out.pair_logits.float(), labels, reduction="sum"),
+                      (out.pair_logits.argmax(-1) == labels).sum(), labels.numel(),
+                      labels.sum()]
+        values = torch.stack([torch.as_tensor(p, device=real.device).to(torch.float64)
+                              for p in parts])
+        return F.pad(values, (0, 14 - len(parts)))
+
+    def _eval_result(self, s: list[float]) -> dict[str, float]:
+        def ratio(a: float, b: float) -> float:
+            return a / max(b, 1)
+        replaced = ratio(s[7], s[6])
+        result = {"eval_generator_mlm_loss": ratio(s[0], s[3]),
+                  "eval_generator_mlm_accuracy": ratio(s[1], s[3]),
+                  "eval_generator_mlm_baseline_accuracy": ratio(s[2], s[3]),
+                  "eval_rtd_loss": ratio(s[4], s[6]),
+                  "eval_rtd_accuracy": ratio(s[5], s[6]),
+                  "eval_rtd_precision": ratio(s[9], s[8]),
+                  "eval_rtd_recall": ratio(s[9], s[7]),
+                  "eval_replaced_fraction": replaced,
+                  "eval_rtd_baseline_accuracy": 1 - replaced}  # every token called original
+        result["eval_loss"] = (self.run.gen_weight * result["eval_generator_mlm_loss"]
+                               + self.run.disc_weight * result["eval_rtd_loss"])
+        if self.pair:
+            ones = ratio(s[13], s[12])
+            result[f"eval_{self.pair}_loss"] = ratio(s[10], s[12])
+            result[f"eval_{self.pair}_accuracy"] = ratio(s[11], s[12])
+            result[f"eval_{self.pair}_baseline_accuracy"] = max(ones, 1 - ones)
+            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
+        return result
+
+    # ---- export ------------------------------------------------------------------------------
+
+    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+               run_dir: Path, out_dir: Path) -> Path:
+        """out_dir/discriminator (ElectraForPreTraining's layout when the config has one) and
+        out_dir/generator (ElectraForMaskedLM's: the shared embeddings copied in), each with
+        the run's tokenizer. The pair head, ours alone, is not exported."""
+        def part(prefix: str) -> dict[str, torch.Tensor]:
+            return {k[len(prefix):]: v for k, v in model_state.items() if k.startswith(prefix)}
+
+        discriminator = AlbertForReplacedTokenDetection(config)
+        discriminator.load_state_dict(part("discriminator."))
+        generator = AlbertForMaskedLM(self.generator_config(config))
+        embeddings = {f"albert.embeddings.{k}": v
+                      for k, v in part("discriminator.albert.embeddings.").items()}
+        encoder = {f"albert.encoder.{k}": v for k, v in part("generator.encoder.").items()}
+        head = {f"predictions.{k}": v for k, v in part("generator.predictions.").items()}
+        generator.load_state_dict({**embeddings, **encoder, **head})
+        for name, model in (("discriminator", discriminator), ("generator", generator)):
+            model.save_pretrained(out_dir / name)
+            save_tokenizer(run_dir, out_dir / name)
+        return out_dir

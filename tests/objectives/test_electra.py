@@ -1,0 +1,163 @@
+"""The ELECTRA objective: generator shape, tied embeddings, counts and sums, metrics, export
+parity with transformers' ElectraForPreTraining and ElectraForMaskedLM."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+import transformers
+
+from litebert.config import AlbertConfig
+from litebert.data.loader import PretrainingDataset, collate
+from litebert.objectives import ElectraObjective
+from litebert.objectives import corruption as C
+from litebert.objectives.electra import ElectraPretraining, generator_config
+from litebert.train.distributed import DistInfo
+from litebert.train.pretrain import model_config
+from tests.conftest import randomize
+from tests.train import test_pretrain
+from tests.train.test_pretrain import run_config
+
+data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
+CPU = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+MICRO = dict(hidden_size=32, embedding_size=16, num_hidden_layers=2, num_hidden_groups=2,
+             num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+
+
+def electra_config(data_dir, out, **kw):
+    overrides = {**MICRO, **kw.pop("model_overrides", {})}
+    return run_config(data_dir, out, model="electra-small", objective="electra",
+                      model_overrides=overrides, optimizer="adamw", lr=1e-3, **kw)
+
+
+@pytest.fixture(scope="module")
+def train(data_dir) -> PretrainingDataset:
+    return PretrainingDataset(data_dir, "train", seed=0)
+
+
+def objective_and_model(data_dir, train, **kw) -> tuple[ElectraObjective, ElectraPretraining]:
+    cfg = electra_config(data_dir, data_dir / "unused", **kw)
+    objective = ElectraObjective(cfg, train)
+    torch.manual_seed(0)
+    model = objective.build(model_config(cfg, data_dir)).eval()  # no dropout: forwards repeat
+    assert isinstance(model, ElectraPretraining)
+    return objective, model
+
+
+def test_the_generator_is_a_quarter_wide_with_a_head_per_64_dimensions():
+    small = AlbertConfig.from_preset("electra-small")
+    gen = generator_config(small, 0.25, 1.0)
+    assert (gen.hidden_size, gen.intermediate_size, gen.num_attention_heads,
+            gen.num_hidden_layers, gen.embedding_size) == (64, 256, 1, 12, 128)
+    base = generator_config(AlbertConfig.from_preset("electra-base"), 1 / 3, 0.5)
+    assert (base.hidden_size, base.num_attention_heads, base.num_hidden_layers) == (256, 4, 6)
+    shared = generator_config(AlbertConfig.from_preset("tiny"), 0.25, 1.0)  # ALBERT sharing
+    assert shared.sharing == "all" and shared.num_hidden_groups == 1
+
+
+def test_embeddings_are_one_module_that_both_models_train(data_dir, train):
+    objective, model = objective_and_model(data_dir, train)
+    keys = model.state_dict().keys()
+    assert not [k for k in keys if k.startswith("generator.") and "embeddings." in k]
+    assert any(k.startswith("generator.encoder.embedding_hidden_mapping_in") for k in keys)
+    batch = collate([train[i] for i in range(4)])
+    out = model(**batch)
+    out.generator_sum.backward()  # the generator's loss alone reaches the shared embeddings
+    words = model.discriminator.albert.embeddings.word_embeddings.weight
+    assert words.grad is not None and float(words.grad.abs().sum()) > 0
+    assert model.discriminator.discriminator_predictions.dense.weight.grad is None
+
+
+def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, train):
+    objective, model = objective_and_model(data_dir, train)
+    batch = collate([train[i] for i in range(6)])
+    objective.begin_step(5)
+    counts = objective.counts(batch)
+    with torch.no_grad():
+        sums = objective.loss_sums(model, batch)
+        out = model(**batch, step=5)
+    real = batch["attention_mask"].bool()
+    assert counts.tolist() == [float(out.targets.numel()), float(real.sum())]
+    bce = F.binary_cross_entropy_with_logits(out.logits[real], out.replaced[real],
+                                             reduction="sum")
+    ce = F.cross_entropy(out.generator_logits, out.targets, reduction="sum")
+    torch.testing.assert_close(sums, torch.stack([ce, bce]), rtol=1e-6, atol=1e-5)
+    assert objective.parts == ("generator_mlm", "rtd") and objective.weights == (1.0, 50.0)
+
+
+def test_the_data_masks_flag_uses_the_datas_positions(data_dir, train):
+    objective, model = objective_and_model(data_dir, train, generator_masking="data")
+    batch = collate([train[i] for i in range(4)])
+    masked = batch["labels"] != C.IGNORE
+    assert objective.counts(batch)[0] == masked.sum()
+    with torch.no_grad():
+        out = model(**batch)
+    assert torch.equal(out.targets, batch["labels"][masked])  # row-major, as the data's
+
+
+def test_a_row_is_corrupted_alike_in_a_big_batch_and_in_a_micro_batch(data_dir, train):
+    _, model = objective_and_model(data_dir, train)
+    items = [train[i] for i in range(8)]
+    with torch.no_grad():
+        big = model(**collate(items), step=2)
+        halves = [model(**collate(items[i:i + 4]), step=2) for i in (0, 4)]
+    torch.testing.assert_close(torch.cat([h.targets for h in halves]), big.targets,
+                               atol=0, rtol=0)
+    torch.testing.assert_close(torch.cat([h.generator_sum[None] for h in halves]).sum(),
+                               big.generator_sum, rtol=1e-5, atol=1e-4)
+
+
+def test_evaluation_reports_the_rtd_and_generator_metrics_with_baselines(data_dir, train):
+    objective, model = objective_and_model(data_dir, train)
+    rng = torch.get_rng_state()
+    first = objective.evaluate(model, CPU, contextlib.nullcontext())
+    assert torch.equal(rng, torch.get_rng_state())  # training's RNG untouched
+    assert first == objective.evaluate(model, CPU, contextlib.nullcontext())  # fixed slots
+    for key in ("eval_generator_mlm_accuracy", "eval_generator_mlm_baseline_accuracy",
+                "eval_rtd_accuracy", "eval_rtd_precision", "eval_rtd_recall",
+                "eval_replaced_fraction", "eval_rtd_baseline_accuracy"):
+        assert 0.0 <= first[key] <= 1.0, key
+    assert first["eval_rtd_baseline_accuracy"] == pytest.approx(
+        1 - first["eval_replaced_fraction"])
+    assert first["eval_loss"] == pytest.approx(first["eval_generator_mlm_loss"]
+                                               + 50 * first["eval_rtd_loss"])
+    assert 0.05 < first["eval_replaced_fraction"] < 0.16  # an untrained generator replaces
+
+
+def test_the_pair_task_on_the_discriminator_is_optional(data_dir, train):
+    objective, model = objective_and_model(data_dir, train, discriminator_pair_task=True)
+    assert objective.parts == ("generator_mlm", "rtd", "sop")
+    batch = collate([train[i] for i in range(4)])
+    assert objective.counts(batch)[2] == 4
+    result = objective.evaluate(model, CPU, contextlib.nullcontext())
+    assert "eval_sop_accuracy" in result and "eval_sop_baseline_accuracy" in result
+
+
+@pytest.mark.parametrize("embedding_size", [16, 32])  # E != H and E == H
+def test_export_loads_in_transformers_with_identical_outputs(data_dir, train, tmp_path,
+                                                             embedding_size):
+    cfg = electra_config(data_dir, tmp_path, model_overrides={"embedding_size": embedding_size})
+    objective = ElectraObjective(cfg, train)
+    config = model_config(cfg, data_dir)
+    model = randomize(objective.build(config)).eval()
+    out = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
+    disc = transformers.ElectraForPreTraining.from_pretrained(out / "discriminator").eval()
+    gen = transformers.ElectraForMaskedLM.from_pretrained(out / "generator").eval()
+    assert (out / "generator" / "spiece.model").exists()
+    batch = collate([train[i] for i in range(3)])
+    with torch.no_grad():
+        ours = model(**batch, step=1)
+        theirs = disc(input_ids=ours.corrupted, attention_mask=batch["attention_mask"],
+                      token_type_ids=batch["token_type_ids"]).logits
+        torch.testing.assert_close(theirs, ours.logits, atol=1e-5, rtol=0)
+        slots = model.slots(C.original_ids(batch), batch["attention_mask"], batch["labels"], 1)
+        shown = C.generator_input(C.original_ids(batch), slots, model.corrupting.mask_id)
+        logits = gen(input_ids=shown, attention_mask=batch["attention_mask"],
+                     token_type_ids=batch["token_type_ids"]).logits  # (B, T, V)
+        rows = torch.arange(3)[:, None].expand_as(slots.used)
+        picked = logits[rows[slots.used], slots.positions[slots.used]]
+        torch.testing.assert_close(picked, ours.generator_logits, atol=1e-5, rtol=0)
+
