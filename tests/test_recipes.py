@@ -36,11 +36,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- recipes ---------------------------------------------------------------------------------
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
-    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "tiny-cpu"]
+    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "electra-base",
+                              "electra-small", "electra-tiny-cpu", "tiny-cpu"]
     package = Path(litebert.__file__).parent
     assert package in recipe_path("tiny-cpu").parents
     assert load_run_config("tiny-cpu", {}).max_steps == 600
     assert load_run_config(recipe_path("albert-base"), {}).model == "albert-base"  # a path
+    small = load_run_config("electra-small", {})
+    # ELECTRA-Small as the ELECTRA paper trains it (Table 6-7)
+    assert (small.objective, small.model, small.batch_size, small.lr, small.optimizer,
+            small.warmup_steps, small.generator_size, small.disc_weight) == (
+        "electra", "electra-small", 128, 5e-4, "adamw", 10_000, 0.25, 50.0)
 
 
 def test_an_unknown_recipe_names_the_built_in_ones():

@@ -103,12 +103,14 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
 
 def cmd_eval_pretraining(args: argparse.Namespace) -> None:
     from litebert.files import atomic_write
-    from litebert.train.evaluation import evaluate_pretraining, format_table
+    from litebert.train.evaluation import format_table
+    from litebert.train.rtd_evaluation import evaluate_model_directory
 
-    result = evaluate_pretraining(args.model, args.data, instances=args.instances,
-                                  seed=args.seed, batch_size=args.batch_size)
+    result = evaluate_model_directory(args.model, args.data, generator=args.generator,
+                                      instances=args.instances, seed=args.seed,
+                                      batch_size=args.batch_size)
     print(format_table(result))
-    if args.out:  # RESULT_KEYS order, not sorted: the table's order
+    if args.out:  # RESULT_KEYS (then RTD_KEYS) order, not sorted: the table's order
         path = atomic_write(args.out, json.dumps(result, indent=2) + "\n")
         print(f"wrote {path}")
 
@@ -137,7 +139,8 @@ def cmd_plot(args: argparse.Namespace) -> None:
 def cmd_demo(args: argparse.Namespace) -> None:
     from litebert.demo import run_demo
 
-    run_demo(Path(args.work), max_steps=args.max_steps, workers=args.workers)
+    run_demo(Path(args.work), max_steps=args.max_steps, workers=args.workers,
+             objective=args.objective)
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -260,36 +263,56 @@ def _add_train_commands(sub) -> None:
     p.add_argument("--work", default="runs/demo",
                    help="directory of every stage's output, reused (default: %(default)s)")
     p.add_argument("--max-steps", type=int,
-                   help="pre-training steps (default: the tiny-cpu recipe's)")
+                   help="pre-training steps (default: the objective's recipe's)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="tokenizer processes (default: the CPU count, %(default)s here)")
+    p.add_argument("--objective", default="mlm", choices=("mlm", "electra"),
+                   help="mlm = ALBERT (MLM + SOP, the tiny-cpu recipe); electra = ELECTRA's "
+                        "replaced-token detection (the electra-tiny-cpu recipe), in "
+                        "WORK/run-electra beside ALBERT's run, sharing its data "
+                        "(default: %(default)s)")
     p.set_defaults(func=cmd_demo)
 
 
 def _add_eval_pretraining(sub) -> None:
     p = sub.add_parser(
         "eval-pretraining", help="MLM, SOP and NSP accuracy of a pre-trained model on "
-                                 "held-out documents (the paper's Table 5)",
+                                 "held-out documents (the paper's Table 5); RTD metrics of "
+                                 "an ELECTRA discriminator",
         description="Scores MODEL on the held-out documents of --data: MLM at masked "
                     "tokens, and SOP and NSP pairs built from the same documents whatever "
                     "objective the data was built with, all drawn once from --seed so every "
-                    "model sees the same examples; each with its baseline. Runs on CUDA "
-                    "when there is one.")
+                    "model sees the same examples; each with its baseline. An ELECTRA "
+                    "discriminator (no MLM head) is scored on replaced-token detection "
+                    "instead (rtd_* keys), its input corrupted by --generator, with "
+                    "training's own evaluation on the data's held-out instances: a run's "
+                    "--seed, eval_instances and micro_batch_size reproduce its last "
+                    "eval_rtd_* figures. Runs on CUDA when there is one.")
     p.add_argument("model", metavar="MODEL",
-                   help="a model directory: litebert, transformers ALBERT or BERT (a "
-                        "checkpoint without a pair head gets MLM only)")
+                   help="a model directory: litebert, transformers ALBERT, BERT or ELECTRA (a "
+                        "checkpoint without a pair head gets MLM only; an ELECTRA "
+                        "discriminator gets RTD)")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="a data directory from `litebert data build`, made with the model's "
                         "tokenizer (required)")
+    p.add_argument("--generator", metavar="DIR",
+                   help="ELECTRA discriminators only: the generator that corrupts their input "
+                        "(default: the discriminator directory's sibling ../generator, as "
+                        "`litebert export` writes it, when it exists)")
     p.add_argument("--out", metavar="FILE.json",
                    help="also write the result as JSON here (default: none, stdout only)")
     p.add_argument("--instances", type=int, default=2000, metavar="N",
-                   help="SOP pairs and NSP pairs, at most, each; whole documents "
+                   help="SOP pairs and NSP pairs, at most, each, whole documents; for a "
+                        "discriminator, held-out instances (a run's eval_instances) "
                         "(default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="seed of the documents, pairs and masks (default: %(default)s)")
+                   help="seed of the documents, pairs and masks; for a discriminator, of the "
+                        "held-out instances and the corruption (a run's seed) "
+                        "(default: %(default)s)")
     p.add_argument("--batch-size", type=int, default=32, metavar="B",
-                   help="sequences per forward pass (default: %(default)s)")
+                   help="sequences per forward pass; for a discriminator, a run's "
+                        "micro_batch_size (the same batches, the same sums) "
+                        "(default: %(default)s)")
     p.set_defaults(func=cmd_eval_pretraining)
 
 

@@ -181,7 +181,8 @@ def test_cli_prints_a_table_and_writes_the_json(run, data, tmp_path, capsys):
     assert tuple(saved) == RESULT_KEYS
     assert saved == pytest.approx(evaluate_pretraining(run / "export", data["sop"], **EVAL))
     entries = help_entries(["eval-pretraining"], capsys)
-    assert set(entries) == {"--data", "--out", "--instances", "--seed", "--batch-size"}
+    assert set(entries) == {"--data", "--out", "--instances", "--seed", "--batch-size",
+                            "--generator"}
     for option, text in entries.items():
         assert text.endswith(")") and ("(default: " in text or "(required)" in text), option
 

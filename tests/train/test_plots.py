@@ -1,4 +1,5 @@
-"""plot_run on synthetic runs: which PNGs are written for sop, nsp and none objectives."""
+"""plot_run on synthetic runs: which PNGs are written for sop, nsp, none and ELECTRA runs, and
+which curves each figure holds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from litebert.train.metrics import METRICS_NAME, MetricsError
-from litebert.train.plots import plot_run
+from litebert.train.plots import plot_run, run_figures
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -45,6 +46,34 @@ def synthetic_run(run_dir: Path, objective: str = "sop", steps: int = 400,
     return run_dir
 
 
+def electra_run(run_dir: Path, steps: int = 60, eval_every: int = 20) -> Path:
+    """A metrics.jsonl with the ELECTRA objective's keys (loss = generator + 50 x RTD)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    records = []
+    for step in range(1, steps + 1):
+        gen, rtd = 4.0 + 5.0 * math.exp(-step / 30), 0.2 + 0.2 * math.exp(-step / 40)
+        records.append({"step": step, "loss": gen + 50 * rtd, "generator_mlm_loss": gen,
+                        "rtd_loss": rtd, "lr": 1e-3, "tokens_per_s": 5000.0,
+                        "grad_norm": 1.0, "skipped_steps": 0, "tokens": 1000 * step})
+        if step % eval_every == 0:
+            replaced = 0.14 - 0.0005 * step
+            records.append({
+                "step": step, "eval_generator_mlm_loss": gen, "eval_rtd_loss": rtd,
+                "eval_generator_mlm_accuracy": 0.3 * step / steps,
+                "eval_generator_mlm_baseline_accuracy": 0.04,
+                "eval_rtd_accuracy": 0.86 + 0.1 * step / steps,
+                "eval_rtd_precision": 0.8 * step / steps, "eval_rtd_recall": 0.5 * step / steps,
+                "eval_replaced_fraction": replaced, "eval_rtd_baseline_accuracy": 1 - replaced,
+                "eval_loss": gen + 50 * rtd})
+    (run_dir / METRICS_NAME).write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run_dir
+
+
+def labels(figure) -> set[str]:
+    return {line.get_label() for line in figure.axes[0].get_lines()
+            if not line.get_label().startswith("_")}  # "_child0": a curve left unlabelled
+
+
 def assert_pngs(paths: list[Path]) -> None:
     for path in paths:
         data = path.read_bytes()
@@ -68,6 +97,38 @@ def test_plots_for_objective_none_into_out_dir(tmp_path):
                                         "throughput.png", "grad_norm.png"}
     assert all(p.parent == tmp_path / "out" for p in paths)
     assert_pngs(paths)
+
+
+def test_the_sop_runs_figures_hold_its_curves(tmp_path):
+    figures = {f.get_label(): f for f in run_figures(synthetic_run(tmp_path / "run", "sop"))}
+    assert labels(figures["loss"]) == {
+        "train loss (smoothed)", "train mlm_loss (smoothed)", "train sop_loss (smoothed)",
+        "eval loss", "eval mlm_loss"}  # the synthetic run logs no eval_sop_loss
+    assert figures["loss"].axes[0].get_yscale() == "linear"
+    assert labels(figures["mlm_accuracy"]) == {"MLM accuracy", "baseline"}
+    assert labels(figures["sop_accuracy"]) == {"SOP accuracy", "baseline"}
+    assert figures["sop_accuracy"].axes[0].get_ylim()[0] == pytest.approx(0.4)
+
+
+def test_an_electra_run_gets_its_figures_from_its_keys(tmp_path):
+    run_dir = electra_run(tmp_path / "run")
+    assert {p.name for p in plot_run(run_dir)} == {
+        "loss.png", "generator_mlm_accuracy.png", "rtd_accuracy.png", "lr.png",
+        "throughput.png", "grad_norm.png"}
+    assert_pngs(list((run_dir / "plots").iterdir()))
+    figures = {f.get_label(): f for f in run_figures(run_dir)}
+    assert labels(figures["loss"]) == {
+        "train loss (smoothed)", "train generator_mlm_loss (smoothed)",
+        "train rtd_loss (smoothed)", "eval loss", "eval generator_mlm_loss", "eval rtd_loss"}
+    # RTD's loss is ~1/70 of the total (x50 in it): a log axis keeps it off the floor.
+    assert figures["loss"].axes[0].get_yscale() == "log"
+    assert labels(figures["generator_mlm_accuracy"]) == {"generator MLM accuracy", "baseline"}
+    assert labels(figures["rtd_accuracy"]) == {"RTD accuracy", "RTD precision", "RTD recall",
+                                               "baseline"}
+    assert figures["rtd_accuracy"].axes[0].get_ylim() == pytest.approx((0.0, 1.0))
+    baseline = next(line for line in figures["rtd_accuracy"].axes[0].get_lines()
+                    if line.get_label() == "baseline")
+    assert np.allclose(baseline.get_ydata(), [1 - (0.14 - 0.0005 * s) for s in (20, 40, 60)])
 
 
 def test_plots_without_evaluation_and_with_nan(tmp_path):

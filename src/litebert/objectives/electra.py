@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import litebert.objectives.corruption as C
 from litebert.config import AlbertConfig
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
 from litebert.model import AlbertForMaskedLM
@@ -33,7 +34,6 @@ from litebert.model.albert import AlbertEncoder, additive_mask
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
 from litebert.model.rtd import AlbertForReplacedTokenDetection
-from litebert.objectives import corruption as C
 from litebert.objectives.base import Batch, FsdpUnits, RunSettings, encoder_units, save_tokenizer
 from litebert.train.distributed import DistInfo, all_reduce_sum
 from litebert.train.evaluation import commonest_training_token, open_heldout

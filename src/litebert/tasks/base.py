@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+from litebert.config import AlbertConfig
 from litebert.options import option
 from litebert.train.schedule import resolve_warmup
 
@@ -40,6 +42,16 @@ RECIPES: dict[str, tuple[float, int, float, int, int, int]] = {
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
+# ELECTRA paper, Appendix A, Table 7 (GLUE and SQuAD fine-tuning): peak lr and layer-wise lr
+# decay by model size, weight decay 0 (the released code's default is 0.01; the paper's table
+# says 0). Table 7 also has Adam eps 1e-6 (AdamW here uses it for every model), batch 32,
+# 10% warm-up and 3 epochs (10 for RTE and STS, 2 for SQuAD): those stay the recipes' above,
+# whose batch sizes and step counts are ALBERT's (Table 14), so runs of all families compare.
+ELECTRA_FINETUNING: dict[str, tuple[float, float]] = {
+    "small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
+ELECTRA_WEIGHT_DECAY = 0.0
+WEIGHT_DECAY = 0.01  # every other family's (ALBERT's and BERT's fine-tuning)
+
 
 class FinetuneError(ValueError):
     """A bad fine-tuning request; the message says what to change."""
@@ -55,9 +67,10 @@ class FinetuneConfig:
     task: str = option(help="the task; its recipe (paper Table 14) fills the defaults",
                        choices=RECIPES)
     data: str = option(help="the task's directory or file")
-    model: str = option(help="a model directory (ours, ALBERT or BERT)")
+    model: str = option(help="a model directory (ours, ALBERT, BERT or ELECTRA)")
     out: str = option(help="output directory: model/, results.json, predictions")
-    lr: float = option(None, "peak learning rate", shown=RECIPE)
+    lr: float = option(None, "peak learning rate; for an ELECTRA model, ELECTRA's by size "
+                             "(3e-4 Small, 1e-4 Base, 5e-5 Large)", shown=RECIPE)
     batch_size: int = option(None, "training examples per step", shown=RECIPE)
     max_steps: int = option(None, "optimizer steps", shown=RECIPE)
     warmup_steps: int = option(
@@ -67,7 +80,12 @@ class FinetuneConfig:
                                  shown=RECIPE)
     dropout: float = option(None, "ALBERT's hidden and attention dropout", shown=RECIPE)
     classifier_dropout: float = option(0.1, "dropout before the task head")
-    weight_decay: float = option(0.01, "AdamW's decoupled weight decay")
+    weight_decay: float = option(None, "AdamW's decoupled weight decay; 0 for an ELECTRA "
+                                       "model (ELECTRA's fine-tuning)", shown=str(WEIGHT_DECAY))
+    layer_decay: float = option(
+        None, "layer-wise learning-rate decay in (0, 1]: the head trains at the lr, layer j of "
+              "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2)",
+        shown="0.8 for ELECTRA models (0.9 for ELECTRA-Large), 1.0 (off) otherwise")
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")
     seed: int = option(42, "seed of the head's initialisation and the data order")
@@ -88,10 +106,16 @@ class FinetuneConfig:
         if self.task not in RECIPES:
             raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(RECIPES)}")
         lr, batch, dropout, steps, warmup, length = RECIPES[self.task]
-        defaults = dict(lr=lr, batch_size=batch, dropout=dropout, max_seq_length=length)
+        defaults: dict[str, float] = dict(lr=lr, batch_size=batch, dropout=dropout,
+                                          max_seq_length=length)
+        if None in (self.lr, self.weight_decay, self.layer_decay):  # copies skip the read
+            defaults.update(model_defaults(self.model))
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
+        if not 0 < self.layer_decay <= 1:  # also rejects NaN
+            raise FinetuneError(f"layer_decay={self.layer_decay}: must lie in (0, 1]; "
+                                f"1 turns layer-wise learning-rate decay off")
         try:  # the warm-up rule of pre-training too: a shorter run keeps the recipe's share
             self.max_steps, self.warmup_steps = resolve_warmup(steps, warmup, self.max_steps,
                                                                self.warmup_steps)
@@ -101,6 +125,38 @@ class FinetuneConfig:
             self.eval_every = max(1, self.max_steps // 10)
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
+
+
+def electra_size(hidden_size: int) -> str:
+    """ELECTRA's size names by hidden size: Small 256, Base 768, Large 1024."""
+    return "small" if hidden_size <= 256 else "base" if hidden_size <= 768 else "large"
+
+
+def model_defaults(model: str) -> dict[str, float]:
+    """The optimiser defaults the model directory calls for: ELECTRA's fine-tuning lr, weight
+    decay and layer decay (Table 7) for an ELECTRA model, else weight decay 0.01 and no layer
+    decay (the lr then stays the recipe's)."""
+    config = _directory_config(model)
+    if config is None or config.model_type != "electra":
+        return {"weight_decay": WEIGHT_DECAY, "layer_decay": 1.0}
+    size = electra_size(config.hidden_size)
+    lr, decay = ELECTRA_FINETUNING[size]
+    log.info("%s is an ELECTRA-%s model (hidden size %d): its defaults are ELECTRA's, lr %g, "
+             "weight decay %g, layer decay %g", model, size.capitalize(), config.hidden_size,
+             lr, ELECTRA_WEIGHT_DECAY, decay)
+    return {"lr": lr, "weight_decay": ELECTRA_WEIGHT_DECAY, "layer_decay": decay}
+
+
+def _directory_config(model: str) -> AlbertConfig | None:
+    """The model directory's config as loading reads it (so an ELECTRA model saved in
+    ALBERT's layout is still ELECTRA); None when it cannot be read, which loading the model
+    then reports."""
+    from litebert.model.hub import read_config  # torch and the families: only when needed
+
+    try:
+        return read_config(Path(model))
+    except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
+        return None
 
 
 def reported(result):

@@ -1,9 +1,9 @@
 """`litebert finetune`: one loop for every task family.
 
 A task adapter (see tasks/base.py) loads and encodes the data, builds the model and scores it
-on dev; this module owns the rest: AdamW with warmup + linear decay, length-bucketed batches,
-evaluation on dev, the best-on-dev checkpoint in OUT/model, OUT/results.json, and `--seeds N`
-(median and spread over seeds).
+on dev; this module owns the rest: AdamW with warmup + linear decay (and layer-wise lr decay,
+tasks/layer_decay.py), length-bucketed batches, evaluation on dev, the best-on-dev checkpoint
+in OUT/model, OUT/results.json, and `--seeds N` (median and spread over seeds).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import torch
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
 from litebert.tasks.batching import length_batches
-from litebert.train.lamb import build_optimizer
+from litebert.tasks.layer_decay import layer_decay_groups
+from litebert.train.lamb import adamw_param_groups, build_optimizer
 from litebert.train.schedule import build_scheduler
 
 log = logging.getLogger("litebert")
@@ -46,7 +47,9 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     task = adapter_for(cfg)
     model = task.build_model()
-    optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                param_groups=finetune_groups(model, cfg))
+    # LambdaLR keeps each group's own lr as its initial_lr: one schedule, the layers' ratios.
     scheduler = build_scheduler(optimizer, "linear", warmup_steps=cfg.warmup_steps,
                                 total_steps=cfg.max_steps)
     rng = np.random.default_rng(cfg.seed)
@@ -80,9 +83,18 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
                "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
+               # What the optimiser used, defaults resolved (ELECTRA's for an ELECTRA model).
+               "optimizer": {k: getattr(cfg, k) for k in ("lr", "weight_decay", "layer_decay")},
                "config": dataclasses.asdict(cfg)}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+def finetune_groups(model: torch.nn.Module, cfg: FinetuneConfig) -> list[dict]:
+    """AdamW's groups: weight decay on all but LayerNorm / bias / 1-D parameters, each side
+    split by layer-wise lr multiplier (one group each when cfg.layer_decay is 1)."""
+    return layer_decay_groups(model, adamw_param_groups(model, cfg.weight_decay), cfg.lr,
+                              cfg.layer_decay)
 
 
 def _evaluate_and_keep(task: TaskAdapter, model: Any, step: int,

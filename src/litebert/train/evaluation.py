@@ -12,6 +12,9 @@
   (see `_own_document`), so SOP accuracy measures order, not a change of topic.
 - `load_for_evaluation`: a model directory (ours, transformers ALBERT or BERT) and whether its
   checkpoint holds a trained pair head; a freshly initialised one is never scored.
+- `is_discriminator`: an ELECTRA discriminator directory (no MLM head), which
+  `eval-pretraining` scores on replaced-token detection instead, with its generator:
+  litebert.train.rtd_evaluation (it builds on this module, not the other way round).
 
 With `eval_pair_tasks: both` the MLM objective (litebert.objectives.mlm, where its periodic
 evaluation on the data's own held-out instances lives) draws such a set once per run
@@ -289,6 +292,7 @@ def cross_eval_metrics(model: nn.Module, eval_set: EvalSet, info: DistInfo,
 # Our keys of the heads; hub.external_key maps them to a file's layout (ALBERT, BERT, ours).
 _MLM_KEY = "predictions.dense.weight"
 _PAIR_KEYS = ("sop_classifier.classifier.weight", "albert.pooler.weight")
+_RTD_KEY = "discriminator_predictions.dense.weight"  # ELECTRA's discriminator
 
 
 def checkpoint_keys(directory: Path) -> tuple[set[str], Path]:
@@ -312,6 +316,17 @@ def checkpoint_keys(directory: Path) -> tuple[set[str], Path]:
     return set(state), source
 
 
+def is_discriminator(directory: Path) -> bool:
+    """Whether a model directory's weights hold ELECTRA's replaced-token detection head
+    (headers only). A path that is no directory is not one: the MLM path names the error."""
+    from litebert.model.hub import external_key, read_config
+
+    if not directory.is_dir():
+        return False
+    keys, _ = checkpoint_keys(directory)
+    return external_key(_RTD_KEY, read_config(directory)) in keys
+
+
 def load_for_evaluation(directory: str | Path) -> tuple[AlbertForPreTraining, bool]:
     """(model, has_pair_head) of a model directory. The pair head counts as present when the
     checkpoint holds both the pooler and the 2-way classifier (an AlbertForMaskedLM export or
@@ -324,9 +339,12 @@ def load_for_evaluation(directory: str | Path) -> tuple[AlbertForPreTraining, bo
     config = read_config(directory)
     keys, source = checkpoint_keys(directory)
     if external_key(_MLM_KEY, config) not in keys:
+        hint = (" (an ELECTRA discriminator: litebert.train.rtd_evaluation, `litebert "
+                "eval-pretraining`, scores its replaced-token detection)"
+                if external_key(_RTD_KEY, config) in keys else "")
         raise CheckpointError(f"{source}: no MLM head ({external_key(_MLM_KEY, config)}); "
                               f"pre-training evaluation needs a pre-training or masked-LM "
-                              f"model")
+                              f"model{hint}")
     has_pair_head = all(external_key(k, config) in keys for k in _PAIR_KEYS)
     model = AlbertForPreTraining.from_pretrained(directory)
     if not has_pair_head:
@@ -349,7 +367,7 @@ def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:
                         f"{model_name}; rebuild the data with a shorter --max-seq-length")
 
 
-def _warn_other_tokenizer(model_dir: Path, held: HeldoutDocuments) -> None:
+def warn_other_tokenizer(model_dir: Path, held: HeldoutDocuments) -> None:
     """Same size is not same vocabulary: say so when the model ships another tokenizer."""
     for name in ("spiece.model", "vocab.txt"):
         ours, theirs = model_dir / name, held.directory / "tokenizer" / name
@@ -378,7 +396,7 @@ def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,
         model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
         has_pair_head = detected if has_pair_head is None else has_pair_head
         held = open_heldout(data_dir)
-        _warn_other_tokenizer(model_dir, held)
+        warn_other_tokenizer(model_dir, held)
     else:
         held = open_heldout(data_dir)
     if has_pair_head is None:
@@ -394,17 +412,34 @@ def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,
     return pretraining_metrics(sums, bool(has_pair_head))
 
 
+# Rows of format_table: (metric, its baseline or None), for MLM models and for ELECTRA
+# discriminators (whose result has the RTD keys and no MLM figures).
+_MLM_ROWS = (("mlm_accuracy", "mlm_baseline_accuracy"), ("mlm_loss", None),
+             ("sop_accuracy", "sop_baseline_accuracy"), ("nsp_accuracy", "nsp_baseline_accuracy"))
+_RTD_ROWS = (("rtd_accuracy", "rtd_baseline_accuracy"), ("rtd_precision", None),
+             ("rtd_recall", None), ("rtd_loss", None), ("replaced_fraction", None),
+             ("generator_mlm_accuracy", "generator_mlm_baseline_accuracy"),
+             ("generator_mlm_loss", None))
+
+
 def format_table(result: dict[str, Any]) -> str:
-    """evaluate_pretraining's result as a small table: metric, value, baseline."""
+    """evaluate_pretraining's (or rtd_evaluation.evaluate_discriminator's) result as a small
+    table: metric, value, baseline."""
     def cell(value: Any) -> str:
         return "-" if value is None else f"{value:.4f}"
 
-    lines = [f"{'metric':<14} {'value':>8} {'baseline':>9}"]
-    for name, baseline in (("mlm_accuracy", "mlm_baseline_accuracy"), ("mlm_loss", None),
-                           ("sop_accuracy", "sop_baseline_accuracy"),
-                           ("nsp_accuracy", "nsp_baseline_accuracy")):
-        lines.append(f"{name:<14} {cell(result[name]):>8} "
+    rtd = "rtd_accuracy" in result
+    rows = _RTD_ROWS if rtd else _MLM_ROWS
+    width = max(14, max(len(name) for name, _ in rows) + 2)
+    lines = [f"{'metric':<{width}} {'value':>8} {'baseline':>9}"]
+    for name, baseline in rows:
+        lines.append(f"{name:<{width}} {cell(result[name]):>8} "
                      f"{cell(result[baseline] if baseline else None):>9}")
+    if rtd:
+        lines.append(f"{result['rtd_instances']:,} held-out instances, corrupted by the "
+                     f"generator {result['generator']}")
+        lines.append("ELECTRA discriminator: no MLM head, so MLM, SOP and NSP are not scored")
+        return "\n".join(lines)
     lines.append(f"{result['mlm_tokens']:,} masked tokens, {result['sop_pairs']:,} SOP pairs, "
                  f"{result['nsp_pairs']:,} NSP pairs")
     if not result["has_pair_head"]:

@@ -180,15 +180,21 @@ def adamw_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dic
 
 
 def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float = 0.01,
-                    betas: tuple[float, float] = (0.9, 0.999),
-                    eps: float = 1e-6) -> torch.optim.Optimizer:
-    """"lamb" (ALBERT's choice) or "adamw", both with LayerNorm/bias excluded from decay."""
+                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
+                    param_groups: list[dict] | None = None) -> torch.optim.Optimizer:
+    """"lamb" (ALBERT's choice) or "adamw", both with LayerNorm/bias excluded from decay.
+
+    param_groups: groups to optimise instead of the model's default split, e.g. that split
+    refined further (fine-tuning's layer-wise lr decay, litebert.tasks.layer_decay); a group
+    may set its own `lr`. Build them from lamb_param_groups for "lamb" (its `trust_ratio`
+    keys) and from adamw_param_groups for "adamw".
+    """
     key = name.lower()
     if key == "lamb":
-        return Lamb(lamb_param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps,
-                    weight_decay=weight_decay)
+        groups = lamb_param_groups(model, weight_decay) if param_groups is None else param_groups
+        return Lamb(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if key == "adamw":
-        return torch.optim.AdamW(adamw_param_groups(model, weight_decay), lr=lr, betas=betas,
-                                 eps=eps, weight_decay=weight_decay)
+        groups = adamw_param_groups(model, weight_decay) if param_groups is None else param_groups
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
                      f"expected one of {', '.join(OPTIMIZERS)}")

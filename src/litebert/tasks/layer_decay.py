@@ -1,0 +1,111 @@
+"""Layer-wise learning-rate decay for fine-tuning (ELECTRA, Clark et al. 2020, Appendix A):
+layers nearer the input train at smaller learning rates, so fine-tuning moves the general
+features of the lower layers less than the task-specific ones near the head.
+
+Depths, the rule of the official ELECTRA code (google-research/electra, model/optimization.py),
+with L the encoder's layer positions (the layers, for inner_group_num 1):
+
+    depth 0        embeddings and the E->H projection (`embedding_hidden_mapping_in`)
+    depth k + 1    the transformer layer at position k = 0 .. L-1
+    depth L + 2    the task head (everything outside the backbone) and the pooler
+
+    multiplier = decay ** (L + 2 - depth)
+
+so the head trains at lr, the top layer at lr * decay**2 and the embeddings at
+lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). Every family's
+fine-tuning model is one of our heads on `model.albert`, so this works for all of them.
+
+The AdamW groups keep the weight-decay split of litebert.train.lamb (LayerNorm, bias and 1-D
+parameters undecayed) and divide each side by multiplier. Each group carries its own `lr`;
+torch's LambdaLR records it as the group's `initial_lr` and scales every group by the same
+schedule factor, so a group's lr at any step is factor * lr * multiplier.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from litebert.model.albert import AlbertModel
+
+
+def _backbone(model: nn.Module) -> AlbertModel:
+    """The ALBERT backbone of a head model (`model.albert`) or the backbone itself."""
+    backbone = getattr(model, "albert", model)
+    if not isinstance(backbone, AlbertModel):
+        raise TypeError(f"layer decay: {type(model).__name__} is neither an AlbertModel nor "
+                        "a head with one at `.albert`")
+    return backbone
+
+
+def _module_depths(backbone: AlbertModel) -> tuple[list[tuple[nn.Module, int]], int]:
+    """(module, depth) for every part of the backbone, and L (the encoder's layer positions)."""
+    encoder = backbone.encoder
+    L = len(encoder.attention_index)
+    parts: list[tuple[nn.Module, int]] = [(backbone.embeddings, 0)]
+    if encoder.embedding_hidden_mapping_in is not None:
+        parts.append((encoder.embedding_hidden_mapping_in, 0))
+    for modules, index in ((encoder.attentions, encoder.attention_index),
+                           (encoder.ffns, encoder.ffn_index)):
+        # A module shared over several depths (ALBERT's cross-layer sharing) takes the depth
+        # of its highest use, so the largest rate of those it serves: the gradients of every
+        # depth it is used at update it, and its top use is the one nearest the head, whose
+        # rate the rule wants largest. (The lowest would slow the whole shared stack down to
+        # the embeddings' rate.)
+        top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
+        parts.extend((modules[n], depth) for n, depth in top.items())
+    if backbone.pooler is not None:
+        parts.append((backbone.pooler, L + 2))
+    return parts, L
+
+
+def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
+    """({parameter name: depth}, L) for a fine-tuning model, in named_parameters order (a
+    shared tensor once, under its first name). Raises ValueError for a backbone parameter no
+    rule places, rather than giving it some rate silently."""
+    backbone = _backbone(model)
+    parts, L = _module_depths(backbone)
+    depth_of = {id(p): depth for module, depth in parts for p in module.parameters()}
+    backbone_params = {id(p) for p in backbone.parameters()}
+    depths: dict[str, int] = {}
+    for name, p in model.named_parameters():
+        if id(p) in depth_of:
+            depths[name] = depth_of[id(p)]
+        elif id(p) in backbone_params:
+            raise ValueError(f"layer decay: no depth for backbone parameter {name!r}")
+        else:  # the task head
+            depths[name] = L + 2
+    return depths, L
+
+
+def check_decay(decay: float) -> None:
+    if not 0.0 < decay <= 1.0:  # also rejects NaN
+        raise ValueError(f"layer decay {decay}: must lie in (0, 1]; 1 turns it off")
+
+
+def lr_multipliers(model: nn.Module, decay: float) -> dict[str, float]:
+    """{parameter name: decay ** (L + 2 - depth)}: 1 for the head, decay**(L + 2) for the
+    embeddings."""
+    check_decay(decay)
+    depths, L = parameter_depths(model)
+    return {name: decay ** (L + 2 - depth) for name, depth in depths.items()}
+
+
+def layer_decay_groups(model: nn.Module, groups: list[dict], lr: float,
+                       decay: float) -> list[dict]:
+    """`groups` (e.g. litebert.train.lamb.adamw_param_groups(model, wd)) split by learning-rate
+    multiplier; each new group keeps its group's other keys and gets `lr` = lr * multiplier
+    and `lr_multiplier`. Within a group, largest multiplier (the head) first; parameters keep
+    their order. With decay 1 every multiplier is 1: the same groups, the same parameters."""
+    check_decay(decay)
+    depths, L = parameter_depths(model)
+    names = {id(p): name for name, p in model.named_parameters()}
+    out: list[dict] = []
+    for group in groups:
+        by_multiplier: dict[float, list[nn.Parameter]] = {}
+        for p in group["params"]:
+            multiplier = decay ** (L + 2 - depths[names[id(p)]])
+            by_multiplier.setdefault(multiplier, []).append(p)
+        for multiplier in sorted(by_multiplier, reverse=True):
+            out.append({**group, "params": by_multiplier[multiplier], "lr": lr * multiplier,
+                        "lr_multiplier": multiplier})
+    return out
