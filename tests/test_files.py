@@ -140,3 +140,24 @@ def test_damaged_files_reports_size_and_content_changes(tmp_path):
     assert len(problems) == 1 and "a.bin: 5 bytes" in problems[0]
     problems = damaged_files(tmp_path, record, checksums=True)
     assert len(problems) == 2 and "b.bin: sha256 differs" in problems[1]
+
+
+def test_exclusive_makes_a_second_process_wait_for_the_first(tmp_path):
+    """Two processes guarding the same work take turns (two `study run --only` building
+    one data directory deleted each other's temporaries before)."""
+    import subprocess
+    import sys
+    import time
+
+    from litebert.files import exclusive
+
+    lock, log = tmp_path / ".work.lock", tmp_path / "order.txt"
+    child = (f"from litebert.files import exclusive\n"
+             f"with exclusive({str(lock)!r}, 'work'):\n"
+             f"    open({str(log)!r}, 'a').write('child\\n')\n")
+    with exclusive(lock, "work"):
+        proc = subprocess.Popen([sys.executable, "-c", child])
+        time.sleep(1.0)  # the child is blocked on the lock meanwhile
+        log.write_text("parent\n")
+    assert proc.wait(timeout=600) == 0  # a loaded machine imports slowly
+    assert log.read_text() == "parent\nchild\n"

@@ -126,7 +126,7 @@ def cmd_recipes(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
     from litebert.train.pretrain import export_run
 
-    print(f"wrote {export_run(args.run_dir, args.out)}")
+    print(f"wrote {export_run(args.run_dir, args.out, unroll=args.unroll)}")
 
 
 def cmd_plot(args: argparse.Namespace) -> None:
@@ -254,6 +254,10 @@ def _add_train_commands(sub) -> None:
     p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
     p.add_argument("run_dir")
     p.add_argument("--out", help="default RUN_DIR/export")
+    p.add_argument("--unroll", action="store_true",
+                   help="write shared layers as one copy per layer, so a model whose family "
+                        "has no sharing (ELECTRA, BERT) is saved in that family's layout, not "
+                        "ALBERT's (default: off)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("plot", help="PNG curves of a run under RUN_DIR/plots")
     p.add_argument("run_dir")

@@ -247,6 +247,34 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def exclusive(path: str | Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on the lock file `path` (created beside the work it guards) for
+    the block: two processes writing the same directory (two `study run --only` on one
+    machine, say) take turns instead of deleting each other's temporaries. Waiting is said
+    in the log. POSIX advisory locks; where there are none, the block runs unguarded."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    lock = Path(path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            import logging
+
+            logging.getLogger("litebert").info("%s: another process is writing it; waiting",
+                                               what)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _fsync(path: Path) -> None:
     """Flush a file (or a directory entry) to disk; best effort where the OS refuses."""
     try:

@@ -4,6 +4,7 @@ parity with transformers' ElectraForPreTraining and ElectraForMaskedLM."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 import torch
@@ -161,3 +162,44 @@ def test_export_loads_in_transformers_with_identical_outputs(data_dir, train, tm
         picked = logits[rows[slots.used], slots.positions[slots.used]]
         torch.testing.assert_close(picked, ours.generator_logits, atol=1e-5, rtol=0)
 
+
+
+def test_an_albert_shared_discriminator_exports_in_albert_layout_or_unrolled(data_dir, train,
+                                                                             tmp_path, caplog):
+    cfg = electra_config(data_dir, tmp_path, model_overrides={"sharing": "all",
+                                                              "num_hidden_groups": 1})
+    objective = ElectraObjective(cfg, train)
+    config = model_config(cfg, data_dir)
+    model = randomize(objective.build(config)).eval()
+    shared = objective.export(model.state_dict(), config, data_dir, tmp_path / "shared")
+    assert json.loads((shared / "discriminator" / "config.json").read_text())[
+        "model_type"] != "electra"
+    assert "saved in ALBERT layout" in caplog.text or "litebert's own" in caplog.text
+    out = objective.export(model.state_dict(), config, data_dir, tmp_path / "unrolled",
+                           unroll=True)
+    disc = transformers.ElectraForPreTraining.from_pretrained(out / "discriminator").eval()
+    batch = collate([train[i] for i in range(2)])
+    with torch.no_grad():
+        ours = model(**batch, step=0)
+        theirs = disc(input_ids=ours.corrupted, attention_mask=batch["attention_mask"],
+                      token_type_ids=batch["token_type_ids"]).logits
+    torch.testing.assert_close(theirs, ours.logits, atol=1e-5, rtol=0)
+
+
+def test_training_flops_count_the_generator_and_both_heads(data_dir, train):
+    from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
+    from litebert.objectives import MLMObjective
+
+    cfg = electra_config(data_dir, data_dir / "unused")
+    config = model_config(cfg, data_dir)
+    electra = ElectraObjective(cfg, train).flops_per_token(config, 64)
+    mlm = MLMObjective(cfg, train).flops_per_token(config, 64)
+    gen = generator_config(config, 0.25, 1.0)
+    assert electra == pytest.approx(
+        encoder_flops_per_token(config, 64) + 6 * (32 * 32 + 32)
+        + encoder_flops_per_token(gen, 64) + mlm_head_flops_per_token(gen, 0.15))
+    assert mlm == pytest.approx(encoder_flops_per_token(config, 64)
+                                + mlm_head_flops_per_token(config, 0.15))
+    # one layer position by hand: 6 x (4 H^2 + 2 H I + 2 T H), plus the E -> H projection
+    assert encoder_flops_per_token(config, 64) == 6 * (16 * 32 + 2 * (
+        4 * 32 * 32 + 2 * 32 * 64 + 2 * 64 * 32))

@@ -92,7 +92,28 @@ def test_every_builtin_study_loads_and_validates(name):
 
 def test_the_builtin_studies_are_listed():
     assert {"sentence-objectives", "sharing", "embedding-size",
-            "layer-similarity"} <= set(builtin_names())
+            "layer-similarity", "electra-vs-mlm"} <= set(builtin_names())
+
+
+def test_a_flops_matched_budget_gives_each_run_the_first_runs_compute():
+    from litebert.config import AlbertConfig
+    from litebert.objectives import OBJECTIVES
+    from litebert.studies.spec import pretrain_config
+
+    spec = load_spec("electra-vs-mlm")
+    cfgs = [pretrain_config(spec, run, {"data": "-", "out": "-"}, "test") for run in spec.runs]
+    config = AlbertConfig.from_preset("electra-small", vocab_size=spec.vocab_size,
+                                      **cfgs[0].model_overrides)
+    flops = [OBJECTIVES[c.objective](c).flops_per_token(config, 128) for c in cfgs]
+    assert cfgs[0].max_steps == spec.budget["steps"] == 600
+    for cfg, f in zip(cfgs[1:], flops[1:], strict=True):
+        assert cfg.objective == "electra" and f > flops[0]  # the generator costs extra
+        assert cfg.max_steps == round(600 * flops[0] / f)
+    with pytest.raises(StudyError, match="match"):
+        import dataclasses
+
+        from litebert.studies.spec import validate
+        validate(dataclasses.replace(spec, budget={**spec.budget, "match": "tokens"}))
 
 
 @pytest.mark.parametrize("change, field", [

@@ -51,6 +51,7 @@ from litebert.files import (
     AtomicFile,
     atomic_write_json,
     damaged_files,
+    exclusive,
     expand_inputs,
     is_temporary,
 )
@@ -388,12 +389,21 @@ def _memmap(path: Path, dtype) -> np.ndarray:
 def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
           cfg: BuildConfig, workers: int = 1, force: bool = False) -> dict[str, Any]:
     """Build (or find in the cache) the data directory `out`; returns its manifest."""
-    from litebert.data.corpus import CorpusStats
     from litebert.tokenization import Tokenizer
 
     out, tokenizer_dir = Path(out), Path(tokenizer_dir)
     tokenizer = Tokenizer.from_pretrained(tokenizer_dir)
     key = cache_key(inputs, tokenizer.fingerprint, cfg)
+    with exclusive(out.with_name(f".{out.name}.lock"), str(out)):  # one writer at a time
+        return _build_locked(inputs, tokenizer, tokenizer_dir, out, cfg, workers, force, key)
+
+
+def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out: Path,
+                  cfg: BuildConfig, workers: int, force: bool, key: str) -> dict[str, Any]:
+    """build(), holding the directory's lock: the cache check comes after the wait, so a
+    process that waited for another's identical build finds it done."""
+    from litebert.data.corpus import CorpusStats
+
     manifest = read_manifest(out)
     if manifest and manifest.get("config_hash") == key and not force:
         damaged = damaged_files(out, manifest.get("files", {}), checksums=False)

@@ -57,3 +57,22 @@ def ablation_rows() -> list[CountRow]:
         config = AlbertConfig.from_preset("albert-base", embedding_size=E, sharing=sharing)
         rows.append(CountRow(name, config, *count(config), paper))
     return rows
+
+
+def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
+    """Training FLOPs per token of one backbone (forward + backward = 3 x forward, 2 FLOPs a
+    multiply-add): the E->H projection, then per layer position the Q, K, V and output
+    projections (4 H^2), the FFN (2 H I) and the attention products over `seq_len` keys
+    (2 T H). Sharing saves parameters, not arithmetic, so it does not enter; embedding
+    lookups, LayerNorms and softmax are left out (no multiply-adds of note)."""
+    H, E, T = config.hidden_size, config.embedding_size, seq_len
+    per_layer = 4 * H * H + 2 * H * config.intermediate_size + 2 * T * H
+    projection = E * H if config.has_projection else 0
+    return 6.0 * (projection + config.num_layer_positions * per_layer)
+
+
+def mlm_head_flops_per_token(config: AlbertConfig, predicted: float) -> float:
+    """Training FLOPs per token of an MLM head that scores a `predicted` share of the tokens:
+    dense H->E, then the E x V decoder."""
+    E = config.embedding_size
+    return 6.0 * predicted * (config.hidden_size * E + E * config.vocab_size)

@@ -58,6 +58,12 @@ class Objective(Protocol):
         this module, so its state-dict keys are the checkpoint's."""
         ...
 
+    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+        """Training FLOPs per input token of the module `build(config)` makes, at sequences
+        of `seq_len` (litebert.model.counts): what a study matches when its runs train
+        different objectives at equal compute."""
+        ...
+
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The submodules of `model` (as built) that FSDP shards on their own, before the root;
         a module used at several depths should not be resharded between its uses."""
@@ -88,10 +94,12 @@ class Objective(Protocol):
         ...
 
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
-               run_dir: Path, out_dir: Path) -> Path:
+               run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """Model directory(ies) under `out_dir` from the trained state dict (the module of
         `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer): what one
-        fine-tunes or hands to transformers. Returns `out_dir`."""
+        fine-tunes or hands to transformers. `unroll`: shared layers written as one copy per
+        layer, so a family without sharing (ELECTRA, BERT) keeps its own layout. Returns
+        `out_dir`."""
         ...
 
 

@@ -32,6 +32,7 @@ from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
 from litebert.model import AlbertForMaskedLM
 from litebert.model.albert import AlbertEncoder, additive_mask
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.objectives.base import Batch, FsdpUnits, RunSettings, encoder_units, save_tokenizer
@@ -210,6 +211,15 @@ class ElectraObjective:
         """The corruption of this optimizer step is keyed by its number."""
         self.step = step
 
+    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+        """Discriminator (backbone + its H x H and H x 1 head at every token) and generator
+        (its backbone + its MLM head at mask_prob of the tokens)."""
+        H, gen = config.hidden_size, self.generator_config(config)
+        head = 6.0 * (H * H + H)
+        return (encoder_flops_per_token(config, seq_len) + head
+                + encoder_flops_per_token(gen, seq_len)
+                + mlm_head_flops_per_token(gen, self.run.mask_prob))
+
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The attention and FFN modules of both encoders (the embeddings stay in the root:
         both models read them)."""
@@ -314,10 +324,11 @@ class ElectraObjective:
     # ---- export ------------------------------------------------------------------------------
 
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
-               run_dir: Path, out_dir: Path) -> Path:
+               run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """out_dir/discriminator (ElectraForPreTraining's layout when the config has one) and
         out_dir/generator (ElectraForMaskedLM's: the shared embeddings copied in), each with
-        the run's tokenizer. The pair head, ours alone, is not exported."""
+        the run's tokenizer. The pair head, ours alone, is not exported. A discriminator with
+        ALBERT's sharing is written in ALBERT's layout (a warning says so) unless `unroll`."""
         def part(prefix: str) -> dict[str, torch.Tensor]:
             return {k[len(prefix):]: v for k, v in model_state.items() if k.startswith(prefix)}
 
@@ -330,6 +341,6 @@ class ElectraObjective:
         head = {f"predictions.{k}": v for k, v in part("generator.predictions.").items()}
         generator.load_state_dict({**embeddings, **encoder, **head})
         for name, model in (("discriminator", discriminator), ("generator", generator)):
-            model.save_pretrained(out_dir / name)
+            model.save_pretrained(out_dir / name, unroll=unroll)
             save_tokenizer(run_dir, out_dir / name)
         return out_dir

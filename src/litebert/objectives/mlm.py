@@ -20,6 +20,7 @@ from torch import nn
 from litebert.config import AlbertConfig
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
 from litebert.model import AlbertForPreTraining
+from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.objectives.base import Batch, FsdpUnits, RunSettings, backbone_units, save_tokenizer
 from litebert.train.distributed import DistInfo, all_reduce_sum
 from litebert.train.evaluation import (
@@ -46,6 +47,7 @@ class MLMObjective:
         self.heldout: PretrainingDataset | None = None  # None: build and export only
         self.baseline_token = -1  # the MLM baseline predicts it at every masked token
         self.cross_set: EvalSet | None = None  # eval_pair_tasks "both": drawn once per run
+        self.masked_share = data.config.masked_lm_prob if data is not None else 0.15
         if data is not None:
             held = open_heldout(data.directory)
             self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
@@ -64,6 +66,13 @@ class MLMObjective:
         if "classifier_dropout_prob" not in self.run.model_overrides:
             config = config.replace(classifier_dropout_prob=0.0)
         return AlbertForPreTraining(config)
+
+    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+        """The backbone, and the MLM head at the data's masked share (the pair head, one
+        H x 2 product per sequence, is left out)."""
+        predicted = self.masked_share
+        return (encoder_flops_per_token(config, seq_len)
+                + mlm_head_flops_per_token(config, predicted))
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The attention and FFN modules of the one backbone."""
@@ -163,11 +172,11 @@ class MLMObjective:
     # ---- export ------------------------------------------------------------------------------
 
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
-               run_dir: Path, out_dir: Path) -> Path:
+               run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """One transformers-format AlbertForPreTraining directory (the exported config keeps
         the preset's dropout), the run's tokenizer beside it."""
         model = AlbertForPreTraining(config)
         model.load_state_dict(model_state)
-        model.save_pretrained(out_dir)
+        model.save_pretrained(out_dir, unroll=unroll)
         save_tokenizer(run_dir, out_dir)
         return out_dir

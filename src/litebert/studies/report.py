@@ -174,7 +174,7 @@ def _title(spec: dict, records: list[Record]) -> list[str]:
 def pretraining_table(records: list[Record]) -> list[str]:
     metrics = [m for m in PRETRAINING if any(_ours(r, m)[0] is not None or
                                              _paper(r, m) is not None for r in records)]
-    header = ["run", "params (backbone / with heads)", "tokens", "minutes"]
+    header = ["run", "params (backbone / with heads)", "steps", "tokens", "minutes"]
     for m in metrics:
         header += [f"{PRETRAINING[m]} ours % (baseline)", f"{PRETRAINING[m]} paper"]
     header.append("paper, other")
@@ -182,7 +182,8 @@ def pretraining_table(records: list[Record]) -> list[str]:
     for r in records:
         params = r.get("params") or {}
         row = [str(r["name"]), f"{_count(params.get('backbone'))} / "
-               f"{_count(params.get('with_heads'))}", _count(r.get("tokens")),
+               f"{_count(params.get('with_heads'))}",
+               _count((r.get("pretraining") or {}).get("steps")), _count(r.get("tokens")),
                _minutes(r.get("minutes"))]
         for m in metrics:
             value, base = _ours(r, m)

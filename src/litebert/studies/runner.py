@@ -237,6 +237,8 @@ def _tokens_seen(run_dir: Path) -> int:
 def evaluate(name: str, spec: StudySpec, run_dir: Path, data: Path, out: Path, corpus: Path,
              quick: bool, workers: int) -> dict[str, Any]:
     export = run_dir / "export"
+    if (export / "discriminator").is_dir():  # ELECTRA: the discriminator is the model
+        export = export / "discriminator"
     if name == "pretraining":
         return pretraining_eval(spec, export, corpus, out, quick, workers)
     if name == "similarity":

@@ -29,6 +29,10 @@ TOP_KEYS = {"name", "title", "paper", "corpus", "vocab_size", "data", "recipe", 
 RUN_KEYS = {"name", "data", "pretrain", "paper"}
 QUICK_KEYS = {"budget", "data", "pretrain", "vocab_size", "probes"}
 BUDGET_KEYS = {"steps", "batch_size"}
+# budget.match: "steps" (every run trains `steps`) or "flops" (the first run trains `steps`,
+# every other run as many steps as give it the same training FLOPs: objectives compared at
+# equal compute; litebert.model.counts).
+MATCHES = ("steps", "flops")
 
 
 class StudyError(ValueError):
@@ -169,7 +173,7 @@ def parse_spec(raw: Any, source: str) -> StudySpec:
         data=_mapping(raw.get("data"), f"{source} field data"),
         recipe=_text(raw, "recipe", source, "tiny-cpu"),
         pretrain=_mapping(raw.get("pretrain"), f"{source} field pretrain"),
-        budget=_mapping(raw.get("budget"), f"{source} field budget", BUDGET_KEYS),
+        budget=_mapping(raw.get("budget"), f"{source} field budget", BUDGET_KEYS | {"match"}),
         quick=quick, evaluations=list(evaluations), probes=list(probes), runs=runs,
         source=source)
 
@@ -208,6 +212,9 @@ def validate(spec: StudySpec) -> None:
 
 
 def _check_budget(spec: StudySpec, where: str) -> None:
+    if spec.budget.get("match", "steps") not in MATCHES:
+        raise StudyError(f"{where}.match: {spec.budget['match']!r}; choose from "
+                         f"{', '.join(MATCHES)}")
     for key in sorted(BUDGET_KEYS):
         value = spec.budget.get(key)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -250,7 +257,22 @@ def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any], where:
     except (RunConfigError, ConfigError, TypeError, ValueError) as err:
         raise StudyError(f"{where}: {err}") from None
     cfg.model_overrides = models
+    if spec.budget.get("match") == "flops" and run is not spec.runs[0]:
+        first = pretrain_config(spec, spec.runs[0], extra, where)
+        ratio = step_flops(spec, spec.runs[0], first) / step_flops(spec, run, cfg)
+        cfg.max_steps = max(1, round(cfg.max_steps * ratio))
     return cfg
+
+
+def step_flops(spec: StudySpec, run: RunSpec, cfg) -> float:
+    """Training FLOPs per token of one run's objective and model, at the data's length."""
+    from litebert.config import AlbertConfig
+    from litebert.objectives import OBJECTIVES
+
+    length = build_config(spec.run_data(run), spec.source).max_seq_length
+    config = AlbertConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
+                                      **cfg.model_overrides)
+    return OBJECTIVES[cfg.objective](cfg).flops_per_token(config, length)
 
 
 def resolve_model_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -168,7 +168,8 @@ def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any
     return loaded["model"], saved
 
 
-def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+def export_run(run_dir: str | Path, out_dir: str | Path | None = None,
+               unroll: bool = False) -> Path:
     """`litebert export`: the newest checkpoint of RUN_DIR as model directory(ies), the
     objective's export. A damaged one is an error naming the file, not a silent export of an
     older one."""
@@ -179,4 +180,4 @@ def export_run(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
     model_state, saved = load_model_state(found[-1])
     config = AlbertConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
     return saved_objective(saved).export(model_state, config, run_dir,
-                                         Path(out_dir or run_dir / "export"))
+                                         Path(out_dir or run_dir / "export"), unroll=unroll)
