@@ -31,6 +31,7 @@ bench: setup
 	$(PY) benchmarks/bench_model.py
 	$(PY) benchmarks/bench_data.py
 	$(PY) benchmarks/bench_pretrain.py
+	$(PY) benchmarks/bench_electra.py
 	$(PY) benchmarks/bench_finetune.py
 
 lint: setup

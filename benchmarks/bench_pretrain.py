@@ -7,44 +7,36 @@ its Trainer's step (accumulation, normalisation, clipping, skip check); transfor
 plain loop a user would write around AlbertForPreTraining. Steps alternate, the median step
 time is reported as tokens/s (non-padding tokens).
 
-    python benchmarks/bench_pretrain.py [--steps 30] [--batch 32]
+    python benchmarks/bench_pretrain.py [--steps 30] [--batch 32] [--model tiny]
+                                        [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import tempfile
-import time
-from pathlib import Path
 
 import torch
+from common import (
+    add_device_options,
+    autocast,
+    describe,
+    interleaved,
+    pick_device,
+    pick_precision,
+    prepare_data,
+    to_device,
+)
 
-from litebert.data.builder import BuildConfig, build
-from litebert.data.corpus import fetch
 from litebert.data.loader import PretrainingDataset, RankSampler
-from litebert.tokenization import train_sentencepiece
+from litebert.train.distributed import DistInfo
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer, batches
 from litebert.train.run_config import PretrainConfig
 from litebert.train.schedule import build_scheduler
 
-WORK = Path(os.environ.get("LITEBERT_DATA", Path.home() / ".cache" / "litebert")) / "bench"
 
-
-def prepare_data() -> Path:
-    corpus = fetch("bbc-news", WORK / "bbc-news")
-    tokenizer = WORK / "tokenizer-pretrain"
-    if not (tokenizer / "spiece.model").exists():
-        train_sentencepiece([corpus], tokenizer, vocab_size=30000)
-    out = WORK / "data-pretrain-128"
-    build([corpus], tokenizer, out, BuildConfig(max_seq_length=128, format="jsonl", seed=1),
-          workers=os.cpu_count() or 1)
-    return out
-
-
-def transformers_side(trainer: Trainer, cfg: PretrainConfig):
+def transformers_side(trainer: Trainer, cfg: PretrainConfig, device: torch.device):
     """transformers' AlbertForPreTraining with litebert's initial weights, its optimizer,
     schedule, and a loader over the same data."""
     import transformers
@@ -54,17 +46,19 @@ def transformers_side(trainer: Trainer, cfg: PretrainConfig):
         trainer.model.save_pretrained(tmp)
         model = transformers.AlbertForPreTraining.from_pretrained(tmp,
                                                                   attn_implementation="sdpa")
-    model.train()
+    model.to(device).train()
     optimizer = build_optimizer(cfg.optimizer, model, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = build_scheduler(optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
                                 total_steps=cfg.max_steps)
     data = PretrainingDataset(cfg.data, seed=cfg.seed)
     stream = batches(data, RankSampler(len(data), 0, 1, seed=cfg.seed), cfg.micro_batch_size,
                      0, {"epoch": 0, "batch": 0})
+    amp = autocast(device, cfg.precision)
 
     def step() -> int:
-        batch = next(stream)
-        loss = model(**batch).loss
+        batch = to_device(next(stream), device)
+        with amp:
+            loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
@@ -74,35 +68,35 @@ def transformers_side(trainer: Trainer, cfg: PretrainConfig):
     return step
 
 
+def litebert_side(trainer: Trainer):
+    """The Trainer's step over its own loader (same order and masks as the other side's)."""
+    stream = batches(trainer.train_data, RankSampler(len(trainer.train_data), 0, 1,
+                                                     seed=trainer.cfg.seed),
+                     trainer.cfg.micro_batch_size, 0, trainer.state)
+    trainer.model.train()
+    return lambda: int(trainer.train_step(stream)["tokens"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--model", default="tiny", help="a litebert preset")
+    add_device_options(parser)
     args = parser.parse_args()
-    data = prepare_data()
+    device = pick_device(args.device)
+    precision = pick_precision(args.precision, device)
+    data = prepare_data("sop", 128)
     with tempfile.TemporaryDirectory() as out:
-        cfg = PretrainConfig(model="tiny", data=str(data), out=out, batch_size=args.batch,
+        cfg = PretrainConfig(model=args.model, data=str(data), out=out, batch_size=args.batch,
                              micro_batch_size=args.batch, max_steps=10_000, warmup_steps=100,
-                             lr=0.005, export=False)
-        trainer = Trainer(cfg)
-        theirs = transformers_side(trainer, cfg)
-        stream = batches(trainer.train_data, RankSampler(len(trainer.train_data), 0, 1,
-                                                         seed=cfg.seed),
-                         cfg.micro_batch_size, 0, trainer.state)
-        trainer.model.train()
-        times: dict[str, list[float]] = {"litebert": [], "transformers": []}
-        tokens: dict[str, list[int]] = {"litebert": [], "transformers": []}
-        for i in range(args.steps + 2):  # the first two are warm-up
-            for name, fn in (("litebert", lambda: trainer.train_step(stream)["tokens"]),
-                             ("transformers", theirs)):
-                start = time.perf_counter()
-                n = fn()
-                if i >= 2:
-                    times[name].append(time.perf_counter() - start)
-                    tokens[name].append(n)
-    rate = {k: statistics.mean(tokens[k]) / statistics.median(times[k]) for k in times}
-    print(f"tiny preset, vocab 30000, batch {args.batch} x 128, LAMB, fp32, "
-          f"{torch.get_num_threads()} threads, median of {args.steps} steps\n")
+                             lr=0.005, precision=precision, export=False)
+        trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
+        sides = {"litebert": litebert_side(trainer),
+                 "transformers": transformers_side(trainer, cfg, device)}
+        rate = interleaved(sides, args.steps, device)
+    print(f"{args.model} preset, vocab {trainer.config.vocab_size:,}, batch {args.batch} x 128, "
+          f"LAMB, {precision}, {describe(device)}, median of {args.steps} steps\n")
     print("| loop | litebert tok/s | transformers tok/s | ratio |")
     print("|---|---|---|---|")
     print(f"| pre-training step incl. data | {rate['litebert']:,.0f} | "

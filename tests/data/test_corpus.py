@@ -378,6 +378,11 @@ def test_fetch_is_deterministic_and_keeps_other_readme_sections(bbc_news, tmp_pa
     assert again.read_bytes() == bbc_news.read_bytes()
     text = readme.read_text()
     assert "== other.jsonl ==" in text and "== bbc-news.jsonl ==" in text
+    # A second fetch finds the same records and leaves the file alone: data built from it
+    # stays a cache hit (the build's key includes the input's modification time).
+    before = again.stat().st_mtime_ns
+    assert fetch("bbc-news", tmp_path) == again and again.stat().st_mtime_ns == before
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
 
 
 def test_pang_lee_sentiment(tmp_path):

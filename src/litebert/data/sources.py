@@ -11,6 +11,7 @@ The third-party text is never meant to be committed.
 from __future__ import annotations
 
 import csv
+import filecmp
 import fnmatch
 import hashlib
 import io
@@ -120,7 +121,11 @@ def fetch(name: str, out_dir: Path, cache_dir: Path | None = None) -> Path:
         if count != source.expected:
             raise FetchError(f"{path}: {count} records from {source.members!r}, expected "
                              f"{source.expected}; delete the archive and fetch again")
-        target.commit()
+        target.file.flush()
+        if out.is_file() and filecmp.cmp(target.tmp, out, shallow=False):
+            target.discard()  # the same records: keep the file, and with it the data caches
+        else:                 # keyed on its modification time
+            target.commit()
         _write_readme(out_dir, name, source, path, archive.metadata(), count)
     except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError) as err:
         raise FetchError(f"{path}: damaged archive ({err}); delete it and fetch again") from err

@@ -1,0 +1,230 @@
+"""One ELECTRA pre-training step: litebert's Trainer vs the plain transformers loop, one run.
+
+Both sides start from the same weights (litebert's initial ones, exported as transformers
+ELECTRA directories), train generator + discriminator with tied embeddings on the same
+batches (bbc-news, built with `--objective none`, length 128) with the same AdamW (the
+electra-small recipe's: lr 5e-4, weight decay 0.01 off LayerNorm and biases, eps 1e-6),
+linear warm-up and decay, and gradient clipping at 1.0; loss = generator MLM + 50 x
+replaced-token detection. litebert runs its Trainer's step (objective electra); transformers
+runs the loop a user would write around ElectraForMaskedLM + ElectraForPreTraining: mask 15%
+of the non-special tokens (85% of them shown as [MASK]), generator forward with labels, one
+sample per masked token from its softmax, discriminator forward on the result. Steps
+alternate; the median step time is reported as tokens/s (non-padding tokens). Peak memory is
+measured per side in a fresh process over three steps: torch's allocated CUDA memory on a
+GPU, the peak RSS on CPU (libraries and the interpreter included, alike on both sides).
+
+    python benchmarks/bench_electra.py [--steps 20] [--batch 32] [--model electra-small]
+                                       [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import transformers  # imported here so both memory children load the same libraries
+from common import (
+    add_device_options,
+    autocast,
+    describe,
+    in_fresh_process,
+    interleaved,
+    peak_mb,
+    pick_device,
+    pick_precision,
+    prepare_data,
+    reset_peak,
+    to_device,
+)
+
+from litebert.data.loader import PretrainingDataset, RankSampler
+from litebert.tokenization import Tokenizer
+from litebert.train.distributed import DistInfo
+from litebert.train.pretrain import Trainer, batches
+from litebert.train.run_config import PretrainConfig, load_run_config
+
+Batch = dict[str, torch.Tensor]
+Step = Callable[[Batch], int]
+IGNORE = -100  # label of a token that is not predicted (both libraries)
+
+
+def run_config(args: argparse.Namespace, data: Path, out: str, precision: str) -> PretrainConfig:
+    """The electra-small recipe at the benchmark's model, batch and precision."""
+    return load_run_config("electra-small", {
+        "model": args.model, "data": str(data), "out": out, "batch_size": args.batch,
+        "micro_batch_size": args.batch, "max_steps": 10_000, "precision": precision,
+        "export": False})
+
+
+def load_batches(data: Path, cfg: PretrainConfig, count: int) -> list[Batch]:
+    """The first `count` batches of the training order, collated on the CPU: each side moves
+    its batch to the device inside its step, as a training loop does."""
+    dataset = PretrainingDataset(data, "train", seed=cfg.seed)
+    stream = batches(dataset, RankSampler(len(dataset), 0, 1, seed=cfg.seed),
+                     cfg.micro_batch_size, 0, {"epoch": 0, "batch": 0})
+    return [next(stream) for _ in range(count)]
+
+
+# ---- litebert ------------------------------------------------------------------------------
+
+def litebert_side(cfg: PretrainConfig, device: torch.device) -> tuple[Trainer, Step]:
+    trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
+    trainer.model.train()
+
+    def step(batch: Batch) -> int:
+        return int(trainer.train_step(iter([batch]))["tokens"])
+    return trainer, step
+
+
+def export_initial(trainer: Trainer, out: Path) -> Path:
+    """litebert's initial generator and discriminator as transformers ELECTRA directories."""
+    state = {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}
+    return trainer.objective.export(state, trainer.config, trainer.run_dir, out)
+
+
+# ---- transformers: the plain user loop -----------------------------------------------------
+
+def tied_models(export: Path, device: torch.device):
+    """ElectraForMaskedLM (generator) and ElectraForPreTraining (discriminator) sharing the
+    discriminator's embeddings, the way transformers users tie them."""
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    generator = transformers.ElectraForMaskedLM.from_pretrained(
+        export / "generator", attn_implementation="sdpa")
+    discriminator = transformers.ElectraForPreTraining.from_pretrained(
+        export / "discriminator", attn_implementation="sdpa")
+    generator.electra.embeddings = discriminator.electra.embeddings
+    # The MLM decoder was tied to the generator's own (now unused) word embeddings.
+    generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
+    return generator.to(device).train(), discriminator.to(device).train()
+
+
+def adamw(models, cfg: PretrainConfig) -> torch.optim.AdamW:
+    """AdamW over both models' parameters, each once, no decay on biases and LayerNorm."""
+    params = {id(p): (name, p) for m in models for name, p in m.named_parameters()}
+    no_decay = [p for name, p in params.values() if "bias" in name or "LayerNorm" in name]
+    decay = [p for name, p in params.values() if not ("bias" in name or "LayerNorm" in name)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=cfg.lr, betas=cfg.betas, eps=cfg.eps)
+
+
+def mask_tokens(ids: torch.Tensor, special: torch.Tensor, mask_id: int, prob: float):
+    """15% of the non-special tokens chosen; 85% of those shown as [MASK], the rest kept."""
+    chosen = torch.bernoulli(torch.full(ids.shape, prob, device=ids.device)).bool()
+    chosen &= ~torch.isin(ids, special)
+    shown = chosen & (torch.rand(ids.shape, device=ids.device) < 0.85)
+    return ids.masked_fill(shown, mask_id), ids.masked_fill(~chosen, IGNORE), chosen
+
+
+def transformers_side(export: Path, data: Path, cfg: PretrainConfig,
+                      device: torch.device, precision: str) -> Step:
+    generator, discriminator = tied_models(export, device)
+    params = list({id(p): p for m in (generator, discriminator) for p in m.parameters()}.values())
+    optimizer = adamw((generator, discriminator), cfg)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, cfg.warmup_steps,
+                                                             cfg.max_steps)
+    tok = Tokenizer.from_pretrained(data / "tokenizer")
+    special = torch.tensor([tok.cls_token_id, tok.sep_token_id, tok.pad_token_id,
+                            tok.mask_token_id], device=device)
+    amp = autocast(device, precision)
+
+    def step(batch: Batch) -> int:
+        batch = to_device(batch, device)
+        # The data directory carries BERT-style masks; the user's ELECTRA data has none.
+        ids = torch.where(batch["labels"] != IGNORE, batch["labels"], batch["input_ids"])
+        inputs = {"attention_mask": batch["attention_mask"],
+                  "token_type_ids": batch["token_type_ids"]}
+        masked, labels, chosen = mask_tokens(ids, special, tok.mask_token_id, cfg.mask_prob)
+        with amp:
+            gen = generator(input_ids=masked, labels=labels, **inputs)
+            with torch.no_grad():
+                probs = torch.softmax(gen.logits[chosen].float() / cfg.temperature, dim=-1)
+                fake = ids.masked_scatter(chosen, torch.multinomial(probs, 1).squeeze(-1))
+            disc = discriminator(input_ids=fake, labels=(fake != ids).float(), **inputs)
+            loss = cfg.gen_weight * gen.loss + cfg.disc_weight * disc.loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        return int(batch["attention_mask"].sum())
+    return step
+
+
+# ---- measurement ---------------------------------------------------------------------------
+
+def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) -> float:
+    """One side's peak memory over three steps, run in a fresh process (in_fresh_process)."""
+    device = pick_device(args.device)
+    precision = pick_precision(args.precision, device)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = run_config(args, data, out, precision)
+        work = load_batches(data, cfg, 3)
+        if side == "litebert":
+            _, step = litebert_side(cfg, device)
+        else:
+            step = transformers_side(export, data, cfg, device, precision)
+        reset_peak(device)
+        for batch in work:
+            step(batch)
+        return peak_mb(device)
+
+
+def speed(args: argparse.Namespace, cfg: PretrainConfig, data: Path, device: torch.device,
+          export: Path) -> dict[str, float]:
+    """Both sides' tokens/s, steps interleaved; `export` receives the initial weights. The
+    models are freed on return, before the memory children need the machine's memory."""
+    work = load_batches(data, cfg, args.steps + 2)
+    trainer, ours = litebert_side(cfg, device)
+    export_initial(trainer, export)
+    theirs = transformers_side(export, data, cfg, device, cfg.precision)
+    return interleaved({"litebert": feeding(ours, work), "transformers": feeding(theirs, work)},
+                       args.steps, device)
+
+
+def feeding(step: Step, work: list[Batch]) -> Callable[[], int]:
+    """A step that takes the next of `work` each time it is called."""
+    feed = iter(work)
+    return lambda: step(next(feed))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--model", default="electra-small", help="a litebert preset")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    add_device_options(parser)
+    args = parser.parse_args()
+    device = pick_device(args.device)
+    precision = pick_precision(args.precision, device)
+    data = prepare_data("none", 128)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = run_config(args, data, out, precision)
+        export = Path(out) / "initial"
+        rate = speed(args, cfg, data, device, export)
+        memory = {side: "-" for side in rate}
+        if not args.no_memory:
+            memory = {side: f"{in_fresh_process(side_peak_mb, side, args, data, export):,.0f}"
+                      for side in rate}
+    kind = "CUDA allocated" if device.type == "cuda" else "RSS"
+    vocab = len(Tokenizer.from_pretrained(data / "tokenizer"))
+    print(f"{args.model}, generator {cfg.generator_size:g} of its width, vocab {vocab:,}, "
+          f"batch {args.batch} x 128, AdamW, {precision}, {describe(device)}, transformers "
+          f"{transformers.__version__}, median of {args.steps} steps\n")
+    print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "
+          f"| transformers |")
+    print("|---|---|---|---|---|---|")
+    ratio = rate["litebert"] / rate["transformers"]
+    print(f"| ELECTRA step (generator + discriminator) | {rate['litebert']:,.0f} | "
+          f"{rate['transformers']:,.0f} | {ratio:.2f}x | {memory['litebert']} | "
+          f"{memory['transformers']} |\n")
+    print(f"electra step speed ratio {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
