@@ -47,10 +47,11 @@ class MLMObjective:
         self.heldout: PretrainingDataset | None = None  # None: build and export only
         self.baseline_token = -1  # the MLM baseline predicts it at every masked token
         self.cross_set: EvalSet | None = None  # eval_pair_tasks "both": drawn once per run
-        self.masked_share = data.config.masked_lm_prob if data is not None else 0.15
+        self.masked_share = 0.15  # of the tokens the MLM head scores: the data's, once read
         if data is not None:
             held = open_heldout(data.directory)
             self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
+            self.masked_share = self.heldout.config.masked_lm_prob
             # The same baseline token as `litebert eval-pretraining`: one rule for both.
             self.baseline_token = commonest_training_token(held)
             if run.eval_pair_tasks == "both":
