@@ -126,9 +126,9 @@ NOT_YET = {
            "on this corpus (README, 'The demo', shows a longer run of this recipe)",
     "generator MLM": "the generator has not left the early plateau where it predicts "
                      "frequent tokens",
-    "RTD": "the discriminator still calls every token original; a weak generator's "
-           "replacements are frequent words, which take context to spot (README, 'ELECTRA', "
-           "shows a longer run of this recipe)",
+    "RTD": "the discriminator still calls every token original; with this recipe it starts "
+           "to spot replacements after about 150 steps (README, 'ELECTRA', shows its runs and "
+           "why it samples at temperature 4)",
 }
 
 
