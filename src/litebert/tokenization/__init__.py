@@ -7,9 +7,9 @@
 """
 
 from litebert.tokenization.albert_text import ALBERT_USER_SYMBOLS, preprocess_text
-from litebert.tokenization.base import TextSettings, TokenizerError
+from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
 from litebert.tokenization.tokenizer import Tokenizer
 from litebert.tokenization.train import train_sentencepiece
 
-__all__ = ["ALBERT_USER_SYMBOLS", "TextSettings", "Tokenizer", "TokenizerError",
+__all__ = ["ALBERT_USER_SYMBOLS", "PairTemplate", "TextSettings", "Tokenizer", "TokenizerError",
            "preprocess_text", "train_sentencepiece"]

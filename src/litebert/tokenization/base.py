@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 CONFIG_NAME = "tokenizer_config.json"
 
 
@@ -57,3 +59,42 @@ def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Pat
             where = source if name not in overrides else "argument"
             raise TokenizerError(f"{where}: {name} must be true or false, got {value!r}")
     return TextSettings(**values)
+
+
+@dataclass(frozen=True)
+class PairTemplate:
+    """How one or two token sequences become a model input; each backend owns one.
+
+    ALBERT, BERT:  [CLS] A [SEP] (B [SEP])        token types 0 ... 0 (1 ... 1)
+    RoBERTa:       <s> A </s> (</s> B </s>)       token types all 0
+    """
+
+    cls_id: int
+    sep_id: int
+    separators: int = 1  # separators between A and B: 1 ([SEP]) or 2 (</s></s>)
+    typed_pairs: bool = True  # B and its closing separator get token type 1
+
+    def num_special(self, pair: bool) -> int:
+        """Special tokens the template adds to one sequence (pair=False) or a pair."""
+        return 2 + self.separators if pair else 2
+
+    def b_offset(self, a_len: int) -> int:
+        """Position of B's first token in a pair whose A has `a_len` tokens."""
+        return 1 + a_len + self.separators
+
+    def build(self, a: np.ndarray, b: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, token types, special flags) as int64, int64, bool arrays of the input."""
+        parts = [[self.cls_id], a, [self.sep_id]]
+        if b is not None:
+            parts[2] = [self.sep_id] * self.separators
+            parts += [b, [self.sep_id]]
+        ids = np.concatenate(parts).astype(np.int64)  # (T,)
+        types = np.zeros(len(ids), dtype=np.int64)
+        special = np.zeros(len(ids), dtype=bool)
+        special[[0, len(ids) - 1]] = True
+        if b is not None:
+            special[1 + len(a):self.b_offset(len(a))] = True
+            if self.typed_pairs:
+                types[self.b_offset(len(a)):] = 1
+        return ids, types, special

@@ -34,6 +34,8 @@ from litebert.tokenization.base import TextSettings, TokenizerError
 
 class SentencePieceBackend:
     kind = "sentencepiece"
+    pair_separators = 1  # [CLS] A [SEP] B [SEP]
+    typed_pairs = True
     file_name = SPIECE_NAME
 
     def __init__(self, path: Path, settings: TextSettings):

@@ -19,7 +19,13 @@ from typing import Any
 import numpy as np
 
 from litebert.tokenization.albert_text import SPIECE_NAME
-from litebert.tokenization.base import CONFIG_NAME, TokenizerError, read_json, read_settings
+from litebert.tokenization.base import (
+    CONFIG_NAME,
+    PairTemplate,
+    TokenizerError,
+    read_json,
+    read_settings,
+)
 from litebert.tokenization.sentencepiece import SentencePieceBackend
 from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
 
@@ -135,6 +141,13 @@ class Tokenizer:
     @property
     def mask_token_id(self) -> int | None:
         return self._special["mask"]
+
+    @functools.cached_property
+    def template(self) -> PairTemplate:
+        """The backend's pair template: [CLS] A [SEP] B [SEP] with token types, or RoBERTa's
+        <s> A </s></s> B </s> without (see PairTemplate)."""
+        return PairTemplate(self._special_id("cls"), self._special_id("sep"),
+                            self._backend.pair_separators, self._backend.typed_pairs)
 
     @property
     def all_special_ids(self) -> list[int]:

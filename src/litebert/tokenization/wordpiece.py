@@ -15,6 +15,8 @@ VOCAB_NAME = "vocab.txt"
 
 class WordPieceBackend:
     kind = "wordpiece"
+    pair_separators = 1  # [CLS] A [SEP] B [SEP]
+    typed_pairs = True
     file_name = VOCAB_NAME
 
     def __init__(self, path: Path, settings: TextSettings):
