@@ -11,6 +11,7 @@ FinetuneConfig and offers:
     score(metrics) -> float         the number "best on dev" maximises
     save(model, directory)          the model directory (+ tokenizer, task files)
     primary                         name of the primary metric
+    tokenizer                       the model directory's tokenizer
 
 and optionally `write_test_predictions(model, out)` for unlabeled test splits.
 """
@@ -175,6 +176,7 @@ def model_overrides(cfg: FinetuneConfig) -> dict[str, Any]:
 
 class TaskAdapter(Protocol):
     primary: str
+    tokenizer: Any  # the model directory's litebert.Tokenizer
     train_rows: list
     train_lengths: list[int]
 

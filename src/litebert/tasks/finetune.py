@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from litebert.compat import check_model_reads
+from litebert.model.hub import read_config
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
 from litebert.tasks.batching import length_batches
@@ -37,7 +39,11 @@ DEFAULT_ADAPTER = "litebert.tasks.sequence:SequenceTask"  # GLUE and generic tab
 
 def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
     module, name = ADAPTERS.get(cfg.task, DEFAULT_ADAPTER).split(":")
-    return getattr(importlib.import_module(module), name)(cfg, training)
+    task = getattr(importlib.import_module(module), name)(cfg, training)
+    # A model directory whose tokenizer is not the model's stops here, not in an embedding.
+    check_model_reads(read_config(Path(cfg.model)), task.tokenizer,
+                      str(Path(cfg.model) / "config.json"), str(task.tokenizer.path))
+    return task
 
 
 # ---- one run -------------------------------------------------------------------------------

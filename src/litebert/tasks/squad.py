@@ -20,6 +20,7 @@ import numpy as np
 
 from litebert.files import InputFileError, read_text
 from litebert.input_report import MAX_EXAMPLES, REPAIRED, SKIPPED, InputReport, Kind
+from litebert.tokenization.base import PairTemplate
 
 __all__ = ["SquadError", "SquadExample", "SquadFeature", "SquadReport", "answer_tokens",
            "apply_null_threshold", "make_features", "max_context_window", "postprocess",
@@ -201,11 +202,11 @@ def _locate(context: str, text: str, start: int) -> tuple[int, str] | None:
 def make_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length: int = 384,
                   doc_stride: int = 128, max_query_length: int = 64) -> list[SquadFeature]:
     """One feature per window of every example (at least one, even for an empty context)."""
-    _check_lengths(max_seq_length, doc_stride, max_query_length)
-    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
-    if cls_id is None or sep_id is None:
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise SquadError(f"{getattr(tokenizer, 'path', tokenizer)}: the tokenizer needs "
-                         "[CLS] and [SEP] tokens for SQuAD features")
+                         "[CLS] and [SEP] tokens (<s> and </s>) for SQuAD features")
+    template = tokenizer.template  # [CLS] Q [SEP] C [SEP], or RoBERTa's <s> Q </s></s> C </s>
+    _check_lengths(max_seq_length, doc_stride, max_query_length, template.num_special(True))
     questions = _question_ids(examples, tokenizer, max_query_length)
     contexts: dict[str, tuple[list[int], np.ndarray]] = {}  # a context shared by questions
     features: list[SquadFeature] = []
@@ -213,21 +214,23 @@ def make_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length
         if example.context not in contexts:
             contexts[example.context] = _context_tokens(tokenizer, example.context)
         ids, spans = contexts[example.context]
-        head = [cls_id, *question, sep_id]
+        head = [template.cls_id, *question, *[template.sep_id] * template.separators]
         room = max_seq_length - len(head) - 1
-        features += _example_features(index, example, head, sep_id, ids, spans, room,
+        features += _example_features(index, example, head, template, ids, spans, room,
                                       doc_stride)
     return features
 
 
-def _check_lengths(max_seq_length: int, doc_stride: int, max_query_length: int) -> None:
+def _check_lengths(max_seq_length: int, doc_stride: int, max_query_length: int,
+                   specials: int) -> None:
     if max_query_length < 1 or doc_stride < 1:
         raise SquadError(f"doc_stride={doc_stride} and max_query_length={max_query_length} "
                          "must be at least 1")
-    if max_seq_length < max_query_length + 4:
+    if max_seq_length < max_query_length + specials + 1:
         raise SquadError(f"max_seq_length={max_seq_length} leaves no room for the context: "
-                         f"a question of max_query_length={max_query_length} tokens and 3 "
-                         "special tokens need it to be at least max_query_length + 4")
+                         f"a question of max_query_length={max_query_length} tokens and "
+                         f"{specials} special tokens need it to be at least "
+                         f"max_query_length + {specials + 1}")
 
 
 def _question_ids(examples: Sequence[SquadExample], tokenizer,
@@ -280,14 +283,15 @@ def answer_tokens(example: SquadExample, spans: np.ndarray) -> tuple[int, int] |
     return (int(hit[0]), int(hit[-1])) if hit.size else None
 
 
-def _example_features(index: int, example: SquadExample, head: list[int], sep_id: int,
-                      ids: list[int], spans: np.ndarray, room: int,
+def _example_features(index: int, example: SquadExample, head: list[int],
+                      template: PairTemplate, ids: list[int], spans: np.ndarray, room: int,
                       stride: int) -> list[SquadFeature]:
     starts, lengths = windows(len(ids), room, stride)
     best = max_context_window(starts, lengths, len(ids))
     answer = answer_tokens(example, spans)
     pairs = list(zip(spans[:, 0].tolist(), spans[:, 1].tolist(), strict=True))
     n_head = len(head)
+    context_type = 1 if template.typed_pairs else 0  # RoBERTa has one token type
     out = []
     for w, (begin, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
         end = begin + length
@@ -296,8 +300,8 @@ def _example_features(index: int, example: SquadExample, head: list[int], sep_id
             start_position, end_position = answer[0] - begin + n_head, answer[1] - begin + n_head
         out.append(SquadFeature(
             example_index=index,
-            input_ids=[*head, *ids[begin:end], sep_id],
-            token_type_ids=[0] * n_head + [1] * (length + 1),
+            input_ids=[*head, *ids[begin:end], template.sep_id],
+            token_type_ids=[0] * n_head + [context_type] * (length + 1),
             attention_mask=[1] * (n_head + length + 1),
             offsets=[None] * n_head + pairs[begin:end] + [None],
             max_context=[False] * n_head + (best[begin:end] == w).tolist() + [False],

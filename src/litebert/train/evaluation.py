@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from litebert.compat import check_model_reads
 from litebert.data.builder import BuildConfig, _memmap, assemble, split_documents
 from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.integrity import DataError, open_manifest
@@ -361,6 +362,11 @@ def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:
                         f"built with a tokenizer of {held.vocab_size} ids "
                         f"({held.directory / 'tokenizer'}); evaluate on data built with the "
                         f"model's own tokenizer")
+    from litebert.tokenization import Tokenizer
+
+    # Padding id and pair template (one token type cannot read ALBERT's typed pairs).
+    check_model_reads(config, Tokenizer.from_pretrained(held.directory / "tokenizer"),
+                      model_name, str(held.directory / "tokenizer"))
     if held.config.max_seq_length > config.max_position_embeddings:
         raise DataError(f"{manifest}: max_seq_length {held.config.max_seq_length} exceeds "
                         f"max_position_embeddings {config.max_position_embeddings} of "

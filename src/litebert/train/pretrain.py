@@ -25,8 +25,9 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 
+from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
-from litebert.data.integrity import DataError
+from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
 from litebert.objectives import OBJECTIVES
 from litebert.progress import progress
@@ -57,8 +58,19 @@ def model_config(cfg: PretrainConfig, data_dir: Path) -> AlbertConfig:
     from litebert.tokenization import Tokenizer
 
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
-    return AlbertConfig.from_preset(cfg.model, vocab_size=len(tok), pad_token_id=tok.pad_token_id
-                                    or 0, **cfg.model_overrides)
+    # The tokenizer's ids, unless the recipe overrides them (check_model_reads then checks).
+    ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id or 0,
+               bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+    config = AlbertConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
+    check_model_reads(config, tok, f"the model (preset {cfg.model!r} with the recipe's "
+                      f"overrides)", str(data_dir / "tokenizer"), pairs=data_has_pairs(data_dir))
+    return config
+
+
+def data_has_pairs(data_dir: Path) -> bool:
+    """Whether the data's items are segment pairs (B gets the template's second token type):
+    every objective but 'none' (packed layouts exist only with 'none')."""
+    return load_manifest(data_dir)["config"].get("objective", "sop") != "none"
 
 
 def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, workers: int,
