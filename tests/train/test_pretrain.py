@@ -23,7 +23,7 @@ from litebert.objectives import OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
-from litebert.train.run_config import PretrainConfig
+from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.state import export_run, load_model_state
 from tests.data.test_builder import write_corpus
 
@@ -306,3 +306,18 @@ def test_fsdp_checkpoint_exports_in_one_process(fsdp_run, tmp_path):
     torch.testing.assert_close(a.prediction_logits, b.prediction_logits, atol=0, rtol=0)
     torch.testing.assert_close(a.sop_logits, b.sop_logits, atol=0, rtol=0)
     assert (out / "spiece.model").exists()
+
+
+def test_a_clip_of_zero_means_no_clipping(data_dir, tmp_path):
+    """RoBERTa's recipe clips nothing (max_grad_norm 0); a literal clip of 0 would scale every
+    gradient to zero, so that run would match one whose clip is too large to bite."""
+    kw = dict(max_steps=2, export=False, eval_every=2, save_every=2)
+    pretrain(run_config(data_dir, tmp_path / "zero", max_grad_norm=0.0, **kw))
+    pretrain(run_config(data_dir, tmp_path / "huge", max_grad_norm=1e9, **kw))
+    pretrain(run_config(data_dir, tmp_path / "one", max_grad_norm=1.0, **kw))
+    zero, huge, one = (read_metrics(tmp_path / name)[0] for name in ("zero", "huge", "one"))
+    assert [x["loss"] for x in zero] == [x["loss"] for x in huge]
+    assert zero[0]["grad_norm"] > 1.0  # the clip of 1 bites: its second step differs
+    assert one[1]["loss"] != zero[1]["loss"]
+    with pytest.raises(RunConfigError, match="max_grad_norm"):
+        run_config(data_dir, tmp_path / "bad", max_grad_norm=-1.0)

@@ -203,7 +203,9 @@ class Trainer:
             losses += share.detach().float()
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        # A clip of 0 would scale every gradient to 0: it means "no clipping" (norm logged).
+        clip = self.cfg.max_grad_norm or math.inf
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         total = all_reduce_sum((losses * self.weights).sum()[None])  # (1,) the global loss
         finite = bool(torch.isfinite(total).all() and torch.isfinite(norm))
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses

@@ -53,7 +53,8 @@ class PretrainConfig:
         100, "steps of linear warm-up; when only --max-steps is given, the recipe's share of "
              "max_steps, rounded half up")
     power: float = option(1.0, "exponent of the polynomial decay")
-    max_grad_norm: float = option(1.0, "global gradient-norm clip")
+    max_grad_norm: float = option(1.0, "global gradient-norm clip; 0 = no clipping (RoBERTa's "
+                                  "recipe; the norm is still logged)")
     precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on CPU",
                             choices=("auto", "fp32", "bf16", "fp16"))
     fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
@@ -107,6 +108,7 @@ class PretrainConfig:
              "batch sizes must be positive"),
             (self.max_steps > 0, "max_steps", "must be positive"),
             (self.lr > 0, "lr", "must be positive"),
+            (self.max_grad_norm >= 0, "max_grad_norm", "must be 0 (no clipping) or positive"),
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
