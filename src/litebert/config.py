@@ -8,8 +8,8 @@ translation. The fields that are ours:
 - `model_type`: the checkpoint family whose layout a model directory is written in (see
   litebert.families). It decides file names only: the structure is in the fields below.
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
-  `mlm_act` (documented on the dataclass). A family's adapter sets them when it reads that
-  family's config.json; their defaults are ALBERT's.
+  `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
+  them when it reads that family's config.json; their defaults are ALBERT's.
 
 Reading and writing config.json goes through the family adapters (litebert.families), which
 import this module; they install themselves here with `install_formats` when imported, which
@@ -29,9 +29,10 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish",
 SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
 CLASSIFIER_HEADS = ("pooler", "first_token")
+POSITION_NUMBERINGS = ("from_zero", "after_pad")
 # The structure fields and their defaults (ALBERT's); family adapters read and write them.
 STRUCTURE_FIELDS = ("embedding_projection", "use_pooler", "classifier_head", "classifier_act",
-                    "mlm_act")
+                    "mlm_act", "position_numbering")
 
 
 class ConfigError(ValueError):
@@ -91,18 +92,27 @@ class AlbertConfig:
     # "when_sizes_differ" (ELECTRA: only if embedding_size != hidden_size), "never" (BERT;
     # needs embedding_size == hidden_size).
     embedding_projection: str = "always"
-    # The backbone's tanh(dense(h[:, 0])) pooler (ALBERT, BERT); ELECTRA has none. Heads that
-    # read it (pre-training's SOP/NSP, a "pooler" classifier) build it whatever this says.
+    # The backbone's tanh(dense(h[:, 0])) pooler (ALBERT, BERT, RoBERTa); ELECTRA has none.
+    # Heads that read it (pre-training's SOP/NSP, a "pooler" classifier) build it whatever
+    # this says; heads that do not (MLM, tokens, spans, "first_token") leave it out.
     use_pooler: bool = True
     # Sequence classification: "pooler" = dropout + linear on the pooled output (ALBERT, BERT;
     # needs use_pooler); "first_token" = h[:, 0] -> dropout -> dense H->H -> classifier_act ->
-    # dropout -> out_proj (ELECTRA with gelu; RoBERTa's is the same with tanh). Multiple choice
-    # reads the pooler when there is one, else the same dense + classifier_act on h[:, 0].
+    # dropout -> out_proj (ELECTRA with gelu; RoBERTa with tanh, which keeps its pooler for
+    # multiple choice only). Multiple choice reads the pooler when there is one, else the
+    # same dense + classifier_act on h[:, 0].
     classifier_head: str = "pooler"
     classifier_act: str = "gelu"
     # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head
-    # uses exact "gelu" whatever its hidden_act.
+    # and RoBERTa's LM head use exact "gelu" whatever hidden_act says.
     mlm_act: str | None = None
+    # Position ids when the caller passes none. "from_zero": token t has position t, padding
+    # or not (ALBERT, BERT, ELECTRA). "after_pad": RoBERTa's (fairseq's) numbering: real
+    # tokens (id != pad_token_id) are numbered pad_token_id + 1, + 2, ... by their count so
+    # far, pad tokens get pad_token_id, whose row of the position table is a padding row (zero
+    # at init, never trained). The first pad_token_id + 1 rows are thus no position: roberta's
+    # max_position_embeddings 514 with pad 1 holds 512 tokens (see max_sequence_length).
+    position_numbering: str = "from_zero"
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
@@ -142,8 +152,8 @@ class AlbertConfig:
             need(0.0 <= getattr(self, name) < 1.0, name, "must be in [0, 1)")
         need(self.initializer_range > 0, "initializer_range", "must be positive")
         need(self.layer_norm_eps > 0, "layer_norm_eps", "must be positive")
-        need(0 <= self.pad_token_id < self.vocab_size, "pad_token_id",
-             f"must be an id below vocab_size={self.vocab_size}")
+        need(isinstance(self.pad_token_id, int) and 0 <= self.pad_token_id < self.vocab_size,
+             "pad_token_id", f"must be an id below vocab_size={self.vocab_size}")
         self._validate_structure()
 
     def _validate_structure(self) -> None:
@@ -164,6 +174,13 @@ class AlbertConfig:
              f"unknown; choose from {ACTIVATIONS}")
         need(self.mlm_act is None or self.mlm_act in ACTIVATIONS, "mlm_act",
              f"unknown; choose from {ACTIVATIONS} or null (= hidden_act)")
+        need(self.position_numbering in POSITION_NUMBERINGS, "position_numbering",
+             f"unknown; choose from {POSITION_NUMBERINGS}")
+        if self.position_numbering == "after_pad":
+            need(self.pad_token_id + 1 < self.max_position_embeddings, "max_position_embeddings",
+                 f"position_numbering='after_pad' numbers the first token pad_token_id + 1 = "
+                 f"{self.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
+                 f"512 positions + 2 = 514)")
 
     # ---- derived ---------------------------------------------------------------------------
 
@@ -178,6 +195,15 @@ class AlbertConfig:
     def mlm_activation(self) -> str:
         """The activation the MLM head applies."""
         return self.mlm_act or self.hidden_act
+
+    @property
+    def max_sequence_length(self) -> int:
+        """The most tokens one input may hold: max_position_embeddings, less the
+        pad_token_id + 1 rows before the first position with position_numbering 'after_pad'
+        (514 -> 512 for RoBERTa)."""
+        if self.position_numbering == "after_pad":
+            return self.max_position_embeddings - self.pad_token_id - 1
+        return self.max_position_embeddings
 
     @property
     def num_layer_positions(self) -> int:
@@ -270,6 +296,19 @@ def _electra(L: int, H: int, E: int, heads: int) -> dict[str, Any]:
                 attention_probs_dropout_prob=0.1)
 
 
+def _roberta(L: int, H: int, heads: int) -> dict[str, Any]:
+    # roberta-base's config.json: BERT's shapes, byte-level BPE ids (<s> 0, <pad> 1, </s> 2),
+    # one token type, eps 1e-5, 512 positions after the pad id. A tokenizer sets vocab_size.
+    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
+                intermediate_size=4 * H, model_type="roberta", sharing="none",
+                num_hidden_groups=L, vocab_size=50265, max_position_embeddings=514,
+                type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+                eos_token_id=2, hidden_act="gelu", hidden_dropout_prob=0.1,
+                attention_probs_dropout_prob=0.1, embedding_projection="never",
+                use_pooler=True, classifier_head="first_token", classifier_act="tanh",
+                mlm_act="gelu", position_numbering="after_pad")
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": _albert(4, 256, 4),
     "albert-base": _albert(12, 768, 12),
@@ -281,4 +320,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     "bert-xlarge": _bert(24, 2048, 32),
     "electra-small": _electra(12, 256, 128, 4),
     "electra-base": _electra(12, 768, 768, 12),
+    "roberta-base": _roberta(12, 768, 12),
+    "roberta-tiny": _roberta(4, 256, 4),
 }

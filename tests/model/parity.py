@@ -23,9 +23,13 @@ def labels_for(head: str) -> int:
     return 2 if head.endswith(("PreTraining", "QuestionAnswering")) else 3
 
 
-def labelled_inputs(head: str, num_labels: int) -> dict[str, torch.Tensor]:
-    """Inputs (with padding) plus the labels each head's loss takes."""
-    x = make_inputs()
+Inputs = dict[str, torch.Tensor]
+
+
+def labelled_inputs(head: str, num_labels: int, inputs: Inputs | None = None) -> Inputs:
+    """Inputs (with padding; `make_inputs()` unless given) plus the labels each head's loss
+    takes."""
+    x = make_inputs() if inputs is None else {k: v.clone() for k, v in inputs.items()}
     g = torch.Generator().manual_seed(5)
     B, T = x["input_ids"].shape
     if head in _DETECTION:
@@ -51,15 +55,16 @@ def labelled_inputs(head: str, num_labels: int) -> dict[str, torch.Tensor]:
     return x
 
 
-def _plain(x: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def _plain(x: Inputs) -> Inputs:
     return {k: v for k, v in x.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
 
 
-def assert_same_outputs(ours, theirs, head: str, num_labels: int) -> None:
+def assert_same_outputs(ours, theirs, head: str, num_labels: int,
+                        inputs: Inputs | None = None) -> None:
     """Every output both models give, then the loss (when the head has one)."""
     ours.eval()
     theirs.eval()
-    x = labelled_inputs(head, num_labels)
+    x = labelled_inputs(head, num_labels, inputs)
     with torch.no_grad():
         a, b = ours(**_plain(x)), theirs(**_plain(x))
         compared = 0
@@ -76,21 +81,25 @@ def assert_same_outputs(ours, theirs, head: str, num_labels: int) -> None:
             torch.testing.assert_close(la, lb_, atol=ATOL, rtol=1e-6)
 
 
-def _training_loss(model, x: dict[str, torch.Tensor], head: str) -> torch.Tensor:
-    """The head's loss; for a bare backbone a fixed random projection of its output."""
+def _training_loss(model, x: Inputs, head: str) -> torch.Tensor:
+    """The head's loss; for a bare backbone a fixed random projection of its outputs (the
+    pooled one too, where there is one)."""
     if not head.endswith("Model"):
         return model(**x).loss
-    h = model(**_plain(x)).last_hidden_state
-    return (h * torch.randn(h.shape, generator=torch.Generator().manual_seed(3))).sum()
+    out = model(**_plain(x))
+    g = torch.Generator().manual_seed(3)
+    pooled = getattr(out, "pooler_output", None)  # ELECTRA's output has no such field
+    outputs = [out.last_hidden_state] + ([pooled] if pooled is not None else [])
+    return sum((y * torch.randn(y.shape, generator=g)).sum() for y in outputs)
 
 
 def assert_same_gradients(ours, theirs, head: str, num_labels: int,
-                          family: FamilyAdapter) -> None:
+                          family: FamilyAdapter, inputs: Inputs | None = None) -> None:
     """The loss gradient of every parameter of ours equals transformers' for the same
     tensor (found through the family's key mapping); eval mode, so no dropout."""
     ours.eval()
     theirs.eval()
-    x = labelled_inputs(head, num_labels)
+    x = labelled_inputs(head, num_labels, inputs)
     _training_loss(ours, x, head).backward()
     _training_loss(theirs, x, head).backward()
     their_grads = {n: p.grad for n, p in theirs.named_parameters()}

@@ -1,11 +1,12 @@
 """Checkpoint families: one adapter per `model_type` (see base.py for what an adapter does).
 
-    FAMILIES["albert" | "bert" | "electra" | "litebert"]
+    FAMILIES["albert" | "bert" | "electra" | "litebert" | "roberta"]
 
 "litebert" is our own layout for what transformers cannot represent (attention-only or
-FFN-only sharing). A model is saved in its config's family when that family's layout holds it
-(`layout_for`); otherwise in ALBERT's layout (sharing "all" or "none": transformers reads the
-backbone) or ours. Importing this package installs the config.json readers and writers that
+FFN-only sharing, RoBERTa's position numbering with shared layers or a pair head). A model
+is saved in its config's family when that family's layout holds it (`layout_for`); otherwise
+in ALBERT's layout when that holds it (transformers reads the backbone), else in ours.
+Importing this package installs the config.json readers and writers that
 AlbertConfig.from_dict / to_dict use.
 """
 
@@ -20,9 +21,10 @@ from litebert.families.base import FamilyAdapter
 from litebert.families.bert import BertAdapter
 from litebert.families.electra import ElectraAdapter
 from litebert.families.litebert import LitebertAdapter
+from litebert.families.roberta import RobertaAdapter
 
 FAMILIES: dict[str, FamilyAdapter] = {adapter.model_type: adapter for adapter in (
-    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter())}
+    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter(), RobertaAdapter())}
 # Google's albert_config.json names no model_type.
 DEFAULT_MODEL_TYPE = "albert"
 
@@ -49,12 +51,18 @@ def read_config_dict(data: Mapping[str, Any],
 def layout_for(config: AlbertConfig,
                class_name: str | None = None) -> tuple[FamilyAdapter, str | None]:
     """The adapter a model (of class `class_name`) with `config` is saved with, and why that
-    is not its own family's (None when it is)."""
+    is not its own family's (None when it is): ALBERT's when that holds it, else ours. When
+    both fail, `why` gives both reasons."""
     own = family(config.model_type)
     why = own.unsupported(config, class_name)
     if why is None:
         return own, None
-    return FAMILIES["albert" if config.hf_compatible else "litebert"], why
+    albert = FAMILIES["albert"]
+    also = None if own is albert else albert.unsupported(config, class_name)
+    if also is None and own is not albert:
+        return albert, why
+    reason = why if also is None or also == why else f"{why}; ALBERT's layout: {also}"
+    return FAMILIES["litebert"], reason
 
 
 class _Formats:

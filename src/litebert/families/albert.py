@@ -90,6 +90,7 @@ def _check_google_albert(data: Mapping[str, Any], source: str) -> None:
 
 class AlbertAdapter(FamilyAdapter):
     model_type = "albert"
+    title = "ALBERT"
     prefix = "albert."
     class_names = {name: name for name in ALL_CLASSES}
     other_heads = OUR_HEADS
@@ -123,6 +124,9 @@ class AlbertAdapter(FamilyAdapter):
     def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
         if not config.hf_compatible:
             return f"sharing={config.sharing!r} has no transformers equivalent"
+        if config.position_numbering != "from_zero":
+            return ("transformers' ALBERT numbers positions from zero (position_numbering "
+                    f"'from_zero'), this model with {config.position_numbering!r}")
         return super().unsupported(config, class_name)
 
     def to_file(self, state: Mapping[str, torch.Tensor],

@@ -27,6 +27,7 @@ Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most 
 
 class FamilyAdapter(ABC):
     model_type: ClassVar[str]  # config.json's model_type
+    title: ClassVar[str]  # the family's name in messages: "ALBERT", "RoBERTa", ...
     prefix: ClassVar[str]  # the backbone's key prefix under a head: "albert.", "bert.", ...
     # First parts of a bare backbone's keys (transformers saves XModel without the prefix).
     backbone_roots: ClassVar[tuple[str, ...]] = ("embeddings", "encoder", "pooler")

@@ -4,7 +4,7 @@
 LayerNorm}`, `...intermediate.dense`, `...output.{dense,LayerNorm}`: the same post-LN layer as
 our attention + FFN halves, under other names. The pooler is `bert.pooler.dense`, the MLM head
 `cls.predictions.{transform.dense, transform.LayerNorm, bias}` and the NSP head
-`cls.seq_relationship`. ELECTRA (and later RoBERTa) share the encoder names: they subclass this.
+`cls.seq_relationship`. ELECTRA and RoBERTa share the encoder names: they subclass this.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def classifier_dropout(values: Mapping[str, Any]) -> float:
 
 class BertAdapter(FamilyAdapter):
     model_type = "bert"
+    title = "BERT"
     prefix = "bert."
     class_names = {"AlbertModel": "BertModel", "AlbertForPreTraining": "BertForPreTraining",
                    "AlbertForMaskedLM": "BertForMaskedLM",
@@ -78,7 +79,7 @@ class BertAdapter(FamilyAdapter):
                       num_hidden_groups=values["num_hidden_layers"], inner_group_num=1,
                       classifier_dropout_prob=classifier_dropout(values),
                       embedding_projection="never", use_pooler=True, classifier_head="pooler",
-                      mlm_act=None)
+                      mlm_act=None, position_numbering="from_zero")
         return build_config(values, source, consumed={"classifier_dropout"})
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
@@ -121,10 +122,12 @@ class BertAdapter(FamilyAdapter):
             return "has a pooler and classifies from it (use_pooler, classifier_head 'pooler')"
         if config.mlm_activation != config.hidden_act:
             return "uses hidden_act in the MLM head (mlm_act null)"
+        if config.position_numbering != "from_zero":
+            return "numbers positions from zero (position_numbering 'from_zero')"
         return None
 
     def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
-        name = self.model_type.upper()
+        name = self.title
         if config.sharing != "none" or config.inner_group_num != 1:
             return (f"{name} has one set of weights per layer, but sharing={config.sharing!r}, "
                     f"inner_group_num={config.inner_group_num}")

@@ -34,7 +34,8 @@ _DEFAULTS: dict[str, Any] = dict(
 _SUMMARY = {"summary_type": "first", "summary_use_proj": True, "summary_activation": "gelu"}
 # What ELECTRA's heads are, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="when_sizes_differ", use_pooler=False,
-                 classifier_head="first_token", classifier_act="gelu", mlm_act="gelu")
+                 classifier_head="first_token", classifier_act="gelu", mlm_act="gelu",
+                 position_numbering="from_zero")
 
 
 def _check_electra(values: Mapping[str, Any], source: str) -> None:
@@ -51,6 +52,7 @@ def _check_electra(values: Mapping[str, Any], source: str) -> None:
 
 class ElectraAdapter(BertAdapter):
     model_type = "electra"
+    title = "ELECTRA"
     prefix = "electra."
     backbone_roots = ("embeddings", "embeddings_project", "encoder")
     class_names = {

@@ -15,6 +15,7 @@ from litebert.families.albert import AlbertAdapter, albert_config_to_dict
 
 class LitebertAdapter(AlbertAdapter):
     model_type = "litebert"
+    title = "litebert"
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "litebert")

@@ -16,7 +16,8 @@ and from transformers' layouts, e.g. ALBERT's `albert_layer_groups.{g}.albert_la
 (n = g * inner_group_num + j) or BERT's and ELECTRA's `encoder.layer.{n}` (sharing "none").
 
 Structure comes from config fields, not from the family: `embedding_projection` decides the
-E->H projection, `use_pooler` the pooler.
+E->H projection, `use_pooler` the pooler, `position_numbering` the position ids (from zero,
+or RoBERTa's after the pad id).
 """
 
 from __future__ import annotations
@@ -38,29 +39,58 @@ def activation(name: str):
             "tanh": torch.tanh}[name]
 
 
+def positions_after_pad(input_ids, pad_token_id: int):
+    """RoBERTa's (fairseq's) position ids: real tokens are numbered pad + 1, pad + 2, ... by
+    their count so far (so left padding shifts nothing), pad tokens get pad itself."""
+    real = input_ids.ne(pad_token_id).long()  # (B, T)
+    return torch.cumsum(real, dim=1) * real + pad_token_id  # (B, T)
+
+
 class AlbertEmbeddings(nn.Module):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         E = config.embedding_size
         self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E)
+        # With "after_pad" numbering the pad id is the pad tokens' position: a padding row.
+        self.pad_position = config.pad_token_id \
+            if config.position_numbering == "after_pad" else None
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E,
+                                                padding_idx=self.pad_position)
+        self.max_length = config.max_sequence_length
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
         self.LayerNorm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
-        B, T = input_ids.shape
-        if T > self.position_embeddings.num_embeddings:
+        T = input_ids.shape[1]
+        if self.pad_position is None and T > self.max_length:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings="
-                             f"{self.position_embeddings.num_embeddings}: truncate the input")
+                             f"{self.max_length}: truncate the input")
         if position_ids is None:
-            position_ids = torch.arange(T, device=input_ids.device)  # (T,), broadcast over B
+            position_ids = self.default_positions(input_ids)
         x = self.word_embeddings(input_ids) + self.position_embeddings(position_ids)  # (B, T, E)
         if token_type_ids is None:
             x = x + self.token_type_embeddings.weight[0]
         else:
             x = x + self.token_type_embeddings(token_type_ids)
         return self.dropout(self.LayerNorm(x))
+
+    def default_positions(self, input_ids):
+        """(T,) 0..T-1, broadcast over the batch; (B, T) with "after_pad" numbering."""
+        T = input_ids.shape[1]
+        if self.pad_position is None:
+            return torch.arange(T, device=input_ids.device)
+        # Only real tokens take positions: a padded batch may be longer than the table holds
+        # (counting them costs a device sync, so only when it might be).
+        if T > self.max_length:
+            longest = int(input_ids.ne(self.pad_position).sum(dim=1).max())
+            if longest > self.max_length:
+                table = self.position_embeddings.num_embeddings
+                raise ValueError(
+                    f"sequence length {longest} exceeds the {self.max_length} positions of "
+                    f"max_position_embeddings={table} (position ids start after "
+                    f"pad_token_id={self.pad_position}): truncate the input")
+        return positions_after_pad(input_ids, self.pad_position)
 
 
 class AlbertAttention(nn.Module):

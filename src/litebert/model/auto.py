@@ -6,7 +6,9 @@ Each Auto class has candidate classes, the first being the usual one. One candid
 class, whatever the family (every head builds on every backbone). Several (pre-training:
 ALBERT/BERT's MLM + SOP/NSP, ELECTRA's replaced-token detection): the class config.json's
 `architectures` names, else the first the family has (`FamilyAdapter.class_names`), so
-AutoModelForPreTraining on an ELECTRA directory is the discriminator, as in transformers.
+AutoModelForPreTraining on an ELECTRA directory is the discriminator, as in transformers. A
+family with none of them gets the Auto class's `fallback`: RoBERTa's pre-training model is
+its masked LM (transformers' AutoModelForPreTraining gives RobertaForMaskedLM too).
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def named_class(config: AlbertConfig) -> str | None:
     return None
 
 
-def choose_class(config: AlbertConfig,
-                 candidates: tuple[str, ...]) -> type[AlbertPreTrainedModel]:
+def choose_class(config: AlbertConfig, candidates: tuple[str, ...],
+                 fallback: str | None = None) -> type[AlbertPreTrainedModel]:
     if len(candidates) == 1:
         return MODEL_CLASSES[candidates[0]]
     named = named_class(config)
@@ -60,11 +62,14 @@ def choose_class(config: AlbertConfig,
     for name in candidates:
         if name in adapter.class_names:
             return MODEL_CLASSES[name]
+    if fallback is not None:
+        return MODEL_CLASSES[fallback]
     raise ConfigError(f"model_type {config.model_type!r} has none of {', '.join(candidates)}")
 
 
 class _AutoModel:
     candidates: ClassVar[tuple[str, ...]]
+    fallback: ClassVar[str | None] = None  # when the family has none of the candidates
 
     def __init__(self) -> None:
         raise TypeError(f"{type(self).__name__} is not instantiated: use "
@@ -72,7 +77,7 @@ class _AutoModel:
 
     @classmethod
     def model_class(cls, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
-        return choose_class(config, cls.candidates)
+        return choose_class(config, cls.candidates, cls.fallback)
 
     @classmethod
     def from_config(cls, config: AlbertConfig) -> AlbertPreTrainedModel:
@@ -96,6 +101,7 @@ class AutoModel(_AutoModel):
 
 class AutoModelForPreTraining(_AutoModel):
     candidates = ("AlbertForPreTraining", "AlbertForReplacedTokenDetection")
+    fallback = "AlbertForMaskedLM"
 
 
 class AutoModelForMaskedLM(_AutoModel):

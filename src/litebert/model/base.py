@@ -54,7 +54,8 @@ class AlbertPreTrainedModel(nn.Module):
     def from_pretrained(cls, directory: str | Path, *, strict: bool = False,
                         **config_overrides: Any):
         """Load a model directory of any family litebert reads (litebert, transformers
-        ALBERT, BERT, ELECTRA) into this class; heads the file lacks are newly initialised."""
+        ALBERT, BERT, ELECTRA, RoBERTa) into this class; heads the file lacks are newly
+        initialised."""
         from litebert.model.hub import load_pretrained
 
         return load_pretrained(cls, directory, strict=strict, **config_overrides)

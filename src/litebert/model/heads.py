@@ -34,7 +34,8 @@ IGNORE = -100
 class AlbertMLMHead(nn.Module):
     """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias.
 
-    ALBERT's and BERT's MLM head, and ELECTRA's generator head (with mlm_act "gelu").
+    ALBERT's and BERT's MLM head; ELECTRA's generator head and RoBERTa's LM head (with mlm_act
+    "gelu", E == H for RoBERTa).
     """
 
     def __init__(self, config: AlbertConfig):

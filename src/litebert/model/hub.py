@@ -1,11 +1,12 @@
 """Model directories: config.json + model.safetensors in a checkpoint family's layout.
 
 The family adapters (litebert.families) know the layouts; this module reads and writes files.
-A model is saved in its config's family (transformers' ALBERT, BERT or ELECTRA) when that
-layout holds it, else in ALBERT's (sharing "all" or "none": transformers reads the backbone)
-or in our own ("litebert": attention-only or FFN-only sharing), and says so. Loading takes
-the layout from the directory's config.json, from safetensors (preferred) or
-`pytorch_model.bin` read with `torch.load(weights_only=True)`; nothing is ever unpickled.
+A model is saved in its config's family (transformers' ALBERT, BERT, ELECTRA or RoBERTa) when
+that layout holds it, else in ALBERT's when that holds it (transformers reads the backbone)
+or in our own ("litebert": attention-only or FFN-only sharing, RoBERTa's positions with
+shared layers or a pair head), and says so. Loading takes the layout from the directory's
+config.json, from safetensors (preferred) or `pytorch_model.bin` read with
+`torch.load(weights_only=True)`; nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from safetensors.torch import save_file
 
 from litebert.config import AlbertConfig, ConfigError, read_json_object
 from litebert.families import FamilyAdapter, layout_for, read_config_dict
+from litebert.families import family as family_of
 from litebert.files import atomic_write, atomic_write_json
 from litebert.model.unroll import unroll as unroll_model
 
@@ -74,7 +76,7 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     name = type(model).__name__
     family, why = layout_for(config, name)
     if why is not None:
-        _say_layout(family, why, config, directory)
+        _say_layout(family, why, config, directory, name)
     tensors = {}
     for key, value in family.to_file(_canonical_state(model), config).items():
         if _bare(model) and key.startswith(family.prefix):
@@ -86,14 +88,19 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     return directory
 
 
-def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory: Path) -> None:
+def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory: Path,
+                class_name: str) -> None:
+    own = family_of(config.model_type)
+    positions = config.num_layer_positions
+    unrolled = config.replace(sharing="none", num_hidden_layers=positions,
+                              num_hidden_groups=positions, inner_group_num=1)
+    hint = f" (save_pretrained(..., unroll=True) writes it in {own.title} layout)" \
+        if config.sharing != "none" and own.unsupported(unrolled, class_name) is None else ""
     if family.model_type == "litebert":
-        log.warning("%s: sharing=%r has no transformers equivalent: saved in litebert's own "
-                    "layout (model_type 'litebert'); load it with litebert, not transformers.",
-                    directory, config.sharing)
+        log.warning("%s: %s, so this %s model is saved in litebert's own layout (model_type "
+                    "'litebert'); load it with litebert, not transformers%s.",
+                    directory, why, config.model_type, hint)
         return
-    hint = " (save_pretrained(..., unroll=True) writes it" \
-           f" in {config.model_type.upper()} layout)" if config.sharing != "none" else ""
     log.warning("%s: %s, so this %s model is saved in ALBERT layout (model_type 'albert'): "
                 "litebert reads it exactly, transformers' Albert classes read its backbone%s.",
                 directory, why, config.model_type, hint)

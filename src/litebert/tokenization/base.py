@@ -85,10 +85,11 @@ class PairTemplate:
     def build(self, a: np.ndarray, b: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, token types, special flags) as int64, int64, bool arrays of the input."""
-        parts = [[self.cls_id], a, [self.sep_id]]
+        cls, sep = np.array([self.cls_id]), np.array([self.sep_id])
+        parts = [cls, np.asarray(a), sep]
         if b is not None:
-            parts[2] = [self.sep_id] * self.separators
-            parts += [b, [self.sep_id]]
+            parts[2] = np.repeat(sep, self.separators)
+            parts += [np.asarray(b), sep]
         ids = np.concatenate(parts).astype(np.int64)  # (T,)
         types = np.zeros(len(ids), dtype=np.int64)
         special = np.zeros(len(ids), dtype=bool)
