@@ -9,6 +9,7 @@ mlm_loss, sop_loss / nsp_loss, eval_mlm_accuracy, eval_sop_accuracy, ..., eval_l
 
 from __future__ import annotations
 
+import logging
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
-from litebert.model import AlbertForPreTraining
+from litebert.families import family
+from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.objectives.base import Batch, FsdpUnits, RunSettings, backbone_units, save_tokenizer
 from litebert.train.distributed import DistInfo, all_reduce_sum
@@ -30,6 +32,8 @@ from litebert.train.evaluation import (
     draw_eval_set,
     open_heldout,
 )
+
+log = logging.getLogger("litebert")
 
 IGNORE = -100  # labels of tokens that are not predicted
 PAIR_TASKS = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
@@ -175,8 +179,17 @@ class MLMObjective:
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """One transformers-format AlbertForPreTraining directory (the exported config keeps
-        the preset's dropout), the run's tokenizer beside it."""
-        model = AlbertForPreTraining(config)
+        the preset's dropout), the run's tokenizer beside it. A family without a pre-training
+        class holding a pair head (RoBERTa) gets its masked LM: the pair head and the pooler,
+        which MLM alone never trains, are left out (with a note when a pair task ran)."""
+        model: AlbertForPreTraining | AlbertForMaskedLM = AlbertForPreTraining(config)
+        if "AlbertForPreTraining" not in family(config.model_type).class_names:
+            dropped = ("sop_classifier.", "albert.pooler.")
+            if self.pair is not None:
+                log.warning("%s has no pre-training class with a %s head: %s exports its "
+                            "masked LM only", config.model_type, self.pair, out_dir)
+            model_state = {k: v for k, v in model_state.items() if not k.startswith(dropped)}
+            model = AlbertForMaskedLM(config)
         model.load_state_dict(model_state)
         model.save_pretrained(out_dir, unroll=unroll)
         save_tokenizer(run_dir, out_dir)

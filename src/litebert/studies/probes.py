@@ -228,7 +228,7 @@ def _fitting_length(model_dir: Path, wanted: int) -> int:
     study pre-trains with 64 positions; the probe's own default may be longer)."""
     from litebert.model.hub import read_config
 
-    return min(wanted, read_config(Path(model_dir)).max_position_embeddings)
+    return min(wanted, read_config(Path(model_dir)).max_sequence_length)
 
 
 def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,

@@ -367,10 +367,11 @@ def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:
     # Padding id and pair template (one token type cannot read ALBERT's typed pairs).
     check_model_reads(config, Tokenizer.from_pretrained(held.directory / "tokenizer"),
                       model_name, str(held.directory / "tokenizer"))
-    if held.config.max_seq_length > config.max_position_embeddings:
+    if held.config.max_seq_length > config.max_sequence_length:
         raise DataError(f"{manifest}: max_seq_length {held.config.max_seq_length} exceeds "
-                        f"max_position_embeddings {config.max_position_embeddings} of "
-                        f"{model_name}; rebuild the data with a shorter --max-seq-length")
+                        f"the {config.max_sequence_length} positions of {model_name} "
+                        f"(max_position_embeddings {config.max_position_embeddings}); rebuild "
+                        f"the data with a shorter --max-seq-length")
 
 
 def warn_other_tokenizer(model_dir: Path, held: HeldoutDocuments) -> None:
