@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
     assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "electra-base",
-                              "electra-small", "electra-tiny-cpu", "tiny-cpu"]
+                              "electra-small", "electra-tiny-cpu", "roberta-base",
+                              "roberta-tiny-cpu", "tiny-cpu"]
     package = Path(litebert.__file__).parent
     assert package in recipe_path("tiny-cpu").parents
     assert load_run_config("tiny-cpu", {}).max_steps == 600
@@ -47,6 +48,14 @@ def test_recipes_live_in_the_package_and_are_found_by_name():
     assert (small.objective, small.model, small.batch_size, small.lr, small.optimizer,
             small.warmup_steps, small.generator_size, small.disc_weight) == (
         "electra", "electra-small", 128, 5e-4, "adamw", 10_000, 0.25, 50.0)
+    # RoBERTa-base as Liu et al. train it (Table 9): MLM alone, Adam beta2 0.98, eps 1e-6, no
+    # clipping, 8k batch, 6e-4, 24k warm-up of 500k steps.
+    roberta = load_run_config("roberta-base", {})
+    assert (roberta.model, roberta.objective, roberta.optimizer, roberta.betas, roberta.eps,
+            roberta.max_grad_norm, roberta.batch_size, roberta.lr, roberta.warmup_steps,
+            roberta.max_steps) == ("roberta-base", "mlm", "adamw", (0.9, 0.98), 1e-6, 0.0,
+                                   8192, 6e-4, 24_000, 500_000)
+    assert load_run_config("roberta-tiny-cpu", {}).model == "roberta-tiny"
 
 
 def test_an_unknown_recipe_names_the_built_in_ones():
