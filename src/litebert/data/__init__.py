@@ -2,7 +2,8 @@
 
 - `corpus.py` (+ `sources.py`, the corpora a package registry carries): streaming readers
 - `builder.py`: `litebert data build`, memory-mapped token arrays, instances, manifest, cache
-- `instances.py`: segment pairs (SOP / NSP / none); `masking.py`: whole-word n-gram masking
+- `instances.py`: segment pairs (SOP / NSP / none); `packing.py`: RoBERTa's packed text
+  (full-sentences, doc-sentences); `masking.py`: whole-word n-gram masking
 - `loader.py`: the Dataset, the rank-aware sampler, the collator
 - `report.py`: `data inspect` and `data stats`
 """

@@ -12,6 +12,10 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
                             next file), target length   (dynamic pairs only)
     {split}.documents.bin   (D_split, 2) int64: first and one-past-last sentence of each
                             document of the split   (dynamic pairs only)
+    {split}.spans.bin       (P, 2) int64: token start and length of each span of text
+    {split}.span_index.bin  (I + 1,) int64: first span of each instance, then P
+                            (packing full-sentences / doc-sentences only, see
+                            litebert.data.packing)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained
@@ -20,10 +24,15 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
 
 Two passes keep memory flat: pass 1 streams documents through the tokenizer (in `workers`
 processes, results written in corpus order, at most 2 chunks per worker in flight); pass 2
-builds instances (static pairs) or chunks (dynamic pairs: the pairs are drawn when an item
-is read, see litebert.data.instances) from sentence lengths alone. Randomness comes from
-numpy Generators seeded by (seed, purpose, block of documents or instances), never from the
-worker that ran it, so the output does not depend on the number of workers.
+builds instances (static pairs), chunks (dynamic pairs: the pairs are drawn when an item
+is read, see litebert.data.instances) or packed instances (litebert.data.packing) from
+sentence lengths alone. Randomness comes from numpy Generators seeded by (seed, purpose,
+block of documents or instances), never from the worker that ran it, so the output does
+not depend on the number of workers.
+
+Instances take the layout of the tokenizer's pair template (`Tokenizer.template`): ALBERT's
+and BERT's [CLS] A [SEP] B [SEP] with token types 0/1, RoBERTa's <s> A </s></s> B </s> with
+types all 0; `assemble` builds an input from a row with it, for static masks and the loader.
 
 Every file is written under a temporary name and renamed when complete; the manifest is
 removed first on a rebuild and written last, so a killed build never looks complete.
@@ -47,6 +56,7 @@ import numpy as np
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
 from litebert.data.integrity import MANIFEST, record_files
 from litebert.data.masking import MaskingConfig, mask_tokens
+from litebert.data.packing import PACKINGS, PackedSplit, Packer, assemble_packed, pack_documents
 from litebert.files import (
     AtomicFile,
     atomic_write_json,
@@ -57,6 +67,7 @@ from litebert.files import (
 )
 from litebert.options import option
 from litebert.progress import progress
+from litebert.tokenization.base import PairTemplate
 
 if TYPE_CHECKING:
     from litebert.tokenization import Tokenizer
@@ -83,7 +94,8 @@ class BuildConfig:
     dupe_factor: int = option(
         1, "copies of every document's instances, each paired and masked anew")
     short_seq_prob: float = option(
-        0.1, "probability of a shorter instance (as BERT, to match fine-tuning lengths)")
+        0.1, "probability of a shorter instance (as BERT, to match fine-tuning lengths; "
+        "packing 'pairs' only: packed instances are always filled, as RoBERTa's)")
     masked_lm_prob: float = option(0.15, "share of the tokens masked")
     max_predictions_per_seq: int = option(20, "masked tokens per instance, at most")
     max_ngram: int = option(3, "longest masked n-gram of whole words (ALBERT's n-gram masking)")
@@ -102,9 +114,15 @@ class BuildConfig:
         "random", "sop, chunks of one sentence: random: B from another document, label 1 "
         "(the reference; mixes topic into SOP); skip: no instance (sop only)",
         choices=("random", "skip"))
+    packing: str = option(
+        "pairs", "pairs: segment pairs (sop, nsp or none); full-sentences: contiguous "
+        "sentences up to max_seq_length, crossing documents with a separator between them; "
+        "doc-sentences: the same within one document (RoBERTa; both need --objective none)",
+        choices=PACKINGS)
 
     def __post_init__(self) -> None:
         _ = self.instances  # constructing it validates the pair options
+        self._check_packing()
         if self.masking not in ("dynamic", "static"):
             raise ValueError(f"masking={self.masking!r}: choose 'dynamic' or 'static'")
         if self.pairs not in ("static", "dynamic"):
@@ -118,10 +136,35 @@ class BuildConfig:
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise ValueError(f"heldout_fraction={self.heldout_fraction}: must be in [0, 1)")
 
+    def _check_packing(self) -> None:
+        if self.packing not in PACKINGS:
+            raise ValueError(f"packing={self.packing!r}: choose from {PACKINGS}")
+        if self.packing == "pairs":
+            return
+        if self.objective != "none":
+            raise ValueError(
+                f"packing={self.packing!r} needs objective='none' (--objective none), not "
+                f"{self.objective!r}: a packed instance is one stretch of text with no sentence "
+                "pair to label; for sop or nsp keep --packing pairs")
+        if self.pairs != "static":
+            raise ValueError(f"pairs={self.pairs!r} draws sentence pairs, which "
+                             f"packing={self.packing!r} has none of; leave --pairs static")
+
+    @property
+    def packed(self) -> bool:
+        """Instances are packed text (full-sentences, doc-sentences), not segment pairs."""
+        return self.packing != "pairs"
+
     @property
     def instances(self) -> InstanceConfig:
+        """The pair options, with room for [CLS] A [SEP] B [SEP] (see instance_config)."""
         return InstanceConfig(self.max_seq_length, self.objective, self.short_seq_prob,
                               self.sop_single_sentence)
+
+    def instance_config(self, template: PairTemplate) -> InstanceConfig:
+        """The pair options with room for the template's special tokens of a pair (3, or
+        RoBERTa's 4): what the instances of a directory are built and drawn with."""
+        return dataclasses.replace(self.instances, specials=template.num_special(True))
 
     def masks(self, tokenizer) -> MaskingConfig:
         return MaskingConfig(mask_token_id=tokenizer.mask_token_id,
@@ -136,7 +179,7 @@ class BuildConfig:
 # Fields added after format version 2, with the value every earlier build implied. At that
 # value they stay out of the cache key: such a build writes the very same bytes as before,
 # so directories built before the field existed remain cache hits.
-LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random"}
+LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random", "packing": "pairs"}
 
 
 def cache_key(inputs: Iterable[str | Path], tokenizer_fingerprint: str, cfg: BuildConfig) -> str:
@@ -287,7 +330,7 @@ def split_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
 
 
 def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                    cfg: BuildConfig) -> dict[str, int]:
+                    cfg: BuildConfig, template: PairTemplate) -> dict[str, int]:
     """All instances (static pairs) or chunks (dynamic pairs) of one split, dupe_factor
     copies, in document order (the sampler shuffles). RNG per (seed, split, copy, block of
     DOCS_PER_TASK documents). Returns the split's counts for the manifest: "instances" (the
@@ -296,7 +339,7 @@ def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray
     name, width = ("chunks", 4) if dynamic else ("instances", 5)
     make = document_chunks if dynamic else document_instances
     writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
-    icfg = cfg.instances
+    icfg = cfg.instance_config(template)
     split_id = SPLITS.index(split)
     dropped: list[int] = []  # tokens of each skipped chunk
     for copy in range(cfg.dupe_factor):
@@ -313,40 +356,65 @@ def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray
     return counts
 
 
+def write_packed(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
+                 cfg: BuildConfig) -> dict[str, int]:
+    """Packed instances of one split (litebert.data.packing), dupe_factor copies (the same
+    packing, masked anew when masking is static). Returns the split's counts: "instances",
+    "spans" and "cut_sentences" (sentences longer than an instance, cut into pieces)."""
+    spans = ArrayWriter(out / f"{split}.spans.bin", np.int64)
+    index = ArrayWriter(out / f"{split}.span_index.bin", np.int64)
+    index.append([0])
+    packer = Packer(cfg.max_seq_length, cfg.packing == "full-sentences")
+    for _ in range(cfg.dupe_factor):
+        packer.cut_sentences = 0
+        for block_spans, counts in pack_documents(docs, offsets, packer):
+            index.append(spans.count // 2 + np.cumsum(counts))
+            spans.append(block_spans)
+    spans.close()
+    index.close()
+    return {"instances": index.count - 1, "spans": spans.count // 2,
+            "cut_sentences": packer.cut_sentences}
+
+
+def open_packed(directory: Path, split: str) -> PackedSplit:
+    """The packed instances of `split` in a data directory, memory-mapped."""
+    spans = _memmap(directory / f"{split}.spans.bin", np.int64).reshape(-1, 2)
+    return PackedSplit(spans, _memmap(directory / f"{split}.span_index.bin", np.int64))
+
+
 def write_array(path: Path, values: np.ndarray) -> None:
     writer = ArrayWriter(path, values.dtype)
     writer.append(values)
     writer.close()
 
 
-def assemble(tokens, word_starts, row, cls_id: int, sep_id: int):
-    """[CLS] A [SEP] (B [SEP]) ids, token types, word starts and maskable flags of a row."""
+def assemble(tokens, word_starts, row, template: PairTemplate):
+    """The input of a row (FIELDS) in the template's layout, B only when b_len > 0: ids,
+    token types, word starts and maskable flags (every special token unmaskable)."""
     a_start, a_len, b_start, b_len = (int(x) for x in row[:4])
-    parts = [[cls_id], tokens[a_start:a_start + a_len], [sep_id]]
-    if b_len:
-        parts += [tokens[b_start:b_start + b_len], [sep_id]]
-    ids = np.concatenate(parts).astype(np.int64)
+    b = tokens[b_start:b_start + b_len] if b_len else None
+    ids, types, special = template.build(tokens[a_start:a_start + a_len], b)
     starts = np.zeros(len(ids), dtype=bool)
     starts[1:1 + a_len] = word_starts[a_start:a_start + a_len]
-    types = np.zeros(len(ids), dtype=np.int64)
     if b_len:
-        starts[2 + a_len:2 + a_len + b_len] = word_starts[b_start:b_start + b_len]
-        types[2 + a_len:] = 1
-    maskable = np.ones(len(ids), dtype=bool)
-    maskable[[0, 1 + a_len, len(ids) - 1]] = False  # [CLS] and the [SEP]s
-    return ids, types, starts, maskable
+        first = template.b_offset(a_len)
+        starts[first:first + b_len] = word_starts[b_start:b_start + b_len]
+    return ids, types, starts, ~special
 
 
 def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildConfig,
-                       specials: tuple[int, int], token_dtype: str, workers: int) -> int:
+                       template: PairTemplate, token_dtype: str, workers: int) -> int:
     """Pass 2b (static masking): positions and replacement ids of every instance, in blocks
     of INSTANCES_PER_BLOCK with one RNG each, spread over the workers."""
-    num_rows = (out / f"{split}.instances.bin").stat().st_size // 40
+    if cfg.packed:
+        num_rows = len(open_packed(out, split))
+    else:
+        num_rows = (out / f"{split}.instances.bin").stat().st_size // 40
     masks = ArrayWriter(out / f"{split}.masks.bin", np.int32)
     index = ArrayWriter(out / f"{split}.mask_index.bin", np.int64)
     index.append([0])
     seed = (cfg.seed, 3, SPLITS.index(split))
-    tasks = ((str(out), split, start, seed, mcfg, specials, token_dtype)
+    tasks = ((str(out), split, start, seed, mcfg, template, token_dtype, cfg.packed)
              for start in range(0, num_rows, INSTANCES_PER_BLOCK))
     blocks = progress(ordered_map(mask_block, tasks, workers), desc=f"masking {split}",
                       total=-(-num_rows // INSTANCES_PER_BLOCK), unit="blocks")
@@ -360,21 +428,36 @@ def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildCon
 
 
 def mask_block(out: str, split: str, start: int, seed: tuple, mcfg: MaskingConfig,
-               specials: tuple[int, int], token_dtype: str) -> tuple[np.ndarray, np.ndarray]:
+               template: PairTemplate, token_dtype: str, packed: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Masks of instances start .. start + INSTANCES_PER_BLOCK: (M, 2) rows of (position,
     replacement id) and the number of masks of each instance."""
-    d = Path(out)
-    tokens = _memmap(d / "tokens.bin", token_dtype)
-    word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
-    rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
     rng = np.random.default_rng([*seed, start])
     parts, counts = [], []
-    for row in rows[start:start + INSTANCES_PER_BLOCK]:
-        ids, _, starts, maskable = assemble(tokens, word_starts, row, *specials)
+    for ids, starts, maskable in _block_inputs(Path(out), split, start, template,
+                                               token_dtype, packed):
         masked, _, positions = mask_tokens(ids, starts, maskable, mcfg, rng)
         parts.append(np.stack([positions, masked[positions]], axis=1))
         counts.append(len(positions))
     return np.concatenate(parts).astype(np.int32), np.asarray(counts, dtype=np.int64)
+
+
+def _block_inputs(d: Path, split: str, start: int, template: PairTemplate, token_dtype: str,
+                  packed: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(ids, word starts, maskable) of instances start .. start + INSTANCES_PER_BLOCK."""
+    tokens = _memmap(d / "tokens.bin", token_dtype)
+    word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
+    stop = start + INSTANCES_PER_BLOCK
+    if packed:
+        split_spans = open_packed(d, split)
+        for i in range(start, min(stop, len(split_spans))):
+            ids, _, starts, maskable = assemble_packed(tokens, word_starts,
+                                                       split_spans.spans_of(i), template)
+            yield ids, starts, maskable
+        return
+    for row in _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)[start:stop]:
+        ids, _, starts, maskable = assemble(tokens, word_starts, row, template)
+        yield ids, starts, maskable
 
 
 def _memmap(path: Path, dtype) -> np.ndarray:
@@ -451,13 +534,13 @@ def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     result = {}
     for split, chosen in (("train", ~heldout), ("heldout", heldout)):
         docs = bounds[chosen]
-        result[split] = {"documents": int(len(docs)),
-                         **write_instances(out, split, docs, offsets, cfg)}
+        counts = (write_packed(out, split, docs, offsets, cfg) if cfg.packed else
+                  write_instances(out, split, docs, offsets, cfg, tokenizer.template))
+        result[split] = {"documents": int(len(docs)), **counts}
         _warn_skipped(split, result[split])
         if cfg.masking == "static":
             result[split]["masked_tokens"] = write_static_masks(
-                out, split, mcfg, cfg, (tokenizer.cls_token_id, tokenizer.sep_token_id),
-                token_dtype, workers)
+                out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
     return result
 
 

@@ -4,8 +4,9 @@ Works on sentence *lengths and offsets* only: an instance is two token spans int
 token array, so building instances never touches token ids and costs O(sentences).
 
 Per document (sentences s_0 .. s_n-1), reproducing the reference:
-- target length = max_seq_length - 3, but with p = short_seq_prob a random int in
-  [2, max_seq_length - 3] (fine-tuning sees short inputs too);
+- target length = max_tokens = max_seq_length - the template's special tokens of a pair
+  (`specials`: 3 for [CLS] A [SEP] B [SEP], 4 for RoBERTa's <s> A </s></s> B </s>), but
+  with p = short_seq_prob a random int in [2, max_tokens] (fine-tuning sees short inputs too);
 - sentences are packed into a chunk until it reaches the target or the document ends;
 - A = the first `a_end` sentences of the chunk (a_end random in [1, len-1]), B = the rest;
 - sop: with p 0.5 A and B are swapped, label 1 (0 = in order);
@@ -19,8 +20,8 @@ Per document (sentences s_0 .. s_n-1), reproducing the reference:
   for nsp a random B is a genuine negative, and `none` has no B, so "skip" with either is
   an error (InstanceConfig);
 - none: A = the whole chunk, no B, label -1;
-- the pair is cut to max_seq_length - 3 tokens by removing tokens from the longer side, each
-  from the front or the back with p 0.5.
+- the pair is cut to max_tokens by removing tokens from the longer side, each from the front
+  or the back with p 0.5.
 
 Two ways to use this (`BuildConfig.pairs`):
 - static: `document_instances` draws every pair once, at build time (the reference);
@@ -58,12 +59,15 @@ class InstanceConfig:
     objective: str = "sop"
     short_seq_prob: float = 0.1
     sop_single_sentence: str = "random"
+    specials: int = 3  # tokens the pair template adds to a pair (PairTemplate.num_special)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective={self.objective!r}: choose from {OBJECTIVES}")
         if self.max_seq_length < 8:
             raise ValueError(f"max_seq_length={self.max_seq_length}: must be at least 8")
+        if not 2 <= self.specials <= 4:
+            raise ValueError(f"specials={self.specials}: a pair template adds 2 to 4 tokens")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"short_seq_prob={self.short_seq_prob}: must be in [0, 1]")
         if self.sop_single_sentence not in SINGLE_SENTENCE:
@@ -77,8 +81,8 @@ class InstanceConfig:
 
     @property
     def max_tokens(self) -> int:
-        """Tokens of A + B: room for [CLS] A [SEP] B [SEP]."""
-        return self.max_seq_length - 3
+        """Tokens of A + B: room for the template's specials ([CLS] A [SEP] B [SEP]: 3)."""
+        return self.max_seq_length - self.specials
 
     @property
     def skips_single(self) -> bool:

@@ -11,6 +11,11 @@ first draws the chunk's pair (split point, order, nsp partner, truncation:
 litebert.data.instances.chunk_pair), then its masks; so pairs too are fresh every epoch and
 reproducible, whatever the workers and ranks. `pair(index)` gives an item's pair alone.
 
+Packed data (`--packing full-sentences` / `doc-sentences`, litebert.data.packing) has no
+pairs: an item is its spans of text, read from the memory-mapped span arrays, with one
+separator between documents. Every layout is the directory tokenizer's template
+(`Tokenizer.template`), so a RoBERTa tokenizer gives <s> A </s></s> B </s> without types.
+
 Opening a directory compares every file's size with the manifest (litebert.data.integrity), so
 a file cut short is a DataError naming it, not a shape error in the middle of training.
 """
@@ -24,10 +29,11 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble
+from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble, open_packed
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
+from litebert.data.packing import PackedSplit, assemble_packed
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
@@ -48,15 +54,20 @@ class PretrainingDataset(Dataset):
         tokenizer = _tokenizer(self.directory)
         self._special = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
                          "mask": tokenizer.mask_token_id, "pad": tokenizer.pad_token_id}
+        self.template = tokenizer.template  # the layout of every item
         self.masking = self.config.masks(tokenizer)  # replacements: the directory's tokenizer's
         d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
         self.tokens = _memmap(d / "tokens.bin", dtype)
         self.word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
         self.split = split
-        self.instance_config = self.config.instances
+        self.instance_config = self.config.instance_config(self.template)
         self.rows: np.ndarray | None = None  # (I, 5) FIELDS: static pairs
         self.chunks: np.ndarray | None = None  # (C, 4) CHUNK_FIELDS: dynamic pairs
-        if self.config.pairs == "dynamic":
+        self.packed: PackedSplit | None = None  # spans of text: full- / doc-sentences
+        if self.config.packed:
+            self.packed = open_packed(d, split)
+            self.length = len(self.packed)
+        elif self.config.pairs == "dynamic":
             self.chunks = _memmap(d / f"{split}.chunks.bin", np.int64).reshape(-1, 4)
             self.length = len(self.chunks)
         else:
@@ -86,15 +97,30 @@ class PretrainingDataset(Dataset):
         its chunk with `rng`, by default a fresh item_rng(index) (dynamic pairs)."""
         if self.rows is not None:
             return self.rows[index]
-        assert self.chunks is not None
+        if self.chunks is None:
+            raise DataError(f"{self.directory}: packing={self.config.packing!r} has no "
+                            "sentence pairs; read items with dataset[index] or "
+                            "dataset.inputs(index)")
         return chunk_pair(self.chunks[index], self.offsets, self.docs, self.instance_config,
                           self.item_rng(index) if rng is None else rng)
 
+    def inputs(self, index: int, rng: np.random.Generator | None = None):
+        """Item `index` before masking: ids, token types, word starts and maskable flags,
+        (T,) each; `rng` draws a dynamic pair as in pair()."""
+        return self._assemble(index, None if self.packed is not None else self.pair(index, rng))
+
+    def _assemble(self, index: int, row: np.ndarray | None):
+        if row is None:  # packed
+            assert self.packed is not None
+            return assemble_packed(self.tokens, self.word_starts, self.packed.spans_of(index),
+                                   self.template)
+        return assemble(self.tokens, self.word_starts, row, self.template)
+
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         rng = self.item_rng(index)
-        row = self.pair(index, rng)  # draws first: pair(index) alone gives the same pair
-        ids, types, starts, maskable = assemble(self.tokens, self.word_starts, row,
-                                                self._special["cls"], self._special["sep"])
+        # The pair is drawn first, so pair(index) alone gives the same pair.
+        row = None if self.packed is not None else self.pair(index, rng)
+        ids, types, starts, maskable = self._assemble(index, row)
         if self.config.masking == "static":
             lo, hi = self.mask_index[index], self.mask_index[index + 1]
             positions, replaced = self.masks[lo:hi, 0], self.masks[lo:hi, 1]
@@ -106,7 +132,7 @@ class PretrainingDataset(Dataset):
         item = {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(types),
                 "attention_mask": torch.ones(len(ids), dtype=torch.long),
                 "labels": torch.from_numpy(labels)}
-        if self.label_key:
+        if self.label_key and row is not None:
             item[self.label_key] = torch.tensor(int(row[4]))
         return item
 

@@ -5,6 +5,11 @@ exist only when an item is read, those of a sample (`pairs_sampled`) drawn as at
 `cross_document_fraction` is the share of pairs whose B comes from another document than
 their A: nsp's negatives, and for sop the one-sentence chunks that
 sop_single_sentence='random' pairs with another document (always label 1).
+
+`padding_fraction` (every packing) is the share of pad positions when every instance is
+padded to max_seq_length: 1 - tokens in instances / (instances * max_seq_length), over all
+instances (static pairs, packed text) or the sample (dynamic pairs). Packed splits also
+report `documents_per_instance`, the mean number of documents an instance holds text of.
 """
 
 from __future__ import annotations
@@ -14,14 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from litebert.data.builder import _memmap, assemble
+from litebert.data.builder import _memmap
 from litebert.data.loader import PretrainingDataset
 from litebert.data.masking import word_spans
+from litebert.data.packing import separator_positions
 
 
 def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
     """One instance as text: pieces, masked ones as [[MASK->orig]], [[rand->orig]] or
-    [[=orig]], and its label."""
+    [[=orig]], and its label. Packed text starts a line at every document it moves on to,
+    after the separator: `[SEP] | doc 2 | ...`."""
     item = dataset[index]
     ids, labels = item["input_ids"].tolist(), item["labels"].tolist()
     pieces = tokenizer.convert_ids_to_tokens(ids)
@@ -37,6 +44,11 @@ def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
     head = f"#{index} ({len(ids)} tokens, {sum(x != -100 for x in labels)} to predict"
     if dataset.label_key:
         head += f", {dataset.label_key}={int(item[dataset.label_key])}"
+    if dataset.packed is not None:
+        spans = dataset.packed.spans_of(index)
+        head += f", text of {len(spans)} document{'s' if len(spans) > 1 else ''}"
+        for k, sep in enumerate(separator_positions(spans[:, 1]).tolist(), start=2):
+            shown[sep] += f"\n| doc {k} |"  # the separator ends its line
     return head + ")\n" + " ".join(shown)
 
 
@@ -50,31 +62,52 @@ def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str,
         ds = train if split == "train" else PretrainingDataset(directory, split)
         entry: dict[str, Any] = {"instances": len(ds)}
         if len(ds):
-            entry.update(_pair_stats(ds, sample, seed))
+            entry.update(_instance_stats(ds, sample, seed))
         out["splits"][split] = entry
     if len(train):
         out["masking"] = _masking_stats(train, sample, seed)
     return out
 
 
-def _pair_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:
-    """Lengths, label balance and cross-document share of the pairs (all, or a sample)."""
+def _instance_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:
+    """Lengths and padding of the instances; label balance and cross-document share of
+    pairs, documents per instance of packed text."""
     entry: dict[str, Any] = {}
-    if ds.rows is not None:
-        rows = np.asarray(ds.rows)  # (I, 5)
+    if ds.packed is not None:
+        lengths = ds.packed.lengths()  # (I,)
     else:
-        chosen = _sample(len(ds), sample, seed)
-        rows = np.stack([ds.pair(i) for i in chosen.tolist()])  # (sample, 5)
-        entry["pairs_sampled"] = len(rows)
-    lengths = rows[:, 1] + rows[:, 3] + np.where(rows[:, 3] > 0, 3, 2)
+        rows = _pairs(ds, sample, seed, entry)  # (n, 5)
+        template = ds.template
+        lengths = rows[:, 1] + rows[:, 3] + np.where(
+            rows[:, 3] > 0, template.num_special(True), template.num_special(False))
+    size = ds.config.max_seq_length
     entry.update(mean_length=round(float(lengths.mean()), 2),
-                 below_max_length=round(float(np.mean(lengths < ds.config.max_seq_length)), 4))
-    if ds.label_key:
-        cross = _document_of(ds, rows[:, 0]) != _document_of(ds, rows[:, 2])
-        entry.update(label_1_fraction=round(float(rows[:, 4].mean()), 4),
-                     cross_document_fraction=round(float(cross.mean()), 4))
-        if not cross.all():  # sop: the order task alone, ~0.5
-            entry["label_1_fraction_same_document"] = round(float(rows[~cross, 4].mean()), 4)
+                 below_max_length=round(float(np.mean(lengths < size)), 4))
+    if ds.packed is not None:
+        entry["documents_per_instance"] = round(float(np.diff(ds.packed.index).mean()), 3)
+    elif ds.label_key:
+        entry.update(_label_stats(ds, rows))
+    entry["padding_fraction"] = round(1.0 - float(lengths.sum()) / (len(lengths) * size), 4)
+    return entry
+
+
+def _pairs(ds: PretrainingDataset, sample: int, seed: int, entry: dict[str, Any]) -> np.ndarray:
+    """Every pair (static pairs) or a sample drawn as at epoch 0 (dynamic pairs, noted in
+    entry["pairs_sampled"]), as (n, 5) FIELDS."""
+    if ds.rows is not None:
+        return np.asarray(ds.rows)  # (I, 5)
+    chosen = _sample(len(ds), sample, seed)
+    entry["pairs_sampled"] = len(chosen)
+    return np.stack([ds.pair(i) for i in chosen.tolist()])  # (sample, 5)
+
+
+def _label_stats(ds: PretrainingDataset, rows: np.ndarray) -> dict[str, Any]:
+    """Label balance and cross-document share of pairs (n, 5)."""
+    cross = _document_of(ds, rows[:, 0]) != _document_of(ds, rows[:, 2])
+    entry = {"label_1_fraction": round(float(rows[:, 4].mean()), 4),
+             "cross_document_fraction": round(float(cross.mean()), 4)}
+    if not cross.all():  # sop: the order task alone, ~0.5
+        entry["label_1_fraction_same_document"] = round(float(rows[~cross, 4].mean()), 4)
     return entry
 
 
@@ -96,8 +129,7 @@ def _masking_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, 
     for i in chosen.tolist():
         item = ds[i]
         ids, labels = item["input_ids"].numpy(), item["labels"].numpy()
-        original, _, starts, can = assemble(ds.tokens, ds.word_starts, ds.pair(i),
-                                            ds._special["cls"], ds._special["sep"])
+        original, _, starts, can = ds.inputs(i)
         hit = labels != -100
         maskable += int(can.sum())
         masked += int(hit.sum())

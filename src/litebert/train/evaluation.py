@@ -43,6 +43,7 @@ from litebert.data.integrity import DataError, open_manifest
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.model import AlbertForPreTraining, CheckpointError
 from litebert.padding import pad_batch
+from litebert.tokenization.base import PairTemplate
 from litebert.train.distributed import DistInfo, all_reduce_sum
 
 log = logging.getLogger("litebert")
@@ -73,6 +74,7 @@ class HeldoutDocuments:
     docs: np.ndarray  # (D_heldout, 2) first and one-past-last sentence of each held-out doc
     masking: MaskingConfig
     specials: tuple[int, int, int]  # [CLS], [SEP], [PAD]
+    template: PairTemplate  # the tokenizer's: [CLS] A [SEP] B [SEP] or <s> A </s></s> B </s>
     special_mask: np.ndarray  # (V,) bool: ids that stand for no text
     vocab_size: int
 
@@ -105,6 +107,7 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
         word_starts=_memmap(d / "word_starts.bin", np.uint8).view(bool), offsets=offsets,
         docs=bounds[heldout], masking=config.masks(tokenizer),
         specials=(int(specials[0]), int(specials[1]), int(specials[2])),
+        template=tokenizer.template,
         special_mask=np.asarray(tokenizer.special_mask),
         vocab_size=int(manifest.get("tokenizer", {}).get("vocab_size", len(tokenizer))))
 
@@ -153,7 +156,8 @@ def draw_pairs(held: HeldoutDocuments, instances: int, seed: int
     SOP keeps only pairs of two parts of one document (see _own_document).
     """
     order = np.random.default_rng([seed, 0]).permutation(len(held.docs)).tolist()
-    configs = {t: InstanceConfig(held.config.max_seq_length, t, held.config.short_seq_prob)
+    configs = {t: InstanceConfig(held.config.max_seq_length, t, held.config.short_seq_prob,
+                                 specials=held.template.num_special(True))
                for t in TASKS}
     found: dict[str, list[np.ndarray]] = {t: [] for t in TASKS}
     counts = dict.fromkeys(TASKS, 0)
@@ -184,13 +188,13 @@ def _own_document(rows: np.ndarray, held: HeldoutDocuments, doc: int) -> np.ndar
 
 
 def _examples(held: HeldoutDocuments, rows: np.ndarray, task: int, seed: int) -> list[dict]:
-    """[CLS] A [SEP] B [SEP] of each row, masked with a generator of its own (seed, task,
-    row): the masks do not depend on the batch size or on the other rows."""
-    cls_id, sep_id, _ = held.specials
+    """The template's input of each row ([CLS] A [SEP] B [SEP] or RoBERTa's), masked with
+    a generator of its own (seed, task, row): the masks do not depend on the batch size or
+    on the other rows."""
     out = []
     for i, row in enumerate(rows):
-        ids, types, starts, maskable = assemble(held.tokens, held.word_starts, row, cls_id,
-                                                sep_id)
+        ids, types, starts, maskable = assemble(held.tokens, held.word_starts, row,
+                                                held.template)
         rng = np.random.default_rng([seed, 3, task, i])
         ids, labels, _ = mask_tokens(ids, starts, maskable, held.masking, rng)
         out.append({"input_ids": ids, "token_type_ids": types,
