@@ -52,8 +52,10 @@ class PretrainingDataset(Dataset):
         self.seed = self.config.seed if seed is None else seed
         self.epoch = 0
         tokenizer = _tokenizer(self.directory)
-        self._special = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
-                         "mask": tokenizer.mask_token_id, "pad": tokenizer.pad_token_id}
+        # The tokenizer's special ids (ELECTRA never corrupts them); None where it has none.
+        self.special_ids = {"cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
+                            "mask": tokenizer.mask_token_id, "pad": tokenizer.pad_token_id}
+        self.pad_id = tokenizer.pad_token_id or 0  # RoBERTa's is 1: its positions skip it
         self.template = tokenizer.template  # the layout of every item
         self.masking = self.config.masks(tokenizer)  # replacements: the directory's tokenizer's
         d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
@@ -81,6 +83,10 @@ class PretrainingDataset(Dataset):
             self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
             self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
         self.label_key = LABEL_KEYS.get(self.config.objective)
+
+    def collate(self, items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """collate() with this directory's padding id."""
+        return collate(items, self.pad_id)
 
     def __len__(self) -> int:
         return self.length

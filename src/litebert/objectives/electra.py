@@ -28,7 +28,7 @@ from torch import nn
 
 import litebert.objectives.corruption as C
 from litebert.config import AlbertConfig
-from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
+from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.model import AlbertForMaskedLM
 from litebert.model.albert import AlbertEncoder, additive_mask
 from litebert.model.base import AlbertPreTrainedModel
@@ -187,7 +187,7 @@ class ElectraObjective:
         self.max_seq_length = 512
         self.step = 0  # keys this step's corruption (begin_step)
         if data is not None:
-            self.special = dict(data._special)  # the data's tokenizer's ids
+            self.special = dict(data.special_ids)  # the data's tokenizer's ids
             self.max_seq_length = data.config.max_seq_length
             self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
             self.baseline_token = commonest_training_token(open_heldout(data.directory))
@@ -268,7 +268,8 @@ class ElectraObjective:
         mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
         sums = torch.zeros(14, dtype=torch.float64, device=info.device)
         for i in range(0, len(mine), self.run.micro_batch_size):
-            batch = collate([self.heldout[j] for j in mine[i:i + self.run.micro_batch_size]])
+            rows = mine[i:i + self.run.micro_batch_size]
+            batch = self.heldout.collate([self.heldout[j] for j in rows])
             batch = {k: v.to(info.device) for k, v in batch.items()}
             with amp:
                 out = model(**batch, step=EVAL_STEP)

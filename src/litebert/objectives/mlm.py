@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.data.loader import LABEL_KEYS, PretrainingDataset, collate
+from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.families import family
 from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
@@ -133,7 +133,7 @@ class MLMObjective:
         # Kept on the device: one host sync for the whole evaluation, not one per batch.
         sums = torch.zeros(8, dtype=torch.float64, device=info.device)
         for i in range(0, len(mine), size):
-            batch = collate([self.heldout[j] for j in mine[i:i + size]])
+            batch = self.heldout.collate([self.heldout[j] for j in mine[i:i + size]])
             batch = {k: v.to(info.device) for k, v in batch.items()}
             with amp:
                 out = model(**batch)

@@ -266,7 +266,7 @@ def pretraining_eval(spec: StudySpec, export: Path, corpus: Path, out: Path, qui
 def similarity_eval(export: Path, data: Path) -> dict[str, Any]:
     """Figure 2 on held-out instances of the run's own data (as masked for MLM; the masks
     are drawn from a fixed seed, so every run of one data directory sees the same inputs)."""
-    from litebert.data.loader import PretrainingDataset, collate
+    from litebert.data.loader import PretrainingDataset
     from litebert.studies.similarity import layer_transitions
     from litebert.train.evaluation import load_for_evaluation
 
@@ -275,6 +275,6 @@ def similarity_eval(export: Path, data: Path) -> dict[str, Any]:
     size = min(len(heldout), SIMILARITY_BATCHES * SIMILARITY_BATCH_SIZE)
     if size == 0:
         raise StudyError(f"{data}: no held-out instances for the similarity measurement")
-    batches = [collate([heldout[j] for j in range(i, min(i + SIMILARITY_BATCH_SIZE, size))])
+    batches = [heldout.collate([heldout[j] for j in range(i, min(i + SIMILARITY_BATCH_SIZE, size))])
                for i in range(0, size, SIMILARITY_BATCH_SIZE)]
     return layer_transitions(model, batches)

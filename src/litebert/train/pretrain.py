@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
-from litebert.data.loader import PretrainingDataset, RankSampler, collate
+from litebert.data.loader import PretrainingDataset, RankSampler
 from litebert.objectives import OBJECTIVES
 from litebert.progress import progress
 from litebert.train import checkpoint
@@ -88,7 +88,7 @@ def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, worke
         chunks = [order[i * micro:(i + 1) * micro] for i in range(position["batch"], count)]
         # Its own generator: creating a loader must not draw from the global RNG, which
         # drives dropout and is restored exactly on resume.
-        loader = DataLoader(dataset, batch_sampler=chunks, collate_fn=collate,
+        loader = DataLoader(dataset, batch_sampler=chunks, collate_fn=dataset.collate,
                             num_workers=workers,
                             generator=torch.Generator().manual_seed(epoch))
         for batch in loader:
