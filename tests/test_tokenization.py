@@ -230,29 +230,28 @@ def test_pair_encoding(albert):
     assert bare["input_ids"] == albert.encode("x y", False) + albert.encode("w", False)
 
 
-def _one_at_a_time(a: int, b: int, budget: int) -> tuple[int, int]:
-    while a + b > budget:  # transformers' longest_first loop
-        if a > b:
-            a -= 1
-        else:
-            b -= 1
-    return a, b
+def test_longest_first_truncation_equals_transformers(albert, tmp_path):
+    """transformers (its tokenizers library) keeps half the budget on each side when both must
+    be cut, the odd token going to the longer side (B on a tie); the official BERT/ALBERT
+    loop (one token at a time from the longer side) gives it to A instead."""
+    from transformers import AutoTokenizer
 
-
-def test_longest_first_truncation_matches_token_by_token_removal(albert):
+    theirs = AutoTokenizer.from_pretrained(str(albert.save_pretrained(tmp_path / "t")))
     words = "one two three four five six seven eight nine ten eleven twelve".split()
-    for n_a in (0, 1, 3, 7, 12):
-        for n_b in (0, 2, 5, 12):
+    for n_a in (1, 3, 7, 12):
+        for n_b in (1, 2, 5, 12):
             a, b = " ".join(words[:n_a]), " ".join(words[:n_b])
-            len_a = len(albert.encode(a, False))
-            len_b = len(albert.encode(b, False))
             for max_length in (3, 4, 8, 13, 40):
                 out = albert(a, b, truncation=True, max_length=max_length)
-                keep_a, keep_b = _one_at_a_time(len_a, len_b, max_length - 3)
-                assert out["input_ids"] == ([2, *albert.encode(a, False)[:keep_a], 3,
-                                             *albert.encode(b, False)[:keep_b], 3])
+                assert out == {k: v for k, v in theirs(a, b, truncation=True,
+                                                       max_length=max_length).items()}, \
+                    (a, b, max_length)
+                assert len(out["input_ids"]) <= max_length
     single = albert(" ".join(words), truncation=True, max_length=5)["input_ids"]
     assert single == albert.encode(" ".join(words))[:4] + [3]
+    same = albert.encode(" ".join(words), False)  # a tie, odd budget 5: B keeps 3, A 2
+    assert albert(" ".join(words), " ".join(words), truncation=True,
+                  max_length=8)["input_ids"] == [2, *same[:2], 3, *same[:3], 3]
 
 
 def test_other_truncation_strategies_and_errors(albert):
@@ -271,6 +270,10 @@ def test_other_truncation_strategies_and_errors(albert):
         albert(a, truncation="sideways", max_length=5)
     with pytest.raises(TokenizerError, match="only the second"):
         albert(a, b, truncation="only_second", max_length=4)
+    with pytest.raises(TokenizerError, match="only the first"):  # as transformers: keep one
+        albert(a, b, truncation="only_first", max_length=len(ids_b) + 3)
+    with pytest.raises(TokenizerError, match="needs a text pair"):
+        albert(a, truncation="only_second", max_length=4)
 
 
 def test_batch_with_word_starts_edges(albert):
@@ -347,9 +350,11 @@ def test_decode_round_trip(albert):
 def test_save_and_load_round_trip(albert, tmp_path):
     saved = albert.save_pretrained(tmp_path / "copy")
     config = json.loads((saved / "tokenizer_config.json").read_text())
-    assert config["tokenizer_class"] == "AlbertTokenizer"
+    # tokenizer.json as it is: transformers' AlbertTokenizer would rebuild its own pipeline.
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
     assert (config["do_lower_case"], config["remove_space"], config["keep_accents"]) == (
         True, True, False)
+    assert (saved / "tokenizer.json").is_file()
     assert (config["cls_token"], config["mask_token"], config["pad_token"]) == (
         "[CLS]", "[MASK]", "<pad>")
     again = Tokenizer.from_pretrained(saved)
@@ -363,7 +368,7 @@ def test_save_and_load_round_trip(albert, tmp_path):
 
 
 def test_file_errors_name_the_file(tmp_path, albert, wordpiece_dir):
-    with pytest.raises(TokenizerError, match="spiece.model.*vocab.txt"):
+    with pytest.raises(TokenizerError, match="spiece.model.*vocab.txt.*vocab.json"):
         Tokenizer.from_pretrained(tmp_path)
     with pytest.raises(TokenizerError, match="not a directory"):
         Tokenizer.from_pretrained(tmp_path / "missing")
@@ -443,7 +448,8 @@ def test_training_writes_albert_files(trained_dir, albert):
 
     assert (trained_dir / "spiece.model").is_file()
     assert json.loads((trained_dir / "tokenizer_config.json").read_text())[
-        "tokenizer_class"] == "AlbertTokenizer"
+        "tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert (trained_dir / "tokenizer.json").is_file()
     sp = spm.SentencePieceProcessor(model_file=str(trained_dir / "spiece.model"))
     assert [sp.is_control(i) for i in range(5)] == [True, False, True, True, True]
     assert sp.is_unknown(1) and sp.bos_id() == -1 and sp.eos_id() == -1

@@ -35,11 +35,17 @@ def cmd_smoke(args: argparse.Namespace) -> None:
 
 
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
-    from litebert.tokenization import train_sentencepiece
+    from litebert.tokenization import train_bpe, train_sentencepiece
 
-    path = train_sentencepiece(args.inputs, args.out, vocab_size=args.vocab_size,
-                               input_sentence_size=args.input_sentence_size,
-                               text_field=args.text_field)
+    default_size = {"bpe": 50265, "sentencepiece": 30000}[args.kind]  # RoBERTa's, ALBERT's
+    size = default_size if args.vocab_size is None else args.vocab_size
+    if args.kind == "bpe":
+        path = train_bpe(args.inputs, args.out, vocab_size=size,
+                         min_frequency=args.min_frequency, text_field=args.text_field)
+    else:
+        path = train_sentencepiece(args.inputs, args.out, vocab_size=size,
+                                   input_sentence_size=args.input_sentence_size,
+                                   text_field=args.text_field)
     print(f"wrote {path}")
 
 
@@ -367,18 +373,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=128, help="sequence length (default: %(default)s)")
     p.add_argument("--steps", type=int, default=3, help="training steps (default: %(default)s)")
     p.set_defaults(func=cmd_smoke)
-    tok = sub.add_parser("tokenizer", help="SentencePiece tokenizer")
+    tok = sub.add_parser("tokenizer", help="tokenizers: SentencePiece (ALBERT) or byte-level "
+                                           "BPE (RoBERTa)")
     tsub = tok.add_subparsers(dest="tokenizer_command", required=True)
-    p = tsub.add_parser("train", help="train an ALBERT-layout SentencePiece unigram model")
+    p = tsub.add_parser("train", help="train an ALBERT-layout SentencePiece unigram model or a "
+                                      "RoBERTa-layout byte-level BPE")
     p.add_argument("inputs", nargs="+", help="text files (.gz/.bz2/.xz too), directories or "
-                                              "globs; one sentence or paragraph a line")
-    p.add_argument("--vocab-size", type=int, default=30000,
-                   help="pieces in the vocabulary (default: %(default)s)")
+                                              "globs; one sentence or paragraph a line; "
+                                              "JSON lines give their --text-field")
+    p.add_argument("--kind", choices=("sentencepiece", "bpe"), default="sentencepiece",
+                   help="sentencepiece: lower-cased unigram, ALBERT's ids and user symbols; "
+                        "bpe: byte-level BPE, RoBERTa's ids (<mask> last) (default: "
+                        "%(default)s)")
+    p.add_argument("--vocab-size", type=int, default=None,
+                   help="tokens in the vocabulary (default: 30000 for sentencepiece, 50265 "
+                        "for bpe)")
     p.add_argument("--input-sentence-size", type=int, default=1_000_000,
-                   help="lines sampled from larger corpora (default: %(default)s)")
+                   help="sentencepiece: lines sampled from larger corpora; bpe reads every "
+                        "line (default: %(default)s)")
+    p.add_argument("--min-frequency", type=int, default=2,
+                   help="bpe: fewest occurrences of a pair to merge (default: %(default)s)")
     p.add_argument("--text-field", default="text",
                    help="JSON-lines inputs: the field holding the text (default: %(default)s)")
-    p.add_argument("--out", required=True, help="directory for spiece.model (required)")
+    p.add_argument("--out", required=True,
+                   help="directory for the tokenizer (spiece.model or vocab.json + merges.txt, "
+                        "with tokenizer.json and tokenizer_config.json) (required)")
     p.set_defaults(func=cmd_tokenizer_train)
     corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")
     csub = corpus.add_subparsers(dest="corpus_command", required=True)

@@ -40,7 +40,8 @@ def test_manifest_records_every_data_file(built):
     assert {"tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
             "train.instances.bin", "train.masks.bin", "train.mask_index.bin",
             "heldout.instances.bin", "heldout.masks.bin", "heldout.mask_index.bin",
-            "tokenizer/spiece.model", "tokenizer/tokenizer_config.json"} == set(files)
+            "tokenizer/spiece.model", "tokenizer/tokenizer_config.json",
+            "tokenizer/tokenizer.json"} == set(files)
     for name, record in files.items():
         assert record["size"] == (out / name).stat().st_size
         assert len(record["sha256"]) == 64

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections import Counter
 from pathlib import Path
@@ -227,3 +228,19 @@ def test_eval_pair_tasks_own_keeps_todays_metrics(data, tmp_path, capsys):
     assert set(trainer.run()) == {"eval_mlm_loss", "eval_mlm_accuracy", "eval_loss",
                                   "eval_mlm_baseline_accuracy", "eval_sop_loss",
                                   "eval_sop_accuracy", "eval_sop_baseline_accuracy"}
+
+
+def test_a_model_with_another_tokenizer_is_warned_about(run, data, tmp_path, caplog):
+    """Any tokenizer kind: the fingerprints differ (here other text settings, same pieces)."""
+    from litebert.tokenization import Tokenizer
+    from litebert.train.evaluation import open_heldout, warn_other_tokenizer
+
+    held = open_heldout(data["sop"])
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        warn_other_tokenizer(run / "export", held)
+    assert "different tokenizers" not in caplog.text
+    other = tmp_path / "other"
+    Tokenizer.from_pretrained(run / "export", do_lower_case=False).save_pretrained(other)
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        warn_other_tokenizer(other, held)
+    assert "different tokenizers" in caplog.text

@@ -1,4 +1,5 @@
-"""RACE: multiple choice over four options, [CLS] article [SEP] question + option [SEP].
+"""RACE: multiple choice over four options, [CLS] article [SEP] question + option [SEP] (in
+the tokenizer's template: RoBERTa's is <s> article </s></s> question + option </s>).
 
 As in the official ALBERT code, a question with a blank ("_") gets the option written into
 the blank; otherwise the option follows the question. The article is cut first when the

@@ -1,6 +1,7 @@
 """Sentence and sentence-pair classification / regression: GLUE and generic tables.
 
-Input is [CLS] A [SEP] (B [SEP]), cut to max_seq_length from the longer side; the model is
+Input is the tokenizer's template, [CLS] A [SEP] (B [SEP]) or RoBERTa's <s> A </s>(</s> B </s>),
+cut to max_seq_length from the longer side; the model is
 AlbertForSequenceClassification (num_labels = 1 is regression with MSE).
 """
 

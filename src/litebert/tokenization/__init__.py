@@ -2,14 +2,18 @@
 
 - `sentencepiece.py`: SentencePiece (`spiece.model`), with ALBERT's text rules (`albert_text.py`)
 - `wordpiece.py`: WordPiece (`vocab.txt`), BERT's
-- `tokenizer.py`: the public `Tokenizer` (pairs, truncation, offsets, batch encoding)
-- `train.py`: training a SentencePiece model in ALBERT's layout
+- `bpe.py`: byte-level BPE (`vocab.json` + `merges.txt` or `tokenizer.json`), RoBERTa's
+- `base.py`: what they share: the `Backend` protocol, `PairTemplate`, `TextSettings`
+- `tokenizer.py`: the public `Tokenizer` (pairs, truncation, offsets, batch encoding, files)
+- `hf_json.py`: each backend as a `tokenizers` pipeline, saved as `tokenizer.json` for
+  transformers (`spm_proto.py` reads the SentencePiece model fields it needs)
+- `train.py`: training a SentencePiece model in ALBERT's layout or a byte-level BPE in RoBERTa's
 """
 
 from litebert.tokenization.albert_text import ALBERT_USER_SYMBOLS, preprocess_text
 from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
 from litebert.tokenization.tokenizer import Tokenizer
-from litebert.tokenization.train import train_sentencepiece
+from litebert.tokenization.train import train_bpe, train_sentencepiece
 
 __all__ = ["ALBERT_USER_SYMBOLS", "PairTemplate", "TextSettings", "Tokenizer", "TokenizerError",
-           "preprocess_text", "train_sentencepiece"]
+           "preprocess_text", "train_bpe", "train_sentencepiece"]

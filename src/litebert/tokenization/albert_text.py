@@ -41,7 +41,7 @@ class TextRules(Protocol):
 # ---- preprocess_text, plain, batched and with a character alignment -------------------------
 
 @lru_cache(maxsize=1)
-def _combining_marks() -> dict[int, None]:
+def combining_marks() -> dict[int, None]:
     """str.translate table deleting every character with a non-zero combining class."""
     return {c: None for c in range(sys.maxunicode + 1) if unicodedata.combining(chr(c))}
 
@@ -52,14 +52,14 @@ def preprocess_text(text: str, settings: TextRules) -> str:
         text = " ".join(text.split())
     text = text.replace("``", '"').replace("''", '"')
     if not settings.keep_accents and not text.isascii():
-        text = unicodedata.normalize("NFKD", text).translate(_combining_marks())
+        text = unicodedata.normalize("NFKD", text).translate(combining_marks())
     return text.lower() if settings.do_lower_case else text
 
 
 @lru_cache(maxsize=1)
 def _combining_mask() -> np.ndarray:
     mask = np.zeros(sys.maxunicode + 1, dtype=bool)
-    mask[list(_combining_marks())] = True
+    mask[list(combining_marks())] = True
     return mask
 
 
@@ -141,7 +141,7 @@ def _replace_aligned(text: str, starts: list[int], ends: list[int],
 
 def _expand_aligned(text: str, starts: list[int], ends: list[int],
                     settings: TextRules) -> tuple[list[int], list[int]]:
-    marks = _combining_marks()
+    marks = combining_marks()
     out_starts: list[int] = []
     out_ends: list[int] = []
     pending = None  # start of dropped chars before the first kept one

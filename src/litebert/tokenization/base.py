@@ -1,12 +1,14 @@
-"""What every tokenizer backend shares: the error type and the text-preprocessing switches."""
+"""What every tokenizer backend shares: the error type, the text-preprocessing switches, the pair
+template and the `Backend` protocol that `Tokenizer` drives."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -99,3 +101,46 @@ class PairTemplate:
             if self.typed_pairs:
                 types[self.b_offset(len(a)):] = 1
         return ids, types, special
+
+
+class Backend(Protocol):
+    """One vocabulary kind (sentencepiece.py, wordpiece.py, bpe.py), as `Tokenizer` uses it."""
+
+    kind: str  # "sentencepiece", "wordpiece", "bpe"
+    pair_separators: int  # PairTemplate.separators
+    typed_pairs: bool  # PairTemplate.typed_pairs
+    special_names: dict[str, tuple[str, ...]]  # "cls" -> candidate tokens, first found wins
+    path: Path  # the file it was read from
+    settings: TextSettings
+    pieces: list[str]  # token of each id
+
+    def content(self) -> bytes:
+        """Everything the backend read, for the fingerprint."""
+        ...
+
+    def save(self, directory: Path) -> None:
+        """Write the vocabulary files into `directory`."""
+        ...
+
+    def hf_config(self, specials: dict[str, str]) -> dict[str, Any]:
+        """tokenizer_config.json; specials: {"cls": "[CLS]", ...} of the tokens present."""
+        ...
+
+    def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
+        """A tokenizers.Tokenizer with the same ids (tokenizer.json); TokenizerError if none."""
+        ...
+
+    def special_mask(self) -> np.ndarray:
+        """(V,) bool: ids that stand for no text."""
+        ...
+
+    def token_to_id(self, token: str) -> int | None: ...
+
+    def batch_encode(self, texts: Sequence[str], num_threads: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All ids (int32), their word-start flags (bool) and each text's token count."""
+        ...
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+
+    def decode(self, ids: list[int], specials: set[int]) -> str: ...

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from litebert.files import atomic_write
 from litebert.tokenization.albert_text import (
     SPIECE_NAME,
     UNDERLINE,
@@ -29,22 +30,34 @@ from litebert.tokenization.albert_text import (
     resplit,
     split_number,
 )
-from litebert.tokenization.base import TextSettings, TokenizerError
+from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
+from litebert.tokenization.hf_json import (
+    add_special_tokens,
+    sentencepiece_pipeline,
+    template_processing,
+)
+from litebert.tokenization.spm_proto import read_model
 
 
 class SentencePieceBackend:
     kind = "sentencepiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
-    file_name = SPIECE_NAME
+    # Candidates per special token, first match wins. The sentencepiece sdist's test models
+    # have <s> and </s> instead of [CLS] and [SEP].
+    special_names: dict[str, tuple[str, ...]] = {
+        "pad": ("<pad>", "[PAD]"), "unk": ("<unk>", "[UNK]"), "cls": ("[CLS]", "<cls>", "<s>"),
+        "sep": ("[SEP]", "<sep>", "</s>"), "mask": ("[MASK]", "<mask>")}
 
     def __init__(self, path: Path, settings: TextSettings):
         import sentencepiece as spm
 
+        self.path = path
         self.settings = settings
+        self.model_bytes = path.read_bytes()
         self.sp = spm.SentencePieceProcessor()
         try:
-            self.sp.LoadFromSerializedProto(path.read_bytes())
+            self.sp.LoadFromSerializedProto(self.model_bytes)
         except (RuntimeError, OSError, TypeError) as err:
             raise TokenizerError(f"{path}: not a SentencePiece model ({err})") from None
         self.pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
@@ -85,6 +98,41 @@ class SentencePieceBackend:
         hazards = tuple(p for i, p in enumerate(self.pieces)
                         if not sp.is_unknown(i) and all(c not in known for c in p))
         return "," not in known or UNDERLINE not in known, hazards
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def content(self) -> bytes:
+        """Everything this backend read (the fingerprint's input)."""
+        return self.model_bytes
+
+    def save(self, directory: Path) -> None:
+        target = directory / SPIECE_NAME
+        if not (target.exists() and target.samefile(self.path)):
+            atomic_write(target, self.model_bytes)
+
+    def hf_config(self, specials: dict[str, str]) -> dict[str, Any]:
+        """tokenizer_config.json: the pipeline of tokenizer.json as it is (AlbertTokenizer would
+        rebuild its own normalizer and pre-tokenizer around the vocabulary), ALBERT's settings
+        for `Tokenizer.from_pretrained`, and token types in the model inputs."""
+        names = {f"{name}_token": token for name, token in specials.items()}
+        if "cls" in specials and "sep" in specials:  # AlbertTokenizer's bos/eos
+            names.update(bos_token=specials["cls"], eos_token=specials["sep"])
+        s = self.settings
+        return dict(tokenizer_class="PreTrainedTokenizerFast", do_lower_case=s.do_lower_case,
+                    remove_space=s.remove_space, keep_accents=s.keep_accents,
+                    model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+                    **names)
+
+    def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
+        """A tokenizers.Tokenizer with these ids (see hf_json)."""
+        model = read_model(self.model_bytes, str(self.path))
+        hf = sentencepiece_pipeline(model, self.settings, str(self.path))
+        add_special_tokens(hf, specials.values())
+        if template is not None:
+            hf.post_processor = template_processing(template, specials["cls"], specials["sep"])
+        return hf
+
+    # ---- vocabulary and encoding ---------------------------------------------------------------
 
     def special_mask(self) -> np.ndarray:
         """(V,) bool: True for ids that stand for no text (pad, unknown, control and unused

@@ -1,7 +1,7 @@
 """`litebert.Tokenizer`: one API over every vocabulary kind (the backends in this package).
 
-Neither backend turns "[CLS]", "[MASK]", ... written inside raw text into special ids (the
-official ALBERT and BERT code do not either; transformers does).
+No backend turns "[CLS]", "<mask>", ... written inside raw text into special ids (the official
+ALBERT and BERT code do not either; transformers does).
 """
 
 from __future__ import annotations
@@ -10,106 +10,115 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from litebert.files import atomic_write
 from litebert.tokenization.albert_text import SPIECE_NAME
 from litebert.tokenization.base import (
     CONFIG_NAME,
+    Backend,
     PairTemplate,
     TokenizerError,
     read_json,
     read_settings,
 )
+from litebert.tokenization.bpe import (
+    BPE_SETTINGS,
+    MERGES_TXT,
+    VOCAB_JSON,
+    ByteLevelBPEBackend,
+    bpe_source,
+    tokenizer_json_model,
+)
+from litebert.tokenization.hf_json import TOKENIZER_JSON
 from litebert.tokenization.sentencepiece import SentencePieceBackend
 from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
 
-# Candidate names per special token, first match wins. The sentencepiece test models have
-# <s> and </s> instead of [CLS] and [SEP].
-_SPECIAL_NAMES = {
-    "pad": ("<pad>", "[PAD]"),
-    "unk": ("<unk>", "[UNK]"),
-    "cls": ("[CLS]", "<cls>", "<s>"),
-    "sep": ("[SEP]", "<sep>", "</s>"),
-    "mask": ("[MASK]", "<mask>"),
-}
+log = logging.getLogger("litebert")
+
+# tokenizer_config.json's tokenizer_class -> backend, for directories with several vocabularies.
+_CLASS_PREFIXES = {"sentencepiece": ("Albert", "XLNet", "T5", "Camembert"),
+                   "wordpiece": ("Bert", "DistilBert", "Electra", "MobileBert"),
+                   "bpe": ("Roberta", "GPT2", "Bart", "Longformer")}
+_LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), or {VOCAB_JSON} + "
+               f"{MERGES_TXT} or a BPE {TOKENIZER_JSON} (byte-level BPE)")
 
 
 class Tokenizer:
-    """[CLS] A [SEP] (B [SEP]) encoding, decoding and fast batch encoding for data building."""
+    """Encoding with the backend's pair template ([CLS] A [SEP] (B [SEP]), or RoBERTa's
+    <s> A </s> (</s> B </s>)), decoding, and fast batch encoding for data building."""
 
-    def __init__(self, backend: SentencePieceBackend | WordPieceBackend, path: Path):
+    def __init__(self, backend: Backend, path: Path):
         self._backend = backend
         self.path = path
         self.settings = backend.settings
         self.num_threads = os.cpu_count() or 1
-        self._special = {name: _first_id(backend, names) for name, names in _SPECIAL_NAMES.items()}
+        self._special = {name: _first_id(backend, names)
+                         for name, names in backend.special_names.items()}
         self._fingerprint: str | None = None
 
     # ---- loading and saving ------------------------------------------------------------------
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, **settings: Any) -> Tokenizer:
-        """DIR/spiece.model or DIR/vocab.txt, with DIR/tokenizer_config.json if present."""
+        """The vocabulary in DIR (see _LOOKED_FOR), with DIR/tokenizer_config.json if present;
+        its tokenizer_class decides when there are several."""
         directory = Path(directory)
         if not directory.is_dir():
             raise TokenizerError(f"{directory}: not a directory")
         config = read_json(directory / CONFIG_NAME)
-        text = read_settings(config, settings, directory / CONFIG_NAME)
-        spiece, vocab = directory / SPIECE_NAME, directory / VOCAB_NAME
-        bert = str(config.get("tokenizer_class", "")).startswith("Bert")
-        if spiece.is_file() and not (bert and vocab.is_file()):
-            return cls(SentencePieceBackend(spiece, text), spiece)
-        if vocab.is_file():
-            return cls(WordPieceBackend(vocab, text), vocab)
-        raise TokenizerError(f"{directory}: no tokenizer files; expected {SPIECE_NAME} "
-                             f"(SentencePiece) or {VOCAB_NAME} (WordPiece)")
+        kind, path = _find_vocabulary(directory, config)
+        return cls(_backend(kind, path, config, settings, directory / CONFIG_NAME), path)
 
     @classmethod
     def from_file(cls, path: str | Path, **settings: Any) -> Tokenizer:
-        """A bare SentencePiece model or WordPiece vocab.txt (by suffix .txt)."""
+        """A bare SentencePiece model, WordPiece vocab.txt (suffix .txt), or byte-level BPE
+        vocab.json (merges.txt beside it) or tokenizer.json (suffix .json)."""
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"{path}: no such tokenizer file")
-        text = read_settings({}, settings, path)
-        if path.suffix == ".txt":
-            return cls(WordPieceBackend(path, text), path)
-        return cls(SentencePieceBackend(path, text), path)
+        kind = {".txt": "wordpiece", ".json": "bpe"}.get(path.suffix, "sentencepiece")
+        return cls(_backend(kind, path, {}, settings, path), path)
 
     def save_pretrained(self, directory: str | Path) -> Path:
-        """Copy the model/vocab file and write tokenizer_config.json (transformers reads both)."""
+        """The backend's vocabulary files, tokenizer_config.json and tokenizer.json, which
+        transformers' AutoTokenizer loads with these ids (see hf_json)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        target = directory / self._backend.file_name
-        if not target.exists() or not target.samefile(self.path):
-            shutil.copyfile(self.path, target)
-        config = json.dumps(self._hf_config(), indent=2, sort_keys=True, ensure_ascii=False)
-        (directory / CONFIG_NAME).write_text(config + "\n", encoding="utf-8")
+        self._backend.save(directory)
+        specials = self._special_tokens()
+        config = self._backend.hf_config(specials)
+        atomic_write(directory / CONFIG_NAME,
+                     json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        try:
+            hf = self._backend.hf_tokenizer(specials, self._template_or_none())
+        except TokenizerError as err:  # e.g. a SentencePiece char model: no equivalent
+            log.warning("%s: no %s written: %s", directory, TOKENIZER_JSON, err)
+            (directory / TOKENIZER_JSON).unlink(missing_ok=True)
+            return directory
+        atomic_write(directory / TOKENIZER_JSON, hf.to_str(pretty=True) + "\n")
         return directory
 
-    def _hf_config(self) -> dict[str, Any]:
-        s = self.settings
-        names = {f"{k}_token": self._backend.pieces[i] for k, i in self._special.items()
-                 if i is not None}
-        if self.kind == "wordpiece":
-            return dict(tokenizer_class="BertTokenizer", do_lower_case=s.do_lower_case,
-                        strip_accents=s.strip_accents,
-                        tokenize_chinese_chars=s.tokenize_chinese_chars, **names)
-        if "cls_token" in names and "sep_token" in names:  # AlbertTokenizer's bos/eos
-            names.update(bos_token=names["cls_token"], eos_token=names["sep_token"])
-        return dict(tokenizer_class="AlbertTokenizer", do_lower_case=s.do_lower_case,
-                    remove_space=s.remove_space, keep_accents=s.keep_accents, **names)
+    def _special_tokens(self) -> dict[str, str]:
+        """{"cls": "[CLS]", ...} for the special tokens the vocabulary has."""
+        return {name: self._backend.pieces[i] for name, i in self._special.items()
+                if i is not None}
+
+    def _template_or_none(self) -> PairTemplate | None:
+        has_both = self._special["cls"] is not None and self._special["sep"] is not None
+        return self.template if has_both else None
 
     # ---- vocabulary --------------------------------------------------------------------------
 
     @property
     def kind(self) -> str:
-        """'sentencepiece' or 'wordpiece'."""
+        """'sentencepiece', 'wordpiece' or 'bpe'."""
         return self._backend.kind
 
     @property
@@ -174,9 +183,10 @@ class Tokenizer:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 of the model/vocab bytes and the preprocessing settings (a cache key)."""
+        """sha256 of everything the backend read (its model / vocabulary / merges) and the
+        preprocessing settings (a cache key)."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(self.path.read_bytes())
+            digest = hashlib.sha256(self._backend.content())
             settings = json.dumps(dataclasses.asdict(self.settings), sort_keys=True)
             digest.update(f"\n{self.kind}\n{settings}".encode())
             self._fingerprint = digest.hexdigest()
@@ -210,7 +220,7 @@ class Tokenizer:
         found = self._special[name]
         if found is None:
             raise TokenizerError(f"{self.path} has no {name} token (looked for "
-                                 f"{', '.join(_SPECIAL_NAMES[name])})")
+                                 f"{', '.join(self._backend.special_names[name])})")
         return found
 
     # ---- encoding ----------------------------------------------------------------------------
@@ -221,7 +231,7 @@ class Tokenizer:
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         ids = self._ids(_need_str(text))
-        return [self._special_id("cls"), *ids, self._special_id("sep")] \
+        return self.template.build(np.array(ids, dtype=np.int64))[0].tolist() \
             if add_special_tokens else ids
 
     def _ids(self, text: str) -> list[int]:
@@ -245,7 +255,7 @@ class Tokenizer:
         a, a_off = self._ids_and_offsets(_need_str(text), return_offsets_mapping)
         b, b_off = (None, None) if text_pair is None else \
             self._ids_and_offsets(_need_str(text_pair), return_offsets_mapping)
-        n_special = (2 if b is None else 3) if add_special_tokens else 0
+        n_special = self.template.num_special(b is not None) if add_special_tokens else 0
         keep_a, keep_b = _truncated_lengths(len(a), None if b is None else len(b), truncation,
                                             max_length, n_special)
         a, a_off = a[:keep_a], a_off[:keep_a]
@@ -261,16 +271,18 @@ class Tokenizer:
 
     def _assemble(self, a: list[int], a_off: list, b: list[int] | None, b_off: list | None,
                   add_special_tokens: bool, offsets: bool) -> dict[str, list]:
-        ids, types, spans = list(a), [0] * len(a), list(a_off)
-        if add_special_tokens:
-            cls_id, sep_id = self._special_id("cls"), self._special_id("sep")
-            ids, types, spans = [cls_id, *ids, sep_id], [0, *types, 0], [(0, 0), *spans, (0, 0)]
-        if b is not None and b_off is not None:
-            tail = [*b, sep_id] if add_special_tokens else list(b)
-            ids += tail
-            types += [1] * len(tail)
-            spans += [*b_off, (0, 0)] if add_special_tokens else list(b_off)
-        out = {"input_ids": ids, "token_type_ids": types, "attention_mask": [1] * len(ids)}
+        text_spans = [*a_off, *(b_off or [])]
+        if add_special_tokens:  # the backend's template; special tokens span no text
+            built, typed, special = self.template.build(
+                np.array(a, dtype=np.int64), None if b is None else np.array(b, dtype=np.int64))
+            ids, types = built.tolist(), typed.tolist()
+            spans_left = iter(text_spans)
+            spans = [(0, 0) if s else next(spans_left) for s in special.tolist()]
+        else:
+            ids, spans = [*a, *(b or [])], text_spans
+            types = [0] * len(a) + [1 if self._backend.typed_pairs else 0] * len(b or [])
+        out: dict[str, list] = {"input_ids": ids, "token_type_ids": types,
+                                "attention_mask": [1] * len(ids)}
         if offsets:
             out["offset_mapping"] = spans
         return out
@@ -280,7 +292,8 @@ class Tokenizer:
         """(int32 ids, bool word starts) per text, no special tokens; for data building.
 
         A word starts at a SentencePiece piece beginning with "▁", at a WordPiece token not
-        beginning with "##", and at the first token of every text.
+        beginning with "##", at a byte-level BPE token beginning with "Ġ" (a space), and at
+        the first token of every text.
         """
         if not texts:
             return []
@@ -318,8 +331,59 @@ def _need_str(text: Any) -> str:
     return text
 
 
-def _first_id(backend: SentencePieceBackend | WordPieceBackend, names: Sequence[str]) -> int | None:
+def _first_id(backend: Backend, names: Sequence[str]) -> int | None:
     return next((i for i in map(backend.token_to_id, names) if i is not None), None)
+
+
+def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path]:
+    """(backend kind, the file it reads) for a tokenizer directory."""
+    found = {kind: path for kind, path in (
+        ("sentencepiece", directory / SPIECE_NAME), ("wordpiece", directory / VOCAB_NAME),
+        ("bpe", bpe_source(directory, look_inside=False))) if path is not None and path.is_file()}
+    named = str(config.get("tokenizer_class") or "")
+    wanted = next((kind for kind, prefixes in _CLASS_PREFIXES.items()
+                   if named.startswith(prefixes)), None)
+    if wanted == "bpe" and "bpe" not in found:  # a BPE tokenizer.json alone, say
+        path = bpe_source(directory, look_inside=True)
+        found.update({"bpe": path} if path is not None else {})
+    if found:
+        return (wanted, found[wanted]) if wanted in found else next(iter(found.items()))
+    path = bpe_source(directory, look_inside=True)
+    if path is not None:
+        return "bpe", path
+    if (directory / TOKENIZER_JSON).is_file():
+        raise TokenizerError(f"{directory}: {TOKENIZER_JSON} holds a "
+                             f"{tokenizer_json_model(directory / TOKENIZER_JSON)} model; "
+                             f"litebert reads it only for byte-level BPE, and otherwise needs "
+                             f"{SPIECE_NAME} (SentencePiece) or {VOCAB_NAME} (WordPiece)")
+    raise TokenizerError(f"{directory}: no tokenizer files; expected {_LOOKED_FOR}")
+
+
+def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str, Any],
+             config_path: Path) -> Backend:
+    if kind == "bpe":
+        _check_bpe_settings(config, overrides, config_path)
+        return ByteLevelBPEBackend(path)
+    settings = read_settings(config, overrides, config_path)
+    if kind == "wordpiece":
+        return WordPieceBackend(path, settings)
+    return SentencePieceBackend(path, settings)
+
+
+def _check_bpe_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> None:
+    """Byte-level BPE reads text as it is, as RoBERTa does: no switches apply."""
+    if overrides:
+        raise TokenizerError(f"byte-level BPE takes no text settings (got "
+                             f"{', '.join(sorted(overrides))}); it reads text as it is")
+    expected = {"add_prefix_space": False, "trim_offsets": True}
+    for name, value in expected.items():
+        if config.get(name, value) != value:
+            raise TokenizerError(f"{source}: {name}={config[name]!r} is not supported; "
+                                 f"litebert's byte-level BPE is RoBERTa's ({name} {value})")
+    for name, value in dataclasses.asdict(BPE_SETTINGS).items():
+        if name in config and config[name] != value:
+            raise TokenizerError(f"{source}: {name}={config[name]!r} does not apply to "
+                                 "byte-level BPE, which reads text as it is; remove it")
 
 
 _TRUNCATION = {True: "longest_first", False: "do_not_truncate", "longest_first": "longest_first",
@@ -329,8 +393,7 @@ _TRUNCATION = {True: "longest_first", False: "do_not_truncate", "longest_first":
 
 def _truncated_lengths(a: int, b: int | None, truncation: bool | str, max_length: int | None,
                        n_special: int) -> tuple[int, int]:
-    """Lengths to keep of A and B; 'longest_first' removes one token at a time from the
-    longer side (from B on ties), as transformers does."""
+    """Lengths to keep of A and B, as transformers (its tokenizers library) truncates."""
     strategy = _TRUNCATION.get(truncation) if isinstance(truncation, (bool, str)) else None
     if strategy is None:
         raise TokenizerError(f"truncation={truncation!r}: use True, False or one of "
@@ -347,18 +410,27 @@ def _truncated_lengths(a: int, b: int | None, truncation: bool | str, max_length
                              "tokens are added")
     if excess <= 0:
         return a, b_len
-    if strategy == "only_first" or (strategy == "only_second" and b is None):
-        if excess > a:
+    # As tokenizers: the named side must keep at least one token.
+    if strategy == "only_second" and b is None:
+        raise TokenizerError(f"truncation={truncation!r} needs a text pair")
+    if strategy == "only_first":
+        if excess >= a:
             raise TokenizerError(f"max_length={max_length}: cannot fit by truncating only the "
                                  f"first text (second text has {b_len} tokens)")
         return a - excess, b_len
     if strategy == "only_second":
-        if excess > b_len:
+        if excess >= b_len:
             raise TokenizerError(f"max_length={max_length}: cannot fit by truncating only the "
                                  f"second text (first text has {a} tokens)")
         return a, b_len - excess
-    # longest_first: first level the longer side, then alternate, B first.
-    cut = min(excess, abs(a - b_len))
-    a, b_len = (a - cut, b_len) if a > b_len else (a, b_len - cut)
-    excess -= cut
-    return a - excess // 2, b_len - (excess - excess // 2)
+    # longest_first, as tokenizers (so transformers) does it: cut the longer side; if both
+    # must be cut, each keeps half the budget and the longer one (B on a tie) the odd token.
+    # (The official BERT/ALBERT loop, one token at a time, gives the odd token to A.)
+    if b is None:
+        return budget, 0
+    short = min(a, b_len)
+    if short <= budget // 2:
+        keep_short, keep_long = short, budget - short
+    else:
+        keep_short, keep_long = budget // 2, budget - budget // 2
+    return (keep_long, keep_short) if a > b_len else (keep_short, keep_long)

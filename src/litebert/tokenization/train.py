@@ -1,8 +1,10 @@
-"""Training a SentencePiece unigram model with ALBERT's vocabulary layout."""
+"""Training a tokenizer: a SentencePiece unigram model with ALBERT's vocabulary layout, or a
+byte-level BPE with RoBERTa's, from the same inputs (read by `_training_lines`)."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -12,10 +14,10 @@ from litebert.tokenization.albert_text import (
     ALBERT_CONTROL_SYMBOLS,
     ALBERT_USER_SYMBOLS,
     SPIECE_NAME,
-    TextRules,
     preprocess_text,
 )
 from litebert.tokenization.base import TextSettings, TokenizerError
+from litebert.tokenization.bpe import MERGES_TXT, VOCAB_JSON
 from litebert.tokenization.tokenizer import Tokenizer
 
 
@@ -46,7 +48,9 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     if not files and sentence_iterator is None:
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
     settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
-    sentences = _training_sentences(files, sentence_iterator, settings, text_field)
+    lines = (preprocess_text(line, settings) for line in
+             _training_lines(files, sentence_iterator, text_field))
+    sentences = (line for line in lines if line)
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)  # the sampling of input_sentence_size sentences
     try:
@@ -70,23 +74,61 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     return path
 
 
-def _training_sentences(files: list[Path], extra: Iterable[str] | None,
-                        settings: TextRules, text_field: str) -> Iterator[str]:
+def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: int = 50265,
+              min_frequency: int = 2, sentence_iterator: Iterable[str] | None = None,
+              text_field: str = "text") -> Path:
+    """Train a byte-level BPE with RoBERTa's layout; returns out_dir (vocab.json, merges.txt,
+    tokenizer.json, tokenizer_config.json).
+
+    Ids: <s>=0, <pad>=1, </s>=2, <unk>=3, the 256 bytes, the merges, and <mask> last
+    (vocab_size - 1 when the text has enough pairs that occur `min_frequency` times). Inputs
+    as for train_sentencepiece; the text is not preprocessed (byte-level BPE keeps case and
+    accents), only the line ends are dropped.
+    """
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    if not isinstance(vocab_size, int) or vocab_size <= 256 + len(specials) + 1:
+        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 256 bytes plus 5 "
+                             "special tokens")
+    files = expand_inputs(inputs, what="tokenizer training input") if inputs else []
+    if not files and sentence_iterator is None:
+        raise TokenizerError("train_bpe: no inputs and no sentence_iterator")
+    hf = HFTokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(  # <mask> is appended after training: RoBERTa's last id
+        vocab_size=vocab_size - 1, min_frequency=min_frequency, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    lines = (line.rstrip("\r\n") for line in
+             _training_lines(files, sentence_iterator, text_field))
+    hf.train_from_iterator((line for line in lines if line), trainer=trainer)
+    model = json.loads(hf.to_str())["model"]
+    vocab = dict(model["vocab"])
+    vocab["<mask>"] = len(vocab)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(out_dir / VOCAB_JSON, json.dumps(vocab, ensure_ascii=False) + "\n")
+    atomic_write(out_dir / MERGES_TXT, "#version: 0.2\n" + "".join(f"{m}\n" for m in merges))
+    Tokenizer.from_pretrained(out_dir).save_pretrained(out_dir)
+    return out_dir
+
+
+def _training_lines(files: list[Path], extra: Iterable[str] | None,
+                    text_field: str) -> Iterator[str]:
+    """The raw lines of `files` (JSON-lines files: the sentences of `text_field`, as `data
+    build` reads them, not their raw JSON), then the strings of `extra`."""
     from litebert.data.corpus import JSON_SUFFIXES, read_documents
 
-    def raw() -> Iterator[str]:
-        for path in files:
-            if strip_compression(path.name).lower().endswith(JSON_SUFFIXES):
-                for doc in read_documents([path], fmt="jsonl", text_field=text_field):
-                    yield from doc.sentences
-                continue
-            # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
-            with open_text(path, errors="replace") as handle:
-                yield from handle
-        if extra is not None:
-            yield from extra
-
-    for line in raw():
-        line = preprocess_text(line, settings)
-        if line:
-            yield line
+    for path in files:
+        if strip_compression(path.name).lower().endswith(JSON_SUFFIXES):
+            for doc in read_documents([path], fmt="jsonl", text_field=text_field):
+                yield from doc.sentences
+            continue
+        # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
+        with open_text(path, errors="replace") as handle:
+            yield from handle
+    if extra is not None:
+        yield from extra

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from litebert.tokenization.base import TextSettings, TokenizerError
+from litebert.files import atomic_write
+from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
+from litebert.tokenization.hf_json import add_special_tokens, template_processing
 
 VOCAB_NAME = "vocab.txt"
 
@@ -17,16 +20,21 @@ class WordPieceBackend:
     kind = "wordpiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
-    file_name = VOCAB_NAME
+    special_names: dict[str, tuple[str, ...]] = {
+        "pad": ("[PAD]",), "unk": ("[UNK]",), "cls": ("[CLS]",), "sep": ("[SEP]",),
+        "mask": ("[MASK]",)}
 
     def __init__(self, path: Path, settings: TextSettings):
         from tokenizers import Tokenizer as HFTokenizer
         from tokenizers import decoders, normalizers, pre_tokenizers
         from tokenizers.models import WordPiece
 
+        self.path = path
         self.settings = settings
-        try:  # the same reading as BERT's load_vocab: one token a line, trailing "\n" dropped
-            lines = path.read_text(encoding="utf-8").split("\n")
+        self.vocab_bytes = path.read_bytes()
+        try:  # BERT's load_vocab: text mode (universal newlines), one token a line
+            text = self.vocab_bytes.decode("utf-8")
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         except UnicodeDecodeError as err:
             raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
         if lines and lines[-1] == "":
@@ -43,6 +51,35 @@ class WordPieceBackend:
         self.tk.decoder = decoders.WordPiece(prefix="##")
         self.vocab = vocab
         self.word_start = np.array([not p.startswith("##") for p in self.pieces])
+
+    # ---- files --------------------------------------------------------------------------------
+
+    def content(self) -> bytes:
+        """Everything this backend read (the fingerprint's input)."""
+        return self.vocab_bytes
+
+    def save(self, directory: Path) -> None:
+        target = directory / VOCAB_NAME
+        if not (target.exists() and target.samefile(self.path)):
+            atomic_write(target, self.vocab_bytes)
+
+    def hf_config(self, specials: dict[str, str]) -> dict[str, Any]:
+        s = self.settings
+        return dict(tokenizer_class="BertTokenizer", do_lower_case=s.do_lower_case,
+                    strip_accents=s.strip_accents, tokenize_chinese_chars=s.tokenize_chinese_chars,
+                    **{f"{name}_token": token for name, token in specials.items()})
+
+    def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
+        """This backend's pipeline with BERT's post-processor and special tokens."""
+        from tokenizers import Tokenizer as HFTokenizer
+
+        hf = HFTokenizer.from_str(self.tk.to_str())
+        add_special_tokens(hf, specials.values())
+        if template is not None:
+            hf.post_processor = template_processing(template, specials["cls"], specials["sep"])
+        return hf
+
+    # ---- vocabulary and encoding ---------------------------------------------------------------
 
     def special_mask(self) -> np.ndarray:
         """(V,) bool: True for "[...]" tokens ([PAD] [UNK] [CLS] [SEP] [MASK] [unused12] ...),

