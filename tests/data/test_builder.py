@@ -202,3 +202,26 @@ def test_kill_9_mid_build_leaves_nothing_that_looks_complete(tmp_path, corpus_an
     manifest = build([corpus], tok, out, small)
     assert PretrainingDataset(out).manifest["config_hash"] == manifest["config_hash"]
     assert not [p for p in out.iterdir() if is_temporary(p)]
+
+
+def test_bpe_sentences_inside_a_document_are_tokenized_as_running_text(tmp_path):
+    """Byte-level BPE marks a word's leading space ("Ġthe"): a document's sentences, encoded
+    one by one, must give the ids of the document encoded whole, as fine-tuning sees text."""
+    from litebert.tokenization.train import train_bpe
+
+    docs = [["The cat sat on the mat.", "Then the dog ran home.", "It was late."],
+            ["A bird flew by.", "The end came soon."]]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(doc) for doc in docs) + "\n")
+    tok_dir = train_bpe([corpus], tmp_path / "tok", vocab_size=300, min_frequency=1)
+    out = tmp_path / "data"
+    build([corpus], tok_dir, out, BuildConfig(max_seq_length=64, objective="none",
+                                              format="bert", heldout_fraction=0.0))
+    tok = Tokenizer.from_pretrained(tok_dir)
+    tokens = np.fromfile(out / "tokens.bin", dtype=np.uint16)
+    first = np.fromfile(out / "documents.bin", dtype=np.int64)
+    offsets = np.fromfile(out / "sentences.bin", dtype=np.int64)
+    for d, doc in enumerate(docs):
+        ids = tokens[offsets[first[d]]:offsets[first[d + 1]]].tolist()
+        assert ids == tok.encode(" ".join(doc), add_special_tokens=False)
+    assert tok.convert_ids_to_tokens(int(tokens[offsets[1]])).startswith("\u0120")  # "ĠThen"

@@ -242,7 +242,10 @@ def encode_documents(documents: list[list[str]], tokenizer=None):
     if tok is None:
         raise RuntimeError("encode_documents: no tokenizer given, and _init_worker has not "
                            "loaded one in this process")
-    flat = [s for doc in documents for s in doc]
+    # Sentences are encoded one by one; those that continue a document get the prefix that
+    # running text gives them (byte-level BPE's space: "Ġword", as fine-tuning sees it).
+    joiner = tok.continuation_prefix
+    flat = [joiner + s if i and s else s for doc in documents for i, s in enumerate(doc)]
     ids, starts, lengths = tok.encode_batch_flat(flat)
     first_sentence = np.cumsum([0] + [len(d) for d in documents[:-1]])
     per_doc = np.add.reduceat((lengths > 0).astype(np.int64), first_sentence)

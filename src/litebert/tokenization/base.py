@@ -109,6 +109,7 @@ class Backend(Protocol):
     kind: str  # "sentencepiece", "wordpiece", "bpe"
     pair_separators: int  # PairTemplate.separators
     typed_pairs: bool  # PairTemplate.typed_pairs
+    continuation_prefix: str  # put before a sentence that continues a document (data build)
     special_names: dict[str, tuple[str, ...]]  # "cls" -> candidate tokens, first found wins
     path: Path  # the file it was read from
     settings: TextSettings

@@ -33,6 +33,9 @@ class ByteLevelBPEBackend:
     kind = "bpe"
     pair_separators = 2  # <s> A </s></s> B </s>
     typed_pairs = False  # RoBERTa has one token type
+    # A sentence inside a document is encoded with the space before it, so its first word
+    # is "Ġword" as in running text (fine-tuning encodes whole paragraphs), not "word".
+    continuation_prefix = " "
     special_names: dict[str, tuple[str, ...]] = {
         "cls": ("<s>",), "pad": ("<pad>",), "sep": ("</s>",), "unk": ("<unk>",),
         "mask": ("<mask>",)}

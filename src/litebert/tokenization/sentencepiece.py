@@ -43,6 +43,7 @@ class SentencePieceBackend:
     kind = "sentencepiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
+    continuation_prefix = ""  # every text is encoded alike, wherever it sits
     # Candidates per special token, first match wins. The sentencepiece sdist's test models
     # have <s> and </s> instead of [CLS] and [SEP].
     special_names: dict[str, tuple[str, ...]] = {

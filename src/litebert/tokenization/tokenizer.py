@@ -159,6 +159,12 @@ class Tokenizer:
                             self._backend.pair_separators, self._backend.typed_pairs)
 
     @property
+    def continuation_prefix(self) -> str:
+        """What data building puts before a sentence that continues a document, so that its
+        first word is tokenized as in running text: " " for byte-level BPE, "" otherwise."""
+        return self._backend.continuation_prefix
+
+    @property
     def all_special_ids(self) -> list[int]:
         return sorted({i for i in self._special.values() if i is not None})
 

@@ -20,6 +20,7 @@ class WordPieceBackend:
     kind = "wordpiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
+    continuation_prefix = ""  # every text is encoded alike, wherever it sits
     special_names: dict[str, tuple[str, ...]] = {
         "pad": ("[PAD]",), "unk": ("[UNK]",), "cls": ("[CLS]",), "sep": ("[SEP]",),
         "mask": ("[MASK]",)}
