@@ -118,7 +118,7 @@ def test_every_token_once_within_max_length_and_boundaries(tmp_path, corpus_and_
             ids, types, _, maskable = ds.inputs(i)
             assert len(ids) <= 64 and not types.any()
             # [CLS], then one [SEP] after each span: between documents and at the end.
-            cls, sep = ds._special["cls"], ds._special["sep"]
+            cls, sep = ds.special_ids["cls"], ds.special_ids["sep"]
             assert ids[~maskable].tolist() == [cls] + [sep] * len(spans)
             here = np.concatenate([np.arange(s, s + n) for s, n in spans.tolist()])
             docs = [int(document_of(ds, np.array([s]))[0]) for s, _ in spans.tolist()]
@@ -290,7 +290,7 @@ def test_roberta_template_through_pairs(tmp_path, corpus_and_tokenizer, roberta_
     _, out = small_build(tmp_path, corpus_and_tokenizer, pairs=pairs, masking=masking)
     ds = PretrainingDataset(out)
     assert ds.instance_config.max_tokens == 64 - 4  # room for <s> A </s></s> B </s>
-    cls, sep = ds._special["cls"], ds._special["sep"]
+    cls, sep = ds.special_ids["cls"], ds.special_ids["sep"]
     rows = []
     for i in range(len(ds)):
         a_start, a_len, b_start, b_len, _ = row = ds.pair(i).tolist()
@@ -317,7 +317,7 @@ def test_roberta_template_through_packing(tmp_path, corpus_and_tokenizer, robert
     _, out = small_build(tmp_path, corpus_and_tokenizer, objective="none", packing=packing,
                          masking="static")
     ds = PretrainingDataset(out)
-    cls, sep = ds._special["cls"], ds._special["sep"]
+    cls, sep = ds.special_ids["cls"], ds.special_ids["sep"]
     for i in range(0, len(ds), 5):
         spans = ds.packed.spans_of(i).tolist()
         expected = [cls]

@@ -61,7 +61,7 @@ def test_dynamic_pairs_change_per_epoch_and_repeat_within_one(tmp_path, corpus_a
     for i in range(0, len(ds), 11):
         item, row = again[i], second[i]
         a, b = ds.tokens[row[0]:row[0] + row[1]], ds.tokens[row[2]:row[2] + row[3]]
-        cls, sep = ds._special["cls"], ds._special["sep"]
+        cls, sep = ds.special_ids["cls"], ds.special_ids["sep"]
         expected = np.concatenate([[cls], a, [sep], b, [sep]])
         kept = item["labels"].numpy() == -100
         assert np.array_equal(item["input_ids"].numpy()[kept], expected[kept])
