@@ -145,3 +145,33 @@ class Backend(Protocol):
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
 
     def decode(self, ids: list[int], specials: set[int]) -> str: ...
+
+
+class TokenizersLibraryEncoding:
+    """Encoding and decoding for the backends that a `tokenizers` pipeline runs (WordPiece,
+    byte-level BPE): they set `tk` (the pipeline), `vocab` (token -> id) and `word_start`
+    ((V,) bool) and inherit these."""
+
+    tk: Any
+    vocab: dict[str, int]
+    word_start: np.ndarray
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.vocab.get(token)
+
+    def batch_encode(self, texts: Sequence[str], num_threads: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All ids (int32), their word starts and each text's token count (int64)."""
+        # tokenizers picks its own thread count (RAYON_NUM_THREADS); num_threads is unused.
+        encodings = self.tk.encode_batch_fast(list(texts), add_special_tokens=False)
+        arrays = [np.array(e.ids, dtype=np.int32) for e in encodings]
+        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
+        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
+        return flat, self.word_start[flat], lengths
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        encoding = self.tk.encode(text, add_special_tokens=False)
+        return list(encoding.ids), list(encoding.offsets)
+
+    def decode(self, ids: list[int], specials: set[int]) -> str:
+        return self.tk.decode(ids, skip_special_tokens=False)

@@ -11,14 +11,19 @@ backends, "<mask>" written in raw text is not the mask id (transformers makes it
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from litebert.files import atomic_write
-from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError, read_json
+from litebert.tokenization.base import (
+    PairTemplate,
+    TextSettings,
+    TokenizerError,
+    TokenizersLibraryEncoding,
+    read_json,
+)
 from litebert.tokenization.hf_json import TOKENIZER_JSON, add_special_tokens
 
 VOCAB_JSON = "vocab.json"
@@ -29,7 +34,7 @@ BPE_SETTINGS = TextSettings(do_lower_case=False, remove_space=False, keep_accent
                             strip_accents=False, tokenize_chinese_chars=False)
 
 
-class ByteLevelBPEBackend:
+class ByteLevelBPEBackend(TokenizersLibraryEncoding):
     kind = "bpe"
     pair_separators = 2  # <s> A </s></s> B </s>
     typed_pairs = False  # RoBERTa has one token type
@@ -111,25 +116,6 @@ class ByteLevelBPEBackend:
         made = set(ByteLevel.alphabet()) | {a + b for a, b in self.merges}
         added = set(self.added)
         return np.array([p not in made or p in added for p in self.pieces], dtype=bool)
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def batch_encode(self, texts: Sequence[str], num_threads: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # tokenizers picks its own thread count (RAYON_NUM_THREADS); num_threads is unused.
-        encodings = self.tk.encode_batch_fast(list(texts), add_special_tokens=False)
-        arrays = [np.array(e.ids, dtype=np.int32) for e in encodings]
-        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        return flat, self.word_start[flat], lengths
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        encoding = self.tk.encode(text, add_special_tokens=False)
-        return list(encoding.ids), list(encoding.offsets)
-
-    def decode(self, ids: list[int], specials: set[int]) -> str:
-        return self.tk.decode(ids, skip_special_tokens=False)
 
 
 # ---- reading the files -------------------------------------------------------------------------

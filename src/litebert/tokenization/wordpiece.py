@@ -3,20 +3,24 @@ its ids are those of transformers' BertTokenizer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from litebert.files import atomic_write
-from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
+from litebert.tokenization.base import (
+    PairTemplate,
+    TextSettings,
+    TokenizerError,
+    TokenizersLibraryEncoding,
+)
 from litebert.tokenization.hf_json import add_special_tokens, template_processing
 
 VOCAB_NAME = "vocab.txt"
 
 
-class WordPieceBackend:
+class WordPieceBackend(TokenizersLibraryEncoding):
     kind = "wordpiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
@@ -88,22 +92,3 @@ class WordPieceBackend:
         tokenizes to them (BertPreTokenizer splits "[" off), so masking never draws them."""
         return np.array([len(p) > 2 and p[0] == "[" and p[-1] == "]" for p in self.pieces],
                         dtype=bool)
-
-    def token_to_id(self, token: str) -> int | None:
-        return self.vocab.get(token)
-
-    def batch_encode(self, texts: Sequence[str], num_threads: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # tokenizers picks its own thread count (RAYON_NUM_THREADS); num_threads is unused.
-        encodings = self.tk.encode_batch_fast(list(texts), add_special_tokens=False)
-        arrays = [np.array(e.ids, dtype=np.int32) for e in encodings]
-        lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-        flat = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
-        return flat, self.word_start[flat], lengths
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-        encoding = self.tk.encode(text, add_special_tokens=False)
-        return list(encoding.ids), list(encoding.offsets)
-
-    def decode(self, ids: list[int], specials: set[int]) -> str:
-        return self.tk.decode(ids, skip_special_tokens=False)
