@@ -299,9 +299,9 @@ def _add_eval_pretraining(sub) -> None:
                     "--seed, eval_instances and micro_batch_size reproduce its last "
                     "eval_rtd_* figures. Runs on CUDA when there is one.")
     p.add_argument("model", metavar="MODEL",
-                   help="a model directory: litebert, transformers ALBERT, BERT or ELECTRA (a "
-                        "checkpoint without a pair head gets MLM only; an ELECTRA "
-                        "discriminator gets RTD)")
+                   help="a model directory: litebert, transformers ALBERT, BERT, ELECTRA or "
+                        "RoBERTa (a checkpoint without a pair head gets MLM only; an "
+                        "ELECTRA discriminator gets RTD)")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="a data directory from `litebert data build`, made with the model's "
                         "tokenizer (required)")
@@ -334,7 +334,8 @@ def _add_data_commands(sub) -> None:
     p = dsub.add_parser("build", help="corpus -> memory-mapped token shards + instances")
     p.add_argument("inputs", nargs="+", help="files, directories or globs")
     p.add_argument("--tokenizer", required=True,
-                   help="directory with spiece.model or vocab.txt (required)")
+                   help="a tokenizer directory: spiece.model, vocab.txt or byte-level BPE "
+                        "files (required)")
     p.add_argument("--out", required=True, help="the data directory to write (required)")
     add_options(p, BuildConfig)
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",

@@ -16,7 +16,6 @@ each seed, their median and spread, and the majority-class baseline of the dev s
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from litebert.files import read_text
+from litebert.files import atomic_directory, read_text
 from litebert.tasks.race import LETTERS
 
 SPLIT_SEED = 0  # the train/dev split of every probe: fixed, so runs and seeds share it
@@ -190,15 +189,12 @@ def probe_data(name: str, corpus_dir: Path, quick: bool) -> tuple[Path, dict]:
     out = Path(corpus_dir) / "probes" / (f"{name}-quick" if quick else name)
     if (out / INFO).is_file():
         return out, json.loads(read_text(out / INFO))
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    info = probe.write(read_corpus(corpus_dir, probe.source), tmp, quick)
-    length = probe.max_seq_length[0 if quick else 1]
-    info["data"] = (f"{DESCRIBE[name].format(length=length)}; {info['train']:,} train / "
-                    f"{info['dev']:,} dev, split seed {SPLIT_SEED}; from {probe.source}")
-    (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    with atomic_directory(out) as tmp:
+        info = probe.write(read_corpus(corpus_dir, probe.source), tmp, quick)
+        length = probe.max_seq_length[0 if quick else 1]
+        info["data"] = (f"{DESCRIBE[name].format(length=length)}; {info['train']:,} train / "
+                        f"{info['dev']:,} dev, split seed {SPLIT_SEED}; from {probe.source}")
+        (tmp / INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return out, info
 
 

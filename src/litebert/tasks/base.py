@@ -68,7 +68,7 @@ class FinetuneConfig:
     task: str = option(help="the task; its recipe (paper Table 14) fills the defaults",
                        choices=RECIPES)
     data: str = option(help="the task's directory or file")
-    model: str = option(help="a model directory (ours, ALBERT, BERT or ELECTRA)")
+    model: str = option(help="a model directory (ours, ALBERT, BERT, ELECTRA or RoBERTa)")
     out: str = option(help="output directory: model/, results.json, predictions")
     lr: float = option(None, "peak learning rate; for an ELECTRA model, ELECTRA's by size "
                              "(3e-4 Small, 1e-4 Base, 5e-5 Large)", shown=RECIPE)
