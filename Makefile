@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # fetch bbc-news, train a tokenizer, build SOP data, pre-train the tiny preset, evaluate,
-# export, plot, fine-tune on the bbc-news topics (~11 min on 2 cores); cached in runs/demo.
+# export, plot, fine-tune on the bbc-news topics (~9 min on 2 cores); cached in runs/demo.
 demo: setup
 	$(VENV)/bin/litebert demo --work runs/demo
 
