@@ -12,6 +12,7 @@ import pytest
 
 from litebert.cli import main
 from litebert.files import (
+    DamagedInputError,
     InputFileError,
     MissingInputError,
     atomic_directory,
@@ -93,6 +94,34 @@ def test_a_file_that_is_not_what_its_name_says_is_an_error_naming_it(tmp_path):
         open_text(fake)
     with pytest.raises(InputFileError, match=r"corpus\.txt\.gz: the name says gzip"):
         train_sentencepiece([fake], tmp_path / "tok", vocab_size=50)
+
+
+def _cut_in_half(path, compress, text):
+    data = compress(text.encode())
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("name, compress", [("corpus.txt.gz", gzip.compress),
+                                            ("corpus.txt.bz2", bz2.compress),
+                                            ("corpus.txt.xz", lzma.compress)])
+def test_a_compressed_file_cut_short_is_an_error_naming_it(tmp_path, name, compress):
+    """A partial copy of a .gz used to end in the decompressor's bare EOFError."""
+    text = write_corpus(tmp_path / "c.txt", docs=400).read_text()
+    path = _cut_in_half(tmp_path / name, compress, text)
+    with pytest.raises(DamagedInputError, match=rf"{name}: damaged .* cut short or corrupt"):
+        with open_text(path) as f:
+            f.read()
+
+
+def test_tokenizer_training_on_a_cut_gz_is_a_message_not_a_traceback(tmp_path, capsys):
+    text = write_corpus(tmp_path / "c.txt", docs=400).read_text()
+    path = _cut_in_half(tmp_path / "corpus.txt.gz", gzip.compress, text)
+    for kind in ("sentencepiece", "bpe"):
+        assert main(["tokenizer", "train", str(path), "--kind", kind, "--vocab-size", "300",
+                     "--out", str(tmp_path / kind)]) == 2
+        err = capsys.readouterr().err
+        assert "corpus.txt.gz: damaged gzip data" in err and "Traceback" not in err
 
 
 def test_tokenizer_trains_on_upper_case_gz(tmp_path):

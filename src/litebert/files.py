@@ -20,6 +20,7 @@ import json
 import lzma
 import os
 import shutil
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +32,10 @@ class InputFileError(ValueError):
 
 class MissingInputError(InputFileError, FileNotFoundError):
     """An input path that does not exist, or a pattern that matches nothing."""
+
+
+class DamagedInputError(InputFileError):
+    """A compressed input whose data stops early or is corrupt (a partial copy, a bad disk)."""
 
 
 # ---- input expansion ------------------------------------------------------------------------
@@ -133,11 +138,42 @@ def open_bytes(path: str | Path) -> IO[bytes]:
         if head != magic:
             raise InputFileError(f"{path}: the name says {name} ({suffix}) but the file is not "
                                  f"{name} data; rename it or compress it properly")
-        return opener(path, "rb")
+        return io.BufferedReader(_Decompressed(opener(path, "rb"), path, name), 1 << 20)
     except FileNotFoundError:
         raise MissingInputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputFileError(f"{path}: is a directory, not a file") from None
+
+
+# What gzip, bz2 and lzma raise for data cut short or corrupt (gzip.BadGzipFile is an OSError).
+_DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
+
+
+class _Decompressed(io.RawIOBase):
+    """A decompressing stream whose read errors name the file: without it, a .gz cut short
+    ends a tokenizer training or a fine-tuning run in gzip's own traceback, far from the
+    file's name."""
+
+    def __init__(self, stream: IO[bytes], path: Path, name: str):
+        self._stream, self._path, self._name = stream, path, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        # read1, not readinto: it returns what one decompressed chunk holds, so the text before
+        # the damage reaches the reader (the corpus reader keeps it) before the error does.
+        try:
+            data = self._stream.read1(len(buffer))  # type: ignore[attr-defined]
+        except _DECOMPRESSION_ERRORS as err:
+            raise DamagedInputError(f"{self._path}: damaged {self._name} data ({err}); the file "
+                                    "is cut short or corrupt: copy or compress it again") from None
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
 
 
 def open_text(path: str | Path, errors: str = "strict") -> io.TextIOWrapper:

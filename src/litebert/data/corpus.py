@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import lzma
 import re
-import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
 from litebert.data.sources import SOURCES, FetchError, Source, fetch  # noqa: F401
-from litebert.files import expand_inputs, open_bytes, strip_compression
+from litebert.files import DamagedInputError, expand_inputs, open_bytes, strip_compression
 from litebert.input_report import NOTED, REPAIRED, SKIPPED, InputReport, Kind
 
 FORMATS = ("auto", "bert", "paragraphs", "jsonl")
@@ -215,7 +213,8 @@ def _utf8_cut(buf: bytes) -> int:
     return len(buf)
 
 
-_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
+# files.open_bytes turns decompression errors into DamagedInputError; OSError is a failing disk.
+_READ_ERRORS = (OSError, DamagedInputError)
 
 
 def _lines(path: Path, stats: CorpusStats,
@@ -229,7 +228,10 @@ def _lines(path: Path, stats: CorpusStats,
         with open_bytes(path) as f:
             yield from _read_lines(f, path, stats, max_chars)
     except _READ_ERRORS as err:
-        stats.note("unreadable_files", str(path), f"{type(err).__name__}: {err}")
+        # A DamagedInputError's message already names the file.
+        why = (str(err).removeprefix(f"{path}: ") if isinstance(err, DamagedInputError)
+               else f"{type(err).__name__}: {err}")
+        stats.note("unreadable_files", str(path), why)
 
 
 def _read_lines(f, path: Path, stats: CorpusStats,
