@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo's fine-tuning stage (src/litebert/demo.py: _finetune_topics) with five seeds instead
 # of one, on the model `make demo` exported. Run from the repository root after `make demo`.
-# Measured on 2 CPU cores in about 10 minutes; results.json here is its output.
+# About 10 minutes on 2 CPU cores; results.json here is its output (per-seed configs dropped).
 set -euo pipefail
 WORK=${WORK:-runs/demo}
 .venv/bin/litebert finetune --task classification --data "$WORK/corpus/bbc-news.jsonl" \
