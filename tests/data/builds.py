@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+
 import numpy as np
 
-from litebert.data.builder import BuildConfig, build
+from litebert.data.builder import FORMAT, VERSION, BuildConfig, build
 
 WORDS = ("the a model learns from text every layer shares its weights with all others while "
          "embeddings stay small and training runs fast on two cores of this machine so people "
@@ -29,3 +33,17 @@ def small_build(tmp_path, corpus_and_tokenizer, name="data", workers=1, **cfg):
     config = BuildConfig(**{"max_seq_length": 64, "format": "bert", "heldout_fraction": 0.1,
                             **cfg})
     return build([corpus], tok, tmp_path / name, config, workers=workers), tmp_path / name
+
+
+def key_before_pairs_and_packing(corpus, tokenizer_fingerprint: str) -> str:
+    """The cache key of a default build as it was computed before the `pairs`,
+    `sop_single_sentence` and `packing` fields existed: at their defaults they must stay out of
+    the key, so that directories built back then are still cache hits."""
+    old = {k: v for k, v in dataclasses.asdict(BuildConfig()).items()
+           if k not in ("pairs", "sop_single_sentence", "packing")}
+    h = hashlib.sha256(json.dumps(old, sort_keys=True).encode())
+    st = corpus.stat()
+    h.update(tokenizer_fingerprint.encode())
+    h.update(f"{corpus.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    h.update(f"{FORMAT}-{VERSION}".encode())
+    return h.hexdigest()[:16]
