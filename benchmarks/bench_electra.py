@@ -41,8 +41,8 @@ from common import (
 )
 
 from litebert.data.loader import PretrainingDataset, RankSampler
+from litebert.distributed import DistInfo
 from litebert.tokenization import Tokenizer
-from litebert.train.distributed import DistInfo
 from litebert.train.pretrain import Trainer, batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 
@@ -142,10 +142,11 @@ def transformers_side(export: Path, data: Path, cfg: PretrainConfig,
         with amp:
             gen = generator(input_ids=masked, labels=labels, **inputs)
             with torch.no_grad():
-                probs = torch.softmax(gen.logits[chosen].float() / cfg.temperature, dim=-1)
+                heat = cfg.objective.temperature
+                probs = torch.softmax(gen.logits[chosen].float() / heat, dim=-1)
                 fake = ids.masked_scatter(chosen, torch.multinomial(probs, 1).squeeze(-1))
             disc = discriminator(input_ids=fake, labels=(fake != ids).float(), **inputs)
-            loss = cfg.gen_weight * gen.loss + cfg.disc_weight * disc.loss
+            loss = cfg.objective.gen_weight * gen.loss + cfg.objective.disc_weight * disc.loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
@@ -213,7 +214,8 @@ def main() -> None:
                       for side in rate}
     kind = "CUDA allocated" if device.type == "cuda" else "RSS"
     vocab = len(Tokenizer.from_pretrained(data / "tokenizer"))
-    print(f"{args.model}, generator {cfg.generator_size:g} of its width, vocab {vocab:,}, "
+    print(f"{args.model}, generator {cfg.objective.generator_size:g} of its width, "
+          f"vocab {vocab:,}, "
           f"batch {args.batch} x 128, AdamW, {precision}, {describe(device)}, transformers "
           f"{transformers.__version__}, median of {args.steps} steps\n")
     print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "

@@ -29,7 +29,7 @@ from common import (
 )
 
 from litebert.data.loader import PretrainingDataset, RankSampler
-from litebert.train.distributed import DistInfo
+from litebert.distributed import DistInfo
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer, batches
 from litebert.train.run_config import PretrainConfig

@@ -45,13 +45,14 @@ def test_recipes_live_in_the_package_and_are_found_by_name():
     assert load_run_config(recipe_path("albert-base"), {}).model == "albert-base"  # a path
     small = load_run_config("electra-small", {})
     # ELECTRA-Small as the ELECTRA paper trains it (Table 6-7)
-    assert (small.objective, small.model, small.batch_size, small.lr, small.optimizer,
-            small.warmup_steps, small.generator_size, small.disc_weight) == (
+    assert (small.objective.name, small.model, small.batch_size, small.lr, small.optimizer,
+            small.warmup_steps, small.objective.generator_size,
+            small.objective.disc_weight) == (
         "electra", "electra-small", 128, 5e-4, "adamw", 10_000, 0.25, 50.0)
     # RoBERTa-base as Liu et al. train it (Table 9): MLM alone, Adam beta2 0.98, eps 1e-6, no
     # clipping, 8k batch, 6e-4, 24k warm-up of 500k steps.
     roberta = load_run_config("roberta-base", {})
-    assert (roberta.model, roberta.objective, roberta.optimizer, roberta.betas, roberta.eps,
+    assert (roberta.model, roberta.objective.name, roberta.optimizer, roberta.betas, roberta.eps,
             roberta.max_grad_norm, roberta.batch_size, roberta.lr, roberta.warmup_steps,
             roberta.max_steps) == ("roberta-base", "mlm", "adamw", (0.9, 0.98), 1e-6, 0.0,
                                    8192, 6e-4, 24_000, 500_000)

@@ -92,11 +92,13 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> None:
-    from litebert.train.distributed import shutdown
+    from litebert.distributed import shutdown
     from litebert.train.pretrain import pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
     overrides = given(args, PretrainConfig)
+    if args.objective is not None:  # the class changes; the recipe's fields stay
+        overrides["objective"] = args.objective
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
     result = pretrain(cfg)
@@ -109,13 +111,12 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
 
 def cmd_eval_pretraining(args: argparse.Namespace) -> None:
     from litebert.files import atomic_write
-    from litebert.train.evaluation import format_table
-    from litebert.train.rtd_evaluation import evaluate_model_directory
+    from litebert.objectives import evaluate_directory
 
-    result = evaluate_model_directory(args.model, args.data, generator=args.generator,
-                                      instances=args.instances, seed=args.seed,
-                                      batch_size=args.batch_size)
-    print(format_table(result))
+    objective, result = evaluate_directory(args.model, args.data, generator=args.generator,
+                                           instances=args.instances, seed=args.seed,
+                                           batch_size=args.batch_size)
+    print(objective.format_result(result))
     if args.out:  # RESULT_KEYS (then RTD_KEYS) order, not sorted: the table's order
         path = atomic_write(args.out, json.dumps(result, indent=2) + "\n")
         print(f"wrote {path}")
@@ -241,6 +242,7 @@ def _add_task_commands(sub) -> None:
 
 
 def _add_train_commands(sub) -> None:
+    from litebert.objectives import describe_fields
     from litebert.train.run_config import PretrainConfig
 
     p = sub.add_parser("pretrain", help="pre-train with MLM + SOP/NSP (torchrun-aware)",
@@ -250,9 +252,15 @@ def _add_train_commands(sub) -> None:
                    help="a built-in recipe (e.g. tiny-cpu; `litebert recipes` lists them) or "
                         "a YAML file (default: none, the defaults below)")
     add_options(p, PretrainConfig)
+    p.add_argument("--objective", metavar="NAME",
+                   help="the objective: mlm, electra or package.module:Class; the recipe's "
+                        "objective fields stay (default: the recipe's, else mlm)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any field, the value read as YAML, e.g. "
-                        "model_overrides={sharing: attention} (default: none)")
+                        "model_overrides={sharing: attention} or objective.temperature=4 "
+                        "(default: none)")
+    p.epilog = describe_fields()
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_pretrain)
     _add_eval_pretraining(sub)
     p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")

@@ -10,8 +10,8 @@ import transformers
 
 import litebert
 from litebert.model.hub import CheckpointError
+from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
-from litebert.train.evaluation import load_for_evaluation
 from tests.families.configs import hf_electra_config
 from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (a fixture)
 

@@ -4,6 +4,7 @@ parity with transformers' ElectraForPreTraining and ElectraForMaskedLM."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 
 import pytest
@@ -13,10 +14,10 @@ import transformers
 
 from litebert.config import AlbertConfig
 from litebert.data.loader import PretrainingDataset, collate
+from litebert.distributed import DistInfo
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
-from litebert.objectives.electra import ElectraPretraining, generator_config
-from litebert.train.distributed import DistInfo
+from litebert.objectives.electra import ElectraConfig, ElectraPretraining, generator_config
 from litebert.train.pretrain import model_config
 from tests.conftest import randomize
 from tests.train import test_pretrain
@@ -24,13 +25,16 @@ from tests.train.test_pretrain import run_config
 
 data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
 CPU = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
+ELECTRA_FIELDS = {f.name for f in dataclasses.fields(ElectraConfig)}
 MICRO = dict(hidden_size=32, embedding_size=16, num_hidden_layers=2, num_hidden_groups=2,
              num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
 
 
 def electra_config(data_dir, out, **kw):
     overrides = {**MICRO, **kw.pop("model_overrides", {})}
-    return run_config(data_dir, out, model="electra-small", objective="electra",
+    fields = {k: kw.pop(k) for k in list(kw) if k in ELECTRA_FIELDS}
+    return run_config(data_dir, out, model="electra-small",
+                      objective={"name": "electra", **fields},
                       model_overrides=overrides, optimizer="adamw", lr=1e-3, **kw)
 
 
@@ -193,7 +197,8 @@ def test_training_flops_count_the_generator_and_both_heads(data_dir, train):
     cfg = electra_config(data_dir, data_dir / "unused")
     config = model_config(cfg, data_dir)
     electra = ElectraObjective(cfg, train).flops_per_token(config, 64)
-    mlm = MLMObjective(cfg, train).flops_per_token(config, 64)
+    mlm_run = dataclasses.replace(cfg, objective=MLMObjective.Config())
+    mlm = MLMObjective(mlm_run, train).flops_per_token(config, 64)
     gen = generator_config(config, 0.25, 1.0)
     assert electra == pytest.approx(
         encoder_flops_per_token(config, 64) + 6 * (32 * 32 + 32)

@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from litebert.data.loader import PretrainingDataset, collate
+from litebert.distributed import DistInfo
 from litebert.model import AlbertForPreTraining
 from litebert.objectives import MLMObjective
-from litebert.train.distributed import DistInfo
 from litebert.train.pretrain import model_config
 from tests.train import test_pretrain
 from tests.train.test_pretrain import run_config
@@ -72,7 +72,8 @@ def test_a_micro_batch_without_masked_tokens_sums_to_zero(data_dir, train):
 
 @pytest.mark.parametrize("pair_tasks", ["own", "both"])
 def test_evaluation_reports_todays_metric_names(data_dir, train, pair_tasks):
-    objective, model = objective_and_model(data_dir, train, eval_pair_tasks=pair_tasks)
+    objective, model = objective_and_model(data_dir, train,
+                                           objective={"name": "mlm", "eval_pair_tasks": pair_tasks})
     result = objective.evaluate(model, CPU, contextlib.nullcontext())
     cross = {"eval_nsp_accuracy", "eval_nsp_baseline_accuracy"} if pair_tasks == "both" else set()
     assert set(result) == OWN_KEYS | cross

@@ -17,9 +17,9 @@ import torch
 from safetensors.torch import load_file
 
 from litebert.cli import main
+from litebert.distributed import DistInfo
 from litebert.train import checkpoint
 from litebert.train.checkpoint import DamagedCheckpoint
-from litebert.train.distributed import DistInfo
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import _batch_position, export_run, load_model_state

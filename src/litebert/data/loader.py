@@ -43,13 +43,17 @@ class PretrainingDataset(Dataset):
     """Items: input_ids, token_type_ids, attention_mask, labels (-100 = not predicted) and
     sentence_order_label / next_sentence_label (none for objective 'none')."""
 
-    def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None):
+    def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
+                 masked: bool = True):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
         self.directory = Path(directory)
         self.manifest = open_manifest(self.directory)  # DataError if a file was cut short
         self.config = BuildConfig(**self.manifest["config"])
         self.seed = self.config.seed if seed is None else seed
+        # False: items carry their original ids and no labels (an objective that corrupts
+        # its input itself, such as ELECTRA's generator slots, reads them so).
+        self.masked = masked
         self.epoch = 0
         tokenizer = _tokenizer(self.directory)
         # The tokenizer's special ids (ELECTRA never corrupts them); None where it has none.
@@ -127,7 +131,9 @@ class PretrainingDataset(Dataset):
         # The pair is drawn first, so pair(index) alone gives the same pair.
         row = None if self.packed is not None else self.pair(index, rng)
         ids, types, starts, maskable = self._assemble(index, row)
-        if self.config.masking == "static":
+        if not self.masked:
+            labels = None
+        elif self.config.masking == "static":
             lo, hi = self.mask_index[index], self.mask_index[index + 1]
             positions, replaced = self.masks[lo:hi, 0], self.masks[lo:hi, 1]
             labels = np.full(len(ids), -100, dtype=np.int64)
@@ -136,8 +142,9 @@ class PretrainingDataset(Dataset):
         else:
             ids, labels, _ = mask_tokens(ids, starts, maskable, self.masking, rng)
         item = {"input_ids": torch.from_numpy(ids), "token_type_ids": torch.from_numpy(types),
-                "attention_mask": torch.ones(len(ids), dtype=torch.long),
-                "labels": torch.from_numpy(labels)}
+                "attention_mask": torch.ones(len(ids), dtype=torch.long)}
+        if labels is not None:
+            item["labels"] = torch.from_numpy(labels)
         if self.label_key and row is not None:
             item[self.label_key] = torch.tensor(int(row[4]))
         return item
@@ -157,7 +164,7 @@ def collate(items: list[dict[str, torch.Tensor]], pad_id: int = 0,
     return pad_batch(items, pad_id, multiple_of)
 
 
-class RankSampler(Sampler[int]):
+class RankSampler(Sampler[int]):  # sampling "shuffled"
     """A disjoint, deterministic share of the indices for each rank, reshuffled per epoch.
 
     Every rank draws the same permutation (seed + epoch) and keeps every world_size-th index
@@ -188,3 +195,43 @@ class RankSampler(Sampler[int]):
             order = torch.arange(self.length)
         usable = len(self) * self.world
         return iter(order[:usable][self.rank::self.world].tolist())
+
+
+class StreamSampler(Sampler[int]):
+    """Contiguous per-row streams that continue from one step to the next (what an objective
+    that carries memories across steps reads; sampling "streams").
+
+    The items are cut into world_size x groups x rows streams of consecutive indices, in the
+    data's order. Step s gives batch row r of micro-batch g on rank k item
+    start(k, g, r) + s, so each row reads its stream's next segment every step; the order
+    is the same in every epoch. Iterating yields the indices micro-batch by micro-batch.
+    """
+
+    def __init__(self, length: int, rank: int, world_size: int, rows: int, groups: int = 1):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is outside world size {world_size}")
+        self.rank, self.world, self.rows, self.groups = rank, world_size, rows, groups
+        self.streams = world_size * groups * rows
+        self.steps = length // self.streams  # segments per stream; the tail is dropped
+
+    def set_epoch(self, epoch: int) -> None:
+        """Streams read the data in order, the same every epoch."""
+
+    def __len__(self) -> int:
+        return self.steps * self.groups * self.rows
+
+    def __iter__(self):
+        mine = np.arange(self.groups * self.rows) + self.rank * self.groups * self.rows
+        starts = mine * self.steps  # (G * R,) first item of each of this rank's streams
+        return iter((starts[None, :] + np.arange(self.steps)[:, None]).reshape(-1).tolist())
+
+
+def sampler_for(sampling: str, length: int, rank: int, world_size: int, rows: int,
+                groups: int, seed: int) -> Sampler[int]:
+    """The sampler an objective's `sampling` asks for (rows = micro-batch size, groups =
+    micro-batches per step)."""
+    if sampling == "streams":
+        return StreamSampler(length, rank, world_size, rows, groups)
+    if sampling == "shuffled":
+        return RankSampler(length, rank, world_size, seed=seed)
+    raise ValueError(f"sampling={sampling!r}: choose 'shuffled' or 'streams'")

@@ -32,6 +32,10 @@ log = logging.getLogger("litebert")
 WEIGHTS_NAME = "model.safetensors"
 WEIGHTS_INDEX_NAME = "model.safetensors.index.json"
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
+# Trained heads that the directory's layout has no place for (a SOP head trained on an ELECTRA
+# or RoBERTa model): kept beside the weights under our own keys, so no trained head is lost;
+# litebert loads them, transformers ignores the file.
+EXTRA_HEADS_NAME = "litebert_heads.safetensors"
 # Buffers some files carry (old transformers versions): no learned state.
 _BUFFERS = re.compile(r"(position_ids|embeddings\.token_type_ids)$")
 
@@ -106,6 +110,16 @@ def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory
                 directory, why, config.model_type, hint)
 
 
+def save_extra_heads(directory: str | Path, state: dict[str, torch.Tensor], reason: str) -> Path:
+    """Write `state` (our keys) to EXTRA_HEADS_NAME in a model directory, the reason in its
+    metadata: heads that the directory's transformers layout cannot hold."""
+    path = Path(directory) / EXTRA_HEADS_NAME
+    tensors = {k: v.detach().contiguous().cpu() for k, v in state.items()}
+    atomic_write(path, lambda p: save_file(tensors, str(p), {"format": "pt", "reason": reason}))
+    log.info("%s: %s; kept in litebert's layout beside the transformers weights", path, reason)
+    return path
+
+
 # ---- loading -------------------------------------------------------------------------------
 
 def read_directory_config(directory: Path) -> tuple[AlbertConfig, FamilyAdapter]:
@@ -177,6 +191,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
     ours = _canonical_state(model)
     loaded = _match(family.from_file(_with_prefix(state, family), config), ours, family,
                     config, source)
+    loaded.update(_extra_heads(directory, ours))
     _check_missing(set(ours) - set(loaded), source, strict)
     if _bare(model):
         loaded = {k[len("albert."):]: v for k, v in loaded.items()}
@@ -203,6 +218,19 @@ def _match(state: dict[str, torch.Tensor], ours: dict[str, torch.Tensor],
             raise CheckpointError(f"{source}: unexpected key {key} (shape "
                                   f"{tuple(value.shape)}): the file does not match config.json")
     return loaded
+
+
+def _extra_heads(directory: Path, ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The heads kept beside the weights (EXTRA_HEADS_NAME) that this model has."""
+    path = directory / EXTRA_HEADS_NAME
+    if not path.is_file():
+        return {}
+    kept = _read_safetensors(path)
+    for key, value in kept.items():
+        if key in ours and tuple(value.shape) != tuple(ours[key].shape):
+            raise CheckpointError(f"{path}: {key} has shape {tuple(value.shape)}, the model "
+                                  f"expects {tuple(ours[key].shape)}")
+    return {k: v for k, v in kept.items() if k in ours}
 
 
 def _check_missing(missing: set[str], source: Path, strict: bool) -> None:

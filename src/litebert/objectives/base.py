@@ -1,56 +1,85 @@
 """The Objective protocol: everything the pre-training loop needs to know about what it trains.
 
-The Trainer (litebert.train.pretrain) builds the objective's module, asks it per micro-batch
-for the *counts* (denominators) and *sums* of its named loss parts, and divides every sum by
-its count over the whole global batch (all micro-batches, all ranks). So the gradient is that
-of one big batch however the batch is split, for any objective, and the loop itself names no
-loss. Evaluation, FSDP units and export are the objective's too.
+An objective owns, and the Trainer (litebert.train.pretrain) names none of:
+- its config: a dataclass of its own fields (`Config`, a subclass of ObjectiveConfig), nested
+  in the run config as `objective:` (`{name: electra, temperature: 4.0}` in a recipe,
+  `--objective electra --set objective.temperature=4` on the command line);
+- its batches: which items a data directory gives it (`dataset`) and how they are sampled
+  (`sampling`: shuffled instances, or per-row streams that continue from step to step);
+- its module (`build`), loss parts as *sums and counts* (the loop divides every sum by its
+  count over the whole global batch, so the gradient is that of one big batch however the
+  batch is split), FSDP units and FLOPs per token;
+- its state carried across steps (`state_dict` / `load_state_dict`, saved in every checkpoint
+  for every rank, so a resumed run continues bit for bit);
+- its evaluation, during a run (`evaluate`) and on an exported directory
+  (`reads_directory` / `evaluate_directory` / `format_result`: one dispatch,
+  litebert.objectives.evaluate_directory, for `eval-pretraining` and studies);
+- its export to model directories.
 
 An objective is constructed from the run config and the run's training data:
-`OBJECTIVES[name](run, data)`; with `data=None` it can only build and export (`litebert
-export` reads a checkpoint without the data directory).
+`cls(run, data)`, its fields in `run.objective`; with `data=None` it can only build and
+export (`litebert export` reads a checkpoint without the data directory). Nothing may depend
+on its module path or registry name: a user's class loads as `--objective package.module:Class`.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.data.loader import PretrainingDataset
-from litebert.model import AlbertModel
+from litebert.distributed import DistInfo
 from litebert.model.albert import AlbertEncoder
-from litebert.train.distributed import DistInfo
+from litebert.options import option
+from litebert.tokenization import Tokenizer
 
 Batch = dict[str, torch.Tensor]  # a collated micro-batch on the device
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
+SAMPLINGS = ("shuffled", "streams")  # Objective.sampling (litebert.data.loader.SAMPLERS)
+
+
+@dataclass
+class ObjectiveConfig:
+    """The fields every objective has; each objective's Config adds its own (declared with
+    litebert.options.option, so `litebert pretrain --help` lists them)."""
+
+    name: str = option("mlm", "the objective: a built-in name (litebert.objectives.OBJECTIVES) "
+                              "or package.module:Class")
 
 
 class RunSettings(Protocol):
     """The fields of the run config (PretrainConfig) that objectives read. A protocol, so this
-    package does not import litebert.train.run_config, which imports the registry for the
-    `objective` option's choices. An objective that needs more fields adds them here."""
+    package does not import litebert.train."""
 
     seed: int
     micro_batch_size: int
     eval_instances: int
-    eval_pair_tasks: str
     model_overrides: dict[str, Any]
+    objective: Any  # this objective's Config
 
 
 class Objective(Protocol):
     """A pre-training objective; the Trainer calls nothing else of it."""
 
+    Config: ClassVar[type[ObjectiveConfig]]  # its fields, nested under `objective:`
+    sampling: ClassVar[str]  # one of SAMPLINGS
     # The loss parts, logged as "<part>_loss" (the unweighted global means), and each part's
     # weight in the total loss that is back-propagated and logged as "loss".
     parts: tuple[str, ...]
     weights: tuple[float, ...]
 
     def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None: ...
+
+    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+        """The items this objective reads from a data directory (the directory itself stays
+        objective-neutral): MLM-masked pairs, unmasked ids for a corruption of its own, ..."""
+        ...
 
     def build(self, config: AlbertConfig) -> nn.Module:
         """The one module that holds every trained parameter, freshly initialised from the
@@ -59,33 +88,34 @@ class Objective(Protocol):
         ...
 
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
-        """Training FLOPs per input token of the module `build(config)` makes, at sequences
-        of `seq_len` (litebert.model.counts): what a study matches when its runs train
-        different objectives at equal compute."""
+        """Training FLOPs per input token of the module `build(config)` makes (what a study
+        matches when its runs train different objectives at equal compute)."""
         ...
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
-        """The submodules of `model` (as built) that FSDP shards on their own, before the root;
-        a module used at several depths should not be resharded between its uses."""
+        """The submodules of `model` (as built) that FSDP shards on their own, before the root."""
         ...
 
     def begin_step(self, step: int) -> None:
-        """Called before each optimizer step's micro-batches with the number of steps done:
-        an objective whose randomness is keyed by the step (ELECTRA's corruption) keeps it;
-        a checkpoint holds the step, so a resumed run sees the same numbers."""
+        """Called before each optimizer step's micro-batches with the number of steps done."""
         ...
 
     def counts(self, batch: Batch) -> torch.Tensor:
-        """(P,) float: each part's denominator in this micro-batch (e.g. masked tokens,
-        sequences), on the device and without a host sync: the loop sums them over the
-        global batch before the first backward."""
+        """(P,) float: each part's denominator in this micro-batch, on the device and without a
+        host sync: the loop sums them over the global batch before the first backward."""
         ...
 
     def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         """(P,) float: each part's loss summed over this micro-batch, through `model` (the
-        wrapped module: DDP and FSDP need their own forward). Divided by the global counts
-        in the loop, so it must be a sum, not a mean."""
+        wrapped module: DDP and FSDP need their own forward)."""
         ...
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """What this rank's objective carries from one step to the next (memories, ...);
+        {} for none. Saved with every checkpoint, one file per rank."""
+        ...
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None: ...
 
     def evaluate(self, model: nn.Module, info: DistInfo,
                  amp: AbstractContextManager[Any]) -> dict[str, float]:
@@ -93,19 +123,51 @@ class Objective(Protocol):
         calling it; {} when there is nothing to evaluate. Leaves the model's mode as it was."""
         ...
 
+    @classmethod
+    def reads_directory(cls, model_dir: Path) -> bool:
+        """Whether `evaluate_directory` scores this exported model directory."""
+        ...
+
+    @classmethod
+    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
+                           batch_size: int, **options: Any) -> dict[str, Any]:
+        """The objective's metrics of an exported directory on a data directory's held-out
+        part, drawn from `seed` (`litebert eval-pretraining`, studies)."""
+        ...
+
+    @classmethod
+    def format_result(cls, result: dict[str, Any]) -> str:
+        """evaluate_directory's result as a small table for a terminal."""
+        ...
+
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """Model directory(ies) under `out_dir` from the trained state dict (the module of
-        `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer): what one
-        fine-tunes or hands to transformers. `unroll`: shared layers written as one copy per
-        layer, so a family without sharing (ELECTRA, BERT) keeps its own layout. Returns
-        `out_dir`."""
+        `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer). Returns out_dir."""
         ...
 
 
-def backbone_units(backbone: AlbertModel) -> FsdpUnits:
-    """FSDP units of one backbone (see encoder_units)."""
-    return encoder_units(backbone.encoder)
+def own_config(run: RunSettings, objective: type) -> Any:
+    """`run.objective`, checked to be `objective`'s Config (a run config made for another
+    objective would otherwise fail later on a missing field)."""
+    config_class = objective.Config  # type: ignore[attr-defined]
+    if not isinstance(run.objective, config_class):
+        raise TypeError(f"{objective.__name__} needs objective fields of "
+                        f"{config_class.__name__}, the run config has "
+                        f"{type(run.objective).__name__}: set objective.name")
+    return run.objective
+
+
+class Stateless:
+    """state_dict / load_state_dict of an objective that carries nothing across steps."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        if state:
+            raise ValueError(f"{type(self).__name__} carries no state across steps, but the "
+                             f"checkpoint holds {', '.join(sorted(state))}")
 
 
 def encoder_units(encoder: AlbertEncoder) -> FsdpUnits:
@@ -120,6 +182,4 @@ def encoder_units(encoder: AlbertEncoder) -> FsdpUnits:
 
 def save_tokenizer(run_dir: Path, out_dir: Path) -> None:
     """The run's tokenizer beside exported weights: a model directory loads on its own."""
-    from litebert.tokenization import Tokenizer
-
     Tokenizer.from_pretrained(run_dir / "tokenizer").save_pretrained(out_dir)

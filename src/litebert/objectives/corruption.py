@@ -85,8 +85,11 @@ def slot_count(max_seq_length: int, mask_prob: float) -> int:
 
 
 def original_ids(batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """(B, T) the uncorrupted ids: the data's masked tokens carry their original in labels."""
-    labels = batch["labels"]
+    """(B, T) the uncorrupted ids: the data's masked tokens carry their original in labels
+    (unmasked items, PretrainingDataset(masked=False), have none)."""
+    labels = batch.get("labels")
+    if labels is None:
+        return batch["input_ids"]
     return torch.where(labels != IGNORE, labels, batch["input_ids"])
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -28,33 +28,74 @@ from torch import nn
 
 import litebert.objectives.corruption as C
 from litebert.config import AlbertConfig
+from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
+from litebert.distributed import DistInfo
 from litebert.model import AlbertForMaskedLM
 from litebert.model.albert import AlbertEncoder, additive_mask
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
 from litebert.model.rtd import AlbertForReplacedTokenDetection
-from litebert.objectives.base import Batch, FsdpUnits, RunSettings, encoder_units, save_tokenizer
-from litebert.train.distributed import DistInfo, all_reduce_sum
-from litebert.train.evaluation import commonest_training_token, open_heldout
+from litebert.objectives.base import (
+    Batch,
+    FsdpUnits,
+    ObjectiveConfig,
+    RunSettings,
+    Stateless,
+    encoder_units,
+    own_config,
+    save_tokenizer,
+)
+from litebert.objectives.electra_eval import RTD_HEAD, RTD_ROWS, evaluate_discriminator
+from litebert.objectives.evaluation import (
+    EvalSums,
+    evaluating,
+    format_table,
+    has_weights,
+    heldout_batches,
+    majority_share,
+    ratio,
+)
+from litebert.options import option
 
-PAIR_TASKS = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
+TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
 MASKINGS = ("uniform", "data")  # generator_masking
 EVAL_STEP = -1  # the corruption key of held-out evaluation: no training step has it
 
 
-class ElectraSettings(RunSettings, Protocol):
-    """The run config's ELECTRA fields (litebert.train.run_config.PretrainConfig)."""
+@dataclass
+class ElectraConfig(ObjectiveConfig):
+    """ELECTRA's fields; the defaults are the official code's."""
 
-    generator_size: float
-    generator_layers: float
-    generator_masking: str
-    mask_prob: float
-    temperature: float
-    gen_weight: float
-    disc_weight: float
-    discriminator_pair_task: bool
+    generator_size: float = option(
+        0.25, "the generator's hidden size, FFN and heads as a share of the discriminator's")
+    generator_layers: float = option(1.0, "the generator's depth as a share of the "
+                                          "discriminator's")
+    generator_masking: str = option(
+        "uniform", "which tokens the generator fills: uniform = ELECTRA's draw of mask_prob "
+                   "of each row's tokens every step; data = the data's own masks (its n-gram "
+                   "/ whole-word spans)", choices=MASKINGS)
+    mask_prob: float = option(0.15, "share of tokens masked for the generator")
+    temperature: float = option(1.0, "temperature of the generator's sampling")
+    gen_weight: float = option(1.0, "weight of the generator's MLM loss")
+    disc_weight: float = option(50.0, "weight of the replaced-token-detection loss")
+    discriminator_pair_task: bool = option(
+        False, "also train the data's SOP/NSP task on the discriminator's first token (not "
+               "in the ELECTRA paper)")
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0 < self.generator_size <= 1, "generator_size", "must be in (0, 1]"),
+            (0 < self.generator_layers <= 1, "generator_layers", "must be in (0, 1]"),
+            (self.generator_masking in MASKINGS, "generator_masking",
+             f"choose from {', '.join(MASKINGS)}"),
+            (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
+            (self.temperature > 0, "temperature", "must be positive"),
+        ]
+        for ok, name, why in checks:
+            if not ok:
+                raise ValueError(f"objective.{name}={getattr(self, name)!r}: {why}")
 
 
 def generator_config(config: AlbertConfig, size: float, layers: float) -> AlbertConfig:
@@ -166,44 +207,59 @@ class ElectraPretraining(nn.Module):
                              pair)
 
 
-class ElectraObjective:
+class ElectraObjective(Stateless):
     """ELECTRA's generator + discriminator (see the module docstring)."""
 
-    def __init__(self, run: ElectraSettings, data: PretrainingDataset | None = None) -> None:
-        if run.generator_masking not in MASKINGS:
-            raise ValueError(f"generator_masking={run.generator_masking!r}: choose from "
-                             f"{', '.join(MASKINGS)}")
+    Config: ClassVar[type[ObjectiveConfig]] = ElectraConfig
+    sampling: ClassVar[str] = "shuffled"
+
+    def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None:
         self.run = run
-        key = data.label_key if data is not None and run.discriminator_pair_task else None
+        self.config: ElectraConfig = own_config(run, type(self))
+        c = self.config
+        key = data.label_key if data is not None and c.discriminator_pair_task else None
         self.label_key = key
-        self.pair = PAIR_TASKS[key] if key else None
+        self.pair = TASK_OF_LABEL[key] if key else None
         self.parts: tuple[str, ...] = ("generator_mlm", "rtd") + (
             (self.pair,) if self.pair else ())
-        self.weights: tuple[float, ...] = (run.gen_weight, run.disc_weight) + (
+        self.weights: tuple[float, ...] = (c.gen_weight, c.disc_weight) + (
             (1.0,) if key else ())
         self.heldout: PretrainingDataset | None = None
         self.baseline_token = -1
         self.special: dict[str, int] = {}
         self.max_seq_length = 512
         self.step = 0  # keys this step's corruption (begin_step)
+        # The generator's shape, when it is known rather than derived from the config (a
+        # generator directory read back by eval-pretraining).
+        self.generator_shape: AlbertConfig | None = None
         if data is not None:
             self.special = dict(data.special_ids)  # the data's tokenizer's ids
             self.max_seq_length = data.config.max_seq_length
-            self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
+            self.heldout = self.dataset(data.directory, "heldout", run.seed)
             self.baseline_token = commonest_training_token(open_heldout(data.directory))
+
+    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+        """The original ids (ELECTRA draws its own slots), or with generator_masking "data"
+        the data's masked items (their masks are the slots)."""
+        return PretrainingDataset(directory, split, seed=seed,
+                                  masked=self.config.generator_masking == "data")
 
     # ---- training ----------------------------------------------------------------------------
 
     def generator_config(self, config: AlbertConfig) -> AlbertConfig:
-        return generator_config(config, self.run.generator_size, self.run.generator_layers)
+        if self.generator_shape is not None:
+            return self.generator_shape
+        return generator_config(config, self.config.generator_size,
+                                self.config.generator_layers)
 
     def never_masked(self) -> list[int]:
         return [self.special[k] for k in ("cls", "sep", "mask") if k in self.special]
 
     def build(self, config: AlbertConfig) -> nn.Module:
-        corrupting = Corrupting(self.run.mask_prob, self.special.get("mask", -1),
-                                self.run.temperature, self.run.generator_masking == "data",
-                                self.max_seq_length, self.run.seed)
+        c = self.config
+        corrupting = Corrupting(c.mask_prob, self.special.get("mask", -1), c.temperature,
+                                c.generator_masking == "data", self.max_seq_length,
+                                self.run.seed)
         return ElectraPretraining(config, self.generator_config(config), corrupting,
                                   self.never_masked(), pair_task=self.label_key is not None)
 
@@ -218,7 +274,7 @@ class ElectraObjective:
         head = 6.0 * (H * H + H)
         return (encoder_flops_per_token(config, seq_len) + head
                 + encoder_flops_per_token(gen, seq_len)
-                + mlm_head_flops_per_token(gen, self.run.mask_prob))
+                + mlm_head_flops_per_token(gen, self.config.mask_prob))
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The attention and FFN modules of both encoders (the embeddings stay in the root:
@@ -230,14 +286,14 @@ class ElectraObjective:
     def counts(self, batch: Batch) -> torch.Tensor:
         """(P,): generator slots, real tokens, then sequences; no randomness, so they are known
         before the forward that draws the slots."""
-        if self.run.generator_masking == "data":
+        if self.config.generator_masking == "data":
             slots = (batch["labels"] != C.IGNORE).sum()
         else:
             ids = C.original_ids(batch)
             never = torch.tensor(self.never_masked(), device=ids.device)
             candidates = C.maskable(ids, batch["attention_mask"], never)
-            slots = C.slots_per_row(batch["attention_mask"], candidates, self.run.mask_prob,
-                                    self.max_seq_length).sum()
+            slots = C.slots_per_row(batch["attention_mask"], candidates,
+                                    self.config.mask_prob, self.max_seq_length).sum()
         parts = [slots.float(), batch["attention_mask"].sum().float()]
         if self.label_key:
             parts.append(torch.full_like(parts[0], batch[self.label_key].numel()))
@@ -254,7 +310,6 @@ class ElectraObjective:
 
     # ---- evaluation --------------------------------------------------------------------------
 
-    @torch.no_grad()
     def evaluate(self, model: nn.Module, info: DistInfo,
                  amp: AbstractContextManager[Any]) -> dict[str, float]:
         """Generator MLM and discriminator RTD metrics on held-out instances, with baselines.
@@ -262,65 +317,74 @@ class ElectraObjective:
         slots; what changes is what the generator samples there."""
         if self.heldout is None or len(self.heldout) < info.world_size:
             return {}
-        was_training = model.training
-        model.eval()
-        per_rank = min(len(self.heldout), self.run.eval_instances) // info.world_size
-        mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
-        sums = torch.zeros(14, dtype=torch.float64, device=info.device)
-        for i in range(0, len(mine), self.run.micro_batch_size):
-            rows = mine[i:i + self.run.micro_batch_size]
-            batch = self.heldout.collate([self.heldout[j] for j in rows])
-            batch = {k: v.to(info.device) for k, v in batch.items()}
-            with amp:
-                out = model(**batch, step=EVAL_STEP)
-            sums += self._eval_sums(out, batch)
-        totals: list[float] = all_reduce_sum(sums).tolist()
-        model.train(was_training)
-        return self._eval_result(totals)
+        sums = EvalSums(info.device)
+        with evaluating(model):
+            for batch in heldout_batches(self.heldout, self.run.eval_instances,
+                                         self.run.micro_batch_size, info):
+                with amp:
+                    out = model(**batch, step=EVAL_STEP)
+                self._add_batch(sums, out, batch)
+        return self._result(sums.reduce())
 
-    def _eval_sums(self, out: ElectraOutput, batch: Batch) -> torch.Tensor:
-        """(14,): generator loss, correct, baseline correct, slots; RTD loss, correct, real
-        tokens, replaced, called replaced, replaced and called so; pair loss, correct,
-        sequences, label-1 sequences."""
+    def _add_batch(self, sums: EvalSums, out: ElectraOutput, batch: Batch) -> None:
         real = batch["attention_mask"].bool()
         called = (out.logits > 0)[real]  # (R,)
         truth = out.replaced[real].bool()  # (R,)
-        t = out.targets
-        parts = [out.generator_sum, (out.generator_logits.argmax(-1) == t).sum(),
-                 (t == self.baseline_token).sum(), t.numel(),
-                 out.rtd_sum, (called == truth).sum(), truth.numel(), truth.sum(),
-                 called.sum(), (called & truth).sum()]
+        t = out.targets  # (M,)
+        sums.add(gen_loss=out.generator_sum,
+                 gen_correct=(out.generator_logits.argmax(-1) == t).sum(),
+                 gen_baseline=(t == self.baseline_token).sum(), gen_slots=t.numel(),
+                 rtd_loss=out.rtd_sum, rtd_correct=(called == truth).sum(),
+                 real_tokens=truth.numel(), replaced=truth.sum(), called=called.sum(),
+                 caught=(called & truth).sum())
         if self.label_key and out.pair_logits is not None:
-            labels = batch[self.label_key]
-            parts += [F.cross_entropy(out.pair_logits.float(), labels, reduction="sum"),
-                      (out.pair_logits.argmax(-1) == labels).sum(), labels.numel(),
-                      labels.sum()]
-        values = torch.stack([torch.as_tensor(p, device=real.device).to(torch.float64)
-                              for p in parts])
-        return F.pad(values, (0, 14 - len(parts)))
+            labels, logits = batch[self.label_key], out.pair_logits.float()  # (B,), (B, 2)
+            sums.add(pair_loss=F.cross_entropy(logits, labels, reduction="sum"),
+                     pair_correct=(logits.argmax(-1) == labels).sum(),
+                     pair_count=labels.numel(), pair_ones=labels.sum())
 
-    def _eval_result(self, s: list[float]) -> dict[str, float]:
-        def ratio(a: float, b: float) -> float:
-            return a / max(b, 1)
-        replaced = ratio(s[7], s[6])
-        result = {"eval_generator_mlm_loss": ratio(s[0], s[3]),
-                  "eval_generator_mlm_accuracy": ratio(s[1], s[3]),
-                  "eval_generator_mlm_baseline_accuracy": ratio(s[2], s[3]),
-                  "eval_rtd_loss": ratio(s[4], s[6]),
-                  "eval_rtd_accuracy": ratio(s[5], s[6]),
-                  "eval_rtd_precision": ratio(s[9], s[8]),
-                  "eval_rtd_recall": ratio(s[9], s[7]),
+    def _result(self, s: dict[str, float]) -> dict[str, float]:
+        replaced = ratio(s["replaced"], s["real_tokens"])
+        result = {"eval_generator_mlm_loss": ratio(s["gen_loss"], s["gen_slots"]),
+                  "eval_generator_mlm_accuracy": ratio(s["gen_correct"], s["gen_slots"]),
+                  "eval_generator_mlm_baseline_accuracy": ratio(s["gen_baseline"],
+                                                                s["gen_slots"]),
+                  "eval_rtd_loss": ratio(s["rtd_loss"], s["real_tokens"]),
+                  "eval_rtd_accuracy": ratio(s["rtd_correct"], s["real_tokens"]),
+                  "eval_rtd_precision": ratio(s["caught"], s["called"]),
+                  "eval_rtd_recall": ratio(s["caught"], s["replaced"]),
                   "eval_replaced_fraction": replaced,
                   "eval_rtd_baseline_accuracy": 1 - replaced}  # every token called original
-        result["eval_loss"] = (self.run.gen_weight * result["eval_generator_mlm_loss"]
-                               + self.run.disc_weight * result["eval_rtd_loss"])
+        result["eval_loss"] = (self.config.gen_weight * result["eval_generator_mlm_loss"]
+                               + self.config.disc_weight * result["eval_rtd_loss"])
         if self.pair:
-            ones = ratio(s[13], s[12])
-            result[f"eval_{self.pair}_loss"] = ratio(s[10], s[12])
-            result[f"eval_{self.pair}_accuracy"] = ratio(s[11], s[12])
-            result[f"eval_{self.pair}_baseline_accuracy"] = max(ones, 1 - ones)
+            result[f"eval_{self.pair}_loss"] = ratio(s["pair_loss"], s["pair_count"])
+            result[f"eval_{self.pair}_accuracy"] = ratio(s["pair_correct"], s["pair_count"])
+            result[f"eval_{self.pair}_baseline_accuracy"] = majority_share(s["pair_ones"],
+                                                                           s["pair_count"])
             result["eval_loss"] += result[f"eval_{self.pair}_loss"]
         return result
+
+    @classmethod
+    def reads_directory(cls, model_dir: Path) -> bool:
+        """An ELECTRA discriminator: a replaced-token detection head."""
+        return has_weights(model_dir, *RTD_HEAD)
+
+    @classmethod
+    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
+                           batch_size: int, **options: Any) -> dict[str, Any]:
+        """Replaced-token detection of a discriminator directory, its input corrupted by its
+        generator (`generator=DIR`, by default the export's sibling ../generator)."""
+        return evaluate_discriminator(
+            cls, model_dir, data_dir, generator=options.get("generator"),
+            instances=instances, seed=seed, batch_size=batch_size)
+
+    @classmethod
+    def format_result(cls, result: dict[str, Any]) -> str:
+        notes = [f"{result['rtd_instances']:,} held-out instances, corrupted by the "
+                 f"generator {result['generator']}",
+                 "ELECTRA discriminator: no MLM head, so MLM, SOP and NSP are not scored"]
+        return format_table(result, RTD_ROWS, notes)
 
     # ---- export ------------------------------------------------------------------------------
 

@@ -5,47 +5,91 @@ model's (transformers' AlbertForPreTraining layout). Loss parts: "mlm" (summed o
 tokens) and the data's pair task, "sop" or "nsp" (summed over sequences), weights 1 and 1;
 data built with objective "none" has MLM alone. Metric names are those of every run so far:
 mlm_loss, sop_loss / nsp_loss, eval_mlm_accuracy, eval_sop_accuracy, ..., eval_loss.
+Evaluation of a run and of an exported directory: litebert.objectives.
 """
 
 from __future__ import annotations
 
 import logging
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
+from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
+from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
-from litebert.objectives.base import Batch, FsdpUnits, RunSettings, backbone_units, save_tokenizer
-from litebert.train.distributed import DistInfo, all_reduce_sum
-from litebert.train.evaluation import (
-    EvalSet,
-    commonest_training_token,
-    cross_eval_metrics,
-    draw_eval_set,
-    open_heldout,
+from litebert.model.hub import save_extra_heads
+from litebert.objectives.base import (
+    Batch,
+    FsdpUnits,
+    ObjectiveConfig,
+    RunSettings,
+    Stateless,
+    encoder_units,
+    own_config,
+    save_tokenizer,
 )
+from litebert.objectives.evaluation import (
+    EvalSums,
+    evaluating,
+    format_table,
+    has_weights,
+    heldout_batches,
+    majority_share,
+    ratio,
+)
+from litebert.objectives.mlm_eval import (
+    MLM_HEAD,
+    TABLE_ROWS,
+    add_mlm,
+    cross_eval_metrics,
+    evaluate_pretraining,
+    mlm_metrics,
+    table_notes,
+)
+from litebert.options import option
 
 log = logging.getLogger("litebert")
 
 IGNORE = -100  # labels of tokens that are not predicted
-PAIR_TASKS = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
+TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
+CROSS_EVALUATIONS = ("own", "both")  # MLMConfig.eval_pair_tasks
 
 
-class MLMObjective:
+@dataclass
+class MLMConfig(ObjectiveConfig):
+    eval_pair_tasks: str = option(
+        "own", "sentence-pair tasks of each evaluation: own = the data's pair task only; "
+               "both = also SOP and NSP pairs drawn once per run from the same held-out "
+               "documents (the paper's cross evaluation, as `litebert eval-pretraining` "
+               "scores them)", choices=CROSS_EVALUATIONS)
+
+    def __post_init__(self) -> None:
+        if self.eval_pair_tasks not in CROSS_EVALUATIONS:
+            raise ValueError(f"objective.eval_pair_tasks={self.eval_pair_tasks!r}: choose "
+                             f"'own' or 'both'")
+
+
+class MLMObjective(Stateless):
     """MLM with the data's SOP/NSP task (see the module docstring)."""
+
+    Config: ClassVar[type[ObjectiveConfig]] = MLMConfig
+    sampling: ClassVar[str] = "shuffled"
 
     def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None:
         self.run = run
+        self.config: MLMConfig = own_config(run, type(self))
         self.label_key = data.label_key if data is not None else None  # the pair label's key
-        self.pair = PAIR_TASKS[self.label_key] if self.label_key else None  # "sop" / "nsp"
+        self.pair = TASK_OF_LABEL[self.label_key] if self.label_key else None  # "sop" / "nsp"
         self.parts: tuple[str, ...] = ("mlm", self.pair) if self.pair else ("mlm",)
         self.weights: tuple[float, ...] = (1.0,) * len(self.parts)
         self.heldout: PretrainingDataset | None = None  # None: build and export only
@@ -54,13 +98,17 @@ class MLMObjective:
         self.masked_share = 0.15  # of the tokens the MLM head scores: the data's, once read
         if data is not None:
             held = open_heldout(data.directory)
-            self.heldout = PretrainingDataset(data.directory, "heldout", seed=run.seed)
+            self.heldout = self.dataset(data.directory, "heldout", run.seed)
             self.masked_share = self.heldout.config.masked_lm_prob
             # The same baseline token as `litebert eval-pretraining`: one rule for both.
             self.baseline_token = commonest_training_token(held)
-            if run.eval_pair_tasks == "both":
+            if self.config.eval_pair_tasks == "both":
                 self.cross_set = draw_eval_set(held, instances=run.eval_instances,
                                                seed=run.seed, batch_size=run.micro_batch_size)
+
+    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+        """The data's pairs (or packed text) with its masks: the MLM targets."""
+        return PretrainingDataset(directory, split, seed=seed)
 
     # ---- training ----------------------------------------------------------------------------
 
@@ -75,14 +123,13 @@ class MLMObjective:
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
         """The backbone, and the MLM head at the data's masked share (the pair head, one
         H x 2 product per sequence, is left out)."""
-        predicted = self.masked_share
         return (encoder_flops_per_token(config, seq_len)
-                + mlm_head_flops_per_token(config, predicted))
+                + mlm_head_flops_per_token(config, self.masked_share))
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The attention and FFN modules of the one backbone."""
         assert isinstance(model, AlbertForPreTraining)
-        return backbone_units(model.albert)
+        return encoder_units(model.albert.encoder)
 
     def begin_step(self, step: int) -> None:
         """Nothing: the data's masks are drawn by the loader, keyed per item."""
@@ -115,82 +162,81 @@ class MLMObjective:
         eval_loss stay those of the own instances)."""
         if self.heldout is None or len(self.heldout) < info.world_size:
             return {}  # every rank must score as many batches: none without an instance each
-        result = self.evaluate_heldout(model, info, amp)
+        sums = EvalSums(info.device)
+        with evaluating(model):
+            for batch in heldout_batches(self.heldout, self.run.eval_instances,
+                                         self.run.micro_batch_size, info):
+                with amp:
+                    out = model(**batch)
+                self._add_batch(sums, out, batch)
+        result = self._result(sums.reduce())
         if self.cross_set is not None and self.cross_set.batches:
             result.update(cross_eval_metrics(model, self.cross_set, info, amp))
         return result
 
-    @torch.no_grad()
-    def evaluate_heldout(self, model: nn.Module, info: DistInfo,
-                         amp: AbstractContextManager[Any]) -> dict[str, float]:
-        """MLM loss/accuracy and SOP/NSP loss/accuracy on held-out instances, with baselines."""
-        assert self.heldout is not None
-        was_training = model.training
-        model.eval()
-        per_rank = min(len(self.heldout), self.run.eval_instances) // info.world_size
-        mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
-        size = self.run.micro_batch_size
-        # Kept on the device: one host sync for the whole evaluation, not one per batch.
-        sums = torch.zeros(8, dtype=torch.float64, device=info.device)
-        for i in range(0, len(mine), size):
-            batch = self.heldout.collate([self.heldout[j] for j in mine[i:i + size]])
-            batch = {k: v.to(info.device) for k, v in batch.items()}
-            with amp:
-                out = model(**batch)
-            parts = self._eval_sums(out, batch, info.device)
-            sums[:len(parts)] += parts
-        totals: list[float] = all_reduce_sum(sums).tolist()
-        model.train(was_training)
-        return self._eval_result(totals)
-
-    def _eval_sums(self, out: Any, batch: Batch, device: torch.device) -> torch.Tensor:
-        """This batch's mlm loss, correct, baseline correct, count; then, with a pair task,
-        its loss, correct, count and label-1 count."""
-        target = batch["labels"][batch["labels"] != IGNORE]  # (N,)
-        logits = out.prediction_logits.float()  # (N, V): the head scores masked tokens only
-        parts = [F.cross_entropy(logits, target, reduction="sum"),
-                 (logits.argmax(-1) == target).sum(), (target == self.baseline_token).sum(),
-                 torch.tensor(target.numel(), device=device)]
+    def _add_batch(self, sums: EvalSums, out: Any, batch: Batch) -> None:
+        add_mlm(sums, out.prediction_logits, batch["labels"], self.baseline_token)
         if self.label_key:
-            labels = batch[self.label_key]  # (B,)
-            pair = out.sop_logits.float()  # (B, 2)
-            parts += [F.cross_entropy(pair, labels, reduction="sum"),
-                      (pair.argmax(-1) == labels).sum(),
-                      torch.tensor(labels.numel(), device=device), labels.sum()]
-        return torch.stack([p.to(torch.float64) for p in parts])
+            labels, logits = batch[self.label_key], out.sop_logits.float()  # (B,), (B, 2)
+            sums.add(pair_loss=F.cross_entropy(logits, labels,
+                                                                 reduction="sum"),
+                     pair_correct=(logits.argmax(-1) == labels).sum(),
+                     pair_count=labels.numel(), pair_ones=labels.sum())
 
-    def _eval_result(self, sums: list[float]) -> dict[str, float]:
-        """The metrics from the summed counts (all ranks)."""
-        result = {"eval_mlm_loss": sums[0] / max(sums[3], 1),
-                  "eval_mlm_accuracy": sums[1] / max(sums[3], 1),
-                  "eval_mlm_baseline_accuracy": sums[2] / max(sums[3], 1)}
+    def _result(self, s: dict[str, float]) -> dict[str, float]:
+        """The metrics from the named sums (all ranks)."""
+        result = mlm_metrics(s, prefix="eval_")
         result["eval_loss"] = result["eval_mlm_loss"]
         if self.pair:
             name = self.pair
-            ones = sums[7] / max(sums[6], 1)
-            result[f"eval_{name}_loss"] = sums[4] / max(sums[6], 1)
-            result[f"eval_{name}_accuracy"] = sums[5] / max(sums[6], 1)
-            result[f"eval_{name}_baseline_accuracy"] = max(ones, 1 - ones)  # majority label
+            result[f"eval_{name}_loss"] = ratio(s["pair_loss"], s["pair_count"])
+            result[f"eval_{name}_accuracy"] = ratio(s["pair_correct"], s["pair_count"])
+            result[f"eval_{name}_baseline_accuracy"] = majority_share(s["pair_ones"],
+                                                                      s["pair_count"])
             result["eval_loss"] += result[f"eval_{name}_loss"]
         return result
+
+    @classmethod
+    def reads_directory(cls, model_dir: Path) -> bool:
+        """A directory with an MLM head (a pre-training or masked-LM model)."""
+        return has_weights(model_dir, *MLM_HEAD)
+
+    @classmethod
+    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
+                           batch_size: int, **options: Any) -> dict[str, Any]:
+        """MLM, SOP and NSP accuracy on the held-out documents (the paper's Table 5)."""
+        unused = sorted(f"--{k} {v}" for k, v in options.items() if v is not None)
+        if unused:  # unused, it would suggest that something else was scored
+            raise ValueError(f"{', '.join(unused)}: only apply to other objectives' models "
+                             f"(a generator to an ELECTRA discriminator); {model_dir} has an "
+                             f"MLM head and is scored on MLM, SOP and NSP")
+        return evaluate_pretraining(model_dir, data_dir, instances=instances,
+                                             seed=seed, batch_size=batch_size)
+
+    @classmethod
+    def format_result(cls, result: dict[str, Any]) -> str:
+        return format_table(result, TABLE_ROWS, table_notes(result))
 
     # ---- export ------------------------------------------------------------------------------
 
     def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
-        """One transformers-format AlbertForPreTraining directory (the exported config keeps
-        the preset's dropout), the run's tokenizer beside it. A family without a pre-training
-        class holding a pair head (RoBERTa) gets its masked LM: the pair head and the pooler,
-        which MLM alone never trains, are left out (with a note when a pair task ran)."""
+        """One AlbertForPreTraining directory in the config's family layout (the exported
+        config keeps the preset's dropout), the run's tokenizer beside it. A family without
+        a pre-training class holding a pair head (ELECTRA, RoBERTa) gets its masked LM in
+        its transformers layout, and a trained pair head and pooler are kept beside it in
+        litebert's layout (EXTRA_HEADS_NAME): litebert loads and scores them."""
         model: AlbertForPreTraining | AlbertForMaskedLM = AlbertForPreTraining(config)
+        kept: dict[str, torch.Tensor] = {}
         if "AlbertForPreTraining" not in family(config.model_type).class_names:
-            dropped = ("sop_classifier.", "albert.pooler.")
-            if self.pair is not None:
-                log.warning("%s has no pre-training class with a %s head: %s exports its "
-                            "masked LM only", config.model_type, self.pair, out_dir)
-            model_state = {k: v for k, v in model_state.items() if not k.startswith(dropped)}
+            heads = ("sop_classifier.", "albert.pooler.")
+            kept = {k: v for k, v in model_state.items() if k.startswith(heads)}
+            model_state = {k: v for k, v in model_state.items() if not k.startswith(heads)}
             model = AlbertForMaskedLM(config)
         model.load_state_dict(model_state)
         model.save_pretrained(out_dir, unroll=unroll)
+        if kept and self.pair is not None:  # MLM alone never trains the pair head
+            save_extra_heads(out_dir, kept, f"transformers' {config.model_type} has no "
+                             f"pre-training class with a {self.pair} head")
         save_tokenizer(run_dir, out_dir)
         return out_dir

@@ -189,13 +189,14 @@ def _record(spec: StudySpec, run: RunSpec, data: Path, cfg) -> dict[str, Any]:
 
 def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[str, Any]:
     """The recorded progress, when the run is the same one; an error naming the file if not."""
-    from litebert.train.run_config import FIELDS
+    from litebert.train.run_config import saved_run_config
 
     for key in ("data", "pretrain", "model"):
         old, new = before.get(key) or {}, now[key]
-        if key == "pretrain":  # a field added since the record was written had its default
-            old = {**{k: f.default for k, f in FIELDS.items()
-                      if f.default is not dataclasses.MISSING}, **old}
+        if key == "pretrain":  # read as a config: either spelling, new fields at defaults
+            old = {**saved_run_config({k: v for k, v in old.items()
+                                       if k not in PATH_FIELDS}).to_dict(),
+                   **{k: v for k, v in old.items() if k in PATH_FIELDS}}
         # Paths may differ when OUT was moved or named otherwise: the settings must not.
         changed = sorted(k for k in set(old) | set(new)
                          if k not in PATH_FIELDS and old.get(k) != new.get(k))
@@ -251,26 +252,30 @@ def evaluate(name: str, spec: StudySpec, run_dir: Path, data: Path, out: Path, c
 
 def pretraining_eval(spec: StudySpec, export: Path, corpus: Path, out: Path, quick: bool,
                      workers: int) -> dict[str, Any]:
-    """MLM, SOP and NSP accuracy on the held-out documents of the study's shared data (its
-    `data` without any run's overrides), drawn from one seed: the same examples for every
-    run, whatever objective it was trained with."""
-    from litebert.train.evaluation import evaluate_pretraining
+    """The objective's own evaluation of the export (one dispatch with `litebert
+    eval-pretraining`: MLM, SOP and NSP accuracy of a model with an MLM head, replaced-token
+    detection of an ELECTRA discriminator) on the held-out documents of the study's shared
+    data (its `data` without any run's overrides), drawn from one seed: the same examples
+    for every run, whatever objective it was trained with."""
+    from litebert.objectives import evaluate_directory
 
     tokenizer = out / "tokenizer"
     data = prepare_data(spec.data, f"{spec.source} data", corpus, tokenizer, out, workers)
     instances = EVAL_INSTANCES[1] if quick else EVAL_INSTANCES[0]
-    result = evaluate_pretraining(export, data, instances=instances, seed=EVAL_SEED)
-    return {**result, "data_dir": str(data), "seed": EVAL_SEED}
+    objective, result = evaluate_directory(export, data, instances=instances, seed=EVAL_SEED)
+    return {**result, "data_dir": str(data), "seed": EVAL_SEED,
+            "scored_by": objective.__name__}
 
 
 def similarity_eval(export: Path, data: Path) -> dict[str, Any]:
     """Figure 2 on held-out instances of the run's own data (as masked for MLM; the masks
-    are drawn from a fixed seed, so every run of one data directory sees the same inputs)."""
+    are drawn from a fixed seed, so every run of one data directory sees the same inputs).
+    Only the backbone is read, so any objective's export is measured alike."""
     from litebert.data.loader import PretrainingDataset
+    from litebert.model import AutoModel
     from litebert.studies.similarity import layer_transitions
-    from litebert.train.evaluation import load_for_evaluation
 
-    model, _ = load_for_evaluation(export)
+    model = AutoModel.from_pretrained(export)
     heldout = PretrainingDataset(data, "heldout", seed=EVAL_SEED)
     size = min(len(heldout), SIMILARITY_BATCHES * SIMILARITY_BATCH_SIZE)
     if size == 0:

@@ -14,6 +14,7 @@ Every key and value is checked when the file is read: an error names the file an
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 import yaml
 
 from litebert.files import named_yaml, yaml_names
+
+log = logging.getLogger("litebert")
 
 SPEC_DIR = Path(__file__).resolve().parent / "specs"  # package data
 EVALUATIONS = ("pretraining", "similarity", "probes")
@@ -94,12 +97,36 @@ class StudySpec:
 
 
 def merge_pretrain(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """base | top, with model_overrides merged key by key."""
+    """base | top, with model_overrides merged key by key and the objective as
+    litebert.train.run_config.merge_objective merges it (a name keeps the fields); the
+    previous release's flat objective fields nested (parse_spec warned about them)."""
+    from litebert.train.run_config import merge_objective, nest_objective
+
+    base, top = nest_objective(base, "study", warn=False), nest_objective(top, "study", warn=False)
     merged = {**base, **top}
     models = {**base.get("model_overrides", {}), **top.get("model_overrides", {})}
     if models:
         merged["model_overrides"] = models
+    if "objective" in base and "objective" in top:
+        merged["objective"] = merge_objective(base["objective"], top["objective"])
     return merged
+
+
+def warn_flat_objective(spec: StudySpec) -> None:
+    """One warning for a study file in the previous release's spelling (objective fields at
+    the top level of a pretrain section), showing the nested spelling of the first."""
+    from litebert.train.run_config import flow_yaml, legacy_objective_fields, nest_objective
+
+    sections = [("pretrain", spec.pretrain), ("quick.pretrain", spec.quick["pretrain"])]
+    sections += [(f"runs[{i}].pretrain", r.pretrain) for i, r in enumerate(spec.runs)]
+    flat = [(where, values) for where, values in sections
+            if set(values) & legacy_objective_fields()]
+    if flat:
+        where, values = flat[0]
+        nested = nest_objective(values, spec.source, warn=False)["objective"]
+        log.warning("%s: objective fields at the top level of %s (the previous release's "
+                    "spelling); write them nested: objective: %s", spec.source,
+                    ", ".join(w for w, _ in flat), flow_yaml(nested))
 
 
 # ---- reading -------------------------------------------------------------------------------
@@ -166,7 +193,7 @@ def parse_spec(raw: Any, source: str) -> StudySpec:
         raise StudyError(f"{source} field quick.probes: expected a list of mappings")
     for key in ("data", "pretrain", "budget"):
         quick[key] = _mapping(quick.get(key), f"{source} field quick.{key}")
-    return StudySpec(
+    spec = StudySpec(
         name=_text(raw, "name", source), title=_text(raw, "title", source, raw.get("name")),
         paper=str(raw.get("paper", "")), corpus=_text(raw, "corpus", source, "bbc-news"),
         vocab_size=raw.get("vocab_size", 10000),
@@ -176,6 +203,8 @@ def parse_spec(raw: Any, source: str) -> StudySpec:
         budget=_mapping(raw.get("budget"), f"{source} field budget", BUDGET_KEYS | {"match"}),
         quick=quick, evaluations=list(evaluations), probes=list(probes), runs=runs,
         source=source)
+    warn_flat_objective(spec)
+    return spec
 
 
 def _parse_run(raw: Any, where: str) -> RunSpec:
@@ -239,13 +268,13 @@ def build_config(values: dict[str, Any], where: str):
 def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any], where: str):
     """The PretrainConfig of one run: recipe + spec + run + budget + `extra` (data, out...)."""
     from litebert.config import AlbertConfig, ConfigError
-    from litebert.train.run_config import FIELDS, RunConfigError, load_run_config
+    from litebert.train.run_config import RunConfigError, check_fields, load_run_config
 
     values = spec.run_pretrain(run)
-    unknown = sorted(set(values) - set(FIELDS))
-    if unknown:
-        raise StudyError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
-                         f"{', '.join(FIELDS)}")
+    try:
+        check_fields(values, where)  # the previous release's flat objective fields too
+    except RunConfigError as err:
+        raise StudyError(str(err)) from None
     values["max_steps"] = spec.budget.get("steps")
     values["batch_size"] = spec.budget.get("batch_size")
     # One forward pass per step unless the spec asks otherwise: the budget is in sequences.
@@ -267,12 +296,12 @@ def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any], where:
 def step_flops(spec: StudySpec, run: RunSpec, cfg) -> float:
     """Training FLOPs per token of one run's objective and model, at the data's length."""
     from litebert.config import AlbertConfig
-    from litebert.objectives import OBJECTIVES
+    from litebert.objectives import resolve
 
     length = build_config(spec.run_data(run), spec.source).max_seq_length
     config = AlbertConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
                                       **cfg.model_overrides)
-    return OBJECTIVES[cfg.objective](cfg).flops_per_token(config, length)
+    return resolve(cfg.objective.name)(cfg).flops_per_token(config, length)
 
 
 def resolve_model_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:

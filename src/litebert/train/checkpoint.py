@@ -4,6 +4,7 @@
         state.json          step, data position, counters, the run's config and world size,
                             "format", and "files": the size and sha256 of every other file
         rng-rank{R}.pt      rank R's torch CPU (and CUDA) generator states
+        objective-rank{R}.safetensors   rank R's objective state (memories, ...), if any
       "format": "full" (one process, DDP), written by rank 0:
         model.safetensors   the training model's own state dict (our parameter names)
         optimizer.pt        optimizer + LR-scheduler state
@@ -39,13 +40,13 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from litebert.files import atomic_directory, damaged_files, describe_files
-from litebert.train.distributed import (
+from litebert.distributed import (
     all_gather_objects,
     barrier,
     broadcast_object,
     rank_and_world,
 )
+from litebert.files import atomic_directory, damaged_files, describe_files
 
 log = logging.getLogger("litebert")
 
@@ -243,6 +244,32 @@ def load_rng(path: Path, rank: int) -> dict[str, Any]:
         if (Path(path) / name).is_file():
             return load_pt(Path(path) / name)
     raise DamagedCheckpoint(f"{path}: no {rng_file(rank)}; not a complete checkpoint")
+
+
+# ---- the objective's state -------------------------------------------------------------------
+
+def objective_file(rank: int) -> str:
+    return f"objective-rank{rank}.safetensors"
+
+
+def save_objective_state(directory: Path, rank: int, state: dict[str, torch.Tensor]) -> None:
+    """Rank `rank`'s objective state (Objective.state_dict); nothing when it is empty."""
+    if state:
+        tensors = {k: v.detach().contiguous().cpu() for k, v in state.items()}
+        save_file(tensors, directory / objective_file(rank), {"format": "pt"})
+
+
+def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
+    """Rank `rank`'s objective state; {} when the checkpoint has none at all. State saved by
+    other ranks only cannot be split or merged: an error naming the checkpoint."""
+    mine = Path(path) / objective_file(rank)
+    if mine.is_file():
+        return load_file(mine)
+    if any(Path(path).glob("objective-rank*.safetensors")):
+        raise DamagedCheckpoint(f"{path}: the objective's state was saved by other ranks, "
+                                f"none for rank {rank}; resume with the number of processes "
+                                f"that wrote it")
+    return {}
 
 
 # ---- sharded (torch.distributed.checkpoint) -------------------------------------------------

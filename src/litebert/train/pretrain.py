@@ -28,14 +28,15 @@ from torch.utils.data import DataLoader
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
-from litebert.data.loader import PretrainingDataset, RankSampler
-from litebert.objectives import OBJECTIVES
+from litebert.data.loader import PretrainingDataset, sampler_for
+from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
+from litebert.objectives import resolve
 from litebert.progress import progress
+from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
-from litebert.train.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.train.lamb import build_optimizer
 from litebert.train.metrics import MetricsLogger
-from litebert.train.run_config import FIELDS, PretrainConfig, RunConfigError
+from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.schedule import build_scheduler
 from litebert.train.state import (
     export_run,  # noqa: F401 (litebert.cli imports it from here)
@@ -55,8 +56,6 @@ class TrainingDiverged(RuntimeError):
 
 def model_config(cfg: PretrainConfig, data_dir: Path) -> AlbertConfig:
     """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides."""
-    from litebert.tokenization import Tokenizer
-
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
     # The tokenizer's ids, unless the recipe overrides them (check_model_reads then checks).
     ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id or 0,
@@ -73,7 +72,7 @@ def data_has_pairs(data_dir: Path) -> bool:
     return load_manifest(data_dir)["config"].get("objective", "sop") != "none"
 
 
-def batches(dataset: PretrainingDataset, sampler: RankSampler, micro: int, workers: int,
+def batches(dataset: PretrainingDataset, sampler, micro: int, workers: int,
             position: dict[str, int]):
     """Micro-batches forever, epoch after epoch, from `position` (updated as they go)."""
     while True:
@@ -118,8 +117,9 @@ class Trainer:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
         self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
-        self.train_data = PretrainingDataset(data_dir, "train", seed=cfg.seed)
-        self.objective = OBJECTIVES[cfg.objective](cfg, self.train_data)
+        neutral = PretrainingDataset(data_dir, "train", seed=cfg.seed)
+        self.objective = resolve(cfg.objective.name)(cfg, neutral)
+        self.train_data = self.objective.dataset(data_dir, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         self.config = model_config(cfg, data_dir)
         torch.manual_seed(cfg.seed)
@@ -141,6 +141,7 @@ class Trainer:
             saved = restore_state(self.model, self.optimizer, self.scheduler, cfg, self.info,
                                   resume)
             self.state.update({k: saved[k] for k in self.state if k in saved})
+            self.objective.load_state_dict(saved["objective_state"])
         self._prepare_run_dir(data_dir)
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
@@ -149,13 +150,14 @@ class Trainer:
         """A checkpoint of another objective or model (other data, preset or overrides)
         cannot resume."""
         record = json.loads((path / "state.json").read_text())
-        default = FIELDS["objective"].default  # checkpoints from before the option
-        objective = record.get("config", {}).get("objective", default)
-        if objective != self.cfg.objective:
+        saved_objective = record.get("config", {}).get("objective", "mlm")  # before: none
+        if isinstance(saved_objective, dict):  # nested since the objective had fields
+            saved_objective = saved_objective.get("name", "mlm")
+        if saved_objective != self.cfg.objective.name:
             raise RunConfigError(
-                f"--resume {path}: the checkpoint was trained with objective {objective!r}, "
-                f"this run is {self.cfg.objective!r}; resume with the same recipe, or start "
-                f"a new --out")
+                f"--resume {path}: the checkpoint was trained with objective "
+                f"{saved_objective!r}, this run is {self.cfg.objective.name!r}; resume with "
+                f"the same recipe, or start a new --out")
         saved = record.get("model_config", {})
         if saved:  # read as a config: a field added since the checkpoint takes its default
             saved = AlbertConfig.from_dict(saved, source=str(path / "state.json")).to_dict()
@@ -244,8 +246,9 @@ class Trainer:
 
     def run(self) -> dict[str, float]:
         cfg, state = self.cfg, self.state
-        sampler = RankSampler(len(self.train_data), self.info.rank, self.info.world_size,
-                              seed=cfg.seed)
+        sampler = sampler_for(self.objective.sampling, len(self.train_data), self.info.rank,
+                              self.info.world_size, cfg.micro_batch_size, self.accumulation,
+                              cfg.seed)
         data = batches(self.train_data, sampler, cfg.micro_batch_size, cfg.num_workers, state)
         window: dict[str, Any] = {"losses": torch.zeros_like(self.weights),
                                   "steps": 0, "tokens": 0, "start": time.perf_counter()}
@@ -269,7 +272,8 @@ class Trainer:
                 last_eval = self._evaluate()
             if step % cfg.save_every == 0 or step == cfg.max_steps:
                 save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
-                                self.info, {**state, "model_config": self.config.to_dict()})
+                                self.info, {**state, "model_config": self.config.to_dict()},
+                                self.objective.state_dict())
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.

@@ -4,6 +4,7 @@ src/litebert/recipes/pretrain/, shipped with the package, or a YAML file) plus o
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,18 @@ import yaml
 
 from litebert.config import PRESETS
 from litebert.files import named_yaml, yaml_names
-from litebert.objectives import OBJECTIVES
+from litebert.objectives import (
+    OBJECTIVES,
+    ObjectiveConfig,
+    ObjectiveError,
+    objective_config,
+    resolve,
+)
+from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
 from litebert.train.schedule import SCHEDULES, resolve_warmup
 
-PAIR_TASKS = ("own", "both")  # eval_pair_tasks
+log = logging.getLogger("litebert")
 
 
 class RunConfigError(ValueError):
@@ -27,11 +35,11 @@ class RunConfigError(ValueError):
 class PretrainConfig:
     model: str = option("tiny", "model size, a preset of litebert.config.PRESETS",
                         choices=PRESETS)
-    objective: str = option(
-        "mlm", "what is trained (litebert.objectives): mlm = masked-LM plus the data's "
-               "sentence-pair task (SOP or NSP, as the data was built); electra = a small "
-               "generator fills masked tokens, the model learns which tokens were replaced",
-        choices=OBJECTIVES)
+    objective: ObjectiveConfig = option(
+        help="what is trained and its own fields (litebert.objectives): {name: mlm} = "
+             "masked-LM plus the data's sentence-pair task; {name: electra, ...} = ELECTRA's "
+             "replaced-token detection; package.module:Class = your own",
+        factory=MLMConfig)
     model_overrides: dict[str, Any] = option(
         help="AlbertConfig fields that replace the preset's", factory=dict)
     data: str | None = option(None, "a directory written by `litebert data build`")
@@ -62,29 +70,6 @@ class PretrainConfig:
     log_every: int = option(10, "steps between metric lines")
     eval_every: int = option(200, "steps between held-out evaluations")
     eval_instances: int = option(2000, "held-out instances per evaluation, at most")
-    eval_pair_tasks: str = option(
-        "own", "sentence-pair tasks of each evaluation: own = the data's objective only; "
-               "both = also SOP and NSP pairs drawn once per run from the same held-out "
-               "documents (the paper's cross evaluation: eval_sop_* and eval_nsp_* "
-               "accuracies, as `litebert eval-pretraining` scores them)",
-        choices=PAIR_TASKS)
-    # ELECTRA (objective: electra); the official code's defaults.
-    generator_size: float = option(
-        0.25, "electra: the generator's hidden size, FFN and heads as a share of the "
-              "discriminator's")
-    generator_layers: float = option(
-        1.0, "electra: the generator's depth as a share of the discriminator's")
-    generator_masking: str = option(
-        "uniform", "electra: which tokens the generator fills: uniform = ELECTRA's draw of "
-                   "mask_prob of each row's tokens every step; data = the data's own masks "
-                   "(its n-gram / whole-word spans)", choices=("uniform", "data"))
-    mask_prob: float = option(0.15, "electra: share of tokens masked for the generator")
-    temperature: float = option(1.0, "electra: temperature of the generator's sampling")
-    gen_weight: float = option(1.0, "electra: weight of the generator's MLM loss")
-    disc_weight: float = option(50.0, "electra: weight of the replaced-token-detection loss")
-    discriminator_pair_task: bool = option(
-        False, "electra: also train the data's SOP/NSP task on the discriminator's first "
-               "token (not in the ELECTRA paper)")
     save_every: int = option(200, "steps between checkpoints")
     keep_last: int = option(3, "checkpoints kept")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
@@ -100,10 +85,12 @@ class PretrainConfig:
             raise RunConfigError(f"pretrain config betas={self.betas!r}: give two rates, "
                                  f"e.g. [0.9, 0.999]")
         self.betas = (betas[0], betas[1])
+        try:
+            self.objective = objective_config(self.objective, "pretrain config")
+        except ObjectiveError as err:
+            raise RunConfigError(str(err)) from None
         checks = [
             (self.model in PRESETS, "model", f"unknown preset; choose from {', '.join(PRESETS)}"),
-            (self.objective in OBJECTIVES, "objective",
-             f"unknown objective; choose from {', '.join(OBJECTIVES)}"),
             (self.batch_size > 0 and self.micro_batch_size > 0, "batch_size",
              "batch sizes must be positive"),
             (self.max_steps > 0, "max_steps", "must be positive"),
@@ -112,13 +99,6 @@ class PretrainConfig:
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
-            (self.eval_pair_tasks in PAIR_TASKS, "eval_pair_tasks", "choose 'own' or 'both'"),
-            (0 < self.generator_size <= 1 and 0 < self.generator_layers <= 1,
-             "generator_size", "generator_size and generator_layers must be in (0, 1]"),
-            (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
-            (self.temperature > 0, "temperature", "must be positive"),
-            (self.generator_masking in ("uniform", "data"), "generator_masking",
-             "choose 'uniform' or 'data'"),
             (min(self.log_every, self.eval_every, self.save_every) > 0, "log_every",
              "log_every, eval_every and save_every must be positive"),
         ]
@@ -140,9 +120,13 @@ class PretrainConfig:
         return self.batch_size // per_step
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
+        out = dataclasses.asdict(self)  # the objective as a mapping: {name: ..., fields}
         out["betas"] = list(self.betas)
         return out
+
+    @property
+    def objective_name(self) -> str:
+        return self.objective.name
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
@@ -177,7 +161,8 @@ def recipe_path(recipe: str | Path) -> Path:
 
 
 def read_recipe(recipe: str | Path) -> dict[str, Any]:
-    """The fields of a recipe (a built-in name or a YAML file), checked against FIELDS."""
+    """The fields of a recipe (a built-in name or a YAML file), checked against FIELDS (and
+    the previous release's flat objective fields, which load_run_config nests)."""
     path = recipe_path(recipe)
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -187,20 +172,94 @@ def read_recipe(recipe: str | Path) -> dict[str, Any]:
         raise RunConfigError(f"{path}{where}: invalid YAML ({err})") from None
     if not isinstance(loaded, dict):
         raise RunConfigError(f"{path}: expected a mapping of fields, got {type(loaded)}")
-    unknown = sorted(set(loaded) - set(FIELDS))
-    if unknown:
-        raise RunConfigError(f"{path}: unknown field(s) {', '.join(unknown)}; known: "
-                             f"{', '.join(FIELDS)}")
+    check_fields(loaded, str(path))
     return loaded
+
+
+def legacy_objective_fields() -> set[str]:
+    """The built-in objectives' fields, which the previous release held at the top level."""
+    return {f.name for cls in OBJECTIVES.values()
+            for f in dataclasses.fields(cls.Config)} - {"name"}
+
+
+def check_fields(values: dict[str, Any], where: str) -> None:
+    """Every key a field of PretrainConfig (or a flat objective field, or objective.FIELD)."""
+    unknown = sorted(k for k in set(values) - set(FIELDS) - legacy_objective_fields()
+                     if not k.startswith("objective."))
+    if unknown:
+        raise RunConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(FIELDS)}")
+
+
+def flow_yaml(mapping: dict[str, Any]) -> str:
+    """{name: electra, temperature: 2.0}: a mapping as one line of YAML."""
+    def scalar(value: Any) -> str:
+        return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    return "{" + ", ".join(f"{k}: {scalar(v)}" for k, v in mapping.items()) + "}"
+
+
+def nest_objective(values: dict[str, Any], where: str, warn: bool = True) -> dict[str, Any]:
+    """The previous release's spelling (objective fields at the top level) -> the nested
+    one, with one warning that shows it; the nested spelling passes unchanged. Flat fields
+    of another objective than the one named had no effect then and are dropped."""
+    flat = [k for k in values if k in legacy_objective_fields()]
+    if not flat:
+        return values
+    objective = values.get("objective", "mlm")
+    nested = {"name": objective} if isinstance(objective, str) else dict(objective)
+    nested.setdefault("name", "mlm")
+    try:
+        own = {f.name for f in dataclasses.fields(resolve(nested["name"]).Config)}
+    except ObjectiveError as err:
+        raise RunConfigError(f"{where}: {err}") from None
+    nested.update({k: values[k] for k in flat if k in own})
+    ignored = [k for k in flat if k not in own]
+    if warn:
+        log.warning("%s: objective fields at the top level (%s) are the previous release's "
+                    "spelling; write them nested: objective: %s%s", where, ", ".join(flat),
+                    flow_yaml(nested), f" ({', '.join(ignored)} ignored: not fields of "
+                    f"{nested['name']!r})" if ignored else "")
+    return {**{k: v for k, v in values.items() if k not in flat}, "objective": nested}
+
+
+def saved_run_config(values: dict[str, Any]) -> PretrainConfig:
+    """The run config a checkpoint's state.json records, in either spelling (fields added
+    since take their defaults)."""
+    known = {k: v for k, v in values.items() if k in FIELDS or k in legacy_objective_fields()}
+    return PretrainConfig(**nest_objective(known, "state.json", warn=False))
+
+
+def merge_objective(base: Any, top: Any) -> Any:
+    """A later `objective:` over an earlier one. A name alone (`--objective NAME`) changes the
+    class and keeps the fields, validated against the new class's config; a mapping adds its
+    fields, and one that names another class starts from that class's defaults."""
+    def as_mapping(value: Any) -> dict[str, Any]:
+        if isinstance(value, ObjectiveConfig):
+            return dataclasses.asdict(value)
+        return {"name": value} if isinstance(value, str) else dict(value or {})
+
+    fields, new = as_mapping(base), top
+    if isinstance(new, str):
+        return {**fields, "name": new}
+    new = as_mapping(new)
+    if "name" in new and new["name"] != fields.get("name", "mlm"):
+        return new
+    return {**fields, **new}
 
 
 def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> PretrainConfig:
     """Recipe (optional: a built-in name or a YAML file) + overrides (None values ignored)
     -> PretrainConfig. Overriding max_steps alone scales the recipe's warm-up with it
-    (train.schedule.resolve_warmup)."""
-    values = read_recipe(recipe) if recipe is not None else {}
-    given = {k: v for k, v in overrides.items() if v is not None}
-    where = recipe or "pretrain config"
+    (train.schedule.resolve_warmup). `objective` in the overrides changes the class and
+    keeps the recipe's objective fields; `objective.FIELD` sets one field."""
+    where = str(recipe_path(recipe)) if recipe is not None else "pretrain config"
+    values = nest_objective(read_recipe(recipe), where) if recipe is not None else {}
+    given = nest_objective({k: v for k, v in overrides.items() if v is not None},
+                           "the overrides")
+    dotted = {k.split(".", 1)[1]: given.pop(k) for k in list(given) if k.startswith("objective.")}
+    if "objective" in given or dotted:
+        given["objective"] = merge_objective(
+            merge_objective(values.get("objective", "mlm"), given.get("objective", {})), dotted)
     try:
         if "max_steps" in given:
             recipe_steps = values.get("max_steps", FIELDS["max_steps"].default)
@@ -217,10 +276,12 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> Pre
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """`--set field=value` with the value parsed as YAML (numbers, lists, dicts)."""
+    """`--set field=value` (or objective.FIELD=value) with the value parsed as YAML."""
     if "=" not in text:
         raise RunConfigError(f"--set {text}: expected FIELD=VALUE")
     key, raw = text.split("=", 1)
-    if key not in FIELDS:
-        raise RunConfigError(f"--set {key}: unknown field; known: {', '.join(FIELDS)}")
+    if key not in FIELDS and key not in legacy_objective_fields() \
+            and not key.startswith("objective."):
+        raise RunConfigError(f"--set {key}: unknown field; known: {', '.join(FIELDS)}, "
+                             f"objective.FIELD (the objective's own: `litebert pretrain --help`)")
     return key, yaml.safe_load(raw)

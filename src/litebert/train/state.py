@@ -16,10 +16,10 @@ import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.objectives import OBJECTIVES, Objective
+from litebert.distributed import DistInfo
+from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
-from litebert.train.distributed import DistInfo
-from litebert.train.run_config import FIELDS, PretrainConfig, RunConfigError
+from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
 
 
 def is_fsdp(model: nn.Module) -> bool:
@@ -46,14 +46,19 @@ def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
 # ---- saving ---------------------------------------------------------------------------------
 
 def save_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainConfig,
-                    info: DistInfo, state: dict[str, Any]) -> Path:
-    """Checkpoint the run at state["step"]; every rank calls this at the same step."""
+                    info: DistInfo, state: dict[str, Any],
+                    objective_state: dict[str, torch.Tensor] | None = None) -> Path:
+    """Checkpoint the run at state["step"]; every rank calls this at the same step, with its
+    own objective state (Objective.state_dict)."""
     sharded = is_fsdp(model)
     record = {**state, "config": cfg.to_dict(), "world_size": info.world_size,
               "format": "sharded" if sharded else "full"}
-    fill = _sharded_writer if sharded else _full_writer
-    return checkpoint.write(run_dir, state["step"], fill(model, optimizer, scheduler, info),
-                            record, keep_last=cfg.keep_last)
+    fill = (_sharded_writer if sharded else _full_writer)(model, optimizer, scheduler, info)
+
+    def fill_all(directory: Path) -> None:
+        fill(directory)
+        checkpoint.save_objective_state(directory, info.rank, objective_state or {})
+    return checkpoint.write(run_dir, state["step"], fill_all, record, keep_last=cfg.keep_last)
 
 
 def _full_writer(model, optimizer, scheduler, info: DistInfo):
@@ -88,7 +93,8 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
     else:
         _load_full(model, optimizer, scheduler, path)
     checkpoint.set_rng_state(checkpoint.load_rng(path, info.rank))
-    return {**saved, "batch": _batch_position(saved, cfg, info)}
+    return {**saved, "batch": _batch_position(saved, cfg, info),
+            "objective_state": checkpoint.load_objective_state(path, info.rank)}
 
 
 def _load_full(model, optimizer, scheduler, path: Path) -> None:
@@ -150,8 +156,8 @@ def saved_objective(saved: dict[str, Any]) -> Objective:
     """The objective of a checkpoint's state.json (its run config; one written before there
     was a choice gets the option's default), without the run's data: enough to build and
     export."""
-    cfg = PretrainConfig(**{k: v for k, v in saved.get("config", {}).items() if k in FIELDS})
-    return OBJECTIVES[cfg.objective](cfg)
+    cfg = saved_run_config(saved.get("config", {}))
+    return resolve(cfg.objective.name)(cfg)
 
 
 def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -16,16 +17,15 @@ import transformers
 from litebert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build, split_documents
-from litebert.tokenization import Tokenizer, train_sentencepiece
-from litebert.train.evaluation import (
+from litebert.data.heldout import PAIR_TASKS as TASKS
+from litebert.data.heldout import draw_eval_set, open_heldout
+from litebert.objectives.mlm_eval import (
     RESULT_KEYS,
-    TASKS,
-    draw_eval_set,
     evaluate_pretraining,
     load_for_evaluation,
-    open_heldout,
     score,
 )
+from litebert.tokenization import Tokenizer, train_sentencepiece
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from tests.data.builds import write_corpus
@@ -55,7 +55,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
 def run(data, tmp_path_factory) -> Path:
     """6 steps on the SOP data, evaluated at 3 and 6 with the cross evaluation; exported."""
     out = tmp_path_factory.mktemp("run") / "run"
-    pretrain(run_config(data["sop"], out, eval_pair_tasks="both",
+    pretrain(run_config(data["sop"], out, objective={"name": "mlm", "eval_pair_tasks": "both"},
                         eval_instances=EVAL["instances"]))
     return out
 
@@ -218,10 +218,13 @@ def test_trainer_logs_the_cross_evaluation_of_the_same_code(run, data):
 
 
 def test_eval_pair_tasks_own_keeps_todays_metrics(data, tmp_path, capsys):
-    assert PretrainConfig().eval_pair_tasks == "own"
+    assert PretrainConfig().objective.eval_pair_tasks == "own"
     with pytest.raises(RunConfigError, match="eval_pair_tasks"):
-        PretrainConfig(eval_pair_tasks="all")
-    assert "(default: own)" in help_entries(["pretrain"], capsys)["--eval-pair-tasks"]
+        PretrainConfig(objective={"name": "mlm", "eval_pair_tasks": "all"})
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--help"])
+    listed = capsys.readouterr().out
+    assert re.search(r"eval_pair_tasks: sentence-pair tasks .*\(default: own\)", listed)
     trainer = Trainer(run_config(data["sop"], tmp_path / "own", max_steps=2, eval_every=2,
                                  save_every=2, export=False))
     assert trainer.objective.cross_set is None
@@ -232,8 +235,8 @@ def test_eval_pair_tasks_own_keeps_todays_metrics(data, tmp_path, capsys):
 
 def test_a_model_with_another_tokenizer_is_warned_about(run, data, tmp_path, caplog):
     """Any tokenizer kind: the fingerprints differ (here other text settings, same pieces)."""
+    from litebert.objectives.evaluation import warn_other_tokenizer
     from litebert.tokenization import Tokenizer
-    from litebert.train.evaluation import open_heldout, warn_other_tokenizer
 
     held = open_heldout(data["sop"])
     with caplog.at_level(logging.WARNING, logger="litebert"):

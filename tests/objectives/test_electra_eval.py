@@ -15,10 +15,12 @@ from litebert import AlbertForMaskedLM
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.model import CheckpointError
+from litebert.objectives import ElectraObjective
+from litebert.objectives.electra_eval import RTD_KEYS
+from litebert.objectives.electra_eval import evaluate_discriminator as _evaluate
+from litebert.objectives.mlm_eval import RESULT_KEYS, load_for_evaluation
 from litebert.tokenization import train_sentencepiece
-from litebert.train.evaluation import RESULT_KEYS, load_for_evaluation
 from litebert.train.pretrain import pretrain
-from litebert.train.rtd_evaluation import RTD_KEYS, evaluate_discriminator
 from litebert.train.run_config import PretrainConfig
 from tests.data.builds import write_corpus
 from tests.test_cli import help_entries
@@ -44,11 +46,15 @@ def run(tmp_path_factory) -> tuple[Path, Path]:
                                            heldout_fraction=0.3))
     out = root / "run"
     pretrain(PretrainConfig(
-        objective="electra", model="electra-small", model_overrides=MICRO, data=str(data),
+        objective={"name": "electra"}, model="electra-small", model_overrides=MICRO, data=str(data),
         out=str(out), batch_size=BATCH, micro_batch_size=BATCH, max_steps=2, warmup_steps=1,
         optimizer="adamw", lr=1e-3, precision="fp32", log_every=1, eval_every=2,
         save_every=2, eval_instances=INSTANCES, seed=SEED))
     return out, data
+
+
+def evaluate_discriminator(*args, **kw):
+    return _evaluate(ElectraObjective, *args, **kw)
 
 
 def _cli(model: Path, data: Path, *extra: str) -> list[str]:
@@ -136,7 +142,8 @@ def test_a_generator_directory_is_scored_on_mlm(run, tmp_path, capsys):
     assert 0.0 <= saved["mlm_accuracy"] <= 1.0 and saved["sop_accuracy"] is None
     capsys.readouterr()
     assert main(_cli(generator, data, "--generator", str(generator))) == 2
-    assert "only an ELECTRA discriminator" in capsys.readouterr().err
+    assert "only apply to other objectives' models (a generator to an ELECTRA discriminator)" \
+        in capsys.readouterr().err
 
 
 def test_generator_option_help(capsys):
