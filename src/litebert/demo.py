@@ -123,12 +123,12 @@ def _finetune_topics(corpus: Path, model: Path, out: Path) -> dict:
 NOT_YET = {
     "MLM": "the model has not left the early plateau where it predicts frequent tokens",
     "SOP": "sentence order is learned after MLM; 600 steps of a 4-layer model are not enough "
-           "on this corpus (README, 'The demo', shows a longer run of this recipe)",
+           "on this corpus (docs/pretraining.md, 'The demo', shows a longer run of this recipe)",
     "generator MLM": "the generator has not left the early plateau where it predicts "
                      "frequent tokens",
     "RTD": "the discriminator still calls every token original; with this recipe it starts "
-           "to spot replacements after about 150 steps (README, 'ELECTRA', shows its runs and "
-           "why it samples at temperature 4)",
+           "to spot replacements after about 150 steps (docs/reproducing.md, 'ELECTRA: what the "
+           "small runs showed', shows its runs and why it samples at temperature 4)",
 }
 
 

@@ -1,0 +1,150 @@
+"""The README is the front door and every relative link in it and under docs/ resolves.
+
+A link is `[text](path)`, `[text](path#anchor)` or `[text](#anchor)` (images too), outside code
+blocks and inline code. A path is relative to the file that holds it; an anchor into a
+markdown file must be the GitHub slug of one of its headings.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+MAX_README_LINES = 260
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+\1")
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks, with inline code spans blanked."""
+    lines, in_fence = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            lines.append((number, INLINE_CODE.sub("", line)))
+    return lines
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: its rendered text, lower case, punctuation dropped,
+    each space a hyphen (hyphens are not collapsed)."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link renders as its text
+    text = text.replace("`", "").lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading's slug in a markdown file; a repeated one numbered -1, -2, ... as on GitHub."""
+    seen: dict[str, int] = {}
+    slugs = set()
+    in_fence = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        match = None if in_fence else HEADING.match(line)
+        if match:
+            slug = github_slug(match.group(2))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            slugs.add(slug if count == 0 else f"{slug}-{count}")
+    return slugs
+
+
+def links(path: Path) -> list[tuple[int, str]]:
+    return [(number, m.group(1)) for number, line in prose_lines(path.read_text(encoding="utf-8"))
+            for m in LINK.finditer(line)]
+
+
+def broken_links(path: Path, root: Path = ROOT) -> list[str]:
+    """One sentence per relative link in `path` that names no file, or no heading of one
+    (each starting with `path` relative to `root` and the line)."""
+    problems = []
+    for number, target in links(path):
+        if SCHEME.match(target):
+            continue  # https:, mailto: ... are not ours to check offline
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        where = f"{path.relative_to(root)}:{number}"
+        if not dest.exists():
+            problems.append(f"{where}: {target} -> no such file {dest}")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            problems.append(f"{where}: {target} -> no heading with the anchor #{anchor} "
+                            f"in {dest.name}")
+    return problems
+
+
+def markdown_files() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def test_every_relative_link_resolves():
+    problems = [p for path in markdown_files() for p in broken_links(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_link_checker_finds_links_and_anchors():
+    # The repository's own pages are checked with links of every kind in them.
+    targets = [target for path in markdown_files() for _, target in links(path)]
+    assert any(t.startswith("docs/") and "#" in t for t in targets)
+    assert any(t.startswith("#") for t in targets)
+    assert any(t.endswith(".png") for t in targets)
+
+
+def test_the_link_checker_reports_broken_links(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_text(
+        "# A page\n\n## Figure 2: layer transitions (`layer-similarity`, 2.1M tokens)\n\n"
+        "## Notes\n\n## Notes\n", encoding="utf-8")
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# Top\n\n"
+        "[good](docs/page.md)\n"
+        "[good anchor](docs/page.md#figure-2-layer-transitions-layer-similarity-21m-tokens)\n"
+        "[second notes](docs/page.md#notes-1) [here](#top) [web](https://example.org/x.md#nowhere)\n"
+        "[missing file](docs/gone.md) and ![missing image](docs/plot.png)\n"
+        "[bad anchor](docs/page.md#figure-2) [bad local](#nowhere)\n"
+        "`[in code](docs/also-gone.md)`\n\n```\n[in a block](docs/gone-too.md)\n```\n",
+        encoding="utf-8")
+    problems = broken_links(readme, root=tmp_path)
+    assert len(problems) == 4, problems
+    assert [p.split(": ")[1].split(" ->")[0] for p in problems] == [
+        "docs/gone.md", "docs/plot.png", "docs/page.md#figure-2", "#nowhere"]
+    assert all(p.startswith("README.md:") for p in problems)
+
+
+def test_github_slugs():
+    assert (github_slug("ELECTRA's Table 1: RTD (`electra-vs-mlm`)")
+            == "electras-table-1-rtd-electra-vs-mlm")
+    assert github_slug("MLM + SOP, 2.0-2.2M") == "mlm--sop-20-22m"
+    assert github_slug("[The demo](x.md) and `bench_data.py`") == "the-demo-and-bench_datapy"
+
+
+def test_readme_is_short_and_starts_with_the_two_commands():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < MAX_README_LINES
+    before_first_section = text.split("\n## ", 1)[0]
+    block = re.search(r"```(?:bash|sh)?\n(.*?)```", before_first_section, re.S)
+    assert block, "README.md must open with a code block of the commands"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    commands = [c for c in commands if c]
+    assert commands[:2] == ["make demo", "make test"], commands
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {(README.parent / target.partition("#")[0]).resolve()
+              for _, target in links(README) if not SCHEME.match(target)}
+    pages = sorted(DOCS.glob("*.md"))
+    assert pages, "docs/ holds no pages"
+    missing = [p.name for p in pages if p.resolve() not in linked]
+    assert not missing, f"docs pages the README does not link: {missing}"
