@@ -7,9 +7,8 @@ release's flat spelling of objective fields (`objective: electra`, `temperature:
 
 The current code must resume those runs and reproduce their step 4 bit for bit (CPU, one
 thread, as they were written), export their checkpoints as they were exported, read the data
-directory item for item, and load the flat files. The new, nested spelling
-(`objective: {name: electra, temperature: 2.0}`) is the lead's redesign: the tests of it are
-marked xfail(strict=True) until it lands, and say what it must keep.
+directory item for item, and load the flat files with one warning that shows the nested
+spelling (`objective: {name: electra, temperature: 2.0}`) and the same objective values.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ NESTED = {"mlm": {"name": "mlm", "eval_pair_tasks": "both"},
           "electra": {"name": "electra", "generator_size": 0.5, "temperature": 2.0,
                       "disc_weight": 40.0}}
 STEP_4 = "checkpoints/step-00000004"
-NESTED_PENDING = pytest.mark.xfail(strict=True, reason="nested objective config: lead's branch")
 
 
 @pytest.fixture
@@ -243,7 +241,6 @@ def test_a_flat_study_still_loads():
     assert [r.name for r in spec.runs] == ["mlm-sop", "electra"]
 
 
-@NESTED_PENDING
 @pytest.mark.parametrize("run", ["mlm", "electra"])
 def test_a_flat_recipe_warns_once_with_the_nested_spelling(caplog, run):
     """One warning on logger "litebert", naming the file, that shows the recipe's objective
@@ -256,7 +253,6 @@ def test_a_flat_recipe_warns_once_with_the_nested_spelling(caplog, run):
     assert NESTED[run] in nested_spellings(messages[0]), messages[0]
 
 
-@NESTED_PENDING
 @pytest.mark.parametrize("run", ["mlm", "electra"])
 def test_a_flat_recipe_keeps_its_objective_values(run):
     cfg = load_run_config(FIXTURE / RECIPES[run], {})
@@ -264,7 +260,6 @@ def test_a_flat_recipe_keeps_its_objective_values(run):
         assert getattr(cfg.objective, field) == value, field
 
 
-@NESTED_PENDING
 def test_a_flat_study_warns_once_with_the_nested_spelling(caplog):
     with caplog.at_level(logging.WARNING, logger="litebert"):
         load_spec(FIXTURE / "study-flat.yaml")
@@ -275,7 +270,6 @@ def test_a_flat_study_warns_once_with_the_nested_spelling(caplog):
     assert NESTED["mlm"] in shown and NESTED["electra"] in shown, messages[0]
 
 
-@NESTED_PENDING
 @pytest.mark.parametrize(("run", "objective"), [("mlm-sop", "mlm"), ("electra", "electra")])
 def test_a_flat_study_keeps_its_objective_values(run, objective):
     spec = load_spec(FIXTURE / "study-flat.yaml")
@@ -284,7 +278,6 @@ def test_a_flat_study_keeps_its_objective_values(run, objective):
         assert getattr(cfg.objective, field) == value, field
 
 
-@NESTED_PENDING
 @pytest.mark.parametrize("run", ["mlm", "electra"])
 def test_a_previous_run_resumes_with_its_recipe_in_the_nested_spelling(previous, cpu_one_thread,
                                                                        run):

@@ -114,7 +114,7 @@ def merge_pretrain(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 def warn_flat_objective(spec: StudySpec) -> None:
     """One warning for a study file in the previous release's spelling (objective fields at
-    the top level of a pretrain section), showing the nested spelling of the first."""
+    the top level of a pretrain section), showing each section's nested spelling."""
     from litebert.train.run_config import flow_yaml, legacy_objective_fields, nest_objective
 
     sections = [("pretrain", spec.pretrain), ("quick.pretrain", spec.quick["pretrain"])]
@@ -122,11 +122,11 @@ def warn_flat_objective(spec: StudySpec) -> None:
     flat = [(where, values) for where, values in sections
             if set(values) & legacy_objective_fields()]
     if flat:
-        where, values = flat[0]
-        nested = nest_objective(values, spec.source, warn=False)["objective"]
-        log.warning("%s: objective fields at the top level of %s (the previous release's "
-                    "spelling); write them nested: objective: %s", spec.source,
-                    ", ".join(w for w, _ in flat), flow_yaml(nested))
+        nested = [(where, nest_objective(values, spec.source, warn=False)["objective"])
+                  for where, values in flat]
+        shown = "; ".join(f"{where}: objective: {flow_yaml(value)}" for where, value in nested)
+        log.warning("%s: objective fields at the top level of a pretrain section (the previous "
+                    "release's spelling); write them nested: %s", spec.source, shown)
 
 
 # ---- reading -------------------------------------------------------------------------------
