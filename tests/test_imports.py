@@ -59,3 +59,62 @@ def test_the_checker_finds_a_cycle():
 def test_no_import_cycles_in_the_package():
     cycle = find_cycle(import_graph())
     assert cycle is None, " -> ".join(cycle)
+
+
+# ---- packages: one way, bottom to top ---------------------------------------------------------
+
+# The layers of DESIGN.md's "Components": a package may import its own layer's and lower ones
+# (never a cycle), never a higher one. A new package or top-level module is placed here.
+LAYERS = (
+    {"config", "files", "options", "input_report", "padding", "progress", "distributed"},
+    {"readers"},
+    {"tokenization"},
+    {"data", "compat"},
+    {"families", "model", "smoke"},
+    {"objectives"},
+    {"train"},
+    {"tasks"},
+    {"studies", "demo"},
+    {"cli"},
+)
+
+
+def package_of(module: str) -> str | None:
+    """litebert.X.Y -> X; litebert.X (a top-level module) -> X; the package root -> None."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        mine = package_of(module)
+        if mine is None:  # litebert/__init__.py: the public API imports everything
+            continue
+        out.setdefault(mine, set())
+        out[mine] |= {p for p in map(package_of, targets) if p not in (None, mine)}
+    return out
+
+
+def layer_violations(packages: dict[str, set[str]]) -> list[str]:
+    """Each import of a higher layer ('a -> b'), and each package in no layer."""
+    rank = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+    problems = [f"{p} is in no layer of LAYERS" for p in sorted(packages) if p not in rank]
+    problems += [f"{a} -> {b}" for a in sorted(packages) for b in sorted(packages[a])
+                 if a in rank and b in rank and rank[b] > rank[a]]
+    return problems
+
+
+def test_the_layer_checker_finds_an_upward_import_and_a_package_cycle():
+    assert layer_violations({"objectives": {"train"}, "train": {"objectives"}}) == [
+        "objectives -> train"]
+    assert layer_violations({"newpackage": set()}) == ["newpackage is in no layer of LAYERS"]
+    assert find_cycle({"data": {"tokenization"}, "tokenization": {"data"}}) is not None
+
+
+def test_packages_import_one_way():
+    """Imports inside functions count: the graph is every import statement's."""
+    packages = package_graph(import_graph())
+    assert layer_violations(packages) == []
+    cycle = find_cycle({p: t & set(packages) for p, t in packages.items()})
+    assert cycle is None, " -> ".join(cycle)

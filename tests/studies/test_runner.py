@@ -149,3 +149,45 @@ def test_the_cli_lists_studies(capsys):
     with pytest.raises(SystemExit):
         main(["study", "run", "--help"])
     assert "--only" in capsys.readouterr().out
+
+
+MIXED = """\
+name: mixed-objectives
+title: MLM + SOP and ELECTRA on one preset
+corpus: corpus.txt
+vocab_size: 200
+data: {max_seq_length: 64, format: bert, heldout_fraction: 0.2}
+recipe: electra-tiny-cpu
+pretrain:
+  model: electra-small
+  model_overrides: {hidden_size: 32, num_hidden_layers: 2, num_hidden_groups: 2,
+                    num_attention_heads: 2, intermediate_size: 64, embedding_size: 16,
+                    max_position_embeddings: 64}
+  eval_instances: 20
+budget: {steps: 2, batch_size: 4}
+evaluations: [pretraining, similarity]
+runs:
+  - {name: mlm-sop, pretrain: {objective: {name: mlm}}}
+  - {name: electra, pretrain: {objective: {name: electra}}}
+"""
+
+
+def test_a_study_of_mlm_and_electra_runs_evaluates_both_and_keeps_the_sop_head(tmp_path):
+    """Before: the ELECTRA run's evaluation stopped the study ("no MLM head"), and the MLM
+    run's export on the ELECTRA family dropped its trained SOP head (SOP, NSP not scored)."""
+    out = tmp_path / "out"
+    assert main(["study", "run", str(write_study(tmp_path, MIXED)), "--out", str(out),
+                 "--workers", "1"]) == 0
+    records = {n: json.loads((out / "runs" / n / "study.json").read_text())
+               for n in ("mlm-sop", "electra")}
+    mlm = records["mlm-sop"]["results"]["pretraining"]
+    assert mlm["scored_by"] == "MLMObjective" and mlm["has_pair_head"] is True
+    assert all(0.0 <= mlm[k] <= 1.0 for k in ("mlm_accuracy", "sop_accuracy", "nsp_accuracy"))
+    export = out / "runs" / "mlm-sop" / "export"
+    assert json.loads((export / "config.json").read_text())["architectures"] == [
+        "ElectraForMaskedLM"]  # transformers' layout, and the SOP head kept beside it
+    assert (export / "litebert_heads.safetensors").is_file()
+    rtd = records["electra"]["results"]["pretraining"]
+    assert rtd["scored_by"] == "ElectraObjective" and 0.0 <= rtd["rtd_accuracy"] <= 1.0
+    for record in records.values():
+        assert len(record["results"]["similarity"]["l2"]) == 2

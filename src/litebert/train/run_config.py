@@ -270,7 +270,7 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> Pre
     except TypeError as err:
         raise RunConfigError(f"{where}: {err}") from None
     except ValueError as err:
-        if isinstance(err, RunConfigError):
+        if isinstance(err, RunConfigError) and (recipe is None or where in str(err)):
             raise
         raise RunConfigError(f"{where}: {err}") from None
 
