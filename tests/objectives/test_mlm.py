@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn.functional as F
+import transformers
 
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
 from litebert.model import AlbertForPreTraining
 from litebert.objectives import MLMObjective
+from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.train.pretrain import model_config
+from tests.conftest import randomize
 from tests.train import test_pretrain
 from tests.train.test_pretrain import run_config
 
@@ -95,3 +99,27 @@ def test_export_is_an_albert_pretraining_directory_with_the_tokenizer(data_dir, 
     ids = torch.randint(5, config.vocab_size, (2, 12))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).sop_logits, model(ids).sop_logits, atol=0, rtol=0)
+
+
+def test_a_family_without_a_pair_head_class_keeps_the_trained_head_beside_it(data_dir, train,
+                                                                             tmp_path):
+    """ELECTRA's transformers layout has no pre-training class with a SOP head: the export
+    is its masked LM, which transformers loads, and the SOP head and pooler are kept in our
+    layout beside it, which litebert loads and eval-pretraining scores."""
+    cfg = run_config(data_dir, tmp_path, model="electra-small",
+                     model_overrides=dict(test_pretrain.MICRO_MODEL, num_hidden_groups=2))
+    objective = MLMObjective(cfg, train)
+    torch.manual_seed(0)
+    config = model_config(cfg, data_dir)
+    model = randomize(objective.build(config)).eval()
+    out = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
+    assert json.loads((out / "config.json").read_text())["architectures"] == [
+        "ElectraForMaskedLM"]
+    theirs = transformers.ElectraForMaskedLM.from_pretrained(out).eval()
+    loaded = AlbertForPreTraining.from_pretrained(out, strict=True).eval()  # nothing missing
+    ids = torch.randint(5, config.vocab_size, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).sop_logits, model(ids).sop_logits, atol=0, rtol=0)
+        torch.testing.assert_close(theirs(ids).logits, model(ids).prediction_logits,
+                                   atol=1e-5, rtol=0)
+    assert load_for_evaluation(out)[1] is True  # has a pair head: SOP and NSP are scored
