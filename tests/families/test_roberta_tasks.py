@@ -11,10 +11,12 @@ import torch
 import transformers
 
 import litebert
+import litebert.tasks.finetune
 from litebert.config import ConfigError
 from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tokenization.train import train_bpe
+from litebert.train.lamb import build_optimizer
 from tests.families.configs import hf_roberta_config
 from tests.tasks.test_finetune import (
     BAD,
@@ -90,10 +92,28 @@ def test_glue_pairs_finetune_and_evaluate(roberta_model, tmp_path):
     assert again["dev"]["accuracy"] == result["dev"]["accuracy"]
 
 
-def test_sst2_squad_and_race_run(roberta_model, tmp_path):
+def test_sst2_squad_and_race_run(roberta_model, tmp_path, monkeypatch):
     data = sst2_dir(tmp_path / "SST-2", n_train=32, n_dev=8)
+    betas = []  # what the optimiser is built with
+
+    def build(*args, **kw):
+        betas.append(kw["betas"])
+        return build_optimizer(*args, **kw)
+
+    monkeypatch.setattr(litebert.tasks.finetune, "build_optimizer", build)
+    given = fast(max_steps=4, eval_every=4)
+    del given["warmup_steps"]  # the family's share of the steps, then
     finetune(FinetuneConfig(task="sst2", data=str(data), model=str(roberta_model),
-                            out=str(tmp_path / "sst2"), **fast(max_steps=4, eval_every=4)))
+                            out=str(tmp_path / "sst2"), **given))
+    assert betas == [(0.9, 0.98)]
+    # results.json names the family and the paper's table, and the values taken from it.
+    saved = json.loads((tmp_path / "sst2" / "results.json").read_text())
+    assert saved["defaults"] == {
+        "family": "roberta", "source": "RoBERTa (Liu et al. 2019), Table 10, GLUE",
+        "values": {"warmup_share": 0.06, "dropout": 0.1, "weight_decay": 0.1,
+                   "layer_decay": 1.0, "adam_beta2": 0.98}}
+    assert saved["optimizer"] == {"lr": 2e-3, "weight_decay": 0.1, "layer_decay": 1.0,
+                                  "adam_beta2": 0.98}  # fast()'s lr: given, it wins
     (tmp_path / "train-v2.0.json").write_text(json.dumps(squad_json(True, 16, 5)))
     (tmp_path / "dev-v2.0.json").write_text(json.dumps(squad_json(True, 4, 6)))
     result = finetune(FinetuneConfig(task="squad2", data=str(tmp_path), model=str(roberta_model),

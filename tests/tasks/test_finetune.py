@@ -127,6 +127,11 @@ def test_generic_jsonl_with_carved_dev_split_and_seeds(base_model, tmp_path):
                                      model=str(base_model), out=str(tmp_path / "o"),
                                      text_a="text", seeds=2, **fast()))
     assert result["seeds"] == [42, 43]
+    # Each seed's results.json and the summary say which defaults were the family's.
+    seed = json.loads((tmp_path / "o" / "seed-43" / "results.json").read_text())
+    assert result["defaults"] == seed["defaults"] == {
+        "family": "albert", "source": "ALBERT (Lan et al. 2020), Table 14",
+        "values": {"weight_decay": 0.01, "layer_decay": 1.0, "adam_beta2": 0.999}}
     assert set(result["dev"]["accuracy"]) == {"median", "min", "max", "stdev"}
     assert result["dev"]["accuracy"]["median"] >= 0.8  # majority 0.5
     assert (tmp_path / "o" / "seed-43" / "model" / "model.safetensors").exists()
@@ -212,6 +217,9 @@ def test_starts_from_a_transformers_bert_directory(tmp_path):
     result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(bert_dir),
                                      out=str(tmp_path / "out"), **fast()))
     assert result["dev"]["accuracy"] >= 0.8  # majority 0.5
+    assert result["defaults"]["family"] == "bert"  # BERT's dropout; fast() gives the lr
+    assert result["defaults"]["source"].startswith("BERT (Devlin et al. 2019), Section 4.1")
+    assert result["defaults"]["values"]["dropout"] == 0.1 and result["config"]["dropout"] == 0.1
     back = transformers.BertForSequenceClassification.from_pretrained(tmp_path / "out" / "model")
     assert back.config.num_labels == 2
 

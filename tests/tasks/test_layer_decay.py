@@ -1,5 +1,6 @@
 """Layer-wise learning-rate decay (tasks/layer_decay.py) and the fine-tuning defaults an
-ELECTRA model directory brings (tasks/base.py: lr, weight decay, layer decay)."""
+ELECTRA model directory brings (families/electra.py: lr, weight decay, layer decay; the other
+families' are in tests/families/test_finetune_defaults.py)."""
 
 from __future__ import annotations
 
@@ -198,7 +199,12 @@ def test_help_shows_the_option_and_its_default(capsys):
         main(["finetune", "--help"])
     text = " ".join(capsys.readouterr().out.split())  # argparse's line breaks undone
     assert "--layer-decay X" in text
-    assert "0.8 for ELECTRA models (0.9 for ELECTRA" in text and "1.0 (off) otherwise)" in text
+    text = text[text.index("options:"):]  # the help of each option, not the usage line
+    for flag in ("--lr", "--weight-decay", "--layer-decay", "--dropout", "--adam-beta2"):
+        start = text.index(flag + " X")
+        own = text[start:text.index(" --", start + 3)]  # this option's help only
+        assert "(default: the model family's (see litebert.families)" in own, flag
+    assert "ELECTRA models" not in text  # no family is a special case in the task code
 
 
 def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # noqa: F811
@@ -215,4 +221,10 @@ def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # n
     groups = finetune_groups(litebert.AlbertForSequenceClassification(config), cfg)
     assert {g["lr"] for g in groups} == {3e-4 * 0.8 ** e for e in (0, 2, 3, 4)}
     result = finetune(cfg)
-    assert result["optimizer"] == {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8}
+    assert result["optimizer"] == {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
+                                   "adam_beta2": 0.999}
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["defaults"] == {
+        "family": "electra", "source": "ELECTRA (Clark et al. 2020), Table 7, Small (hidden "
+        "size 32)", "values": {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
+                               "adam_beta2": 0.999}}

@@ -1,5 +1,6 @@
-"""What every fine-tuning task shares: the recipes (paper Table 14), the config, the errors,
-and the protocol a task adapter follows.
+"""What every fine-tuning task shares: the recipes (paper Table 14), the config (its defaults:
+the model family's, see litebert.families, then the recipe's), the errors, and the protocol a
+task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
 FinetuneConfig and offers:
@@ -21,11 +22,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from litebert.config import AlbertConfig
 from litebert.options import option
 from litebert.train.schedule import resolve_warmup
+
+if TYPE_CHECKING:
+    from litebert.families.base import FinetuneDefaults
 
 log = logging.getLogger("litebert")
 
@@ -43,50 +46,43 @@ RECIPES: dict[str, tuple[float, int, float, int, int, int]] = {
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
-# ELECTRA paper, Appendix A, Table 7 (GLUE and SQuAD fine-tuning): peak lr and layer-wise lr
-# decay by model size, weight decay 0 (the released code's default is 0.01; the paper's table
-# says 0). Table 7 also has Adam eps 1e-6 (AdamW here uses it for every model), batch 32,
-# 10% warm-up and 3 epochs (10 for RTE and STS, 2 for SQuAD): those stay the recipes' above,
-# whose batch sizes and step counts are ALBERT's (Table 14), so runs of all families compare.
-ELECTRA_FINETUNING: dict[str, tuple[float, float]] = {
-    "small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
-ELECTRA_WEIGHT_DECAY = 0.0
-WEIGHT_DECAY = 0.01  # every other family's (ALBERT's and BERT's fine-tuning)
-
-
 class FinetuneError(ValueError):
     """A bad fine-tuning request; the message says what to change."""
 
 
 RECIPE = "the task's recipe"  # what a None default means, in --help
+FAMILY = "the model family's (see litebert.families)"
+FAMILY_OR_RECIPE = FAMILY + ", else the task's recipe"
 
 
 @dataclass
 class FinetuneConfig:
     # Fields with the default None ("not given") are typed as what __post_init__ makes of
-    # them: the recipe's value, or the value given. Code that reads a config never sees None.
-    task: str = option(help="the task; its recipe (paper Table 14) fills the defaults",
-                       choices=RECIPES)
+    # them: the value given, the model family's, or the recipe's. Code that reads a config
+    # never sees None.
+    task: str = option(help="the task; its recipe (ALBERT's Table 14) fills the defaults "
+                            "the model family leaves", choices=RECIPES)
     data: str = option(help="the task's directory or file")
     model: str = option(help="a model directory (ours, ALBERT, BERT, ELECTRA or RoBERTa)")
     out: str = option(help="output directory: model/, results.json, predictions")
-    lr: float = option(None, "peak learning rate; for an ELECTRA model, ELECTRA's by size "
-                             "(3e-4 Small, 1e-4 Base, 5e-5 Large)", shown=RECIPE)
+    lr: float = option(None, "peak learning rate", shown=FAMILY_OR_RECIPE)
     batch_size: int = option(None, "training examples per step", shown=RECIPE)
     max_steps: int = option(None, "optimizer steps", shown=RECIPE)
     warmup_steps: int = option(
-        None, "steps of linear warm-up; when only --max-steps is given, the recipe's share of "
-              "max_steps, rounded half up", shown=RECIPE)
+        None, "steps of linear warm-up; a family's is a share of max_steps, and so is the "
+              "recipe's when only --max-steps is given (rounded half up)",
+        shown=FAMILY_OR_RECIPE)
     max_seq_length: int = option(None, "tokens per example, longer ones truncated",
                                  shown=RECIPE)
-    dropout: float = option(None, "ALBERT's hidden and attention dropout", shown=RECIPE)
+    dropout: float = option(None, "hidden and attention dropout", shown=FAMILY_OR_RECIPE)
     classifier_dropout: float = option(0.1, "dropout before the task head")
-    weight_decay: float = option(None, "AdamW's decoupled weight decay; 0 for an ELECTRA "
-                                       "model (ELECTRA's fine-tuning)", shown=str(WEIGHT_DECAY))
+    weight_decay: float = option(None, "AdamW's decoupled weight decay", shown=FAMILY)
     layer_decay: float = option(
         None, "layer-wise learning-rate decay in (0, 1]: the head trains at the lr, layer j of "
-              "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2)",
-        shown="0.8 for ELECTRA models (0.9 for ELECTRA-Large), 1.0 (off) otherwise")
+              "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
+        shown=FAMILY)
+    adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
+                                     "average", shown=FAMILY)
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")
     seed: int = option(42, "seed of the head's initialisation and the data order")
@@ -102,21 +98,28 @@ class FinetuneConfig:
     max_query_length: int = option(64, "SQuAD: question tokens kept")
     n_best_size: int = option(20, "SQuAD: start and end candidates per window")
     max_answer_length: int = option(30, "SQuAD: longest answer, in tokens")
+    # Filled in: which defaults came from the model's family (results.json `defaults`).
+    family_defaults: dict[str, Any] = option(
+        None, "set from the model directory: its family, the source of the family's defaults "
+              "and the values taken from them")
 
     def __post_init__(self) -> None:
         if self.task not in RECIPES:
             raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(RECIPES)}")
+        if self.family_defaults is None:  # copies (dataclasses.replace) keep the record
+            self.family_defaults = self._take_family_defaults()
         lr, batch, dropout, steps, warmup, length = RECIPES[self.task]
-        defaults: dict[str, float] = dict(lr=lr, batch_size=batch, dropout=dropout,
-                                          max_seq_length=length)
-        if None in (self.lr, self.weight_decay, self.layer_decay):  # copies skip the read
-            defaults.update(model_defaults(self.model))
-        for name, value in defaults.items():
+        for name, value in dict(lr=lr, batch_size=batch, dropout=dropout,
+                                max_seq_length=length).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
         if not 0 < self.layer_decay <= 1:  # also rejects NaN
             raise FinetuneError(f"layer_decay={self.layer_decay}: must lie in (0, 1]; "
                                 f"1 turns layer-wise learning-rate decay off")
+        share = self.family_defaults["values"].get("warmup_share")
+        if share is not None and self.warmup_steps is None:  # the share of this run's steps
+            total = steps if self.max_steps is None else self.max_steps
+            self.warmup_steps = int(share * total + 0.5)
         try:  # the warm-up rule of pre-training too: a shorter run keeps the recipe's share
             self.max_steps, self.warmup_steps = resolve_warmup(steps, warmup, self.max_steps,
                                                                self.warmup_steps)
@@ -127,37 +130,35 @@ class FinetuneConfig:
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
 
-
-def electra_size(hidden_size: int) -> str:
-    """ELECTRA's size names by hidden size: Small 256, Base 768, Large 1024."""
-    return "small" if hidden_size <= 256 else "base" if hidden_size <= 768 else "large"
-
-
-def model_defaults(model: str) -> dict[str, float]:
-    """The optimiser defaults the model directory calls for: ELECTRA's fine-tuning lr, weight
-    decay and layer decay (Table 7) for an ELECTRA model, else weight decay 0.01 and no layer
-    decay (the lr then stays the recipe's)."""
-    config = _directory_config(model)
-    if config is None or config.model_type != "electra":
-        return {"weight_decay": WEIGHT_DECAY, "layer_decay": 1.0}
-    size = electra_size(config.hidden_size)
-    lr, decay = ELECTRA_FINETUNING[size]
-    log.info("%s is an ELECTRA-%s model (hidden size %d): its defaults are ELECTRA's, lr %g, "
-             "weight decay %g, layer decay %g", model, size.capitalize(), config.hidden_size,
-             lr, ELECTRA_WEIGHT_DECAY, decay)
-    return {"lr": lr, "weight_decay": ELECTRA_WEIGHT_DECAY, "layer_decay": decay}
+    def _take_family_defaults(self) -> dict[str, Any]:
+        """Fill what was not given from the model family's defaults; the record of them."""
+        name, theirs = read_family_defaults(self.model, self.task)
+        taken = {}
+        for key, value in theirs.values().items():
+            field = "warmup_steps" if key == "warmup_share" else key  # applied after max_steps
+            if getattr(self, field) is None:
+                taken[key] = value
+                if field == key:
+                    setattr(self, key, value)
+        if taken:
+            log.info("%s is a %s model: fine-tuning defaults %s (%s)", self.model, name,
+                     ", ".join(f"{k} {v:g}" for k, v in taken.items()), theirs.source)
+        return {"family": name, "source": theirs.source, "values": taken}
 
 
-def _directory_config(model: str) -> AlbertConfig | None:
-    """The model directory's config as loading reads it (so an ELECTRA model saved in
-    ALBERT's layout is still ELECTRA); None when it cannot be read, which loading the model
-    then reports."""
-    from litebert.model.hub import read_config  # torch and the families: only when needed
+def read_family_defaults(model: str, task: str) -> tuple[str, FinetuneDefaults]:
+    """The model directory's family (config.json as loading reads it, so an ELECTRA model
+    saved in ALBERT's layout is still ELECTRA) and its fine-tuning defaults for `task`.
+    ALBERT's when the config cannot be read, which loading the model then reports."""
+    from litebert.families import DEFAULT_MODEL_TYPE, family  # torch: only when needed
+    from litebert.families.base import ALBERT_FINETUNING
+    from litebert.model.hub import read_config
 
     try:
-        return read_config(Path(model))
+        config = read_config(Path(model))
     except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        return None
+        return DEFAULT_MODEL_TYPE, ALBERT_FINETUNING
+    return config.model_type, family(config.model_type).finetune_defaults(config, task)
 
 
 def reported(result):

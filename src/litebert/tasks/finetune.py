@@ -35,6 +35,7 @@ log = logging.getLogger("litebert")
 ADAPTERS = {"squad1": "litebert.tasks.qa:SquadTask", "squad2": "litebert.tasks.qa:SquadTask",
             "race": "litebert.tasks.choice:RaceTask"}
 DEFAULT_ADAPTER = "litebert.tasks.sequence:SequenceTask"  # GLUE and generic tables
+OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "adam_beta2")  # in results.json
 
 
 def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
@@ -54,6 +55,7 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     task = adapter_for(cfg)
     model = task.build_model()
     optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                betas=(0.9, cfg.adam_beta2),
                                 param_groups=finetune_groups(model, cfg))
     # LambdaLR keeps each group's own lr as its initial_lr: one schedule, the layers' ratios.
     scheduler = build_scheduler(optimizer, "linear", warmup_steps=cfg.warmup_steps,
@@ -89,8 +91,9 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
                "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
-               # What the optimiser used, defaults resolved (ELECTRA's for an ELECTRA model).
-               "optimizer": {k: getattr(cfg, k) for k in ("lr", "weight_decay", "layer_decay")},
+               # What the optimiser used, defaults resolved; which of them the family gave.
+               "optimizer": {k: getattr(cfg, k) for k in OPTIMIZER_FIELDS},
+               "defaults": cfg.family_defaults,
                "config": dataclasses.asdict(cfg)}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
@@ -136,7 +139,8 @@ def finetune(cfg: FinetuneConfig) -> dict[str, Any]:
         runs.append(train_one(seed_cfg, seed_dir))
     summary = {"task": cfg.task, "seeds": [r["seed"] for r in runs], "metric": runs[0]["metric"],
                "dev": _median_and_spread([r["dev"] for r in runs]),
-               "runs": [{"seed": r["seed"], "dev": r["dev"]} for r in runs]}
+               "runs": [{"seed": r["seed"], "dev": r["dev"]} for r in runs],
+               "defaults": cfg.family_defaults}
     (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
