@@ -4,7 +4,8 @@
 - `builder.py`: `litebert data build`, memory-mapped token arrays, instances, manifest, cache
 - `instances.py`: segment pairs (SOP / NSP / none); `packing.py`: RoBERTa's packed text
   (full-sentences, doc-sentences); `masking.py`: whole-word n-gram masking
-- `loader.py`: the Dataset, the rank-aware sampler, the collator
+- `loader.py`: the Dataset, the samplers (shuffled per rank, or per-row streams), the collator
+- `heldout.py`: the held-out documents and the cross-evaluation set drawn from them
 - `report.py`: `data inspect` and `data stats`
 """
 
