@@ -149,3 +149,24 @@ def test_a_generator_directory_is_scored_on_mlm(run, tmp_path, capsys):
 def test_generator_option_help(capsys):
     text = help_entries(["eval-pretraining"], capsys)["--generator"]
     assert "../generator" in text and "(default: " in text and text.endswith(")")
+
+
+def test_a_run_with_other_fields_and_a_pair_head_is_scored_as_it_evaluated(run, tmp_path):
+    """The export records the run's objective fields (here temperature 2 and mask_prob 0.2)
+    and keeps its pair head: eval-pretraining corrupts as the run did and reproduces its
+    last evaluation. Before, it sampled at temperature 1 and dropped the pair head."""
+    _, data = run
+    out = tmp_path / "run"
+    pretrain(PretrainConfig(
+        objective={"name": "electra", "temperature": 2.0, "mask_prob": 0.2,
+                   "discriminator_pair_task": True},
+        model="electra-small", model_overrides=MICRO, data=str(data), out=str(out),
+        batch_size=BATCH, micro_batch_size=BATCH, max_steps=2, warmup_steps=1,
+        optimizer="adamw", lr=1e-3, precision="fp32", log_every=1, eval_every=2,
+        save_every=2, eval_instances=INSTANCES, seed=SEED))
+    discriminator = out / "export" / "discriminator"
+    assert (discriminator / "litebert_heads.safetensors").is_file()
+    scored = evaluate_discriminator(discriminator, data, instances=INSTANCES, seed=SEED,
+                                    batch_size=BATCH)
+    last = _last_eval(out)
+    assert all(scored[k] == last[f"eval_{k}"] for k in RTD_KEYS[:-2])

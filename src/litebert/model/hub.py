@@ -220,12 +220,19 @@ def _match(state: dict[str, torch.Tensor], ours: dict[str, torch.Tensor],
     return loaded
 
 
+def extra_heads(directory: str | Path, prefix: str = "") -> dict[str, torch.Tensor]:
+    """The heads kept beside a directory's weights (EXTRA_HEADS_NAME) whose keys start with
+    `prefix`; {} when there are none."""
+    path = Path(directory) / EXTRA_HEADS_NAME
+    if not path.is_file():
+        return {}
+    return {k: v for k, v in _read_safetensors(path).items() if k.startswith(prefix)}
+
+
 def _extra_heads(directory: Path, ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The heads kept beside the weights (EXTRA_HEADS_NAME) that this model has."""
     path = directory / EXTRA_HEADS_NAME
-    if not path.is_file():
-        return {}
-    kept = _read_safetensors(path)
+    kept = extra_heads(directory)
     for key, value in kept.items():
         if key in ours and tuple(value.shape) != tuple(ours[key].shape):
             raise CheckpointError(f"{path}: {key} has shape {tuple(value.shape)}, the model "

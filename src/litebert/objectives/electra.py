@@ -17,6 +17,7 @@ Corruption: litebert.objectives.corruption.
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +32,13 @@ from litebert.config import AlbertConfig
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
+from litebert.files import atomic_write_json
 from litebert.model import AlbertForMaskedLM
 from litebert.model.albert import AlbertEncoder, additive_mask
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
+from litebert.model.hub import save_extra_heads
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.objectives.base import (
     Batch,
@@ -47,7 +50,12 @@ from litebert.objectives.base import (
     own_config,
     save_tokenizer,
 )
-from litebert.objectives.electra_eval import RTD_HEAD, RTD_ROWS, evaluate_discriminator
+from litebert.objectives.electra_eval import (
+    OBJECTIVE_FIELDS_NAME,
+    RTD_HEAD,
+    RTD_ROWS,
+    evaluate_discriminator,
+)
 from litebert.objectives.evaluation import (
     EvalSums,
     evaluating,
@@ -392,8 +400,10 @@ class ElectraObjective(Stateless):
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """out_dir/discriminator (ElectraForPreTraining's layout when the config has one) and
         out_dir/generator (ElectraForMaskedLM's: the shared embeddings copied in), each with
-        the run's tokenizer. The pair head, ours alone, is not exported. A discriminator with
-        ALBERT's sharing is written in ALBERT's layout (a warning says so) unless `unroll`."""
+        the run's tokenizer. A discriminator with ALBERT's sharing is written in ALBERT's
+        layout (a warning says so) unless `unroll`. Beside the discriminator: the objective's
+        fields (OBJECTIVE_FIELDS_NAME: eval-pretraining corrupts as the run did) and a
+        trained pair head, ours alone, in our layout (litebert_heads.safetensors)."""
         def part(prefix: str) -> dict[str, torch.Tensor]:
             return {k[len(prefix):]: v for k, v in model_state.items() if k.startswith(prefix)}
 
@@ -408,4 +418,10 @@ class ElectraObjective(Stateless):
         for name, model in (("discriminator", discriminator), ("generator", generator)):
             model.save_pretrained(out_dir / name, unroll=unroll)
             save_tokenizer(run_dir, out_dir / name)
+        fields = {k: v for k, v in dataclasses.asdict(self.config).items() if k != "name"}
+        atomic_write_json(out_dir / "discriminator" / OBJECTIVE_FIELDS_NAME, fields)
+        pair = {k: v for k, v in model_state.items() if k.startswith("pair_head.")}
+        if pair:
+            save_extra_heads(out_dir / "discriminator", pair, "ELECTRA's discriminator has no "
+                             "sentence-pair head in transformers")
         return out_dir

@@ -22,6 +22,7 @@ which imports it, and it works for a copy of that class under another module nam
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,13 +31,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, read_json_object
 from litebert.data.heldout import open_heldout
 from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.model import AlbertForMaskedLM, CheckpointError
-from litebert.model.hub import external_key, read_config
+from litebert.model.hub import external_key, extra_heads, read_config
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.objectives.evaluation import (
     Rows,
@@ -53,6 +54,9 @@ log = logging.getLogger("litebert")
 RTD_KEYS = ("rtd_accuracy", "rtd_baseline_accuracy", "rtd_precision", "rtd_recall", "rtd_loss",
             "replaced_fraction", "generator_mlm_accuracy", "generator_mlm_baseline_accuracy",
             "generator_mlm_loss", "rtd_instances", "generator")
+# The run's objective fields, beside an exported discriminator (mask_prob, temperature, ...):
+# eval-pretraining corrupts with them, so it reproduces the run's own last evaluation.
+OBJECTIVE_FIELDS_NAME = "litebert_objective.json"
 RTD_HEAD = ("discriminator_predictions.dense.weight",)  # our key of the discriminator's head
 RTD_ROWS: Rows = (("rtd_accuracy", "rtd_baseline_accuracy"), ("rtd_precision", None),
                   ("rtd_recall", None), ("rtd_loss", None), ("replaced_fraction", None),
@@ -119,6 +123,9 @@ def load_pair(discriminator_dir: Path, generator_dir: Path, objective: Any) -> n
     model.discriminator.load_state_dict(discriminator.state_dict())
     model.generator.encoder.load_state_dict(generator.albert.encoder.state_dict())
     model.generator.predictions.load_state_dict(generator.predictions.state_dict())
+    kept = extra_heads(discriminator_dir, "pair_head.")
+    if kept and getattr(model, "pair_head", None) is not None:
+        model.load_state_dict(kept, strict=False)
     return model
 
 
@@ -132,6 +139,15 @@ class _Settings:
     eval_instances: int
     objective: Any
     model_overrides: dict[str, Any]
+
+
+def _run_fields(objective_class: Any, model_dir: Path) -> Any:
+    """The Config the run trained with, as its export recorded it (defaults where it did
+    not: an export of an older release, or a directory from elsewhere)."""
+    path = model_dir / OBJECTIVE_FIELDS_NAME
+    recorded = read_json_object(path) if path.is_file() else {}
+    known = {f.name for f in dataclasses.fields(objective_class.Config)} - {"name"}
+    return objective_class.Config(**{k: v for k, v in recorded.items() if k in known})
 
 
 def evaluate_discriminator(objective_class: Any, model_dir: Path, data_dir: str | Path, *,
@@ -150,7 +166,7 @@ def evaluate_discriminator(objective_class: Any, model_dir: Path, data_dir: str 
         raise DataError(f"{held.directory / 'manifest.json'}: no held-out instances "
                         f"(heldout_fraction={held.config.heldout_fraction}); rebuild with "
                         f"--heldout-fraction above 0")
-    settings = _Settings(seed, batch_size, instances, objective_class.Config(), {})
+    settings = _Settings(seed, batch_size, instances, _run_fields(objective_class, model_dir), {})
     objective = objective_class(settings, data)
     objective.generator_shape = read_config(generator_dir)  # not recorded in an export
     model = load_pair(model_dir, generator_dir, objective)
