@@ -7,6 +7,9 @@ translation. The fields that are ours:
   transformers equivalent; "none" gives every layer its own weights.
 - `model_type`: the checkpoint family whose layout a model directory is written in (see
   litebert.families). It decides file names only: the structure is in the fields below.
+- `backbone`: which registered backbone the heads are built on (litebert.model.backbone;
+  "albert" is the one every family here uses). Checked against the registry when a model is
+  built, since this module sits below the models.
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
   `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
   them when it reads that family's config.json; their defaults are ALBERT's.
@@ -31,8 +34,8 @@ EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
 CLASSIFIER_HEADS = ("pooler", "first_token")
 POSITION_NUMBERINGS = ("from_zero", "after_pad")
 # The structure fields and their defaults (ALBERT's); family adapters read and write them.
-STRUCTURE_FIELDS = ("embedding_projection", "use_pooler", "classifier_head", "classifier_act",
-                    "mlm_act", "position_numbering")
+STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
+                    "classifier_act", "mlm_act", "position_numbering")
 
 
 class ConfigError(ValueError):
@@ -88,6 +91,10 @@ class AlbertConfig:
     sharing: str = "all"
     model_type: str = "albert"
     # ---- structure (ours; defaults are ALBERT's) ----
+    # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Only "albert"
+    # (the embeddings -> shared layers -> pooler of model/albert.py, which also builds BERT,
+    # ELECTRA and RoBERTa) has a transformers layout; another is saved in litebert's own.
+    backbone: str = "albert"
     # The E->H linear after the embeddings: "always" (ALBERT, even when E == H),
     # "when_sizes_differ" (ELECTRA: only if embedding_size != hidden_size), "never" (BERT;
     # needs embedding_size == hidden_size).
@@ -158,6 +165,8 @@ class AlbertConfig:
 
     def _validate_structure(self) -> None:
         need = self._need
+        need(isinstance(self.backbone, str) and bool(self.backbone), "backbone",
+             "must be the name of a registered backbone, e.g. 'albert'")
         need(self.embedding_projection in EMBEDDING_PROJECTIONS, "embedding_projection",
              f"unknown; choose from {EMBEDDING_PROJECTIONS}")
         if self.embedding_projection == "never":

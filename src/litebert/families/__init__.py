@@ -3,7 +3,8 @@
     FAMILIES["albert" | "bert" | "electra" | "litebert" | "roberta"]
 
 "litebert" is our own layout for what transformers cannot represent (attention-only or
-FFN-only sharing, RoBERTa's position numbering with shared layers or a pair head). A model
+FFN-only sharing, RoBERTa's position numbering with shared layers or a pair head, a backbone
+other than "albert": see config.backbone). A model
 is saved in its config's family when that family's layout holds it (`layout_for`); otherwise
 in ALBERT's layout when that holds it (transformers reads the backbone), else in ours.
 Importing this package installs the config.json readers and writers that
@@ -67,11 +68,11 @@ def layout_for(config: AlbertConfig,
     is not its own family's (None when it is): ALBERT's when that holds it, else ours. When
     both fail, `why` gives both reasons."""
     own = family(config.model_type)
-    why = own.unsupported(config, class_name)
+    why = own.cannot_hold(config, class_name)
     if why is None:
         return own, None
     albert = FAMILIES["albert"]
-    also = None if own is albert else albert.unsupported(config, class_name)
+    also = None if own is albert else albert.cannot_hold(config, class_name)
     if also is None and own is not albert:
         return albert, why
     reason = why if also is None or also == why else f"{why}; ALBERT's layout: {also}"

@@ -2,6 +2,8 @@
 
 Models are built from AlbertConfig alone and name their parameters one way (ours, see
 model/albert.py: the backbone under `albert.`, `encoder.attentions.{n}` / `encoder.ffns.{n}`).
+`albert.` is the canonical backbone prefix whatever config.backbone names
+(model/backbone.py); a layout says which backbones it has names for (`backbones`).
 A family adapter translates at the directory boundary only, like torchtitan's
 StateDictAdapter:
 - config.json <-> AlbertConfig, setting the structure fields to what the family builds,
@@ -66,6 +68,8 @@ class FamilyAdapter(ABC):
     class_names: ClassVar[dict[str, str]]  # our class name -> transformers' class name
     other_heads: ClassVar[tuple[str, ...]]  # prefixes (their names) of heads a class may lack
     tied_copies: ClassVar[tuple[str, ...]] = ()  # keys repeating a tied weight: never loaded
+    # The backbones (config.backbone) whose parameters this layout names; None: any (ours).
+    backbones: ClassVar[tuple[str, ...] | None] = ("albert",)
 
     # ---- config.json -----------------------------------------------------------------------
 
@@ -99,8 +103,18 @@ class FamilyAdapter(ABC):
 
     # ---- what the layout holds -------------------------------------------------------------
 
+    def cannot_hold(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+        """Why this family's layout cannot hold `config` (and the class), or None: a backbone
+        it has no names for, else what `unsupported` says."""
+        if self.backbones is not None and config.backbone not in self.backbones:
+            return (f"{self.title}'s layout names the parameters of the "
+                    f"{' or '.join(map(repr, self.backbones))} backbone only, not of "
+                    f"backbone {config.backbone!r}")
+        return self.unsupported(config, class_name)
+
     def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
-        """Why this family's layout cannot hold `config` (and the class), or None."""
+        """Why this family's layout cannot hold `config` (and the class) with the backbones
+        it names, or None."""
         if class_name is not None and class_name not in self.class_names:
             return f"{self.model_type} has no equivalent of {class_name}"
         return None

@@ -1,8 +1,10 @@
 """litebert's own layout: our parameter names as they are, model_type "litebert".
 
-For what transformers cannot represent: attention-only or FFN-only sharing. The config.json is
-ALBERT's plus our fields (sharing, structure), so it reads back exactly; everything but the
-name of the layout and the key mapping is the ALBERT adapter's.
+For what transformers cannot represent: attention-only or FFN-only sharing, and any backbone
+but "albert" (config.backbone; litebert.model.backbone), whose parameters no transformers
+family names. The config.json is ALBERT's plus our fields (sharing, structure, `backbone`
+when not "albert"), so it reads back exactly; everything but the name of the layout and the
+key mapping is the ALBERT adapter's.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from litebert.families.albert import AlbertAdapter, albert_config_to_dict
 class LitebertAdapter(AlbertAdapter):
     model_type = "litebert"
     title = "litebert"
+    backbones = None  # our names as they are: any backbone's
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "litebert")

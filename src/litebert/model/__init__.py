@@ -1,10 +1,11 @@
-"""Models: the backbone (`albert.py`, top to bottom in one file), task heads (`heads.py`),
+"""Models: the backbone registry and protocol (`backbone.py`), the ALBERT backbone (`albert.py`,
+top to bottom in one file; registered as "albert"), task heads on any backbone (`heads.py`),
 replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
 (`counts.py`)."""
 
-from litebert.model.albert import AlbertModel
+from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
     MODEL_CLASSES,
     AutoModel,
@@ -16,6 +17,7 @@ from litebert.model.auto import (
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
 )
+from litebert.model.backbone import BACKBONES, Backbone, build_backbone, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.heads import (
     AlbertForMaskedLM,
@@ -30,7 +32,8 @@ from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.model.unroll import unroll
 
 __all__ = [
-    "MODEL_CLASSES", "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPreTraining",
+    "BACKBONES", "MODEL_CLASSES", "Backbone", "build_backbone", "register_backbone",
+    "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPreTraining",
     "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
     "AlbertPreTrainedModel", "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",

@@ -18,15 +18,23 @@ and from transformers' layouts, e.g. ALBERT's `albert_layer_groups.{g}.albert_la
 Structure comes from config fields, not from the family: `embedding_projection` decides the
 E->H projection, `use_pooler` the pooler, `position_numbering` the position ids (from zero,
 or RoBERTa's after the pad id).
+
+AlbertModel is the "albert" entry of the backbone registry (model/backbone.py) and the
+reference for its protocol: after the forward pass come what heads read (summary position,
+word embeddings) and what layer-wise lr decay, FSDP, FLOP counts and unrolling ask of a
+backbone.
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
+from litebert.model.backbone import DEFAULT_BACKBONE, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import BaseModelOutput
 
@@ -173,6 +181,15 @@ class AlbertEncoder(nn.Module):
             keep.append(x)
         return x
 
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        """Every attention and FFN module, with reshard_after_forward. A module applied at
+        several depths (cross-layer sharing) stays gathered between its uses in one step
+        (False), so it is gathered once per forward, not once per layer."""
+        shared_attention = len(self.attentions) < len(self.attention_index)
+        shared_ffn = len(self.ffns) < len(self.ffn_index)
+        return ([(m, not shared_attention) for m in self.attentions]
+                + [(m, not shared_ffn) for m in self.ffns])
+
 
 def additive_mask(attention_mask, dtype):
     """(B, T) 1 = token, 0 = pad  ->  (B, 1, 1, T) 0 / -inf-ish added to attention scores.
@@ -186,12 +203,19 @@ def additive_mask(attention_mask, dtype):
         ~keep, torch.finfo(dtype).min)
 
 
+# A key of the encoder's per-position modules: `encoder.attentions.3.query.weight`.
+_LAYER_KEY = re.compile(r"^(encoder\.)(attentions|ffns)\.(\d+)\.(.*)$")
+
+
+@register_backbone(DEFAULT_BACKBONE)
 class AlbertModel(AlbertPreTrainedModel):
     """The backbone: embeddings -> projection -> shared layers -> pooler.
 
     `add_pooling_layer`: None follows config.use_pooler; heads say True when they read the
     pooler (pre-training's SOP head) and False when they do not (MLM, tokens, spans).
     """
+
+    summary_position = 0  # [CLS] A [SEP] B [SEP]: the first token summarises the sequence
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()
@@ -204,10 +228,75 @@ class AlbertModel(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_hidden_states: bool = False):
+                output_hidden_states: bool = False, mems=None):
+        if mems is not None:
+            raise ValueError("the ALBERT backbone keeps no memories: pass mems=None")
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         states: list | None = [] if output_hidden_states else None
         x = self.encoder(x, additive_mask(attention_mask, x.dtype), states)  # (B, T, H)
-        pooled = torch.tanh(self.pooler(x[:, 0])) if self.pooler is not None else None  # (B, H)
+        pooled = None
+        if self.pooler is not None:
+            pooled = torch.tanh(self.pooler(x[:, self.summary_position]))  # (B, H)
         return BaseModelOutput(last_hidden_state=x, pooler_output=pooled,
                                hidden_states=tuple(states) if states is not None else None)
+
+    # ---- what heads read ---------------------------------------------------------------------
+
+    @property
+    def input_embeddings(self) -> torch.Tensor:
+        return self.embeddings.word_embeddings.weight  # (V, E)
+
+    # ---- what layer-wise lr decay, FSDP, counts and unrolling ask (model/backbone.py) --------
+
+    def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
+        """Embeddings and the E->H projection at depth 0, layer position k at k + 1, the
+        pooler level with the head (L + 2). A module shared over several depths takes the
+        depth of its highest use, so the largest rate of those it serves: its top use is the
+        one nearest the head (the lowest would slow the whole shared stack down to the
+        embeddings' rate)."""
+        encoder = self.encoder
+        L = len(encoder.attention_index)
+        parts: list[tuple[nn.Module | nn.Parameter, int]] = [(self.embeddings, 0)]
+        if encoder.embedding_hidden_mapping_in is not None:
+            parts.append((encoder.embedding_hidden_mapping_in, 0))
+        for modules, index in ((encoder.attentions, encoder.attention_index),
+                               (encoder.ffns, encoder.ffn_index)):
+            top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
+            parts.extend((modules[n], depth) for n, depth in top.items())
+        if self.pooler is not None:
+            parts.append((self.pooler, L + 2))
+        return parts, L
+
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        return self.encoder.fsdp_units()
+
+    @classmethod
+    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+        """Forward + backward = 3 x forward, 2 FLOPs a multiply-add: the E->H projection,
+        then per layer position the Q, K, V and output projections (4 H^2), the FFN (2 H I)
+        and the attention products over `seq_len` keys (2 T H). Sharing saves parameters,
+        not arithmetic, so it does not enter; embedding lookups, LayerNorms and softmax are
+        left out (no multiply-adds of note)."""
+        H, E, T = config.hidden_size, config.embedding_size, seq_len
+        per_layer = 4 * H * H + 2 * H * config.intermediate_size + 2 * T * H
+        projection = E * H if config.has_projection else 0
+        return 6.0 * (projection + config.num_layer_positions * per_layer)
+
+    @classmethod
+    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+        """Sharing "none", one layer per position applied (layers x inner_group_num), one
+        layer per group; `config` itself when each position already has its own layer."""
+        if config.sharing == "none" and config.inner_group_num == 1:
+            return config
+        positions = config.num_layer_positions
+        return config.replace(sharing="none", num_hidden_layers=positions,
+                              num_hidden_groups=positions, inner_group_num=1)
+
+    def unrolled_source(self, key: str) -> str:
+        """Position k of the unrolled encoder copies the module position k used here."""
+        match = _LAYER_KEY.match(key)
+        if not match:
+            return key
+        head, part, k, rest = match.groups()
+        index = self.encoder.attention_index if part == "attentions" else self.encoder.ffn_index
+        return f"{head}{part}.{index[int(k)]}.{rest}"

@@ -3,8 +3,10 @@
     model = litebert.AutoModelForSequenceClassification.from_pretrained("electra-dir")
 
 Each Auto class has candidate classes, the first being the usual one. One candidate: that
-class, whatever the family (every head builds on every backbone). Several (pre-training:
-ALBERT/BERT's MLM + SOP/NSP, ELECTRA's replaced-token detection): the class config.json's
+class, whatever the family (every head builds on every backbone; AutoModel's candidate
+stands for the class config.backbone names in the registry, model/backbone.py). Several
+(pre-training: ALBERT/BERT's MLM + SOP/NSP, ELECTRA's replaced-token detection): the class
+config.json's
 `architectures` names, else the first the family has (`FamilyAdapter.class_names`), so
 AutoModelForPreTraining on an ELECTRA directory is the discriminator, as in transformers. A
 family with none of them gets the Auto class's `fallback`: RoBERTa's pre-training model is
@@ -14,11 +16,11 @@ its masked LM (transformers' AutoModelForPreTraining gives RobertaForMaskedLM to
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families import FAMILIES, family
-from litebert.model.albert import AlbertModel
+from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.heads import (
     AlbertForMaskedLM,
@@ -28,13 +30,26 @@ from litebert.model.heads import (
     AlbertForSequenceClassification,
     AlbertForTokenClassification,
 )
-from litebert.model.hub import CheckpointError, read_config
+from litebert.model.hub import CheckpointError, config_file, read_config
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 
-MODEL_CLASSES: dict[str, type[AlbertPreTrainedModel]] = {cls.__name__: cls for cls in (
-    AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
+# Our classes by name. "AlbertModel", the name the families give the bare backbone, stands for
+# whichever backbone config.backbone names (see `model_class`); listed here is the default's.
+BACKBONE = "AlbertModel"
+MODEL_CLASSES: dict[str, type[AlbertPreTrainedModel]] = {
+    BACKBONE: cast(type[AlbertPreTrainedModel], BACKBONES[DEFAULT_BACKBONE])}
+MODEL_CLASSES.update({cls.__name__: cls for cls in (
+    AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
     AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering,
-    AlbertForReplacedTokenDetection)}
+    AlbertForReplacedTokenDetection)})
+
+
+def model_class(name: str, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
+    """Our class called `name` (a head, or BACKBONE for config's backbone). A backbone is an
+    AlbertPreTrainedModel (save_pretrained, from_pretrained), as model/backbone.py asks."""
+    if name == BACKBONE:
+        return cast(type[AlbertPreTrainedModel], backbone_class(config))
+    return MODEL_CLASSES[name]
 
 
 def named_class(config: AlbertConfig) -> str | None:
@@ -54,16 +69,16 @@ def named_class(config: AlbertConfig) -> str | None:
 def choose_class(config: AlbertConfig, candidates: tuple[str, ...],
                  fallback: str | None = None) -> type[AlbertPreTrainedModel]:
     if len(candidates) == 1:
-        return MODEL_CLASSES[candidates[0]]
+        return model_class(candidates[0], config)
     named = named_class(config)
     if named in candidates:
-        return MODEL_CLASSES[named]
+        return model_class(named, config)
     adapter = family(config.model_type)
     for name in candidates:
         if name in adapter.class_names:
-            return MODEL_CLASSES[name]
+            return model_class(name, config)
     if fallback is not None:
-        return MODEL_CLASSES[fallback]
+        return model_class(fallback, config)
     raise ConfigError(f"model_type {config.model_type!r} has none of {', '.join(candidates)}")
 
 
@@ -91,12 +106,16 @@ class _AutoModel:
         directory = Path(directory)
         if not directory.is_dir():
             raise CheckpointError(f"{directory}: not a directory")
-        model_cls = cls.model_class(read_config(directory))
+        config = read_config(directory)
+        try:
+            model_cls = cls.model_class(config)
+        except ConfigError as err:  # e.g. a backbone nothing registered
+            raise ConfigError(f"{config_file(directory)}: {err}") from None
         return model_cls.from_pretrained(directory, strict=strict, **config_overrides)
 
 
 class AutoModel(_AutoModel):
-    candidates = ("AlbertModel",)
+    candidates = (BACKBONE,)
 
 
 class AutoModelForPreTraining(_AutoModel):

@@ -13,6 +13,9 @@ from litebert.config import AlbertConfig
 
 class AlbertPreTrainedModel(nn.Module):
     config: AlbertConfig
+    # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
+    # Typed loosely while objectives/ and train/ still reach into ALBERT's modules through it.
+    albert: Any
 
     def init_weights(self) -> None:
         """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms."""
@@ -35,7 +38,8 @@ class AlbertPreTrainedModel(nn.Module):
 
     @property
     def base_model(self) -> nn.Module:
-        """The backbone (AlbertModel) under the heads; the model itself when it has none."""
+        """The backbone under the heads (at `albert`, whatever the backbone: see
+        model/backbone.py); the model itself when it is the backbone."""
         return getattr(self, "albert", self)
 
     def num_parameters(self, only_backbone: bool = False) -> int:

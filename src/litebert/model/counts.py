@@ -1,4 +1,5 @@
-"""Parameter counts of presets and of the paper's ablations, without allocating weights."""
+"""Parameter counts of presets and of the paper's ablations, without allocating weights, and
+training FLOPs per token (the backbone's own count, and the MLM head's)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from litebert.config import AlbertConfig
+from litebert.model.backbone import backbone_class
 
 
 @dataclass
@@ -60,15 +62,10 @@ def ablation_rows() -> list[CountRow]:
 
 
 def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
-    """Training FLOPs per token of one backbone (forward + backward = 3 x forward, 2 FLOPs a
-    multiply-add): the E->H projection, then per layer position the Q, K, V and output
-    projections (4 H^2), the FFN (2 H I) and the attention products over `seq_len` keys
-    (2 T H). Sharing saves parameters, not arithmetic, so it does not enter; embedding
-    lookups, LayerNorms and softmax are left out (no multiply-adds of note)."""
-    H, E, T = config.hidden_size, config.embedding_size, seq_len
-    per_layer = 4 * H * H + 2 * H * config.intermediate_size + 2 * T * H
-    projection = E * H if config.has_projection else 0
-    return 6.0 * (projection + config.num_layer_positions * per_layer)
+    """Training FLOPs per token of the backbone config.backbone names (forward + backward, 2
+    FLOPs a multiply-add), at sequences of `seq_len`: the backbone's own count
+    (`flops_per_token`, model/backbone.py; ALBERT's in model/albert.py)."""
+    return backbone_class(config).flops_per_token(config, seq_len)
 
 
 def mlm_head_flops_per_token(config: AlbertConfig, predicted: float) -> float:

@@ -1,4 +1,10 @@
-"""Task heads on the ALBERT backbone, named and shaped like transformers' classes.
+"""Task heads on any registered backbone, named and shaped like transformers' classes.
+
+Each head builds its backbone with build_backbone(config) (model/backbone.py: config.backbone
+chooses it) and holds it at `albert`, the canonical prefix of backbone keys whatever the
+backbone. What a head reads of it: last_hidden_state, pooler_output, `input_embeddings` (the
+tied MLM decoder) and `summary_position` (the token the summary heads read: [CLS] first for
+BERT-style templates, <cls> last for XLNet's).
 
 Losses follow transformers: -100 labels are ignored; SequenceClassification with
 num_labels == 1 is regression (MSE). One deliberate difference: given `labels`, the MLM heads
@@ -6,10 +12,10 @@ compute logits only at the masked positions (labels != -100), so `prediction_log
 `logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder.
 
 The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT) or
-"first_token" (ELECTRA; RoBERTa with tanh), and multiple choice reads the pooler when the
-config has one (`use_pooler`), else a dense + classifier_act summary of the first token
-(ELECTRA's sequence summary). Module names are transformers' for each structure, so the
-family adapters rename only the backbone.
+"first_token" (ELECTRA; RoBERTa with tanh; the summary token, first for these backbones),
+and multiple choice reads the pooler when the config has one (`use_pooler`), else a dense +
+classifier_act summary of the summary token (ELECTRA's sequence summary). Module names are
+transformers' for each structure, so the family adapters rename only the backbone.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.albert import AlbertModel, activation
+from litebert.model.albert import activation
+from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import (
     ClassifierOutput,
@@ -90,7 +97,7 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         super().__init__()
         config = _two_labels(config)
         self.config = config
-        self.albert = AlbertModel(config, add_pooling_layer=True)
+        self.albert = build_backbone(config, add_pooling_layer=True)
         self.predictions = AlbertMLMHead(config)
         self.sop_classifier = AlbertSOPHead(config)
         self.init_weights()
@@ -98,7 +105,7 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, sentence_order_label=None, next_sentence_label=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
-        words = self.albert.embeddings.word_embeddings.weight
+        words = self.albert.input_embeddings  # (V, E)
         mlm_loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
         order = sentence_order_label if sentence_order_label is not None else next_sentence_label
@@ -115,21 +122,22 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.albert = build_backbone(config, add_pooling_layer=False)
         self.predictions = AlbertMLMHead(config)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
-        words = self.albert.embeddings.word_embeddings.weight
+        words = self.albert.input_embeddings  # (V, E)
         loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
 class FirstTokenClassifier(nn.Module):
-    """h[:, 0] -> dropout -> dense H->H -> act -> dropout -> out_proj (ELECTRA's
-    ElectraClassificationHead with GELU; RoBERTa's head is the same with tanh)."""
+    """summary token -> dropout -> dense H->H -> act -> dropout -> out_proj (ELECTRA's
+    ElectraClassificationHead with GELU; RoBERTa's head is the same with tanh). The summary
+    token is the backbone's `summary_position`: the first ([CLS]) for BERT-style templates."""
 
     def __init__(self, config: AlbertConfig, out_features: int):
         super().__init__()
@@ -138,13 +146,13 @@ class FirstTokenClassifier(nn.Module):
         self.act = activation(config.classifier_act)
         self.out_proj = nn.Linear(config.hidden_size, out_features)
 
-    def forward(self, h):  # (B, T, H) -> (B, out_features)
-        x = self.act(self.dense(self.dropout(h[:, 0])))  # (B, H)
+    def forward(self, summary):  # (B, H) -> (B, out_features)
+        x = self.act(self.dense(self.dropout(summary)))  # (B, H)
         return self.out_proj(self.dropout(x))
 
 
 class SequenceSummary(nn.Module):
-    """act(dense(h[:, 0])): what multiple choice reads when the backbone has no pooler
+    """act(dense(summary token)): what multiple choice reads when the backbone has no pooler
     (ELECTRA's sequence summary: first token, projection, GELU; its dropout is the head's)."""
 
     def __init__(self, config: AlbertConfig):
@@ -152,8 +160,8 @@ class SequenceSummary(nn.Module):
         self.summary = nn.Linear(config.hidden_size, config.hidden_size)
         self.act = activation(config.classifier_act)
 
-    def forward(self, h):  # (B, T, H) -> (B, H)
-        return self.act(self.summary(h[:, 0]))
+    def forward(self, summary):  # (B, H) -> (B, H)
+        return self.act(self.summary(summary))
 
 
 class _Classifier(AlbertPreTrainedModel):
@@ -164,13 +172,16 @@ class _Classifier(AlbertPreTrainedModel):
         super().__init__()
         self.config = config
         self.num_labels = config.num_labels
-        self.albert = AlbertModel(config, add_pooling_layer=pooling)
+        self.albert = build_backbone(config, add_pooling_layer=pooling)
         self.dropout = nn.Dropout(config.classifier_dropout_prob)
         self.classifier = classifier
 
+    def summary_token(self, hidden):  # (B, T, H) -> (B, H): the token that sums a sequence up
+        return hidden[:, self.albert.summary_position]
+
 
 class AlbertForSequenceClassification(_Classifier):
-    """num_labels logits from the pooled output ("pooler" head) or the first token
+    """num_labels logits from the pooled output ("pooler" head) or the summary token
     ("first_token" head); num_labels == 1 is regression (MSE)."""
 
     def __init__(self, config: AlbertConfig):
@@ -184,7 +195,7 @@ class AlbertForSequenceClassification(_Classifier):
                 labels=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
         if isinstance(self.classifier, FirstTokenClassifier):
-            logits = self.classifier(out.last_hidden_state)  # (B, num_labels)
+            logits = self.classifier(self.summary_token(out.last_hidden_state))  # (B, labels)
         else:
             logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else self._loss(logits, labels)
@@ -227,7 +238,7 @@ class AlbertForTokenClassification(_Classifier):
 
 class AlbertForMultipleChoice(_Classifier):
     """Inputs (B, C, T): each choice scored from its pooled output, or without a pooler from
-    its first-token summary; logits (B, C)."""
+    the summary of its summary token; logits (B, C)."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__(config, nn.Linear(config.hidden_size, 1), pooling=config.use_pooler)
@@ -243,7 +254,7 @@ class AlbertForMultipleChoice(_Classifier):
         if self.sequence_summary is None:
             pooled = out.pooler_output  # (B * C, H)
         else:
-            pooled = self.sequence_summary(out.last_hidden_state)  # (B * C, H)
+            pooled = self.sequence_summary(self.summary_token(out.last_hidden_state))  # (B*C, H)
         logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
         loss = None if labels is None else F.cross_entropy(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
@@ -256,7 +267,7 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
         super().__init__()
         config = _two_labels(config)
         self.config = config
-        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.albert = build_backbone(config, add_pooling_layer=False)
         self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
 

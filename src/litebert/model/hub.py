@@ -4,9 +4,9 @@ The family adapters (litebert.families) know the layouts; this module reads and 
 A model is saved in its config's family (transformers' ALBERT, BERT, ELECTRA or RoBERTa) when
 that layout holds it, else in ALBERT's when that holds it (transformers reads the backbone)
 or in our own ("litebert": attention-only or FFN-only sharing, RoBERTa's positions with
-shared layers or a pair head), and says so. Loading takes the layout from the directory's
-config.json, from safetensors (preferred) or `pytorch_model.bin` read with
-`torch.load(weights_only=True)`; nothing is ever unpickled.
+shared layers or a pair head, any backbone but "albert"), and says so. Loading takes the
+layout from the directory's config.json, from safetensors (preferred) or `pytorch_model.bin`
+read with `torch.load(weights_only=True)`; nothing is ever unpickled.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from litebert.config import AlbertConfig, ConfigError, read_json_object
 from litebert.families import FamilyAdapter, layout_for, read_config_dict
 from litebert.families import family as family_of
 from litebert.files import atomic_write, atomic_write_json
+from litebert.model.backbone import backbone_class
 from litebert.model.unroll import unroll as unroll_model
 
 log = logging.getLogger("litebert")
@@ -74,7 +75,7 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config: AlbertConfig = model.config  # type: ignore[assignment]
-    if unroll and config.sharing != "none":
+    if unroll and backbone_class(config).unrolled_config(config) != config:
         model = unroll_model(model)
         config = model.config  # type: ignore[assignment]
     name = type(model).__name__
@@ -95,11 +96,9 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
 def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory: Path,
                 class_name: str) -> None:
     own = family_of(config.model_type)
-    positions = config.num_layer_positions
-    unrolled = config.replace(sharing="none", num_hidden_layers=positions,
-                              num_hidden_groups=positions, inner_group_num=1)
+    unrolled = backbone_class(config).unrolled_config(config)
     hint = f" (save_pretrained(..., unroll=True) writes it in {own.title} layout)" \
-        if config.sharing != "none" and own.unsupported(unrolled, class_name) is None else ""
+        if unrolled != config and own.cannot_hold(unrolled, class_name) is None else ""
     if family.model_type == "litebert":
         log.warning("%s: %s, so this %s model is saved in litebert's own layout (model_type "
                     "'litebert'); load it with litebert, not transformers%s.",
@@ -122,13 +121,19 @@ def save_extra_heads(directory: str | Path, state: dict[str, torch.Tensor], reas
 
 # ---- loading -------------------------------------------------------------------------------
 
-def read_directory_config(directory: Path) -> tuple[AlbertConfig, FamilyAdapter]:
-    """The config of a model directory and the adapter of the layout its weights are in."""
+def config_file(directory: Path) -> Path:
+    """A model directory's config.json (or Google's albert_config.json)."""
     for name in ("config.json", "albert_config.json"):
         path = directory / name
         if path.is_file():
-            return read_config_dict(read_json_object(path), str(path))
+            return path
     raise CheckpointError(f"{directory}: no config.json (nor Google's albert_config.json)")
+
+
+def read_directory_config(directory: Path) -> tuple[AlbertConfig, FamilyAdapter]:
+    """The config of a model directory and the adapter of the layout its weights are in."""
+    path = config_file(directory)
+    return read_config_dict(read_json_object(path), str(path))
 
 
 def read_config(directory: Path) -> AlbertConfig:
@@ -168,12 +173,15 @@ def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path}: unreadable safetensors file ({err})") from None
 
 
-def _with_prefix(state: dict[str, torch.Tensor], family: FamilyAdapter) -> dict[str, Any]:
-    """A bare backbone file (no `albert.` / `bert.` / ... prefix) gets the prefix back."""
+def _with_prefix(state: dict[str, torch.Tensor], family: FamilyAdapter,
+                 roots: tuple[str, ...]) -> dict[str, Any]:
+    """A bare backbone file (no `albert.` / `bert.` / ... prefix) gets the prefix back on the
+    keys under the family's backbone roots or the model's backbone's own (`roots`: the first
+    parts of its keys)."""
     if any(k.startswith(family.prefix) for k in state):
         return state
-    return {(family.prefix + k if k.split(".")[0] in family.backbone_roots else k): v
-            for k, v in state.items()}
+    roots = family.backbone_roots + roots
+    return {(family.prefix + k if k.split(".")[0] in roots else k): v for k, v in state.items()}
 
 
 def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overrides: Any):
@@ -186,11 +194,16 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
             config = config.replace(**overrides)
         except (TypeError, ConfigError) as err:
             raise ConfigError(f"{directory}: config with overrides {overrides}: {err}") from None
+    try:
+        backbone_class(config)  # an unknown backbone: before any weight is read
+    except ConfigError as err:
+        raise ConfigError(f"{config_file(directory)}: {err}") from None
     state, source = read_weights(directory)
     model = cls(config)
     ours = _canonical_state(model)
-    loaded = _match(family.from_file(_with_prefix(state, family), config), ours, family,
-                    config, source)
+    roots = tuple(sorted({key.split(".")[0] for key in model.base_model.state_dict()}))
+    loaded = _match(family.from_file(_with_prefix(state, family, roots), config), ours,
+                    family, config, source)
     loaded.update(_extra_heads(directory, ours))
     _check_missing(set(ours) - set(loaded), source, strict)
     if _bare(model):

@@ -26,6 +26,9 @@ class BaseModelOutput(_Output):
     # With output_hidden_states: the input of every layer position, then the last output
     # (L + 1 tensors (B, T, H); transformers' layout: [0] is after the E->H projection).
     hidden_states: tuple[torch.Tensor, ...] | None = None
+    # The memories for the next segment (one tensor per layer) from a backbone that keeps
+    # them (model/backbone.py); None for one that keeps none, as ALBERT.
+    mems: tuple[torch.Tensor, ...] | None = None
 
 
 @dataclass

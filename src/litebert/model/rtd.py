@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.albert import AlbertModel, activation
+from litebert.model.albert import activation
+from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import ReplacedTokenDetectionOutput
 
@@ -48,7 +49,7 @@ class AlbertForReplacedTokenDetection(AlbertPreTrainedModel):
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        self.albert = AlbertModel(config, add_pooling_layer=False)
+        self.albert = build_backbone(config, add_pooling_layer=False)
         self.discriminator_predictions = DiscriminatorPredictions(config)
         self.init_weights()
 

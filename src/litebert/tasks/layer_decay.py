@@ -3,17 +3,18 @@ layers nearer the input train at smaller learning rates, so fine-tuning moves th
 features of the lower layers less than the task-specific ones near the head.
 
 Depths, the rule of the official ELECTRA code (google-research/electra, model/optimization.py),
-with L the encoder's layer positions (the layers, for inner_group_num 1):
+with L the backbone's layer positions (the layers, for ALBERT's inner_group_num 1):
 
-    depth 0        embeddings and the E->H projection (`embedding_hidden_mapping_in`)
+    depth 0        the input side: embeddings (and ALBERT's E->H projection)
     depth k + 1    the transformer layer at position k = 0 .. L-1
     depth L + 2    the task head (everything outside the backbone) and the pooler
 
     multiplier = decay ** (L + 2 - depth)
 
 so the head trains at lr, the top layer at lr * decay**2 and the embeddings at
-lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). Every family's
-fine-tuning model is one of our heads on `model.albert`, so this works for all of them.
+lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). The backbone places its
+own modules (`layer_depths()`, model/backbone.py; ALBERT's module shared over several depths
+takes its highest), so this works for every head on every registered backbone.
 
 The AdamW groups keep the weight-decay split of litebert.train.lamb (LayerNorm, bias and 1-D
 parameters undecayed) and divide each side by multiplier. Each group carries its own `lr`;
@@ -25,46 +26,20 @@ from __future__ import annotations
 
 from torch import nn
 
-from litebert.model.albert import AlbertModel
-
-
-def _backbone(model: nn.Module) -> AlbertModel:
-    """The ALBERT backbone of a head model (`model.albert`) or the backbone itself."""
-    backbone = getattr(model, "albert", model)
-    if not isinstance(backbone, AlbertModel):
-        raise TypeError(f"layer decay: {type(model).__name__} is neither an AlbertModel nor "
-                        "a head with one at `.albert`")
-    return backbone
-
-
-def _module_depths(backbone: AlbertModel) -> tuple[list[tuple[nn.Module, int]], int]:
-    """(module, depth) for every part of the backbone, and L (the encoder's layer positions)."""
-    encoder = backbone.encoder
-    L = len(encoder.attention_index)
-    parts: list[tuple[nn.Module, int]] = [(backbone.embeddings, 0)]
-    if encoder.embedding_hidden_mapping_in is not None:
-        parts.append((encoder.embedding_hidden_mapping_in, 0))
-    for modules, index in ((encoder.attentions, encoder.attention_index),
-                           (encoder.ffns, encoder.ffn_index)):
-        # A module shared over several depths (ALBERT's cross-layer sharing) takes the depth
-        # of its highest use, so the largest rate of those it serves: the gradients of every
-        # depth it is used at update it, and its top use is the one nearest the head, whose
-        # rate the rule wants largest. (The lowest would slow the whole shared stack down to
-        # the embeddings' rate.)
-        top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
-        parts.extend((modules[n], depth) for n, depth in top.items())
-    if backbone.pooler is not None:
-        parts.append((backbone.pooler, L + 2))
-    return parts, L
+from litebert.model.backbone import backbone_of
 
 
 def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
     """({parameter name: depth}, L) for a fine-tuning model, in named_parameters order (a
     shared tensor once, under its first name). Raises ValueError for a backbone parameter no
     rule places, rather than giving it some rate silently."""
-    backbone = _backbone(model)
-    parts, L = _module_depths(backbone)
-    depth_of = {id(p): depth for module, depth in parts for p in module.parameters()}
+    try:
+        backbone = backbone_of(model)
+    except TypeError as err:
+        raise TypeError(f"layer decay: {err}") from None
+    parts, L = backbone.layer_depths()
+    depth_of = {id(p): depth for part, depth in parts
+                for p in ([part] if isinstance(part, nn.Parameter) else part.parameters())}
     backbone_params = {id(p) for p in backbone.parameters()}
     depths: dict[str, int] = {}
     for name, p in model.named_parameters():
