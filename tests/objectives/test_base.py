@@ -9,7 +9,6 @@ import pytest
 from litebert.cli import main
 from litebert.model import AlbertModel
 from litebert.objectives import OBJECTIVES, MLMObjective
-from litebert.objectives.base import encoder_units
 from litebert.studies.runner import _continue
 from litebert.studies.spec import StudyError
 from litebert.train.run_config import PretrainConfig, RunConfigError, load_run_config
@@ -46,7 +45,7 @@ def test_every_objective_names_and_weights_its_parts(name):
 def test_a_module_used_at_several_depths_is_not_resharded_between_uses(sharing, attention,
                                                                        ffn):
     model = AlbertModel(small_config(sharing=sharing))
-    units = encoder_units(model.encoder)
+    units = model.fsdp_units()
     encoder = model.encoder
     assert [m for m, _ in units] == [*encoder.attentions, *encoder.ffns]
     assert {r for m, r in units if m in list(encoder.attentions)} == {attention}

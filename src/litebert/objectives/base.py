@@ -35,7 +35,6 @@ from torch import nn
 from litebert.config import AlbertConfig
 from litebert.data.loader import PretrainingDataset
 from litebert.distributed import DistInfo
-from litebert.model.albert import AlbertEncoder
 from litebert.options import option
 from litebert.tokenization import Tokenizer
 
@@ -168,16 +167,6 @@ class Stateless:
         if state:
             raise ValueError(f"{type(self).__name__} carries no state across steps, but the "
                              f"checkpoint holds {', '.join(sorted(state))}")
-
-
-def encoder_units(encoder: AlbertEncoder) -> FsdpUnits:
-    """FSDP units of one encoder: every attention and FFN module. ALBERT applies a shared
-    module at several depths; such a module stays unsharded between its uses in one step
-    (reshard_after_forward=False), so it is gathered once per forward, not once per layer."""
-    shared_attention = len(encoder.attentions) < len(encoder.attention_index)
-    shared_ffn = len(encoder.ffns) < len(encoder.ffn_index)
-    return ([(m, not shared_attention) for m in encoder.attentions]
-            + [(m, not shared_ffn) for m in encoder.ffns])
 
 
 def save_tokenizer(run_dir: Path, out_dir: Path) -> None:

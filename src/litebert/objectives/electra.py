@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import litebert.objectives.corruption as C
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, ConfigError
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
@@ -46,7 +46,6 @@ from litebert.objectives.base import (
     ObjectiveConfig,
     RunSettings,
     Stateless,
-    encoder_units,
     own_config,
     save_tokenizer,
 )
@@ -264,6 +263,13 @@ class ElectraObjective(Stateless):
         return [self.special[k] for k in ("cls", "sep", "mask") if k in self.special]
 
     def build(self, config: AlbertConfig) -> nn.Module:
+        """Generator and discriminator on the ALBERT backbone: the generator reads the
+        discriminator's embedding module and runs an encoder of its own, which only that
+        backbone splits into those parts."""
+        if config.backbone != "albert":
+            raise ConfigError(f"objective electra: backbone {config.backbone!r}; ELECTRA's "
+                              f"generator shares the ALBERT backbone's embeddings and "
+                              f"encoder, so it needs backbone 'albert'")
         c = self.config
         corrupting = Corrupting(c.mask_prob, self.special.get("mask", -1), c.temperature,
                                 c.generator_masking == "data", self.max_seq_length,
@@ -288,8 +294,8 @@ class ElectraObjective(Stateless):
         """The attention and FFN modules of both encoders (the embeddings stay in the root:
         both models read them)."""
         assert isinstance(model, ElectraPretraining)
-        return (encoder_units(model.generator.encoder)
-                + encoder_units(model.discriminator.albert.encoder))
+        return (model.generator.encoder.fsdp_units()
+                + model.discriminator.albert.fsdp_units())
 
     def counts(self, batch: Batch) -> torch.Tensor:
         """(P,): generator slots, real tokens, then sequences; no randomness, so they are known

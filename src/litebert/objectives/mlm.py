@@ -34,7 +34,6 @@ from litebert.objectives.base import (
     ObjectiveConfig,
     RunSettings,
     Stateless,
-    encoder_units,
     own_config,
     save_tokenizer,
 )
@@ -127,9 +126,9 @@ class MLMObjective(Stateless):
                 + mlm_head_flops_per_token(config, self.masked_share))
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
-        """The attention and FFN modules of the one backbone."""
+        """The backbone's own units (its attention and FFN modules)."""
         assert isinstance(model, AlbertForPreTraining)
-        return encoder_units(model.albert.encoder)
+        return model.albert.fsdp_units()
 
     def begin_step(self, step: int) -> None:
         """Nothing: the data's masks are drawn by the loader, keyed per item."""
