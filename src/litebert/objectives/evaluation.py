@@ -63,7 +63,7 @@ class EvalSums:
 
 
 def ratio(part: float, whole: float) -> float:
-    """part / whole, 0 for an empty whole (a metric of nothing scored)."""
+    """part / max(whole, 1): a metric of nothing scored (0 of 0) is 0, not NaN."""
     return part / max(whole, 1)
 
 
