@@ -50,7 +50,7 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
 
 
 def cmd_corpus_fetch(args: argparse.Namespace) -> None:
-    from litebert.data.corpus import fetch
+    from litebert.data.sources import fetch
 
     print(f"wrote {fetch(args.name, Path(args.out))}")
 
