@@ -49,16 +49,17 @@ FORMATS = ("auto", *READERS)
 
 __all__ = ["FORMATS", "MAX_DOCUMENT_SENTENCES", "READERS", "CorpusError", "CorpusStats",
            "Document", "EmptyCorpusError", "Format", "Table", "detect_format", "expand",
+           "is_folder_input",
            "open_table", "read_documents", "split_sentences", "text_to_sentences",
            "training_lines"]
 
 
 def expand(inputs: str | Path | Iterable[str | Path], what: str = "corpus input") -> list[Path]:
     """The files (and saved-dataset folders) that `inputs` name, in a deterministic order."""
-    return expand_inputs(inputs, what, unit=_is_folder_input)
+    return expand_inputs(inputs, what, unit=is_folder_input)
 
 
-def _is_folder_input(path: Path) -> bool:
+def is_folder_input(path: Path) -> bool:
     return any(f.folder is not None and f.folder(path) for f in READERS.values())
 
 
@@ -100,7 +101,7 @@ def open_table(path: str | Path) -> Table | None:
     first bytes or name, a saved dataset's folder), else None: for the fine-tuning tables."""
     path = Path(path)
     if path.is_dir():
-        kind = _folder_format(path, "auto") if _is_folder_input(path) else None
+        kind = _folder_format(path, "auto") if is_folder_input(path) else None
     else:
         kind = _recognised(path, head(path)) if path.is_file() else None
     table = READERS[kind].table if kind is not None else None
