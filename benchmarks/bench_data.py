@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from litebert.data.corpus import fetch, read_documents
+from litebert.data.sources import fetch
+from litebert.readers import read_documents
 from litebert.tokenization import train_sentencepiece
 
 

@@ -31,7 +31,7 @@ def prepare_data(objective: str = "sop", seq: int = 128) -> Path:
     """A `litebert data build` directory of bbc-news (dynamic masking, a SentencePiece
     vocabulary of up to 30k pieces); built once, then found in the cache."""
     from litebert.data.builder import BuildConfig, build
-    from litebert.data.corpus import fetch
+    from litebert.data.sources import fetch
     from litebert.tokenization import train_sentencepiece
 
     corpus = WORK / "bbc-news" / "bbc-news.jsonl"

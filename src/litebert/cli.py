@@ -50,7 +50,7 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
 
 
 def cmd_corpus_fetch(args: argparse.Namespace) -> None:
-    from litebert.data.corpus import fetch
+    from litebert.data.sources import fetch
 
     print(f"wrote {fetch(args.name, Path(args.out))}")
 
@@ -340,7 +340,10 @@ def _add_data_commands(sub) -> None:
     data = sub.add_parser("data", help="pre-training data: build, inspect, stats")
     dsub = data.add_subparsers(dest="data_command", required=True)
     p = dsub.add_parser("build", help="corpus -> memory-mapped token shards + instances")
-    p.add_argument("inputs", nargs="+", help="files, directories or globs")
+    p.add_argument("inputs", nargs="+",
+                   help="files, directories or globs: text (.gz/.bz2/.xz too), JSON lines, "
+                        "Parquet files, or folders written by datasets' save_to_disk; the "
+                        "format of each is found from its bytes and name (see --format)")
     p.add_argument("--tokenizer", required=True,
                    help="a tokenizer directory: spiece.model, vocab.txt or byte-level BPE "
                         "files (required)")
@@ -389,7 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "RoBERTa-layout byte-level BPE")
     p.add_argument("inputs", nargs="+", help="text files (.gz/.bz2/.xz too), directories or "
                                               "globs; one sentence or paragraph a line; "
-                                              "JSON lines give their --text-field")
+                                              "JSON lines, Parquet files and folders written "
+                                              "by datasets' save_to_disk give the sentences "
+                                              "of their --text-field")
     p.add_argument("--kind", choices=("sentencepiece", "bpe"), default="sentencepiece",
                    help="sentencepiece: lower-cased unigram, ALBERT's ids and user symbols; "
                         "bpe: byte-level BPE, RoBERTa's ids (<mask> last) (default: "
@@ -403,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-frequency", type=int, default=2,
                    help="bpe: fewest occurrences of a pair to merge (default: %(default)s)")
     p.add_argument("--text-field", default="text",
-                   help="JSON-lines inputs: the field holding the text (default: %(default)s)")
+                   help="JSON lines, Parquet and Arrow inputs: the field (column) holding the "
+                        "text (default: %(default)s)")
     p.add_argument("--out", required=True,
                    help="directory for the tokenizer (spiece.model or vocab.json + merges.txt, "
                         "with tokenizer.json and tokenizer_config.json) (required)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from litebert.data.builder import BuildConfig, build
-from litebert.data.corpus import fetch
+from litebert.data.sources import fetch
 from litebert.tokenization import train_sentencepiece
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain

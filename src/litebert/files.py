@@ -44,21 +44,35 @@ def _has_magic(text: str) -> bool:
     return any(c in text for c in "*?[")
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under `root` in sorted order, names starting with "." skipped."""
-    for top, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            if not name.startswith("."):
-                yield Path(top) / name
+def _walk(root: Path, unit: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """Files under `root` in sorted order (a folder's files, then its folders), names starting
+    with "." skipped; a folder that `unit` accepts is yielded whole instead of walked."""
+    if unit is not None and unit(root):
+        yield root
+        return
+    files, folders = [], []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if not entry.is_dir():
+                files.append(entry.name)
+            elif not entry.is_symlink():  # as os.walk: a linked folder is not followed
+                folders.append(entry.name)
+    yield from (root / name for name in sorted(files))
+    for name in sorted(folders):
+        yield from _walk(root / name, unit)
 
 
-def expand_inputs(inputs: str | Path | Iterable[str | Path], what: str = "input") -> list[Path]:
+def expand_inputs(inputs: str | Path | Iterable[str | Path], what: str = "input",
+                  unit: Callable[[Path], bool] | None = None) -> list[Path]:
     """Every file that `inputs` name, in a deterministic order, each once.
 
     An input is a file, a directory (walked recursively, sorted, hidden names skipped) or a
     glob pattern (absolute or relative, `**` matching any depth, sorted). `~` is expanded
     everywhere. A missing path or a pattern that matches nothing is an InputFileError naming it.
+    A directory that `unit` accepts (a dataset saved as a folder of files) is one input: it is
+    returned as it is, not walked.
     """
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
@@ -74,7 +88,7 @@ def expand_inputs(inputs: str | Path | Iterable[str | Path], what: str = "input"
             paths = [Path(text)]
         for path in paths:
             if path.is_dir():
-                files.extend(_walk(path))
+                files.extend(_walk(path, unit))
             elif path.is_file():
                 files.append(path)
             else:

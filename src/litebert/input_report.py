@@ -6,7 +6,7 @@ either skipped (the row, question or file is left out), repaired (kept, fixed as
 or noted (kept as it is; worth knowing). The report counts every kind and keeps the first
 examples of each as "file:line: why", so a long job says what it lost and where to look.
 
-The corpus readers (`litebert.data.corpus.CorpusStats`), the task readers
+The corpus readers (`litebert.readers.CorpusStats`), the task readers
 (`litebert.tasks.examples.ReadReport`) and the SQuAD reader
 (`litebert.tasks.squad.SquadReport`) all extend `InputReport`.
 """

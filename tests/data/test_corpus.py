@@ -1,4 +1,5 @@
-"""Corpus readers, the sentence splitter, repairs/skips and the built-in registry sources."""
+"""The text and JSON-lines corpus readers (litebert.readers), the sentence splitter,
+repairs/skips, and the built-in registry sources (litebert.data.sources)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from litebert.data import corpus, sources
-from litebert.data.corpus import (
+from litebert.data import sources
+from litebert.data.sources import FetchError, fetch
+from litebert.input_report import InputReport
+from litebert.readers import (
     CorpusError,
     CorpusStats,
     Document,
     EmptyCorpusError,
-    FetchError,
+    base,
     detect_format,
-    fetch,
     read_documents,
     split_sentences,
 )
-from litebert.input_report import InputReport
+from litebert.readers.sentences import cut_text
 
 BERT_TEXT = """The cat sat on the mat.
 It was a sunny day.
@@ -226,7 +228,7 @@ def test_huge_line_is_read_in_bounded_pieces(tmp_path):
 
 
 def test_long_documents_are_cut(tmp_path, monkeypatch):
-    monkeypatch.setattr(corpus, "MAX_DOCUMENT_SENTENCES", 5)
+    monkeypatch.setattr(base, "MAX_DOCUMENT_SENTENCES", 5)
     lines = "\n".join(f"Sentence {i}." for i in range(12))
     for fmt in ("bert", "paragraphs"):
         docs, stats = read([write(tmp_path / "many.txt", lines)], fmt=fmt)
@@ -313,7 +315,7 @@ def test_split_sentences_loses_no_text(text):
 @given(st.text(alphabet=st.sampled_from(list("ab \t\u20ac")), max_size=120),
        st.integers(1, 20))
 def test_cut_bounds_pieces_and_keeps_words(text, max_chars):
-    pieces = corpus._cut(text, max_chars)
+    pieces = cut_text(text, max_chars)
     assert all(len(p) <= max_chars for p in pieces)
     assert "".join("".join(pieces).split()) == "".join(text.split())  # nothing lost
     if all(len(w) <= max_chars for w in text.split()):  # then no word is broken

@@ -110,3 +110,70 @@ def test_is_regression_rule_and_flag():
     assert is_regression(_examples(["1", "2"]), regression=True)
     assert not is_regression(_examples([str(i) for i in range(50)]), regression=False)
     assert not is_regression(_examples([None]))
+
+
+# ---------------------------------------------------------------- Parquet and datasets' folders
+
+PAIRS = [{"premise": "a cat sat", "hypothesis": "a cat rested", "label": 1, "idx": 10},
+         {"premise": "rain fell", "hypothesis": "it was dry", "label": 0, "idx": 11},
+         {"premise": "", "hypothesis": "empty premise", "label": 1, "idx": 12},
+         {"premise": "the sun rose", "hypothesis": None, "label": 0, "idx": 13},
+         {"premise": "birds sing", "hypothesis": "birds are loud", "label": 2, "idx": 14}]
+
+
+def test_parquet_and_a_saved_dataset_read_as_their_jsonl(tmp_path: Path):
+    from tests.readers.tables import write_all
+
+    paths = write_all(tmp_path / "in", PAIRS)
+    read = {kind: read_table(path, text_a="premise", text_b="hypothesis")
+            for kind, path in paths.items()}
+    expected = [("10", "a cat sat", "a cat rested", "1"), ("11", "rain fell", "it was dry", "0"),
+                ("14", "birds sing", "birds are loud", "2")]
+    for kind, (examples, report) in read.items():
+        assert [(e.guid, e.text_a, e.text_b, e.label) for e in examples] == expected, kind
+        assert (report.read, report.missing_fields) == (3, 2), kind
+    unlabeled, _ = read_table(paths["arrow"], text_a="premise", label=None)
+    assert [e.label for e in unlabeled] == [None] * 4
+
+
+def test_columnar_tables_refuse_a_missing_or_nested_column(tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.readers.tables import write_all
+
+    paths = write_all(tmp_path / "in", PAIRS)
+    for kind in ("parquet", "arrow"):
+        with pytest.raises(TaskDataError, match=r"no column 'sentence' \(asked for as text_a\)"
+                                                r".*\['premise', 'hypothesis', 'label', 'idx'\]"):
+            read_table(paths[kind])
+        with pytest.raises(TaskDataError, match="no column 'other'"):
+            read_table(paths[kind], text_a="premise", text_b="other")
+    nested = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"tokens": [["a", "b"]], "label": [1]}), nested)
+    with pytest.raises(TaskDataError, match=r"nested\.parquet: column 'tokens'.*nested"):
+        read_table(nested, text_a="tokens")
+
+
+def test_generic_task_data_from_a_datasetdict_folder_or_one_saved_dataset(tmp_path: Path):
+    """`finetune --data` names a folder as DatasetDict.save_to_disk writes it (train/ and
+    validation/ beside dataset_dict.json), or one saved dataset (dev carved from it)."""
+    from litebert.tasks.base import FinetuneConfig
+    from litebert.tasks.sequence import load_data
+    from tests.readers.tables import write_dataset_folder
+
+    root = tmp_path / "topics"
+    for split, n in (("train", 40), ("validation", 10)):
+        write_dataset_folder(root / split, [{"text": f"{split} text {i}", "label": i % 2}
+                                            for i in range(n)])
+    (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "validation"]}))
+
+    def load(data: Path):
+        return load_data(FinetuneConfig(task="classification", data=str(data), model="m",
+                                        out="o", text_a="text"))
+
+    train, dev, labels = load(root)
+    assert (len(train), len(dev["dev"]), labels) == (40, 10, ["0", "1"])
+    assert dev["dev"][0].text_a == "validation text 0"
+    train, dev, _ = load(root / "train")  # one saved dataset: a dev split is carved from it
+    assert (len(train), len(dev["dev"])) == (36, 4)

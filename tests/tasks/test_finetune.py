@@ -263,3 +263,4 @@ def test_skipped_rows_are_reported_with_file_and_line(base_model, tmp_path, capl
                                 out=str(tmp_path / "o"), **fast(max_steps=2, eval_every=2)))
     assert "train.tsv: read 40 examples, skipped 1" in caplog.text
     assert "train.tsv:42" in caplog.text
+

@@ -13,8 +13,8 @@ from litebert.tokenization import Tokenizer, train_bpe, train_sentencepiece
 @pytest.fixture(scope="session")
 def bbc_sentences(tmp_path_factory) -> list[str]:
     """All 43,812 sentences of the 2,225 bbc-news articles, as `data build` splits them."""
-    from litebert.data.corpus import read_documents
     from litebert.data.sources import FetchError, fetch
+    from litebert.readers import read_documents
 
     try:
         path = fetch("bbc-news", tmp_path_factory.mktemp("bbc"))

@@ -1,6 +1,7 @@
 """Pre-training data: corpus files -> documents -> token arrays -> instances -> batches.
 
-- `corpus.py` (+ `sources.py`, the corpora a package registry carries): streaming readers
+- `sources.py`: the corpora a package registry carries (the readers of corpus files are
+  `litebert.readers`, below this package)
 - `builder.py`: `litebert data build`, memory-mapped token arrays, instances, manifest, cache
 - `instances.py`: segment pairs (SOP / NSP / none); `packing.py`: RoBERTa's packed text
   (full-sentences, doc-sentences); `masking.py`: whole-word n-gram masking

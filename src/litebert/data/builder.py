@@ -67,6 +67,7 @@ from litebert.files import (
 )
 from litebert.options import option
 from litebert.progress import progress
+from litebert.readers import FORMATS, CorpusStats, read_documents
 from litebert.tokenization.base import PairTemplate
 
 if TYPE_CHECKING:
@@ -101,9 +102,12 @@ class BuildConfig:
     max_ngram: int = option(3, "longest masked n-gram of whole words (ALBERT's n-gram masking)")
     heldout_fraction: float = option(0.01, "share of the documents held out for evaluation")
     seed: int = option(12345, "seed of the split, the pairs and the static masks")
-    format: str = option("auto", "corpus format, see litebert.data.corpus",
-                         choices=("auto", "bert", "paragraphs", "jsonl"))
-    text_field: str = option("text", "jsonl corpora: the field holding a document's text")
+    format: str = option(
+        "auto", "corpus format (see litebert.readers): auto decides per input by its bytes "
+        "and name; bert and paragraphs are text, jsonl JSON lines, parquet Parquet files, "
+        "arrow the folders of datasets' save_to_disk (and .arrow files)", choices=FORMATS)
+    text_field: str = option("text", "JSON lines, Parquet and Arrow: the field (column) holding "
+                                     "a document's text")
     # Added after format version 2: see LATER_FIELDS.
     pairs: str = option(
         "static", "static: each chunk's A/B split, order and NSP partner drawn once, at build "
@@ -289,7 +293,6 @@ def tokenize_corpus(inputs, tokenizer, tokenizer_dir: Path, out: Path, cfg: Buil
                     workers: int, stats) -> dict[str, Any]:
     """Pass 1: stream the corpus into tokens / word_starts / sentences / documents; returns
     the manifest's counts (ints, and the name of the token dtype)."""
-    from litebert.data.corpus import read_documents
 
     dtype = np.uint16 if len(tokenizer) <= 65536 else np.uint32
     writers = {"tokens": ArrayWriter(out / "tokens.bin", dtype),
@@ -488,7 +491,6 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
                   cfg: BuildConfig, workers: int, force: bool, key: str) -> dict[str, Any]:
     """build(), holding the directory's lock: the cache check comes after the wait, so a
     process that waited for another's identical build finds it done."""
-    from litebert.data.corpus import CorpusStats
 
     manifest = read_manifest(out)
     if manifest and manifest.get("config_hash") == key and not force:

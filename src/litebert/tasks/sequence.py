@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from litebert.model import AlbertForSequenceClassification
+from litebert.readers import is_folder_input
 from litebert.tasks.base import (
     GLUE,
     FinetuneConfig,
@@ -24,7 +25,9 @@ from litebert.tasks.examples import TextExample
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tokenization import Tokenizer
 
-TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json")
+TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json", ".parquet")
+# datasets' DatasetDict.save_to_disk names its dev split "validation"
+SPLIT_FOLDERS = {"train": ("train",), "dev": ("dev", "validation")}
 
 
 class SequenceTask:
@@ -143,11 +146,14 @@ def _generic(cfg: FinetuneConfig):
                                    label=cfg.label_column))
 
     data = Path(cfg.data)
-    if data.is_dir():
-        train_file, dev_file = (_find(data, name) for name in ("train", "dev"))
-        assert train_file is not None  # _find raises for a missing train file
+    train_file = _find(data, "train") if data.is_dir() else None
+    if train_file is not None:
         train = read(train_file)
+        dev_file = _find(data, "dev")
         dev = read(dev_file) if dev_file else None
+    elif data.is_dir() and not is_folder_input(data):  # a saved dataset's folder is a table
+        names = ", ".join(["train" + s for s in TABLE_SUFFIXES] + ["a saved dataset train/"])
+        raise FinetuneError(f"{data}: no train file ({names})")
     else:
         train, dev = read(data), None
     if dev is None:  # carve a dev split; fixed seed so every --seeds run shares it
@@ -164,8 +170,8 @@ def _find(directory: Path, stem: str) -> Path | None:
     for suffix in TABLE_SUFFIXES:
         if (directory / f"{stem}{suffix}").is_file():
             return directory / f"{stem}{suffix}"
-    if stem == "train":
-        names = ", ".join("train" + s for s in TABLE_SUFFIXES)
-        raise FinetuneError(f"{directory}: no train file ({names})")
+    for name in SPLIT_FOLDERS[stem]:  # a DatasetDict's split folders
+        if is_folder_input(directory / name):
+            return directory / name
     return None
 

@@ -4,12 +4,14 @@ byte-level BPE with RoBERTa's, from the same inputs (read by `_training_lines`).
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from litebert.files import atomic_write, expand_inputs, open_text, strip_compression
+from litebert.files import atomic_write
+from litebert.readers import expand, training_lines
 from litebert.tokenization.albert_text import (
     ALBERT_CONTROL_SYMBOLS,
     ALBERT_USER_SYMBOLS,
@@ -34,8 +36,9 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     """Train a unigram SentencePiece model with ALBERT's layout; returns out_dir/spiece.model.
 
     Ids: <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, then `user_defined_symbols`. Lines of
-    `inputs` (text files, .gz/.bz2/.xz, or directories of them; JSON-lines files give the
-    sentences of their `text_field`, as `data build` reads them, not their raw JSON) and then
+    `inputs` (text files, .gz/.bz2/.xz, or directories of them; JSON lines, Parquet files and
+    datasets' save_to_disk folders give the sentences of their `text_field`, as `data build`
+    reads them, not their raw records) and then
     the strings of `sentence_iterator` are preprocessed as the tokenizer will preprocess them;
     SentencePiece samples `input_sentence_size` of them at random when there are more.
     """
@@ -44,7 +47,7 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     if not isinstance(vocab_size, int) or vocab_size <= 5 + len(user_defined_symbols):
         raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 5 special pieces plus "
                              f"{len(user_defined_symbols)} user-defined symbols")
-    files = expand_inputs(inputs, what="tokenizer training input") if inputs else []
+    files = expand(inputs, what="tokenizer training input") if inputs else []
     if not files and sentence_iterator is None:
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
     settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
@@ -92,7 +95,7 @@ def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: 
     if not isinstance(vocab_size, int) or vocab_size <= 256 + len(specials) + 1:
         raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 256 bytes plus 5 "
                              "special tokens")
-    files = expand_inputs(inputs, what="tokenizer training input") if inputs else []
+    files = expand(inputs, what="tokenizer training input") if inputs else []
     if not files and sentence_iterator is None:
         raise TokenizerError("train_bpe: no inputs and no sentence_iterator")
     hf = HFTokenizer(models.BPE())
@@ -118,17 +121,7 @@ def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: 
 
 def _training_lines(files: list[Path], extra: Iterable[str] | None,
                     text_field: str) -> Iterator[str]:
-    """The raw lines of `files` (JSON-lines files: the sentences of `text_field`, as `data
-    build` reads them, not their raw JSON), then the strings of `extra`."""
-    from litebert.data.corpus import JSON_SUFFIXES, read_documents
-
-    for path in files:
-        if strip_compression(path.name).lower().endswith(JSON_SUFFIXES):
-            for doc in read_documents([path], fmt="jsonl", text_field=text_field):
-                yield from doc.sentences
-            continue
-        # A stray bad byte in a large corpus should not stop training: it becomes U+FFFD.
-        with open_text(path, errors="replace") as handle:
-            yield from handle
-    if extra is not None:
-        yield from extra
+    """The raw lines of text `files` (JSON lines, Parquet and Arrow: the sentences of
+    `text_field`, as `data build` reads them), then the strings of `extra`. Not a generator:
+    every file's format is checked now, before a trainer starts pulling lines."""
+    return itertools.chain(training_lines(files, text_field), extra or ())
