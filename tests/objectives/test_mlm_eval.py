@@ -224,7 +224,7 @@ def test_eval_pair_tasks_own_keeps_todays_metrics(data, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["pretrain", "--help"])
     listed = capsys.readouterr().out
-    assert re.search(r"eval_pair_tasks: sentence-pair tasks .*\(default: own\)", listed)
+    assert re.search(r"eval_pair_tasks: sentence-pair tasks .*?\(default: own\)", listed, re.S)
     trainer = Trainer(run_config(data["sop"], tmp_path / "own", max_steps=2, eval_every=2,
                                  save_every=2, export=False))
     assert trainer.objective.cross_set is None

@@ -57,11 +57,12 @@ from litebert.objectives.electra_eval import (
 )
 from litebert.objectives.evaluation import (
     EvalSums,
+    add_pair_task,
     evaluating,
     format_table,
     has_weights,
     heldout_batches,
-    majority_share,
+    pair_task_metrics,
     ratio,
 )
 from litebert.options import option
@@ -352,10 +353,7 @@ class ElectraObjective(Stateless):
                  real_tokens=truth.numel(), replaced=truth.sum(), called=called.sum(),
                  caught=(called & truth).sum())
         if self.label_key and out.pair_logits is not None:
-            labels, logits = batch[self.label_key], out.pair_logits.float()  # (B,), (B, 2)
-            sums.add(pair_loss=F.cross_entropy(logits, labels, reduction="sum"),
-                     pair_correct=(logits.argmax(-1) == labels).sum(),
-                     pair_count=labels.numel(), pair_ones=labels.sum())
+            add_pair_task(sums, out.pair_logits, batch[self.label_key])
 
     def _result(self, s: dict[str, float]) -> dict[str, float]:
         replaced = ratio(s["replaced"], s["real_tokens"])
@@ -372,10 +370,7 @@ class ElectraObjective(Stateless):
         result["eval_loss"] = (self.config.gen_weight * result["eval_generator_mlm_loss"]
                                + self.config.disc_weight * result["eval_rtd_loss"])
         if self.pair:
-            result[f"eval_{self.pair}_loss"] = ratio(s["pair_loss"], s["pair_count"])
-            result[f"eval_{self.pair}_accuracy"] = ratio(s["pair_correct"], s["pair_count"])
-            result[f"eval_{self.pair}_baseline_accuracy"] = majority_share(s["pair_ones"],
-                                                                           s["pair_count"])
+            result.update(pair_task_metrics(s, self.pair))
             result["eval_loss"] += result[f"eval_{self.pair}_loss"]
         return result
 

@@ -73,6 +73,21 @@ def majority_share(ones: float, count: float) -> float:
     return max(share, 1 - share)
 
 
+def add_pair_task(sums: EvalSums, logits: torch.Tensor, labels: torch.Tensor) -> None:
+    """A sentence-pair task's figures of one batch: logits (B, 2), labels (B,)."""
+    logits = logits.float()
+    sums.add(pair_loss=torch.nn.functional.cross_entropy(logits, labels, reduction="sum"),
+             pair_correct=(logits.argmax(-1) == labels).sum(), pair_count=labels.numel(),
+             pair_ones=labels.sum())
+
+
+def pair_task_metrics(s: dict[str, float], name: str) -> dict[str, float]:
+    """eval_{name}_loss, _accuracy and _baseline_accuracy (the majority label's share)."""
+    return {f"eval_{name}_loss": ratio(s["pair_loss"], s["pair_count"]),
+            f"eval_{name}_accuracy": ratio(s["pair_correct"], s["pair_count"]),
+            f"eval_{name}_baseline_accuracy": majority_share(s["pair_ones"], s["pair_count"])}
+
+
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[None]:
     """Eval mode and no gradients inside; the model's mode as it was afterwards."""

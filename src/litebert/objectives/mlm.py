@@ -43,8 +43,7 @@ from litebert.objectives.evaluation import (
     format_table,
     has_weights,
     heldout_batches,
-    majority_share,
-    ratio,
+    pair_task_metrics,
 )
 from litebert.objectives.mlm_eval import (
     MLM_HEAD,
@@ -187,12 +186,8 @@ class MLMObjective(Stateless):
         result = mlm_metrics(s, prefix="eval_")
         result["eval_loss"] = result["eval_mlm_loss"]
         if self.pair:
-            name = self.pair
-            result[f"eval_{name}_loss"] = ratio(s["pair_loss"], s["pair_count"])
-            result[f"eval_{name}_accuracy"] = ratio(s["pair_correct"], s["pair_count"])
-            result[f"eval_{name}_baseline_accuracy"] = majority_share(s["pair_ones"],
-                                                                      s["pair_count"])
-            result["eval_loss"] += result[f"eval_{name}_loss"]
+            result.update(pair_task_metrics(s, self.pair))
+            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
         return result
 
     @classmethod
