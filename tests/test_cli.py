@@ -67,7 +67,7 @@ def test_every_option_says_what_it_does_and_its_default(argv, capsys):
 def test_finetune_exposes_every_field_of_its_config(capsys):
     entries = help_entries(["finetune"], capsys)
     assert {"--weight-decay", "--eval-batch-size", "--n-best-size", "--seeds"} <= set(entries)
-    assert "(default: 0.01)" in entries["--weight-decay"]
+    assert "(default: the model family's" in entries["--weight-decay"]
     assert "(default: the task's recipe)" in entries["--max-steps"]
     assert "(default: 1000)" in help_entries(["pretrain"], capsys)["--max-steps"]
     assert help_entries(["evaluate"], capsys)["--task"].endswith("(required)")

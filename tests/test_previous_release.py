@@ -161,19 +161,43 @@ def test_a_previous_electra_checkpoint_exports_as_it_did(previous):
     torch.testing.assert_close(ours_logits, old_logits, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize(("run", "model"), [("mlm", "export"),
-                                            ("electra", "export/discriminator")])
-def test_an_export_of_a_previous_run_scores_as_it_did(previous, cpu_one_thread, run, model):
+def score(model: str, out: str, *options: str) -> dict:
+    assert main(["eval-pretraining", model, "--data", "data", *options, "--out", out]) == 0
+    return json.loads(Path(out).read_text())
+
+
+def test_an_export_of_a_previous_run_scores_as_it_did(previous, cpu_one_thread):
     """`litebert eval-pretraining` of the current export of the step-4 checkpoint gives what
-    the release's own command gave for its export (eval-RUN.json)."""
-    assert main(["export", f"runs/{run}"]) == 0  # RUN_DIR/export, tokenizer and all
-    assert main(["eval-pretraining", f"runs/{run}/{model}", "--data", "data", "--instances",
-                 "24", "--seed", "7", "--batch-size", "8", "--out", "scored.json"]) == 0
-    then = json.loads((FIXTURE / f"eval-{run}.json").read_text())
-    now = json.loads((previous / "scored.json").read_text())
-    for key, value in then.items():
-        if key != "generator":  # a path
-            assert now.get(key) == value, (key, value, now.get(key))
+    the release's own command gave for its export (eval-mlm.json)."""
+    assert main(["export", "runs/mlm"]) == 0  # RUN_DIR/export, tokenizer and all
+    now = score("runs/mlm/export", "scored.json", "--instances", "24", "--seed", "7",
+                "--batch-size", "8")
+    then = json.loads((FIXTURE / "eval-mlm.json").read_text())
+    assert {k: now.get(k) for k in then} == then
+
+
+def test_a_previous_electra_export_scores_as_it_did_and_a_new_one_as_its_run(
+        previous, cpu_one_thread):
+    """The previous release's discriminator export records no objective fields: it is scored
+    as that release scored it (eval-electra.json, at temperature 1). Exported now, it records
+    the run's (temperature 2.0, ...) and eval-pretraining, given the run's seed, instances
+    and batch size, reproduces the run's own last evaluation, which the release's did not."""
+    options = ("--instances", "24", "--seed", "7", "--batch-size", "8")
+    old = score("runs/electra/export/discriminator", "old.json", *options)
+    then = json.loads((FIXTURE / "eval-electra.json").read_text())
+    assert {k: old.get(k) for k in then if k != "generator"} == {
+        k: v for k, v in then.items() if k != "generator"}
+    assert main(["export", "runs/electra"]) == 0
+    run = json.loads((previous / "runs/electra/config.json").read_text())["pretrain"]
+    new = score("runs/electra/export/discriminator", "new.json", "--instances",
+                str(run["eval_instances"]), "--seed", str(run["seed"]), "--batch-size",
+                str(run["micro_batch_size"]))
+    rows = [json.loads(x) for x in (previous / "runs/electra/metrics.jsonl").read_text()
+            .splitlines()]
+    last = [r for r in rows if "eval_rtd_accuracy" in r][-1]
+    for key in ("rtd_accuracy", "rtd_loss", "rtd_precision", "rtd_recall",
+                "generator_mlm_accuracy", "generator_mlm_loss", "replaced_fraction"):
+        assert new[key] == last[f"eval_{key}"], key
 
 
 # ---- (c) the data directory reads item for item ----------------------------------------------

@@ -104,10 +104,10 @@ def test_a_flops_matched_budget_gives_each_run_the_first_runs_compute():
     cfgs = [pretrain_config(spec, run, {"data": "-", "out": "-"}, "test") for run in spec.runs]
     config = AlbertConfig.from_preset("electra-small", vocab_size=spec.vocab_size,
                                       **cfgs[0].model_overrides)
-    flops = [OBJECTIVES[c.objective](c).flops_per_token(config, 128) for c in cfgs]
+    flops = [OBJECTIVES[c.objective.name](c).flops_per_token(config, 128) for c in cfgs]
     assert cfgs[0].max_steps == spec.budget["steps"] == 600
     for cfg, f in zip(cfgs[1:], flops[1:], strict=True):
-        assert cfg.objective == "electra" and f > flops[0]  # the generator costs extra
+        assert cfg.objective.name == "electra" and f > flops[0]  # the generator costs extra
         assert cfg.max_steps == round(600 * flops[0] / f)
     with pytest.raises(StudyError, match="match"):
         import dataclasses
