@@ -35,7 +35,7 @@ def test_streams_continue_row_by_row_from_step_to_step():
 def test_the_objectives_sampling_picks_the_sampler():
     assert isinstance(sampler_for("shuffled", 10, 0, 1, 2, 1, seed=0), RankSampler)
     assert isinstance(sampler_for("streams", 10, 0, 1, 2, 1, seed=0), StreamSampler)
-    with pytest.raises(ValueError, match="sampling='random': choose 'shuffled' or 'streams'"):
+    with pytest.raises(ValueError, match="sampling='random': choose 'shuffled', 'streams' or 'mirrored-streams'"):
         sampler_for("random", 10, 0, 1, 2, 1, seed=0)
 
 

@@ -16,6 +16,9 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
     {split}.span_index.bin  (I + 1,) int64: first span of each instance, then P
                             (packing full-sentences / doc-sentences only, see
                             litebert.data.packing)
+    {split}.stream.bin      (N_s,) token ids of the split's documents, each closed by <eod>
+    {split}.stream_flags.bin  (N_s,) uint8: word and sentence starts   (packing xlnet only,
+                            see litebert.data.streams)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained
@@ -26,7 +29,8 @@ Two passes keep memory flat: pass 1 streams documents through the tokenizer (in 
 processes, results written in corpus order, at most 2 chunks per worker in flight); pass 2
 builds instances (static pairs), chunks (dynamic pairs: the pairs are drawn when an item
 is read, see litebert.data.instances) or packed instances (litebert.data.packing) from
-sentence lengths alone. Randomness comes from numpy Generators seeded by (seed, purpose,
+sentence lengths alone, or copies each split's tokens into one stream (packing xlnet,
+litebert.data.streams). Randomness comes from numpy Generators seeded by (seed, purpose,
 block of documents or instances), never from the worker that ran it, so the output does
 not depend on the number of workers.
 
@@ -53,12 +57,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from litebert.data.arrays import ArrayWriter
+from litebert.data.arrays import memmap as _memmap
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
 from litebert.data.integrity import MANIFEST, record_files
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.data.packing import PACKINGS, PackedSplit, Packer, assemble_packed, pack_documents
+from litebert.data.streams import end_of_document_id, write_streams
 from litebert.files import (
-    AtomicFile,
     atomic_write_json,
     damaged_files,
     exclusive,
@@ -121,8 +127,13 @@ class BuildConfig:
     packing: str = option(
         "pairs", "pairs: segment pairs (sop, nsp or none); full-sentences: contiguous "
         "sentences up to max_seq_length, crossing documents with a separator between them; "
-        "doc-sentences: the same within one document (RoBERTa; both need --objective none)",
+        "doc-sentences: the same within one document (RoBERTa; both need --objective none); "
+        "xlnet: one stream of the split's documents, each closed by <eod>, read as XLNet's "
+        "windows by objective plm (needs --objective none, dynamic masking, dupe_factor 1)",
         choices=PACKINGS)
+    reuse_len: int | None = option(
+        None, "packing xlnet: tokens at the start of each window whose states the next window "
+        "reuses as memory; a window starts every reuse_len tokens", shown="max_seq_length // 2")
 
     def __post_init__(self) -> None:
         _ = self.instances  # constructing it validates the pair options
@@ -143,8 +154,13 @@ class BuildConfig:
     def _check_packing(self) -> None:
         if self.packing not in PACKINGS:
             raise ValueError(f"packing={self.packing!r}: choose from {PACKINGS}")
+        if self.reuse_len is not None and self.packing != "xlnet":
+            raise ValueError(f"reuse_len={self.reuse_len} applies to packing='xlnet' only "
+                             f"(--packing xlnet); leave it out for packing={self.packing!r}")
         if self.packing == "pairs":
             return
+        if self.packing == "xlnet":
+            self._check_xlnet()
         if self.objective != "none":
             raise ValueError(
                 f"packing={self.packing!r} needs objective='none' (--objective none), not "
@@ -154,10 +170,38 @@ class BuildConfig:
             raise ValueError(f"pairs={self.pairs!r} draws sentence pairs, which "
                              f"packing={self.packing!r} has none of; leave --pairs static")
 
+    def _check_xlnet(self) -> None:
+        """XLNet's windows: A and B, their label and the targets are drawn when an item is
+        read (litebert.objectives.plm_data), from the one stream of each split."""
+        if self.objective != "none" or self.pairs != "static":
+            raise ValueError(f"packing='xlnet' needs objective='none' and pairs='static' "
+                             f"(--objective none), not {self.objective!r} and {self.pairs!r}: "
+                             "XLNet's A and B and their next-sentence label are drawn when a "
+                             "window is read (objective plm), not at build time")
+        if self.masking != "dynamic":
+            raise ValueError("packing='xlnet' draws its prediction targets every epoch when an "
+                             "item is read; static masks are MLM's: leave --masking dynamic")
+        if self.dupe_factor != 1:
+            raise ValueError(f"dupe_factor={self.dupe_factor}: packing='xlnet' writes each "
+                             "split's stream once (its pairs and targets are drawn anew every "
+                             "epoch); leave --dupe-factor 1")
+        reuse = self.reuse_length
+        if not 0 < reuse < self.max_seq_length - 3:
+            raise ValueError(f"reuse_len={reuse}: must be positive and below max_seq_length - 3 "
+                             f"= {self.max_seq_length - 3}, to leave room for A <sep> B <sep> "
+                             f"<cls>")
+
     @property
     def packed(self) -> bool:
-        """Instances are packed text (full-sentences, doc-sentences), not segment pairs."""
-        return self.packing != "pairs"
+        """Instances are packed text (full-sentences, doc-sentences), not segment pairs
+        (nor XLNet's streams)."""
+        return self.packing in ("full-sentences", "doc-sentences")
+
+    @property
+    def reuse_length(self) -> int:
+        """packing xlnet: reuse_len, by default half of max_seq_length (the official 256 of
+        512)."""
+        return self.max_seq_length // 2 if self.reuse_len is None else self.reuse_len
 
     @property
     def instances(self) -> InstanceConfig:
@@ -183,7 +227,8 @@ class BuildConfig:
 # Fields added after format version 2, with the value every earlier build implied. At that
 # value they stay out of the cache key: such a build writes the very same bytes as before,
 # so directories built before the field existed remain cache hits.
-LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random", "packing": "pairs"}
+LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random", "packing": "pairs",
+                "reuse_len": None}
 
 
 def cache_key(inputs: Iterable[str | Path], tokenizer_fingerprint: str, cfg: BuildConfig) -> str:
@@ -206,24 +251,6 @@ def read_manifest(directory: str | Path) -> dict[str, Any] | None:
         return None
     manifest = json.loads(path.read_text())
     return manifest if manifest.get("format") == FORMAT else None
-
-
-# ---- writing -------------------------------------------------------------------------------
-
-class ArrayWriter:
-    """Appends arrays to `path` (an AtomicFile); `close()` puts the complete file in place."""
-
-    def __init__(self, path: Path, dtype: np.dtype | type):
-        self.path, self.dtype, self.count = path, np.dtype(dtype), 0
-        self.file = AtomicFile(path)
-
-    def append(self, values) -> None:
-        arr = np.ascontiguousarray(values, dtype=self.dtype)
-        self.file.write(arr.tobytes())
-        self.count += arr.size  # elements, whatever the shape
-
-    def close(self) -> None:
-        self.file.commit()
 
 
 # ---- pass 1: tokenize ----------------------------------------------------------------------
@@ -466,13 +493,6 @@ def _block_inputs(d: Path, split: str, start: int, template: PairTemplate, token
         yield ids, starts, maskable
 
 
-def _memmap(path: Path, dtype) -> np.ndarray:
-    if path.stat().st_size == 0:
-        return np.zeros(0, dtype=dtype)
-    # A plain ndarray view of the mapping: slicing np.memmap objects costs ~1 us each.
-    return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
-
-
 # ---- the whole build -----------------------------------------------------------------------
 
 def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
@@ -539,14 +559,36 @@ def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     result = {}
     for split, chosen in (("train", ~heldout), ("heldout", heldout)):
         docs = bounds[chosen]
-        counts = (write_packed(out, split, docs, offsets, cfg) if cfg.packed else
-                  write_instances(out, split, docs, offsets, cfg, tokenizer.template))
+        counts = SPLIT_WRITERS[cfg.packing](out, split, docs, offsets, cfg, tokenizer,
+                                            token_dtype)
         result[split] = {"documents": int(len(docs)), **counts}
         _warn_skipped(split, result[split])
         if cfg.masking == "static":
             result[split]["masked_tokens"] = write_static_masks(
                 out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
     return result
+
+
+def _pairs_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
+                 cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
+    return write_instances(out, split, docs, offsets, cfg, tokenizer.template)
+
+
+def _packed_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
+                  cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
+    return write_packed(out, split, docs, offsets, cfg)
+
+
+def _stream_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
+                  cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
+    return write_streams(out, split, docs, offsets, _memmap(out / "tokens.bin", token_dtype),
+                         _memmap(out / "word_starts.bin", np.uint8),
+                         end_of_document_id(tokenizer), cfg.max_seq_length, cfg.reuse_length)
+
+
+# What pass 2 writes for each split, by BuildConfig.packing (litebert.data.packing.PACKINGS).
+SPLIT_WRITERS = {"pairs": _pairs_split, "full-sentences": _packed_split,
+                 "doc-sentences": _packed_split, "xlnet": _stream_split}
 
 
 def _warn_skipped(split: str, counts: dict[str, int]) -> None:

@@ -50,6 +50,10 @@ class PretrainingDataset(Dataset):
         self.directory = Path(directory)
         self.manifest = open_manifest(self.directory)  # DataError if a file was cut short
         self.config = BuildConfig(**self.manifest["config"])
+        if self.config.packing == "xlnet":
+            raise DataError(f"{self.directory}: built with --packing xlnet, whose items are "
+                            "XLNet's windows of a stream; read it with objective plm "
+                            "(litebert.objectives.plm_data.PLMDataset)")
         self.seed = self.config.seed if seed is None else seed
         # False: items carry their original ids and no labels (an objective that corrupts
         # its input itself, such as ELECTRA's generator slots, reads them so).
@@ -205,14 +209,29 @@ class StreamSampler(Sampler[int]):
     data's order. Step s gives batch row r of micro-batch g on rank k item
     start(k, g, r) + s, so each row reads its stream's next segment every step; the order
     is the same in every epoch. Iterating yields the indices micro-batch by micro-batch.
+
+    mirrored (sampling "mirrored-streams", XLNet's bi_data): the items are two halves of
+    equal length, the windows of a text read forwards and then of the same text read
+    backwards (litebert.objectives.plm_data). Rows [0, rows/2) of every micro-batch read
+    streams of the first half as above; row rows/2 + r reads, at the same step, the
+    backward stream that mirrors row r's: of S streams per half, forward stream k is paired
+    with backward stream S - 1 - k, which holds (up to where the windows fall) the same text
+    read backwards, as the official code reverses each row of its batch.
     """
 
-    def __init__(self, length: int, rank: int, world_size: int, rows: int, groups: int = 1):
+    def __init__(self, length: int, rank: int, world_size: int, rows: int, groups: int = 1,
+                 mirrored: bool = False):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is outside world size {world_size}")
+        if mirrored and rows % 2:
+            raise ValueError(f"mirrored streams need an even micro-batch (rows={rows}): half "
+                             "of it reads the text forwards, half backwards")
         self.rank, self.world, self.rows, self.groups = rank, world_size, rows, groups
-        self.streams = world_size * groups * rows
-        self.steps = length // self.streams  # segments per stream; the tail is dropped
+        self.mirrored = mirrored
+        self.half = length // 2 if mirrored else length  # items of the forward streams
+        per_row = rows // 2 if mirrored else rows  # forward streams per micro-batch
+        self.streams = world_size * groups * per_row
+        self.steps = self.half // self.streams  # segments per stream; the tail is dropped
 
     def set_epoch(self, epoch: int) -> None:
         """Streams read the data in order, the same every epoch."""
@@ -221,8 +240,14 @@ class StreamSampler(Sampler[int]):
         return self.steps * self.groups * self.rows
 
     def __iter__(self):
-        mine = np.arange(self.groups * self.rows) + self.rank * self.groups * self.rows
-        starts = mine * self.steps  # (G * R,) first item of each of this rank's streams
+        per_row = self.rows // 2 if self.mirrored else self.rows
+        mine = np.arange(self.groups * per_row) + self.rank * self.groups * per_row
+        starts = mine * self.steps  # (G * R',) first item of each of this rank's streams
+        if self.mirrored:  # each micro-batch: its forward rows, then their mirrors
+            backward = self.half + (self.streams - 1 - mine) * self.steps
+            starts = np.concatenate([starts.reshape(self.groups, per_row),
+                                     backward.reshape(self.groups, per_row)], axis=1)
+            starts = starts.reshape(-1)  # (G * R,)
         return iter((starts[None, :] + np.arange(self.steps)[:, None]).reshape(-1).tolist())
 
 
@@ -230,8 +255,10 @@ def sampler_for(sampling: str, length: int, rank: int, world_size: int, rows: in
                 groups: int, seed: int) -> Sampler[int]:
     """The sampler an objective's `sampling` asks for (rows = micro-batch size, groups =
     micro-batches per step)."""
-    if sampling == "streams":
-        return StreamSampler(length, rank, world_size, rows, groups)
+    if sampling in ("streams", "mirrored-streams"):
+        return StreamSampler(length, rank, world_size, rows, groups,
+                             mirrored=sampling == "mirrored-streams")
     if sampling == "shuffled":
         return RankSampler(length, rank, world_size, seed=seed)
-    raise ValueError(f"sampling={sampling!r}: choose 'shuffled' or 'streams'")
+    raise ValueError(f"sampling={sampling!r}: choose 'shuffled', 'streams' or "
+                     "'mirrored-streams'")

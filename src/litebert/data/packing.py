@@ -8,6 +8,8 @@
   with training text;
 - doc-sentences: the same, but an instance never crosses a document boundary, so the
   last instance of a document is usually shorter.
+- xlnet: no instances at all, but one stream of text per split that XLNet's windows are
+  cut from when read (litebert.data.streams).
 
 Layout, with the directory tokenizer's template (litebert.tokenization.PairTemplate):
 
@@ -45,7 +47,7 @@ import numpy as np
 
 from litebert.tokenization.base import PairTemplate
 
-PACKINGS = ("pairs", "full-sentences", "doc-sentences")
+PACKINGS = ("pairs", "full-sentences", "doc-sentences", "xlnet")  # xlnet: litebert.data.streams
 DOCS_PER_BLOCK = 256  # documents packed between two writes
 
 

@@ -5,7 +5,8 @@ An objective owns, and the Trainer (litebert.train.pretrain) names none of:
   in the run config as `objective:` (`{name: electra, temperature: 4.0}` in a recipe,
   `--objective electra --set objective.temperature=4` on the command line);
 - its batches: which items a data directory gives it (`dataset`) and how they are sampled
-  (`sampling`: shuffled instances, or per-row streams that continue from step to step);
+  (`sampling`: shuffled instances, or per-row streams that continue from step to step,
+  mirrored or not);
 - its module (`build`), loss parts as *sums and counts* (the loop divides every sum by its
   count over the whole global batch, so the gradient is that of one big batch however the
   batch is split), FSDP units and FLOPs per token;
@@ -40,7 +41,9 @@ from litebert.tokenization import Tokenizer
 
 Batch = dict[str, torch.Tensor]  # a collated micro-batch on the device
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
-SAMPLINGS = ("shuffled", "streams")  # Objective.sampling (litebert.data.loader.SAMPLERS)
+# Objective.sampling (litebert.data.loader.sampler_for); "mirrored-streams": streams whose
+# micro-batches read half of their rows forwards and half backwards (XLNet's bi_data).
+SAMPLINGS = ("shuffled", "streams", "mirrored-streams")
 
 
 @dataclass
