@@ -37,10 +37,10 @@ def small_build(tmp_path, corpus_and_tokenizer, name="data", workers=1, **cfg):
 
 def key_before_pairs_and_packing(corpus, tokenizer_fingerprint: str) -> str:
     """The cache key of a default build as it was computed before the `pairs`,
-    `sop_single_sentence` and `packing` fields existed: at their defaults they must stay out of
-    the key, so that directories built back then are still cache hits."""
+    `sop_single_sentence`, `packing` and `reuse_len` fields existed: at their defaults they
+    must stay out of the key, so that directories built back then are still cache hits."""
     old = {k: v for k, v in dataclasses.asdict(BuildConfig()).items()
-           if k not in ("pairs", "sop_single_sentence", "packing")}
+           if k not in ("pairs", "sop_single_sentence", "packing", "reuse_len")}
     h = hashlib.sha256(json.dumps(old, sort_keys=True).encode())
     st = corpus.stat()
     h.update(tokenizer_fingerprint.encode())

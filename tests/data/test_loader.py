@@ -35,8 +35,28 @@ def test_streams_continue_row_by_row_from_step_to_step():
 def test_the_objectives_sampling_picks_the_sampler():
     assert isinstance(sampler_for("shuffled", 10, 0, 1, 2, 1, seed=0), RankSampler)
     assert isinstance(sampler_for("streams", 10, 0, 1, 2, 1, seed=0), StreamSampler)
-    with pytest.raises(ValueError, match="sampling='random': choose 'shuffled', 'streams' or 'mirrored-streams'"):
+    mirrored = sampler_for("mirrored-streams", 10, 0, 1, 2, 1, seed=0)
+    assert isinstance(mirrored, StreamSampler) and mirrored.mirrored
+    with pytest.raises(ValueError, match="sampling='random': choose 'shuffled', 'streams' "
+                                         "or 'mirrored-streams'"):
         sampler_for("random", 10, 0, 1, 2, 1, seed=0)
+
+
+def test_mirrored_streams_read_half_the_rows_backwards():
+    # 2 x 50 items: 50 read forwards, then the same text's 50 windows read backwards.
+    per_rank = [steps_of(StreamSampler(100, rank, 2, rows=4, groups=2, mirrored=True), 4, 2)
+                for rank in range(2)]
+    streams = 2 * 2 * 2  # ranks x groups x forward rows
+    for steps in per_rank:
+        assert steps.shape == (50 // streams, 2, 4)
+        assert (steps[..., :2] < 50).all() and (steps[..., 2:] >= 50).all()
+        assert (np.diff(steps, axis=0) == 1).all()
+        # Row 2 + r mirrors row r: forward stream k, backward stream streams - 1 - k.
+        k = steps[0, :, :2] // 6
+        assert np.array_equal((steps[0, :, 2:] - 50) // 6, streams - 1 - k)
+    everything = np.concatenate([s.reshape(-1) for s in per_rank])
+    assert len(set(everything.tolist())) == len(everything) == 96
+    assert len(StreamSampler(100, 0, 2, rows=4, groups=2, mirrored=True)) == 6 * 2 * 4
 
 
 def test_unmasked_items_are_the_masked_items_originals(data_dir):

@@ -18,8 +18,9 @@ An item is window w of the stream (T = max_seq_length, R = reuse_len, from w * R
   tokens (K = 6: about one token in six is predicted), then single tokens drawn uniformly
   until the count is reached;
 - order (`local_perm_ranks`): ranks shuffled within blocks of perm_size (one permutation for
-  every block, as the official reshape-and-shuffle does), for the reused part and the rest
-  separately; `perm_mask` turns ranks and targets into who-sees-whom.
+  every block, as the official reshape-and-shuffle does; by default perm_size = reuse_len,
+  the paper's 256, or the rest's length when that is shorter), for the reused part and the
+  rest separately; `perm_mask` turns ranks and targets into who-sees-whom.
 
 Departures from the official code, each on purpose:
 - Spans are whole words. The official span loop tests the word start of the span's first
@@ -81,7 +82,8 @@ class PLMDataset(Dataset):
         self.seq_len, self.reuse_len = config.max_seq_length, config.reuse_length
         self.num_predict = (self.seq_len * mask_beta // mask_alpha if num_predict is None
                             else num_predict)
-        self.perm_size = self.reuse_len if perm_size is None else perm_size
+        self.perm_size = (min(self.reuse_len, self.seq_len - self.reuse_len)
+                          if perm_size is None else perm_size)
         self.spans = dict(max_span=max_span, mask_alpha=mask_alpha, mask_beta=mask_beta)
         self._check(max_span, mask_alpha, mask_beta)
         self.bi_data = bi_data
@@ -95,10 +97,11 @@ class PLMDataset(Dataset):
 
     def _check(self, max_span: int, mask_alpha: int, mask_beta: int) -> None:
         new = self.seq_len - self.reuse_len
-        if self.perm_size < 1 or self.reuse_len % self.perm_size or new % self.perm_size:
-            raise ValueError(f"perm_size={self.perm_size}: must divide both reuse_len "
-                             f"({self.reuse_len}) and max_seq_length - reuse_len ({new}); the "
-                             "order is shuffled within blocks of perm_size in each part")
+        if not 0 < self.perm_size <= min(self.reuse_len, new):
+            raise ValueError(f"perm_size={self.perm_size}: must be in 1 .. reuse_len "
+                             f"({self.reuse_len}) and at most max_seq_length - reuse_len "
+                             f"({new}), as the official code asserts: the order is shuffled "
+                             "within blocks of perm_size in each part")
         if not 0 < self.num_predict <= self.seq_len - SPECIALS:
             raise ValueError(f"num_predict={self.num_predict}: must be in 1 .. "
                              f"{self.seq_len - SPECIALS} (max_seq_length less <sep> <sep> <cls>)")
@@ -287,10 +290,15 @@ def sample_targets(word_starts: np.ndarray, functional: np.ndarray, goal: int,
 def local_perm_ranks(length: int, perm_size: int, rng: np.random.Generator) -> np.ndarray:
     """(length,) int64 rank of each position in the factorisation order of the official
     _local_perm: blocks of perm_size in order, and within every block the same random
-    permutation (it shuffles the rows of the [perm_size, blocks] transposed index)."""
+    permutation (it shuffles the rows of the [perm_size, blocks] transposed index). Where
+    perm_size does not divide `length` (the official code cannot), the last, shorter block
+    keeps the relative order of that permutation's first entries."""
     shuffle = rng.permutation(perm_size)  # (perm_size,)
-    blocks = np.arange(length // perm_size)[:, None] * perm_size  # (length / perm_size, 1)
-    return (blocks + shuffle[None, :]).reshape(-1).astype(np.int64)
+    full, rest = divmod(length, perm_size)
+    blocks = np.arange(full)[:, None] * perm_size  # (full, 1)
+    ranks = (blocks + shuffle[None, :]).reshape(-1)
+    tail = full * perm_size + np.argsort(np.argsort(shuffle[:rest]))  # (rest,)
+    return np.concatenate([ranks, tail]).astype(np.int64)
 
 
 def perm_mask(perm_rank: torch.Tensor, is_target: torch.Tensor, is_functional: torch.Tensor,
