@@ -23,6 +23,7 @@ a file cut short is a DataError naming it, not a shape error in the middle of tr
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -152,6 +153,27 @@ class PretrainingDataset(Dataset):
         if self.label_key and row is not None:
             item[self.label_key] = torch.tensor(int(row[4]))
         return item
+
+
+@dataclass(frozen=True)
+class StreamData:
+    """A directory of XLNet streams (`--packing xlnet`, litebert.data.streams) as the Trainer
+    hands it to an objective: it has no items of its own (an objective that reads streams
+    opens them with its dataset), no sentence-pair label."""
+
+    directory: Path
+    config: BuildConfig
+    label_key: str | None = None
+
+
+def open_training_data(directory: str | Path, seed: int) -> PretrainingDataset | StreamData:
+    """A data directory's training split, objective-neutral: instances (PretrainingDataset)
+    or streams (StreamData), as it was built."""
+    directory = Path(directory)
+    config = BuildConfig(**open_manifest(directory)["config"])
+    if config.packing == "xlnet":
+        return StreamData(directory, config)
+    return PretrainingDataset(directory, "train", seed=seed)
 
 
 def _tokenizer(directory: Path):

@@ -18,7 +18,8 @@ An objective owns, and the Trainer (litebert.train.pretrain) names none of:
 - its export to model directories.
 
 An objective is constructed from the run config and the run's training data:
-`cls(run, data)`, its fields in `run.objective`; with `data=None` it can only build and
+`cls(run, data)`, its fields in `run.objective`, `data` the directory's training split as
+built (instances, or XLNet's streams: `TrainingData`); with `data=None` it can only build and
 export (`litebert export` reads a checkpoint without the data directory). Nothing may depend
 on its module path or registry name: a user's class loads as `--objective package.module:Class`.
 """
@@ -34,7 +35,7 @@ import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.data.loader import PretrainingDataset
+from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.distributed import DistInfo
 from litebert.options import option
 from litebert.tokenization import Tokenizer
@@ -53,6 +54,24 @@ class ObjectiveConfig:
 
     name: str = option("mlm", "the objective: a built-in name (litebert.objectives.OBJECTIVES) "
                               "or package.module:Class")
+
+
+class Items(Protocol):
+    """What an objective's `dataset` gives the loop: indexed items, collated into micro-batches
+    (PretrainingDataset, litebert.objectives.plm_data.PLMDataset, ...)."""
+
+    directory: Path
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]: ...
+
+    def set_epoch(self, epoch: int) -> None: ...
+
+    def collate(self, items: list[dict[str, torch.Tensor]]) -> Batch: ...
+
+
+TrainingData = PretrainingDataset | StreamData  # a directory's training split, as built
 
 
 class RunSettings(Protocol):
@@ -76,9 +95,9 @@ class Objective(Protocol):
     parts: tuple[str, ...]
     weights: tuple[float, ...]
 
-    def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None: ...
+    def __init__(self, run: RunSettings, data: TrainingData | None = None) -> None: ...
 
-    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+    def dataset(self, directory: Path, split: str, seed: int) -> Items:
         """The items this objective reads from a data directory (the directory itself stays
         objective-neutral): MLM-masked pairs, unmasked ids for a corruption of its own, ..."""
         ...

@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
-from litebert.data.loader import PretrainingDataset, sampler_for
+from litebert.data.loader import PretrainingDataset, open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.objectives import resolve
 from litebert.progress import progress
@@ -117,7 +117,7 @@ class Trainer:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
         self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
-        neutral = PretrainingDataset(data_dir, "train", seed=cfg.seed)
+        neutral = open_training_data(data_dir, cfg.seed)
         self.objective = resolve(cfg.objective.name)(cfg, neutral)
         self.train_data = self.objective.dataset(data_dir, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
