@@ -31,7 +31,8 @@ from typing import Any, Protocol
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
-CLASSIFIER_HEADS = ("pooler", "first_token")
+# Sequence classifiers (AlbertConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
+CLASSIFIER_HEADS = ("pooler", "first_token", "summary")
 POSITION_NUMBERINGS = ("from_zero", "after_pad")
 # The structure fields and their defaults (ALBERT's); family adapters read and write them.
 STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
@@ -106,8 +107,9 @@ class AlbertConfig:
     # Sequence classification: "pooler" = dropout + linear on the pooled output (ALBERT, BERT;
     # needs use_pooler); "first_token" = h[:, 0] -> dropout -> dense H->H -> classifier_act ->
     # dropout -> out_proj (ELECTRA with gelu; RoBERTa with tanh, which keeps its pooler for
-    # multiple choice only). Multiple choice reads the pooler when there is one, else the
-    # same dense + classifier_act on h[:, 0].
+    # multiple choice only); "summary" = XLNet's sequence summary: the summary token -> dense
+    # H->H -> classifier_act -> dropout -> classifier. Multiple choice reads the pooler when
+    # there is one, else the same dense + classifier_act on the summary token.
     classifier_head: str = "pooler"
     classifier_act: str = "gelu"
     # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head

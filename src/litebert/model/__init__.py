@@ -1,5 +1,6 @@
 """Models: the backbone registry and protocol (`backbone.py`), the ALBERT backbone (`albert.py`,
-top to bottom in one file; registered as "albert"), task heads on any backbone (`heads.py`),
+top to bottom in one file; registered as "albert"), task heads on any backbone (`heads.py`;
+XLNet's beam-search span head in `beam_qa.py`),
 replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
@@ -9,6 +10,7 @@ from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
     MODEL_CLASSES,
     AutoModel,
+    AutoModelForBeamQuestionAnswering,
     AutoModelForMaskedLM,
     AutoModelForMultipleChoice,
     AutoModelForPreTraining,
@@ -19,6 +21,7 @@ from litebert.model.auto import (
 )
 from litebert.model.backbone import BACKBONES, Backbone, build_backbone, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
 from litebert.model.heads import (
     AlbertForMaskedLM,
     AlbertForMultipleChoice,
@@ -33,10 +36,11 @@ from litebert.model.unroll import unroll
 
 __all__ = [
     "BACKBONES", "MODEL_CLASSES", "Backbone", "build_backbone", "register_backbone",
-    "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPreTraining",
-    "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
+    "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
+    "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
-    "AlbertPreTrainedModel", "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
+    "AlbertPreTrainedModel", "AutoModel", "AutoModelForBeamQuestionAnswering",
+    "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
     "AutoModelForTokenClassification", "CheckpointError", "unroll",

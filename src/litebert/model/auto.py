@@ -22,6 +22,7 @@ from litebert.config import AlbertConfig, ConfigError
 from litebert.families import FAMILIES, family
 from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
 from litebert.model.heads import (
     AlbertForMaskedLM,
     AlbertForMultipleChoice,
@@ -41,7 +42,7 @@ MODEL_CLASSES: dict[str, type[AlbertPreTrainedModel]] = {
 MODEL_CLASSES.update({cls.__name__: cls for cls in (
     AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
     AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering,
-    AlbertForReplacedTokenDetection)})
+    AlbertForReplacedTokenDetection, AlbertForBeamQuestionAnswering)})
 
 
 def model_class(name: str, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
@@ -139,6 +140,12 @@ class AutoModelForQuestionAnswering(_AutoModel):
     candidates = ("AlbertForQuestionAnswering",)
 
 
+class AutoModelForBeamQuestionAnswering(_AutoModel):
+    """XLNet's span head with its answer classifier (XLNetForQuestionAnswering)."""
+
+    candidates = ("AlbertForBeamQuestionAnswering",)
+
+
 class AutoModelForMultipleChoice(_AutoModel):
     candidates = ("AlbertForMultipleChoice",)
 
@@ -149,5 +156,5 @@ class AutoModelForReplacedTokenDetection(_AutoModel):
 
 AUTO_CLASSES = (AutoModel, AutoModelForPreTraining, AutoModelForMaskedLM,
                 AutoModelForSequenceClassification, AutoModelForTokenClassification,
-                AutoModelForQuestionAnswering, AutoModelForMultipleChoice,
-                AutoModelForReplacedTokenDetection)
+                AutoModelForQuestionAnswering, AutoModelForBeamQuestionAnswering,
+                AutoModelForMultipleChoice, AutoModelForReplacedTokenDetection)

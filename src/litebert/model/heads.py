@@ -11,11 +11,13 @@ num_labels == 1 is regression (MSE). One deliberate difference: given `labels`, 
 compute logits only at the masked positions (labels != -100), so `prediction_logits` /
 `logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder.
 
-The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT) or
-"first_token" (ELECTRA; RoBERTa with tanh; the summary token, first for these backbones),
-and multiple choice reads the pooler when the config has one (`use_pooler`), else a dense +
-classifier_act summary of the summary token (ELECTRA's sequence summary). Module names are
-transformers' for each structure, so the family adapters rename only the backbone.
+The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT),
+"first_token" (ELECTRA; RoBERTa with tanh; the summary token, first for these backbones) or
+"summary" (XLNet: a dense + classifier_act summary of the summary token, then dropout and the
+classifier), and multiple choice reads the pooler when the config has one (`use_pooler`), else
+that same summary (ELECTRA's and XLNet's sequence summary). Module names are transformers'
+for each structure, so the family adapters rename only the backbone (XLNet's classifier is
+its `logits_proj`). The beam-search span head with its answer classifier is in beam_qa.py.
 """
 
 from __future__ import annotations
@@ -153,7 +155,9 @@ class FirstTokenClassifier(nn.Module):
 
 class SequenceSummary(nn.Module):
     """act(dense(summary token)): what multiple choice reads when the backbone has no pooler
-    (ELECTRA's sequence summary: first token, projection, GELU; its dropout is the head's)."""
+    and what the "summary" classifier reads (ELECTRA's sequence summary: first token,
+    projection, GELU; XLNet's: last token, projection, tanh; the dropout after it is the
+    head's)."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -181,14 +185,17 @@ class _Classifier(AlbertPreTrainedModel):
 
 
 class AlbertForSequenceClassification(_Classifier):
-    """num_labels logits from the pooled output ("pooler" head) or the summary token
-    ("first_token" head); num_labels == 1 is regression (MSE)."""
+    """num_labels logits from the pooled output ("pooler" head), the summary token
+    ("first_token" head) or its sequence summary ("summary" head: XLNet's, where
+    `sequence_summary.summary` is its namesake and `classifier` its `logits_proj`);
+    num_labels == 1 is regression (MSE)."""
 
     def __init__(self, config: AlbertConfig):
-        first_token = config.classifier_head == "first_token"
-        head = (FirstTokenClassifier(config, config.num_labels) if first_token
+        kind = config.classifier_head
+        head = (FirstTokenClassifier(config, config.num_labels) if kind == "first_token"
                 else nn.Linear(config.hidden_size, config.num_labels))
-        super().__init__(config, head, pooling=not first_token)
+        super().__init__(config, head, pooling=kind == "pooler")
+        self.sequence_summary = SequenceSummary(config) if kind == "summary" else None
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -196,6 +203,9 @@ class AlbertForSequenceClassification(_Classifier):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
         if isinstance(self.classifier, FirstTokenClassifier):
             logits = self.classifier(self.summary_token(out.last_hidden_state))  # (B, labels)
+        elif self.sequence_summary is not None:
+            summary = self.sequence_summary(self.summary_token(out.last_hidden_state))  # (B, H)
+            logits = self.classifier(self.dropout(summary))  # (B, num_labels)
         else:
             logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else self._loss(logits, labels)

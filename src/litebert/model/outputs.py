@@ -67,6 +67,21 @@ class QuestionAnsweringOutput(_Output):
 
 
 @dataclass
+class BeamQuestionAnsweringOutput(_Output):
+    """XLNet's span head (model/beam_qa.py). With start and end positions: the loss only.
+    Without: a beam of S starts x E ends per row, as the official XLNet code gives it."""
+
+    loss: torch.Tensor | None = None
+    start_top_log_probs: torch.Tensor | None = None  # (B, S) log p(start), best first
+    start_top_index: torch.Tensor | None = None  # (B, S)
+    # (B, S * E): entry i * E + j is the j-th best end given the i-th best start.
+    end_top_log_probs: torch.Tensor | None = None
+    end_top_index: torch.Tensor | None = None  # (B, S * E)
+    cls_logits: torch.Tensor | None = None  # (B,) answer class: > 0 leans to "no answer"
+    last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
 class ReplacedTokenDetectionOutput(_Output):
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None  # (B, T): > 0 means "replaced"
