@@ -3,7 +3,8 @@ top to bottom in one file; registered as "albert"), task heads on any backbone (
 replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
-(`counts.py`)."""
+(`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
+language model (`permutation_lm.py`)."""
 
 from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
@@ -28,8 +29,10 @@ from litebert.model.heads import (
     AlbertForTokenClassification,
 )
 from litebert.model.hub import CheckpointError
+from litebert.model.permutation_lm import AlbertForPermutationLM
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.model.unroll import unroll
+from litebert.model.xlnet import XLNetModel  # registers the "xlnet" backbone
 
 __all__ = [
     "BACKBONES", "MODEL_CLASSES", "Backbone", "build_backbone", "register_backbone",
@@ -39,5 +42,6 @@ __all__ = [
     "AlbertPreTrainedModel", "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-    "AutoModelForTokenClassification", "CheckpointError", "unroll",
+    "AutoModelForTokenClassification", "CheckpointError", "AlbertForPermutationLM",
+    "XLNetModel", "unroll",
 ]
