@@ -208,3 +208,34 @@ def test_finetune_defaults_are_table_8(task, lr, layer_decay):
     assert (defaults.lr, defaults.layer_decay, defaults.weight_decay, defaults.dropout) == (
         lr, layer_decay, 0.0, 0.1)
     assert "Table 8" in defaults.source
+
+
+@pytest.mark.parametrize("head, hf_head", [
+    ("AlbertForTokenClassification", "XLNetForTokenClassification"),
+    ("AlbertForQuestionAnswering", "XLNetForQuestionAnsweringSimple")])
+def test_token_and_span_heads_read_transformers_files(tmp_path, head, hf_head):
+    """The heads that keep transformers' names on XLNet (classifier, qa_outputs): same
+    outputs after a round trip through a transformers directory."""
+    labels = 2 if head.endswith("Answering") else 3
+    theirs = randomize(getattr(transformers, hf_head)(hf_xlnet_config(labels))).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = getattr(litebert, head).from_pretrained(tmp_path, strict=True).eval()
+    x = inputs(CASES["left padding"])
+    a, b = ours(**x), theirs(**x, use_mems=False)
+    field = "start_logits" if head.endswith("Answering") else "logits"
+    torch.testing.assert_close(a[field], b[field], atol=1e-5, rtol=0)
+    ours.save_pretrained(tmp_path / "back")
+    assert set(load_file(tmp_path / "back" / "model.safetensors")) == set(
+        load_file(tmp_path / "model.safetensors"))
+
+
+def test_a_summary_classifier_is_logits_proj():
+    """Beside a sequence_summary (sequence classification, multiple choice) our `classifier`
+    is XLNet's `logits_proj`; alone (token classification) it keeps its name."""
+    config = xlnet_config()
+    w = torch.zeros(3, 32)
+    with_summary = XLNET.to_file({"sequence_summary.summary.weight": torch.zeros(32, 32),
+                                  "classifier.weight": w}, config)
+    assert set(with_summary) == {"sequence_summary.summary.weight", "logits_proj.weight"}
+    assert set(XLNET.to_file({"classifier.weight": w}, config)) == {"classifier.weight"}
+    assert XLNET.internal_key("logits_proj.bias", config) == "classifier.bias"

@@ -2,9 +2,10 @@
 
 For what transformers cannot represent: attention-only or FFN-only sharing, any backbone but
 "albert" (config.backbone; litebert.model.backbone) that no transformers family names, and
-XLNet with ALBERT's structure (factorised embeddings, shared layers) with its permutation LM. The config.json is ALBERT's plus our fields (sharing, structure, `backbone`
-when not "albert"), so it reads back exactly; everything but the name of the layout and the
-key mapping is the ALBERT adapter's.
+XLNet with ALBERT's structure (factorised embeddings, shared layers) with its permutation LM.
+The config.json is ALBERT's plus our fields (sharing, structure, `backbone` when not
+"albert"), so it reads back exactly; everything but the name of the layout and the key
+mapping is the ALBERT adapter's.
 """
 
 from __future__ import annotations
