@@ -5,6 +5,7 @@ from litebert.families import FAMILIES
 from litebert.model import (
     AlbertForMaskedLM,
     AlbertForMultipleChoice,
+    AlbertForPermutationLM,
     AlbertForPreTraining,
     AlbertForQuestionAnswering,
     AlbertForReplacedTokenDetection,
@@ -20,6 +21,7 @@ from litebert.model import (
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     CheckpointError,
+    XLNetModel,
     unroll,
 )
 from litebert.tokenization import Tokenizer
@@ -33,4 +35,5 @@ __all__ = [
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
     "AutoModelForTokenClassification", "CheckpointError", "ConfigError", "Tokenizer", "unroll",
+    "AlbertForPermutationLM", "XLNetModel",
 ]

@@ -13,6 +13,10 @@ translation. The fields that are ours:
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
   `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
   them when it reads that family's config.json; their defaults are ALBERT's.
+- the XLNet backbone's fields (transformers' XLNetConfig names): `mem_len`, `reuse_len`,
+  `attn_type`, `clamp_len`, `same_length`, `bi_data`. Other backbones ignore them; layouts
+  write them only when they differ from their defaults, so ALBERT, BERT, ELECTRA and
+  RoBERTa files do not change.
 
 Reading and writing config.json goes through the family adapters (litebert.families), which
 import this module; they install themselves here with `install_formats` when imported, which
@@ -33,10 +37,12 @@ SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
 # Sequence classifiers (AlbertConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
 CLASSIFIER_HEADS = ("pooler", "first_token", "summary")
+ATTENTION_TYPES = ("bi", "uni")
 POSITION_NUMBERINGS = ("from_zero", "after_pad")
 # The structure fields and their defaults (ALBERT's); family adapters read and write them.
 STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
-                    "classifier_act", "mlm_act", "position_numbering")
+                    "classifier_act", "mlm_act", "position_numbering", "mem_len", "reuse_len",
+                    "attn_type", "clamp_len", "same_length", "bi_data")
 
 
 class ConfigError(ValueError):
@@ -122,6 +128,16 @@ class AlbertConfig:
     # at init, never trained). The first pad_token_id + 1 rows are thus no position: roberta's
     # max_position_embeddings 514 with pad 1 holds 512 tokens (see max_sequence_length).
     position_numbering: str = "from_zero"
+    # ---- the XLNet backbone (model/xlnet.py; transformers' XLNetConfig names) ----
+    # Memories: each layer keeps the last `mem_len` states of its input across segments
+    # (None or 0: all of them when memories are asked for, transformers' rule); only the
+    # first `reuse_len` tokens of a segment (None: all) become memory.
+    mem_len: int | None = None
+    reuse_len: int | None = None
+    attn_type: str = "bi"  # "bi": every token sees every other; "uni": left to right only
+    clamp_len: int = -1  # relative distances clamped to +-clamp_len; -1 (or 0): no clamping
+    same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
+    bi_data: bool = False  # the second half of the batch reads relative positions reversed
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
@@ -192,6 +208,21 @@ class AlbertConfig:
                  f"position_numbering='after_pad' numbers the first token pad_token_id + 1 = "
                  f"{self.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
                  f"512 positions + 2 = 514)")
+        self._validate_xlnet()
+
+    def _validate_xlnet(self) -> None:
+        need = self._need
+        for name in ("mem_len", "reuse_len"):
+            value = getattr(self, name)
+            need(value is None or (_is_int(value) and value >= 0), name,
+                 "must be a whole number >= 0, or null (XLNet's memories: see the field)")
+        need(self.attn_type in ATTENTION_TYPES, "attn_type",
+             "unknown; choose 'bi' (XLNet: every token sees every other) or 'uni' "
+             "(Transformer-XL: left to right)")
+        need(_is_int(self.clamp_len) and self.clamp_len >= -1, "clamp_len",
+             "must be a whole number >= 0, or -1 for no clamping")
+        for name in ("same_length", "bi_data"):
+            need(isinstance(getattr(self, name), bool), name, "must be true or false")
 
     # ---- derived ---------------------------------------------------------------------------
 
@@ -270,6 +301,10 @@ class AlbertConfig:
         return path
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def read_json_object(path: str | Path) -> dict[str, Any]:
     """A config file's JSON object; ConfigError naming the file (and line) otherwise."""
     path = Path(path)
@@ -320,6 +355,18 @@ def _roberta(L: int, H: int, heads: int) -> dict[str, Any]:
                 mlm_act="gelu", position_numbering="after_pad")
 
 
+def _xlnet(L: int, H: int, heads: int) -> dict[str, Any]:
+    # transformers' xlnet-base-cased / xlnet-large-cased config.json: BERT's shapes on the
+    # "xlnet" backbone, exact GELU, dropout 0.1, XLNet's 32k SentencePiece ids.
+    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
+                intermediate_size=4 * H, backbone="xlnet", model_type="xlnet", sharing="none",
+                num_hidden_groups=L, embedding_projection="when_sizes_differ", use_pooler=False,
+                classifier_head="summary", classifier_act="tanh", hidden_act="gelu",
+                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                layer_norm_eps=1e-12, vocab_size=32000, pad_token_id=5, bos_token_id=1,
+                eos_token_id=2)
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": _albert(4, 256, 4),
     "albert-base": _albert(12, 768, 12),
@@ -333,4 +380,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "electra-base": _electra(12, 768, 768, 12),
     "roberta-base": _roberta(12, 768, 12),
     "roberta-tiny": _roberta(4, 256, 4),
+    "xlnet-tiny": _xlnet(4, 256, 4),
+    "xlnet-base": _xlnet(12, 768, 12),
+    "xlnet-large": _xlnet(24, 1024, 16),
+    # ALBERT's structure on XLNet (E < H, one layer shared by all): no transformers class can
+    # hold it, so it is saved in litebert's own layout.
+    "albert-xlnet-tiny": {**_xlnet(4, 256, 4), "embedding_size": 128, "sharing": "all",
+                          "num_hidden_groups": 1, "model_type": "litebert"},
 }

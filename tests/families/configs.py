@@ -63,3 +63,26 @@ def roberta_inputs(left: bool = False, **kw) -> dict[str, torch.Tensor]:
         order = torch.argsort(mask, dim=1, stable=True)  # pads (0) first
         ids, mask = ids.gather(1, order), mask.gather(1, order)
     return dict(input_ids=ids, attention_mask=mask)
+
+
+def xlnet_config(**overrides) -> litebert.AlbertConfig:
+    """xlnet-tiny made small: H = E = 32, 2 layers, 4 heads, FFN 37, vocabulary 50, no
+    dropout (the parity tests compare in train mode too)."""
+    layers = overrides.get("num_hidden_layers", 2)
+    base = dict(vocab_size=50, hidden_size=32, embedding_size=32, num_hidden_layers=layers,
+                num_hidden_groups=layers, num_attention_heads=4, intermediate_size=37,
+                hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                classifier_dropout_prob=0.0)
+    return litebert.AlbertConfig.from_preset("xlnet-tiny", **{**base, **overrides})
+
+
+def albert_xlnet_config(**overrides) -> litebert.AlbertConfig:
+    """albert-xlnet-tiny made small: xlnet_config's with E 16 and one shared layer."""
+    base = dict(embedding_size=16, sharing="all", num_hidden_groups=1, model_type="litebert")
+    return xlnet_config(**{**base, **overrides})
+
+
+def hf_xlnet_config(num_labels: int = 3, **overrides) -> transformers.XLNetConfig:
+    base = dict(vocab_size=50, d_model=32, n_layer=2, n_head=4, d_inner=37, dropout=0.0,
+                summary_last_dropout=0.0, mem_len=None, num_labels=num_labels)
+    return transformers.XLNetConfig(**{**base, **overrides})

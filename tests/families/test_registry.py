@@ -16,7 +16,7 @@ from litebert.families import FAMILIES, family, layout_for, read_config_dict
 from litebert.model import MODEL_CLASSES
 from litebert.model.hub import CheckpointError, _canonical_state
 from tests.conftest import randomize, small_config
-from tests.families.configs import electra_config
+from tests.families.configs import albert_xlnet_config, electra_config, xlnet_config
 from tests.model.test_hub import outputs_equal
 
 BERT = dict(model_type="bert", sharing="none", embedding_size=32, embedding_projection="never")
@@ -27,6 +27,8 @@ CONFIGS = {
     "electra": electra_config(),
     "electra E==H": electra_config(embedding_size=32),
     "litebert": small_config(sharing="ffn"),
+    "xlnet": xlnet_config(),
+    "litebert xlnet": albert_xlnet_config(),  # ALBERT-XLNet: only our layout holds it
 }
 
 
@@ -51,7 +53,12 @@ def test_keys_map_there_and_back_for_every_class(name):
     for cls_name, cls in MODEL_CLASSES.items():
         if cls_name not in adapter.class_names:
             continue
-        keys = list(_canonical_state(cls(config)))
+        try:
+            model = cls(config)
+        except ConfigError:  # a head this backbone cannot carry (the permutation LM: XLNet's)
+            assert cls_name == "AlbertForPermutationLM" and config.backbone != "xlnet"
+            continue
+        keys = list(_canonical_state(model))
         external = [adapter.external_key(k, config) for k in keys]
         assert len(set(external)) == len(keys), f"{cls_name}: two keys map to one"
         assert [adapter.internal_key(k, config) for k in external] == keys, cls_name

@@ -74,7 +74,7 @@ def albert_config_to_dict(config: AlbertConfig, model_type: str) -> dict[str, An
         classifier_dropout_prob=config.classifier_dropout_prob,
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
         position_embedding_type="absolute", sharing=config.sharing, **structure_dict(config))
-    if config.model_type not in ("albert", model_type):
+    if config.model_type != "albert":  # even "litebert": reads back as it was
         out[FAMILY_KEY] = config.model_type
     return finish_dict(out, config)
 

@@ -1,24 +1,32 @@
 """litebert's own layout: our parameter names as they are, model_type "litebert".
 
-For what transformers cannot represent: attention-only or FFN-only sharing, and any backbone
-but "albert" (config.backbone; litebert.model.backbone), whose parameters no transformers
-family names. The config.json is ALBERT's plus our fields (sharing, structure, `backbone`
-when not "albert"), so it reads back exactly; everything but the name of the layout and the
-key mapping is the ALBERT adapter's.
+For what transformers cannot represent: attention-only or FFN-only sharing, any backbone but
+"albert" (config.backbone; litebert.model.backbone) that no transformers family names, and
+XLNet with ALBERT's structure (factorised embeddings, shared layers) with its permutation LM.
+The config.json is ALBERT's plus our fields (sharing, structure, `backbone` when not
+"albert"), so it reads back exactly; everything but the name of the layout and the key
+mapping is the ALBERT adapter's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 from litebert.config import AlbertConfig
-from litebert.families.albert import AlbertAdapter, albert_config_to_dict
+from litebert.families.albert import ALL_CLASSES, AlbertAdapter, albert_config_to_dict
+
+# Classes that ALBERT's layout has no name for (they read the XLNet backbone): ours here.
+_OWN_CLASSES = ("AlbertForPermutationLM", "AlbertForBeamQuestionAnswering")
 
 
 class LitebertAdapter(AlbertAdapter):
     model_type = "litebert"
     title = "litebert"
     backbones = None  # our names as they are: any backbone's
+    class_names = {name: name for name in ALL_CLASSES + _OWN_CLASSES}
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "litebert")
@@ -28,3 +36,14 @@ class LitebertAdapter(AlbertAdapter):
 
     def internal_key(self, key: str, config: AlbertConfig) -> str | None:
         return key
+
+    def ignorable(self, key: str) -> bool:
+        return key.startswith("lm_loss.") or super().ignorable(key)  # the permutation LM's
+
+    def to_file(self, state: Mapping[str, torch.Tensor],
+                config: AlbertConfig) -> dict[str, torch.Tensor]:
+        """ALBERT's rule for the "albert" backbone (an identity E->H projection where the
+        model has none, as this layout always wrote); any other backbone's state as it is."""
+        if config.backbone == "albert":
+            return super().to_file(state, config)
+        return dict(state)

@@ -4,7 +4,8 @@ XLNet's beam-search span head in `beam_qa.py`),
 replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
-(`counts.py`)."""
+(`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
+language model (`permutation_lm.py`)."""
 
 from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
@@ -31,8 +32,10 @@ from litebert.model.heads import (
     AlbertForTokenClassification,
 )
 from litebert.model.hub import CheckpointError
+from litebert.model.permutation_lm import AlbertForPermutationLM
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.model.unroll import unroll
+from litebert.model.xlnet import XLNetModel  # registers the "xlnet" backbone
 
 __all__ = [
     "BACKBONES", "MODEL_CLASSES", "Backbone", "build_backbone", "register_backbone",
@@ -43,5 +46,6 @@ __all__ = [
     "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-    "AutoModelForTokenClassification", "CheckpointError", "unroll",
+    "AutoModelForTokenClassification", "CheckpointError", "AlbertForPermutationLM",
+    "XLNetModel", "unroll",
 ]

@@ -5,8 +5,8 @@
 Each Auto class has candidate classes, the first being the usual one. One candidate: that
 class, whatever the family (every head builds on every backbone; AutoModel's candidate
 stands for the class config.backbone names in the registry, model/backbone.py). Several
-(pre-training: ALBERT/BERT's MLM + SOP/NSP, ELECTRA's replaced-token detection): the class
-config.json's
+(pre-training: ALBERT/BERT's MLM + SOP/NSP, ELECTRA's replaced-token detection, XLNet's
+permutation LM): the class config.json's
 `architectures` names, else the first the family has (`FamilyAdapter.class_names`), so
 AutoModelForPreTraining on an ELECTRA directory is the discriminator, as in transformers. A
 family with none of them gets the Auto class's `fallback`: RoBERTa's pre-training model is
@@ -32,6 +32,7 @@ from litebert.model.heads import (
     AlbertForTokenClassification,
 )
 from litebert.model.hub import CheckpointError, config_file, read_config
+from litebert.model.permutation_lm import AlbertForPermutationLM
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 
 # Our classes by name. "AlbertModel", the name the families give the bare backbone, stands for
@@ -42,7 +43,7 @@ MODEL_CLASSES: dict[str, type[AlbertPreTrainedModel]] = {
 MODEL_CLASSES.update({cls.__name__: cls for cls in (
     AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
     AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering,
-    AlbertForReplacedTokenDetection, AlbertForBeamQuestionAnswering)})
+    AlbertForReplacedTokenDetection, AlbertForBeamQuestionAnswering, AlbertForPermutationLM)})
 
 
 def model_class(name: str, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
@@ -120,7 +121,8 @@ class AutoModel(_AutoModel):
 
 
 class AutoModelForPreTraining(_AutoModel):
-    candidates = ("AlbertForPreTraining", "AlbertForReplacedTokenDetection")
+    candidates = ("AlbertForPreTraining", "AlbertForReplacedTokenDetection",
+                  "AlbertForPermutationLM")
     fallback = "AlbertForMaskedLM"
 
 

@@ -78,7 +78,8 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     if unroll and backbone_class(config).unrolled_config(config) != config:
         model = unroll_model(model)
         config = model.config  # type: ignore[assignment]
-    name = type(model).__name__
+    # A bare backbone is "AlbertModel" to the families, whatever its class (model/auto.py).
+    name = "AlbertModel" if _bare(model) else type(model).__name__
     family, why = layout_for(config, name)
     if why is not None:
         _say_layout(family, why, config, directory, name)

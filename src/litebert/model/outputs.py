@@ -82,6 +82,18 @@ class BeamQuestionAnsweringOutput(_Output):
 
 
 @dataclass
+class PermutationLMOutput(_Output):
+    """XLNet's permutation LM (model/permutation_lm.py): logits at the P targets (B, P, V)
+    when targets are given, else at every position (B, T, V)."""
+
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    # The memories for the next segment (one (M, B, H) tensor per layer), or None.
+    mems: tuple[torch.Tensor, ...] | None = None
+    last_hidden_state: torch.Tensor | None = None
+
+
+@dataclass
 class ReplacedTokenDetectionOutput(_Output):
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None  # (B, T): > 0 means "replaced"

@@ -1,0 +1,470 @@
+"""The XLNet backbone (Yang et al., 2019), top to bottom in one file.
+
+    input ids (B, T)
+      -> word embeddings (V, E) [-> E->H projection, ALBERT-XLNet], dropout   content stream h
+      -> mask_emb (1, 1, H) at each of the P targets, dropout                   query stream g
+      -> L x inner_group_num post-LN layers, weights shared across depth as in model/albert.py:
+           relative attention over [memories; h] (both streams, the same weights), then FFN
+      -> last_hidden_state (B, T, H) = h, or (B, P, H) = g when targets are given
+
+Attention score of query i and key j (transformers' and the official code's, per head):
+
+    [ (q_i + r_w_bias) . k_j                       content
+    + (q_i + r_r_bias) . (R W_r)[T - i + j]        relative position, R row T - i + j holds
+                                                   the distance M + i - j (M memories)
+    + (q_i + r_s_bias) . seg_embed[seg_i != seg_j] same segment or not (memories: segment 0)
+    ] / sqrt(d_head), masked entries -1e30 (-65500 in fp16)
+
+R is the sinusoid table of the distances K, K-1, ..., -T+1 ("bi") or K, ..., 0 ("uni"), K = M + T,
+clamped to +-clamp_len; with bi_data the second half of the batch reads them negated. The
+content term goes through F.scaled_dot_product_attention's q.k; the other two and the mask are
+its float bias (its gradient through that bias is exact on CPU and GPU).
+
+Masks, as transformers' XLNetModel builds them: a key is hidden from a query when it is
+padding (attention_mask 0), when perm_mask says so (1 = i cannot see j), or ("uni") when it
+lies after the query (with same_length, also when it lies more than T before it); memories are
+always visible. The content stream always sees its own token; the query stream does not
+unless the masks allow it.
+
+The query stream runs on the P target rows only: target p at position t_p reads the score row
+of query t_p, gathered (its position row T - t_p + j, its mask and segment rows); nothing is
+scattered to all T rows. Targets come as `target_mapping` (B, P, T) one-hot rows (a row of
+zeros is a padding slot, whose attention output is zero, as in transformers) or as
+`target_positions` (B, P) indices.
+
+Memories (transformers' `cache_mem`): each layer's input h, its first `reuse_len` tokens when
+set, appended to that layer's memory, the last `mem_len` kept (all when mem_len is None or 0),
+detached; time-first (M, B, H) tensors, one per layer position, as transformers returns them.
+
+Parameters: q, k, v, o, r are (H, H) matrices in nn.Linear's (out, in) layout, so q, k and v
+are one GEMM; transformers' einsum tensors [H, n_head, d_head] are reshaped at the file
+boundary (families/xlnet.py). They, the r_*_bias, seg_embed and mask_emb are initialised
+normal(0, initializer_range) as transformers does; Linear, Embedding and LayerNorm as every
+litebert model (base.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model.albert import _LAYER_KEY, AlbertModel, activation, sharing_tables
+from litebert.model.backbone import register_backbone
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.outputs import BaseModelOutput
+
+
+def mask_value(dtype: torch.dtype) -> float:
+    """What a hidden key adds to its score: transformers' -1e30, -65500 where fp16 ends."""
+    return -65500.0 if dtype == torch.float16 else -1e30
+
+
+def relative_positions(config: AlbertConfig, qlen: int, klen: int,
+                       device: torch.device) -> torch.Tensor:
+    """(G, R, H) sinusoid embeddings of the relative distances klen, klen-1, ... (R = klen +
+    qlen for "bi", klen + 1 for "uni"), G = 2 with bi_data (second: the distances negated)."""
+    end = -qlen if config.attn_type == "bi" else -1
+    distances = torch.arange(klen, end, -1, device=device).float()  # (R,)
+    if config.clamp_len > 0:
+        distances = distances.clamp(-config.clamp_len, config.clamp_len)
+    if config.bi_data:
+        distances = torch.stack((distances, -distances))  # (2, R)
+    else:
+        distances = distances[None]  # (1, R)
+    H = config.hidden_size
+    inv_freq = 1 / torch.pow(10000, torch.arange(0, H, 2, device=device).float() / H)  # (H/2,)
+    angles = distances[..., None] * inv_freq  # (G, R, H/2)
+    return torch.cat((angles.sin(), angles.cos()), dim=-1)  # (G, R, H)
+
+
+@dataclass
+class AttentionFrame:
+    """What every layer's attention reads, built once per forward pass (see `frame`).
+
+    Score rows: the content stream's T queries, the query stream's P targets. Each holds,
+    per query row, the R column that key j reads (`*_index`), the additive mask and whether
+    key j is in another segment; None where nothing is masked or there are no segments."""
+
+    pos: torch.Tensor  # (G | B, R, H): G = 1, or 2 halves with bi_data; B with dropout
+    content_index: torch.Tensor  # (1, 1, T, K) long
+    content_mask: torch.Tensor | None  # (B, 1, T, K) float: 0 or mask_value
+    content_segments: torch.Tensor | None  # (B, 1, T, K) bool: True = another segment
+    query_index: torch.Tensor | None = None  # (B, 1, P, K) long
+    query_mask: torch.Tensor | None = None  # (B, 1, P, K)
+    query_segments: torch.Tensor | None = None  # (B, 1, P, K)
+    query_weight: torch.Tensor | None = None  # (B, P, 1): 0 for a padding target slot
+
+
+class RelativeAttention(nn.Module):
+    """Two-stream relative multi-head attention + output projection + residual + post-LN."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        H, n = config.hidden_size, config.num_attention_heads
+        self.num_heads, self.head_size = n, H // n
+        self.scale = self.head_size ** -0.5
+        # (out, in), as nn.Linear's weight: queries, keys, values, output, positions
+        self.q, self.k, self.v, self.o, self.r = (nn.Parameter(torch.empty(H, H))
+                                                  for _ in range(5))
+        self.r_w_bias = nn.Parameter(torch.empty(n, H // n))  # content
+        self.r_r_bias = nn.Parameter(torch.empty(n, H // n))  # position
+        self.r_s_bias = nn.Parameter(torch.empty(n, H // n))  # segment
+        self.seg_embed = nn.Parameter(torch.empty(2, n, H // n))  # [same, different] segment
+        self.layer_norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.attention_dropout = config.attention_probs_dropout_prob
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def heads(self, x):  # (B, L, H) -> (B, n, L, d)
+        B, L, _ = x.shape
+        return x.view(B, L, self.num_heads, self.head_size).transpose(1, 2)
+
+    def forward(self, h, g, mem, frame: AttentionFrame):
+        """h (B, T, H) content stream, g (B, P, H) query stream or None, mem (B, M, H) or
+        None -> the two streams after attention."""
+        if mem is None:  # one GEMM for q, k and v
+            qkv = F.linear(h, torch.cat((self.q, self.k, self.v)))  # (B, T, 3H)
+            q, k, v = (self.heads(x) for x in qkv.chunk(3, dim=-1))
+        else:  # keys and values over [memories; h], queries over h only
+            q = self.heads(F.linear(h, self.q))
+            kv = F.linear(torch.cat((mem, h), dim=1), torch.cat((self.k, self.v)))  # (B, K, 2H)
+            k, v = (self.heads(x) for x in kv.chunk(2, dim=-1))
+        k_r = self.heads(F.linear(frame.pos, self.r))  # (G | B, n, R, d)
+        h = self.stream(h, q, k, v, k_r, frame.content_index, frame.content_mask,
+                        frame.content_segments)
+        if g is not None:
+            q_g = self.heads(F.linear(g, self.q))  # (B, n, P, d)
+            g = self.stream(g, q_g, k, v, k_r, frame.query_index, frame.query_mask,
+                            frame.query_segments, frame.query_weight)
+        return h, g
+
+    def stream(self, x, q, k, v, k_r, index, mask, segments, weight=None):
+        """One stream's attention: queries q (B, n, L, d) over keys k, v (B, n, K, d)."""
+        bias = self.position_scores(q, k_r, index)  # (B, n, L, K)
+        if segments is not None:
+            bias = bias + self.segment_scores(q, segments)
+        bias = bias * self.scale
+        if mask is not None:
+            bias = bias + mask
+        p = self.attention_dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q + self.r_w_bias[:, None], k, v, attn_mask=bias,
+                                           dropout_p=p, scale=self.scale)  # (B, n, L, d)
+        B, n, L, d = y.shape
+        y = y.transpose(1, 2).reshape(B, L, n * d)  # (B, L, H)
+        if weight is not None:  # padding target slots contribute nothing
+            y = y * weight
+        return self.layer_norm(x + self.dropout(F.linear(y, self.o)))
+
+    def position_scores(self, q, k_r, index):
+        """(q + r_r_bias) . k_r at R row T - i + j for query row i, key j: (B, n, L, K)."""
+        B, n, L, d = q.shape
+        q = q + self.r_r_bias[:, None]
+        if k_r.shape[0] in (1, B):
+            raw = q @ k_r.transpose(-1, -2)  # (B, n, L, R)
+        else:  # bi_data: the first half of the batch reads k_r[0], the second k_r[1]
+            halves = q.view(2, B // 2, n, L, d) @ k_r[:, None].transpose(-1, -2)
+            raw = halves.view(B, n, L, -1)
+        return raw.gather(-1, index.expand(B, n, L, index.shape[-1]))
+
+    def segment_scores(self, q, different):
+        """(q + r_s_bias) . seg_embed[same or different]: (B, n, L, K)."""
+        e = (q + self.r_s_bias[:, None]) @ self.seg_embed.permute(1, 2, 0)  # (B, n, L, 2)
+        return torch.where(different, e[..., 1:], e[..., :1])
+
+
+class FeedForward(nn.Module):
+    """layer_1 -> act -> dropout -> layer_2 -> dropout, residual, post-LN (transformers'
+    names)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        self.layer_1 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.layer_2 = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.act = activation(config.hidden_act)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x):  # (B, L, H)
+        y = self.layer_2(self.dropout(self.act(self.layer_1(x))))  # (B, L, I) -> (B, L, H)
+        return self.layer_norm(x + self.dropout(y))
+
+
+class XLNetEncoder(nn.Module):
+    """The E->H projection (ALBERT-XLNet) and the layer modules, shared across depth by
+    model/albert.py's `sharing_tables` (same keys and sharing as AlbertEncoder)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E, H = config.embedding_size, config.hidden_size
+        self.embedding_hidden_mapping_in = nn.Linear(E, H) if config.has_projection else None
+        self.attention_index, self.ffn_index = sharing_tables(config)
+        self.attentions = nn.ModuleList(
+            RelativeAttention(config) for _ in range(max(self.attention_index) + 1))
+        self.ffns = nn.ModuleList(FeedForward(config) for _ in range(max(self.ffn_index) + 1))
+
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        """As AlbertEncoder's: a module used at several depths stays gathered (False)."""
+        shared_attention = len(self.attentions) < len(self.attention_index)
+        shared_ffn = len(self.ffns) < len(self.ffn_index)
+        return ([(m, not shared_attention) for m in self.attentions]
+                + [(m, not shared_ffn) for m in self.ffns])
+
+
+def target_rows(target_mapping, target_positions):
+    """(positions (B, P) long, weight (B, P, 1) or None) of the query stream's targets."""
+    if target_mapping is not None and target_positions is not None:
+        raise ValueError("give the targets once: target_mapping (B, P, T) one-hot rows or "
+                         "target_positions (B, P) indices, not both")
+    if target_positions is not None:
+        return target_positions.long(), None
+    if target_mapping is None:
+        return None, None
+    positions = target_mapping.argmax(dim=-1)  # (B, P); a row of zeros gives 0, weighted 0
+    return positions, target_mapping.gather(-1, positions[..., None])  # (B, P, 1)
+
+
+@register_backbone("xlnet")
+class XLNetModel(AlbertPreTrainedModel):
+    """The backbone: word embeddings -> two-stream relative layers with memories.
+
+    `add_pooling_layer`: None follows config.use_pooler (XLNet's: none); True adds a
+    tanh(dense(h[:, -1])) pooler on the content stream's <cls>, for heads that read one.
+    """
+
+    summary_position = -1  # A <sep> B <sep> <cls>, padded on the left: <cls> is last
+    two_stream = True  # takes perm_mask and targets (AlbertForPermutationLM checks it)
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
+        super().__init__()
+        self.config = config
+        H = config.hidden_size
+        self.word_embedding = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.mask_emb = nn.Parameter(torch.empty(1, 1, H))  # the query stream's input
+        self.encoder = XLNetEncoder(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        pooling = config.use_pooler if add_pooling_layer is None else add_pooling_layer
+        self.pooler = nn.Linear(H, H) if pooling else None
+        self.init_weights()
+        self.init_xlnet_weights()
+
+    def init_xlnet_weights(self) -> None:
+        """transformers' XLNet init for what is not an nn.Linear / Embedding / LayerNorm (so
+        a head's init_weights, which re-initialises those, leaves these alone)."""
+        std = self.config.initializer_range
+        with torch.no_grad():
+            for attention in self.encoder.attentions:
+                for name in ("q", "k", "v", "o", "r", "r_w_bias", "r_r_bias", "r_s_bias",
+                             "seg_embed"):
+                    nn.init.normal_(getattr(attention, name), std=std)
+            nn.init.normal_(self.mask_emb, std=std)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_hidden_states: bool = False, mems=None, perm_mask=None,
+                target_mapping=None, use_mems=None, target_positions=None):
+        """See model/backbone.py; position_ids are ignored (positions are relative). mems:
+        one (M, B, H) tensor per layer position; perm_mask (B, T, T), 1 = i cannot see j;
+        target_mapping (B, P, T) or target_positions (B, P): the query stream's targets,
+        whose states (B, P, H) are then last_hidden_state. use_mems None: config.mem_len >
+        0. hidden_states hold the content stream."""
+        B, T = input_ids.shape
+        if use_mems is None:
+            use_mems = (self.config.mem_len or 0) > 0
+        mems = self.check_mems(mems, B)
+        M = 0 if mems is None else mems[0].shape[0]
+        targets, weight = target_rows(target_mapping, target_positions)
+        x = self.word_embedding(input_ids)  # (B, T, E)
+        if self.encoder.embedding_hidden_mapping_in is not None:
+            x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, H)
+        h = self.dropout(x)
+        g = None
+        if targets is not None:
+            g = self.dropout(self.mask_emb.expand(B, targets.shape[1], -1))  # (B, P, H)
+        frame = self.frame(input_ids, attention_mask, token_type_ids, perm_mask, targets, M)
+        frame.query_weight = None if weight is None else weight.to(h.dtype)
+        states: list | None = [] if output_hidden_states else None
+        new_mems: list | None = [] if use_mems else None
+        encoder = self.encoder
+        for k, (a, f) in enumerate(zip(encoder.attention_index, encoder.ffn_index, strict=True)):
+            mem = None if mems is None else mems[k]
+            if new_mems is not None:
+                new_mems.append(self.cache(h, mem))
+            if states is not None:
+                states.append(h)
+            h, g = encoder.attentions[a](h, g, None if mem is None else mem.transpose(0, 1),
+                                         frame)
+            h, g = encoder.ffns[f](h), None if g is None else encoder.ffns[f](g)
+        if states is not None:
+            states.append(h)
+        h = self.dropout(h)
+        pooled = None if self.pooler is None else torch.tanh(self.pooler(h[:, -1]))  # (B, H)
+        return BaseModelOutput(
+            last_hidden_state=h if g is None else self.dropout(g), pooler_output=pooled,
+            hidden_states=None if states is None else tuple(states),
+            mems=None if new_mems is None else tuple(new_mems))
+
+    def check_mems(self, mems, batch: int):
+        """The memories as given (one (M, B, H) tensor per layer position), or None."""
+        if mems is None or len(mems) == 0 or mems[0] is None:
+            return None
+        L, H = len(self.encoder.attention_index), self.config.hidden_size
+        if len(mems) != L or any(m.dim() != 3 or m.shape[1:] != (batch, H) for m in mems):
+            shapes = [tuple(m.shape) for m in mems]
+            raise ValueError(f"mems: expected {L} tensors (M, {batch}, {H}), one per layer "
+                             f"position, as a previous forward returned them; got {shapes}")
+        return mems
+
+    def cache(self, h, mem):
+        """transformers' cache_mem: this layer's next memory (M', B, H), detached."""
+        new = h.transpose(0, 1)  # (T, B, H), time-first as memories are kept
+        if self.config.reuse_len:
+            new = new[:self.config.reuse_len]
+        if mem is not None:
+            new = torch.cat((mem, new), dim=0)
+        if self.config.mem_len:
+            new = new[-self.config.mem_len:]
+        return new.detach()
+
+    # ---- masks, segments and positions, once per forward -------------------------------------
+
+    def frame(self, input_ids, attention_mask, token_type_ids, perm_mask, targets,
+              M: int) -> AttentionFrame:
+        B, T = input_ids.shape
+        K, device = M + T, input_ids.device
+        dtype = self.word_embedding.weight.dtype
+        hidden = self.hidden_keys(B, T, M, attention_mask, perm_mask, device)  # (B, T, K)
+        own = torch.arange(T, device=device)[:, None] + M == torch.arange(K, device=device)
+        frame = AttentionFrame(
+            pos=self.positions(B, T, K, device, dtype),
+            content_index=self.position_index(torch.arange(T, device=device), T, K)[None, None],
+            content_mask=None if hidden is None else self.additive(hidden & ~own, dtype),
+            content_segments=None)
+        segments = None
+        if token_type_ids is not None:  # memories count as segment 0, as in transformers
+            segments = torch.cat((token_type_ids.new_zeros(B, M), token_type_ids), dim=1)
+            frame.content_segments = (token_type_ids[:, :, None] != segments[:, None])[:, None]
+        if targets is not None:
+            rows = targets[:, :, None].expand(-1, -1, K)  # (B, P, K)
+            frame.query_index = self.position_index(targets, T, K)[:, None]
+            frame.query_mask = None if hidden is None else \
+                self.additive(hidden.gather(1, rows), dtype)
+            if segments is not None:
+                own_segment = token_type_ids.gather(1, targets)  # (B, P)
+                frame.query_segments = (own_segment[:, :, None] != segments[:, None])[:, None]
+        return frame
+
+    def hidden_keys(self, B, T, M, attention_mask, perm_mask, device):
+        """(B, T, K) bool, True = query i may not see key j (the content stream's own token
+        excepted, see `frame`); None when every query sees every key."""
+        config = self.config
+        hidden = None
+        if config.attn_type == "uni":
+            i = torch.arange(T, device=device)[:, None]
+            j = torch.arange(M + T, device=device)[None]
+            hidden = j > M + i  # later keys
+            if config.same_length:
+                hidden = hidden | (j < i)  # keys more than T - 1 before the query
+            hidden = hidden[None].expand(B, -1, -1)
+        data = None
+        if attention_mask is not None:
+            data = (attention_mask == 0)[:, None, :].expand(B, T, T)  # padding keys
+        if perm_mask is not None:
+            data = perm_mask > 0 if data is None else data | (perm_mask > 0)
+        if data is not None:  # memories are always visible
+            data = torch.cat((data.new_zeros(B, T, M), data), dim=2)
+            hidden = data if hidden is None else hidden | data
+        return hidden
+
+    @staticmethod
+    def additive(hidden, dtype):  # (B, L, K) bool -> (B, 1, L, K): 0 or mask_value
+        zeros = torch.zeros(hidden.shape, dtype=dtype, device=hidden.device)
+        return zeros.masked_fill(hidden, mask_value(dtype))[:, None]
+
+    def position_index(self, rows, T: int, K: int):
+        """(..., L, K) long: query at position t reads R row T - t + j for key j. ("uni"
+        reads past the table only where keys are hidden: clamped, any value does.)"""
+        index = T - rows[..., None] + torch.arange(K, device=rows.device)
+        R = K + T if self.config.attn_type == "bi" else K + 1
+        return index.clamp(max=R - 1)
+
+    def positions(self, B: int, T: int, K: int, device, dtype):
+        """(G, R, H) relative position embeddings after dropout; per row of the batch (B, R,
+        H) when dropout is on, as the official code draws it."""
+        if self.config.bi_data and B % 2:
+            raise ValueError(f"bi_data reads the second half of the batch with reversed "
+                             f"positions: the batch size must be even, not {B}")
+        pos = relative_positions(self.config, T, K, device).to(dtype)
+        if self.training and self.dropout.p > 0:
+            pos = self.dropout(pos.repeat_interleave(B // pos.shape[0], dim=0))
+        return pos
+
+    # ---- what heads read ---------------------------------------------------------------------
+
+    @property
+    def input_embeddings(self) -> torch.Tensor:
+        return self.word_embedding.weight  # (V, E)
+
+    # ---- what layer-wise lr decay, FSDP, counts and unrolling ask (model/backbone.py) --------
+
+    def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
+        """Word embeddings, mask_emb and the E->H projection at depth 0, layer position k at
+        k + 1 (a shared module at its highest use, as ALBERT's), the pooler at L + 2."""
+        encoder = self.encoder
+        L = len(encoder.attention_index)
+        parts: list[tuple[nn.Module | nn.Parameter, int]] = [
+            (self.word_embedding, 0), (self.mask_emb, 0)]
+        if encoder.embedding_hidden_mapping_in is not None:
+            parts.append((encoder.embedding_hidden_mapping_in, 0))
+        for modules, index in ((encoder.attentions, encoder.attention_index),
+                               (encoder.ffns, encoder.ffn_index)):
+            top = {n: k + 1 for k, n in enumerate(index)}
+            parts.extend((modules[n], depth) for n, depth in top.items())
+        if self.pooler is not None:
+            parts.append((self.pooler, L + 2))
+        return parts, L
+
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        return self.encoder.fsdp_units()
+
+    @classmethod
+    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+        """The content stream's training FLOPs per token (3 x forward, 2 a multiply-add) at
+        sequences of T = seq_len with M = config.mem_len memories (K = M + T keys, R = K + T
+        relative positions, or K + 1 for "uni"): per layer position q and o (2 H^2), k and v
+        over the K keys (2 H^2 K / T), the position projection of the R rows (H^2 R / T, per
+        sequence), the scores and the weighted sum (2 K H + R H), the FFN (2 H I); plus the
+        E->H projection. The query stream's work is `query_stream_flops_per_target`."""
+        H, T = config.hidden_size, seq_len
+        K = (config.mem_len or 0) + T
+        R = K + T if config.attn_type == "bi" else K + 1
+        per_layer = (2 * H * H + 2 * H * H * K / T + H * H * R / T + (2 * K + R) * H
+                     + 2 * H * config.intermediate_size)
+        projection = config.embedding_size * H if config.has_projection else 0
+        return 6.0 * (projection + config.num_layer_positions * per_layer)
+
+    @classmethod
+    def query_stream_flops_per_target(cls, config: AlbertConfig, seq_len: int) -> float:
+        """Training FLOPs of the query stream per predicted token (pre-training runs it on
+        the P targets only): q and o (2 H^2), scores and sum over K keys and R positions
+        (2 K H + R H), the FFN (2 H I), per layer position. Keys, values and positions are
+        the content stream's, counted there."""
+        H, T = config.hidden_size, seq_len
+        K = (config.mem_len or 0) + T
+        R = K + T if config.attn_type == "bi" else K + 1
+        per_layer = 2 * H * H + (2 * K + R) * H + 2 * H * config.intermediate_size
+        return 6.0 * config.num_layer_positions * per_layer
+
+    @classmethod
+    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+        return AlbertModel.unrolled_config(config)  # the same sharing rules as ALBERT's
+
+    def unrolled_source(self, key: str) -> str:
+        """Position k of the unrolled encoder copies the module position k used here."""
+        match = _LAYER_KEY.match(key)
+        if not match:
+            return key
+        head, part, k, rest = match.groups()
+        index = self.encoder.attention_index if part == "attentions" else self.encoder.ffn_index
+        return f"{head}{part}.{index[int(k)]}.{rest}"
