@@ -37,16 +37,19 @@ def cmd_smoke(args: argparse.Namespace) -> None:
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     from litebert.tokenization import train_bpe, train_sentencepiece
 
-    default_size = {"bpe": 50265, "sentencepiece": 30000}[args.kind]  # RoBERTa's, ALBERT's
-    size = default_size if args.vocab_size is None else args.vocab_size
+    size = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
     if args.kind == "bpe":
-        path = train_bpe(args.inputs, args.out, vocab_size=size,
-                         min_frequency=args.min_frequency, text_field=args.text_field)
-    else:
-        path = train_sentencepiece(args.inputs, args.out, vocab_size=size,
+        path = train_bpe(args.inputs, args.out, min_frequency=args.min_frequency,
+                         text_field=args.text_field, **size)
+    else:  # a SentencePiece layout: "sentencepiece" is ALBERT's
+        path = train_sentencepiece(args.inputs, args.out, layout=_SPM_LAYOUTS[args.kind],
                                    input_sentence_size=args.input_sentence_size,
-                                   text_field=args.text_field)
+                                   text_field=args.text_field, **size)
     print(f"wrote {path}")
+
+
+# `tokenizer train --kind` -> SentencePiece layout (litebert.tokenization.layouts)
+_SPM_LAYOUTS = {"sentencepiece": "albert", "xlnet": "xlnet"}
 
 
 def cmd_corpus_fetch(args: argparse.Namespace) -> None:
@@ -372,6 +375,8 @@ def _add_data_commands(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from litebert.tokenization.layouts import LAYOUTS
+
     parser = argparse.ArgumentParser(prog="litebert", description="ALBERT toolkit")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging (default: off)")
@@ -385,23 +390,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=128, help="sequence length (default: %(default)s)")
     p.add_argument("--steps", type=int, default=3, help="training steps (default: %(default)s)")
     p.set_defaults(func=cmd_smoke)
-    tok = sub.add_parser("tokenizer", help="tokenizers: SentencePiece (ALBERT) or byte-level "
-                                           "BPE (RoBERTa)")
+    tok = sub.add_parser("tokenizer", help="tokenizers: SentencePiece (ALBERT, XLNet) or "
+                                           "byte-level BPE (RoBERTa)")
     tsub = tok.add_subparsers(dest="tokenizer_command", required=True)
-    p = tsub.add_parser("train", help="train an ALBERT-layout SentencePiece unigram model or a "
-                                      "RoBERTa-layout byte-level BPE")
+    p = tsub.add_parser("train", help="train an ALBERT- or XLNet-layout SentencePiece unigram "
+                                      "model or a RoBERTa-layout byte-level BPE")
     p.add_argument("inputs", nargs="+", help="text files (.gz/.bz2/.xz too), directories or "
                                               "globs; one sentence or paragraph a line; "
                                               "JSON lines, Parquet files and folders written "
                                               "by datasets' save_to_disk give the sentences "
                                               "of their --text-field")
-    p.add_argument("--kind", choices=("sentencepiece", "bpe"), default="sentencepiece",
+    p.add_argument("--kind", choices=("sentencepiece", "xlnet", "bpe"), default="sentencepiece",
                    help="sentencepiece: lower-cased unigram, ALBERT's ids and user symbols; "
+                        "xlnet: cased unigram, XLNet's ids (<unk> 0 ... <cls> 3 <sep> 4 <pad> 5 "
+                        "<mask> 6 <eod> 7 <eop> 8), A <sep> B <sep> <cls>, left padding; "
                         "bpe: byte-level BPE, RoBERTa's ids (<mask> last) (default: "
                         "%(default)s)")
+    sizes = {kind: LAYOUTS[layout].vocab_size for kind, layout in _SPM_LAYOUTS.items()}
     p.add_argument("--vocab-size", type=int, default=None,
-                   help="tokens in the vocabulary (default: 30000 for sentencepiece, 50265 "
-                        "for bpe)")
+                   help=f"tokens in the vocabulary (default: {sizes['sentencepiece']} for "
+                        f"sentencepiece, 50265 for bpe, {sizes['xlnet']} for xlnet)")
     p.add_argument("--input-sentence-size", type=int, default=1_000_000,
                    help="sentencepiece: lines sampled from larger corpora; bpe reads every "
                         "line (default: %(default)s)")

@@ -33,14 +33,19 @@ def _longest(rows: Sequence[Mapping[str, Any]], key: str) -> int:
 
 
 def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: int = 8,
-              fill: Mapping[str, int] | None = None) -> dict[str, torch.Tensor]:
-    """Right-pad every sequence field of `rows` to one width; stack the scalar fields.
+              fill: Mapping[str, int] | None = None, side: str = "right"
+              ) -> dict[str, torch.Tensor]:
+    """Pad every sequence field of `rows` to one width on `side`; stack the scalar fields.
 
     The width is the longest `input_ids` of the batch rounded up to `multiple_of` (kinder to
     matmul kernels). A field with one sequence per choice gives (B, C, W); other sequence
     fields give (B, W); scalars give (B,) (float if the values are floats, else long).
-    `input_ids` is filled with `pad_id`, labels with -100, other fields as `fill` says or 0.
+    `input_ids` is filled with `pad_id`, labels with -100, other fields as `fill` says or 0
+    (XLNet's token types: its pad type 3). side "left" puts the padding first (XLNet: every
+    row then ends in its <cls>); scalar positions (e.g. start_positions) are not shifted.
     """
+    if side not in ("left", "right"):
+        raise ValueError(f"pad_batch: side={side!r}; use 'left' or 'right'")
     fills = {**DEFAULT_FILL, "input_ids": pad_id, **(fill or {})}
     width = -(-_longest(rows, "input_ids") // multiple_of) * multiple_of
     out: dict[str, torch.Tensor] = {}
@@ -58,6 +63,7 @@ def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: i
         for i, value in enumerate(values):
             for j, seq in enumerate(value if nested else [value]):
                 target = block[i, j] if nested else block[i]
-                target[:len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+                span = slice(width - len(seq), width) if side == "left" else slice(0, len(seq))
+                target[span] = torch.as_tensor(seq, dtype=torch.long)
         out[key] = block
     return out

@@ -18,44 +18,9 @@ from hypothesis import strategies as st
 from litebert.tokenization import TextSettings, Tokenizer, preprocess_text
 from litebert.tokenization.spm_proto import USER_DEFINED, read_model
 from tests.fixtures_sp import EDGE_TEXTS, generated_sentences, sentencepiece_test_models
-from tests.tokenization.conftest import pairs_of, sample
+from tests.tokenization.conftest import agreement, auto, report, sample
 
 THRESHOLD = 0.999  # share of encodings with identical ids that each backend must reach
-
-
-def agreement(ours: Tokenizer, theirs, texts: list[str]) -> tuple[int, int, list[str]]:
-    """(encodings with identical input_ids and token_type_ids, encodings, differing texts):
-    every text alone and neighbouring texts as pairs, with and without special tokens."""
-    a, b = pairs_of(texts)
-    same = total = 0
-    differing: list[str] = []
-    pair_labels = [f"{x} ||| {y}" for x, y in zip(a, b, strict=True)]
-    for add in (True, False):
-        for args, labels in (((texts,), texts), ((a, b), pair_labels)):
-            mine = ours(*args, add_special_tokens=add)
-            their = theirs(*args, add_special_tokens=add, return_token_type_ids=True)
-            for i, label in enumerate(labels):
-                ok = (mine["input_ids"][i] == their["input_ids"][i]
-                      and mine["token_type_ids"][i] == their["token_type_ids"][i])
-                same += ok
-                total += 1
-                if not ok:
-                    differing.append(label)
-    return same, total, differing
-
-
-def report(record_property, name: str, same: int, total: int, differing: list[str]) -> float:
-    fraction = same / total
-    record_property(f"{name}_autotokenizer_agreement", fraction)
-    print(f"\n{name}: AutoTokenizer gives litebert's ids on {same}/{total} encodings "
-          f"({fraction:.3%}); first differing: {differing[:3]}")
-    return fraction
-
-
-def auto(directory):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(directory))
 
 
 # ---- real text, every backend -----------------------------------------------------------------

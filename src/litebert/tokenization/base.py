@@ -4,6 +4,7 @@ template and the `Backend` protocol that `Tokenizer` drives."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> TextSettings:
-    """TextSettings from tokenizer_config.json keys (others ignored) and keyword overrides."""
+def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path,
+                  defaults: TextSettings | None = None) -> TextSettings:
+    """TextSettings from tokenizer_config.json keys (others ignored) and keyword overrides,
+    `defaults` for the rest."""
     unknown = sorted(set(overrides) - set(_SETTING_NAMES))
     if unknown:
         raise TokenizerError(f"unknown tokenizer setting(s) {', '.join(unknown)}; "
@@ -60,7 +63,7 @@ def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Pat
         if not (isinstance(value, bool) or (name == "strip_accents" and value is None)):
             where = source if name not in overrides else "argument"
             raise TokenizerError(f"{where}: {name} must be true or false, got {value!r}")
-    return TextSettings(**values)
+    return dataclasses.replace(defaults or TextSettings(), **values)
 
 
 @dataclass(frozen=True)
@@ -69,38 +72,63 @@ class PairTemplate:
 
     ALBERT, BERT:  [CLS] A [SEP] (B [SEP])        token types 0 ... 0 (1 ... 1)
     RoBERTa:       <s> A </s> (</s> B </s>)       token types all 0
+    XLNet:         A <sep> (B <sep>) <cls>        token types 0 ... 0 (1 ... 1) 2, left padding
     """
 
     cls_id: int
     sep_id: int
     separators: int = 1  # separators between A and B: 1 ([SEP]) or 2 (</s></s>)
     typed_pairs: bool = True  # B and its closing separator get token type 1
+    cls_last: bool = False  # XLNet: <cls> closes the input, with token type 2
+    pad_type_id: int = 0  # token type of padding (XLNet's 3)
+
+    @property
+    def padding_side(self) -> str:
+        """"left" when <cls> is last: the summary reads the last position, which must then be
+        <cls> in every row of a batch."""
+        return "left" if self.cls_last else "right"
+
+    def parts(self, pair: bool) -> tuple[tuple[str, int], ...]:
+        """The input in order as ("cls" | "sep" | "A" | "B", token type) items."""
+        b_type = 1 if self.typed_pairs else 0
+        body = [("A", 0), ("sep", 0)]
+        if pair:
+            body += [("sep", 0)] * (self.separators - 1) + [("B", b_type), ("sep", b_type)]
+        return tuple([*body, ("cls", 2)] if self.cls_last else [("cls", 0), *body])
 
     def num_special(self, pair: bool) -> int:
         """Special tokens the template adds to one sequence (pair=False) or a pair."""
-        return 2 + self.separators if pair else 2
+        return int(self._plans[pair][2].sum())
+
+    def a_offset(self) -> int:
+        """Position of A's first token."""
+        return self._plans[False][0].index("A")
 
     def b_offset(self, a_len: int) -> int:
         """Position of B's first token in a pair whose A has `a_len` tokens."""
-        return 1 + a_len + self.separators
+        return self._plans[True][0].index("B") - 1 + a_len  # the items before B, A as a_len
+
+    @functools.cached_property
+    def _plans(self) -> dict[bool, tuple[tuple[str, ...], np.ndarray, np.ndarray]]:
+        """parts() per pair flag as item names, token types and special flags (build() is
+        called once per instance when building data)."""
+        plans = {}
+        for pair in (False, True):
+            parts = self.parts(pair)
+            plans[pair] = (tuple(name for name, _ in parts),
+                           np.array([kind for _, kind in parts], dtype=np.int64),
+                           np.array([name in ("cls", "sep") for name, _ in parts]))
+        return plans
 
     def build(self, a: np.ndarray, b: np.ndarray | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, token types, special flags) as int64, int64, bool arrays of the input."""
-        cls, sep = np.array([self.cls_id]), np.array([self.sep_id])
-        parts = [cls, np.asarray(a), sep]
-        if b is not None:
-            parts[2] = np.repeat(sep, self.separators)
-            parts += [np.asarray(b), sep]
-        ids = np.concatenate(parts).astype(np.int64)  # (T,)
-        types = np.zeros(len(ids), dtype=np.int64)
-        special = np.zeros(len(ids), dtype=bool)
-        special[[0, len(ids) - 1]] = True
-        if b is not None:
-            special[1 + len(a):self.b_offset(len(a))] = True
-            if self.typed_pairs:
-                types[self.b_offset(len(a)):] = 1
-        return ids, types, special
+        names, types, special = self._plans[b is not None]
+        items: dict[str, Any] = {"A": a, "B": b, "cls": (self.cls_id,), "sep": (self.sep_id,)}
+        arrays = [items[name] for name in names]
+        lengths = [len(x) for x in arrays]
+        ids = np.concatenate(arrays).astype(np.int64)  # (T,)
+        return ids, np.repeat(types, lengths), np.repeat(special, lengths)
 
 
 class Backend(Protocol):
@@ -109,6 +137,8 @@ class Backend(Protocol):
     kind: str  # "sentencepiece", "wordpiece", "bpe"
     pair_separators: int  # PairTemplate.separators
     typed_pairs: bool  # PairTemplate.typed_pairs
+    cls_last: bool  # PairTemplate.cls_last
+    pad_type_id: int  # PairTemplate.pad_type_id
     continuation_prefix: str  # put before a sentence that continues a document (data build)
     special_names: dict[str, tuple[str, ...]]  # "cls" -> candidate tokens, first found wins
     path: Path  # the file it was read from

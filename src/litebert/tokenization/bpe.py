@@ -38,6 +38,8 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
     kind = "bpe"
     pair_separators = 2  # <s> A </s></s> B </s>
     typed_pairs = False  # RoBERTa has one token type
+    cls_last = False
+    pad_type_id = 0
     # A sentence inside a document is encoded with the space before it, so its first word
     # is "Ġword" as in running text (fine-tuning encodes whole paragraphs), not "word".
     continuation_prefix = " "

@@ -73,15 +73,18 @@ _FINAL_SIGMA = r"(?<=\p{Cased}\p{Case_Ignorable}*)\x{3A3}(?!\p{Case_Ignorable}*\
 # ---- post-processors and special tokens, all backends ----------------------------------------
 
 def template_processing(template: PairTemplate, cls_token: str, sep_token: str) -> Any:
-    """A TemplateProcessing of `template`: [CLS] A [SEP] (B [SEP]) with B typed 1, or any
-    number of separators and types all 0."""
+    """A TemplateProcessing of `template`, item by item (PairTemplate.parts): [CLS] A [SEP]
+    (B [SEP]) with B typed 1, any number of separators with types all 0, or XLNet's
+    A <sep> (B <sep>) <cls> with <cls> typed 2."""
     from tokenizers import processors
 
-    b_type = 1 if template.typed_pairs else 0
-    separators = " ".join([f"{sep_token}:0"] * template.separators)
+    names = {"A": "$A", "B": "$B", "cls": cls_token, "sep": sep_token}
+
+    def spec(pair: bool) -> str:
+        return " ".join(f"{names[name]}:{kind}" for name, kind in template.parts(pair))
+
     return processors.TemplateProcessing(
-        single=f"{cls_token}:0 $A:0 {sep_token}:0",
-        pair=f"{cls_token}:0 $A:0 {separators} $B:{b_type} {sep_token}:{b_type}",
+        single=spec(False), pair=spec(True),
         special_tokens=[(cls_token, template.cls_id), (sep_token, template.sep_id)])
 
 

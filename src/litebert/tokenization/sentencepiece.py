@@ -1,4 +1,5 @@
-"""The SentencePiece backend (`spiece.model`): ALBERT's ids, as the official code makes them.
+"""The SentencePiece backend (`spiece.model`): ALBERT's (or XLNet's) ids, as the official code
+makes them; the vocabulary's layout (layouts.py) gives the template and default text settings.
 
 SentencePiece ids are those of the official ALBERT code (google-research/albert `FullTokenizer`
 with `spm_model_file`): `preprocess_text`, SentencePiece, then the re-split of pieces like
@@ -13,7 +14,7 @@ hide text that changes the ids (rare vocabularies, see `_unknown_text_risks`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,25 +37,27 @@ from litebert.tokenization.hf_json import (
     sentencepiece_pipeline,
     template_processing,
 )
+from litebert.tokenization.layouts import layout_of
 from litebert.tokenization.spm_proto import read_model
 
 
 class SentencePieceBackend:
     kind = "sentencepiece"
-    pair_separators = 1  # [CLS] A [SEP] B [SEP]
+    pair_separators = 1  # [CLS] A [SEP] B [SEP], or XLNet's A <sep> B <sep> <cls>
     typed_pairs = True
     continuation_prefix = ""  # every text is encoded alike, wherever it sits
     # Candidates per special token, first match wins. The sentencepiece sdist's test models
     # have <s> and </s> instead of [CLS] and [SEP].
     special_names: dict[str, tuple[str, ...]] = {
         "pad": ("<pad>", "[PAD]"), "unk": ("<unk>", "[UNK]"), "cls": ("[CLS]", "<cls>", "<s>"),
-        "sep": ("[SEP]", "<sep>", "</s>"), "mask": ("[MASK]", "<mask>")}
+        "sep": ("[SEP]", "<sep>", "</s>"), "mask": ("[MASK]", "<mask>"), "eod": ("<eod>",)}
 
-    def __init__(self, path: Path, settings: TextSettings):
+    def __init__(self, path: Path, settings: Callable[[TextSettings], TextSettings]):
+        """settings: the text settings, given the layout's defaults (a tokenizer_config.json
+        and the caller's overrides decide the rest)."""
         import sentencepiece as spm
 
         self.path = path
-        self.settings = settings
         self.model_bytes = path.read_bytes()
         self.sp = spm.SentencePieceProcessor()
         try:
@@ -62,6 +65,9 @@ class SentencePieceBackend:
         except (RuntimeError, OSError, TypeError) as err:
             raise TokenizerError(f"{path}: not a SentencePiece model ({err})") from None
         self.pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+        self.layout = layout_of(lambda piece: self.token_to_id(piece) is not None)
+        self.cls_last, self.pad_type_id = self.layout.cls_last, self.layout.pad_type_id
+        self.settings = settings(self.layout.settings)
         self.word_start = np.array([p.startswith(UNDERLINE) for p in self.pieces])
         self.numpy_out = _supports_numpy(self.sp)
         self._build_split_table()
@@ -118,6 +124,7 @@ class SentencePieceBackend:
         names = {f"{name}_token": token for name, token in specials.items()}
         if "cls" in specials and "sep" in specials:  # AlbertTokenizer's bos/eos
             names.update(bos_token=specials["cls"], eos_token=specials["sep"])
+        names.update(self.layout.hf_names)  # XLNet's own <s> and </s>
         s = self.settings
         return dict(tokenizer_class="PreTrainedTokenizerFast", do_lower_case=s.do_lower_case,
                     remove_space=s.remove_space, keep_accents=s.keep_accents,

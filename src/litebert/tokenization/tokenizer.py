@@ -51,8 +51,9 @@ _LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), or {VO
 
 
 class Tokenizer:
-    """Encoding with the backend's pair template ([CLS] A [SEP] (B [SEP]), or RoBERTa's
-    <s> A </s> (</s> B </s>)), decoding, and fast batch encoding for data building."""
+    """Encoding with the backend's pair template ([CLS] A [SEP] (B [SEP]), RoBERTa's
+    <s> A </s> (</s> B </s>) or XLNet's A <sep> (B <sep>) <cls>), padding on the template's
+    side, decoding, and fast batch encoding for data building."""
 
     def __init__(self, backend: Backend, path: Path):
         self._backend = backend
@@ -93,7 +94,7 @@ class Tokenizer:
         directory.mkdir(parents=True, exist_ok=True)
         self._backend.save(directory)
         specials = self._special_tokens()
-        config = self._backend.hf_config(specials)
+        config = {**self._backend.hf_config(specials), "padding_side": self.padding_side}
         atomic_write(directory / CONFIG_NAME,
                      json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         try:
@@ -151,12 +152,29 @@ class Tokenizer:
     def mask_token_id(self) -> int | None:
         return self._special["mask"]
 
+    @property
+    def eod_token_id(self) -> int | None:
+        """XLNet's end-of-document piece <eod>; None in vocabularies without one."""
+        return self._special.get("eod")
+
     @functools.cached_property
     def template(self) -> PairTemplate:
-        """The backend's pair template: [CLS] A [SEP] B [SEP] with token types, or RoBERTa's
-        <s> A </s></s> B </s> without (see PairTemplate)."""
-        return PairTemplate(self._special_id("cls"), self._special_id("sep"),
-                            self._backend.pair_separators, self._backend.typed_pairs)
+        """The backend's pair template: [CLS] A [SEP] B [SEP] with token types, RoBERTa's
+        <s> A </s></s> B </s> without, or XLNet's A <sep> B <sep> <cls> (see PairTemplate)."""
+        b = self._backend
+        return PairTemplate(self._special_id("cls"), self._special_id("sep"), b.pair_separators,
+                            b.typed_pairs, cls_last=b.cls_last, pad_type_id=b.pad_type_id)
+
+    @property
+    def padding_side(self) -> str:
+        """"left" for XLNet's template (every row ends in <cls>), else "right"."""
+        template = self._template_or_none()
+        return "right" if template is None else template.padding_side
+
+    @property
+    def pad_token_type_id(self) -> int:
+        """The token type of padding: 3 for XLNet's template, else 0."""
+        return self._backend.pad_type_id
 
     @property
     def continuation_prefix(self) -> str:
@@ -293,6 +311,18 @@ class Tokenizer:
             out["offset_mapping"] = spans
         return out
 
+    def pad(self, rows: Sequence[dict[str, Any]], multiple_of: int = 8) -> dict[str, Any]:
+        """Rows this tokenizer encoded (input_ids, token_type_ids, attention_mask, ...) as one
+        batch of tensors, padded on `padding_side` with the pad id and `pad_token_type_id`
+        (see litebert.padding.pad_batch)."""
+        from litebert.padding import pad_batch
+
+        if self.pad_token_id is None:
+            raise TokenizerError(f"{self.path} has no pad token (looked for "
+                                 f"{', '.join(self._backend.special_names['pad'])})")
+        return pad_batch(rows, self.pad_token_id, multiple_of, side=self.padding_side,
+                         fill={"token_type_ids": self.pad_token_type_id})
+
     def encode_batch_with_word_starts(self, texts: Sequence[str], num_threads: int | None = None
                                       ) -> list[tuple[np.ndarray, np.ndarray]]:
         """(int32 ids, bool word starts) per text, no special tokens; for data building.
@@ -370,10 +400,11 @@ def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str,
     if kind == "bpe":
         _check_bpe_settings(config, overrides, config_path)
         return ByteLevelBPEBackend(path)
-    settings = read_settings(config, overrides, config_path)
     if kind == "wordpiece":
-        return WordPieceBackend(path, settings)
-    return SentencePieceBackend(path, settings)
+        return WordPieceBackend(path, read_settings(config, overrides, config_path))
+    # The defaults are those of the vocabulary's layout: XLNet's is cased.
+    return SentencePieceBackend(
+        path, lambda defaults: read_settings(config, overrides, config_path, defaults))
 
 
 def _check_bpe_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> None:

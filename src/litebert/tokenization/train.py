@@ -1,8 +1,10 @@
-"""Training a tokenizer: a SentencePiece unigram model with ALBERT's vocabulary layout, or a
-byte-level BPE with RoBERTa's, from the same inputs (read by `_training_lines`)."""
+"""Training a tokenizer: a SentencePiece unigram model with ALBERT's or XLNet's vocabulary layout
+(layouts.py), or a byte-level BPE with RoBERTa's, from the same inputs (read by
+`_training_lines`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
@@ -12,45 +14,52 @@ from pathlib import Path
 
 from litebert.files import atomic_write
 from litebert.readers import expand, training_lines
-from litebert.tokenization.albert_text import (
-    ALBERT_CONTROL_SYMBOLS,
-    ALBERT_USER_SYMBOLS,
-    SPIECE_NAME,
-    preprocess_text,
-)
-from litebert.tokenization.base import TextSettings, TokenizerError
+from litebert.tokenization.albert_text import SPIECE_NAME, preprocess_text
+from litebert.tokenization.base import TokenizerError
 from litebert.tokenization.bpe import MERGES_TXT, VOCAB_JSON
+from litebert.tokenization.layouts import get_layout
 from litebert.tokenization.tokenizer import Tokenizer
 
 
 def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
-                        vocab_size: int = 30000, input_sentence_size: int = 1_000_000,
+                        layout: str = "albert", vocab_size: int | None = None,
+                        input_sentence_size: int = 1_000_000,
                         num_threads: int | None = None,
-                        user_defined_symbols: Sequence[str] = ALBERT_USER_SYMBOLS,
+                        user_defined_symbols: Sequence[str] | None = None,
                         seed_sentencepiece_size: int = 1_000_000,
                         character_coverage: float = 0.99995,
                         sentence_iterator: Iterable[str] | None = None,
-                        do_lower_case: bool = True, keep_accents: bool = False,
+                        do_lower_case: bool | None = None, keep_accents: bool | None = None,
                         max_sentence_length: int = 1 << 16, seed: int = 0,
                         text_field: str = "text") -> Path:
-    """Train a unigram SentencePiece model with ALBERT's layout; returns out_dir/spiece.model.
+    """Train a unigram SentencePiece model in `layout`'s vocabulary layout (layouts.py);
+    returns out_dir/spiece.model.
 
-    Ids: <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, then `user_defined_symbols`. Lines of
-    `inputs` (text files, .gz/.bz2/.xz, or directories of them; JSON lines, Parquet files and
-    datasets' save_to_disk folders give the sentences of their `text_field`, as `data build`
-    reads them, not their raw records) and then
-    the strings of `sentence_iterator` are preprocessed as the tokenizer will preprocess them;
-    SentencePiece samples `input_sentence_size` of them at random when there are more.
+    "albert": <pad>=0, <unk>=1, [CLS]=2, [SEP]=3, [MASK]=4, lower-cased, 30000 pieces.
+    "xlnet": <unk>=0 <s>=1 </s>=2 <cls>=3 <sep>=4 <pad>=5 <mask>=6 <eod>=7 <eop>=8, cased,
+    32000 pieces. Then `user_defined_symbols` (default: the layout's); None for vocab_size,
+    do_lower_case or keep_accents is the layout's. Lines of `inputs` (text files,
+    .gz/.bz2/.xz, or directories of them; JSON lines, Parquet files and datasets'
+    save_to_disk folders give the sentences of their `text_field`, as `data build` reads
+    them, not their raw records) and then the strings of `sentence_iterator` are preprocessed
+    as the tokenizer will preprocess them; SentencePiece samples `input_sentence_size` of them
+    at random when there are more.
     """
     import sentencepiece as spm
 
-    if not isinstance(vocab_size, int) or vocab_size <= 5 + len(user_defined_symbols):
-        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 5 special pieces plus "
-                             f"{len(user_defined_symbols)} user-defined symbols")
+    spec = get_layout(layout)
+    vocab_size = spec.vocab_size if vocab_size is None else vocab_size
+    symbols = [*spec.reserved_symbols, *(spec.text_symbols if user_defined_symbols is None
+                                         else user_defined_symbols)]
+    if not isinstance(vocab_size, int) or vocab_size <= len(spec.special_ids) + len(symbols):
+        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the {len(spec.special_ids)} "
+                             f"special pieces plus {len(symbols) - len(spec.reserved_symbols)} "
+                             "user-defined symbols")
     files = expand(inputs, what="tokenizer training input") if inputs else []
     if not files and sentence_iterator is None:
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
-    settings = TextSettings(do_lower_case=do_lower_case, keep_accents=keep_accents)
+    settings = dataclasses.replace(spec.settings, **{k: v for k, v in (
+        ("do_lower_case", do_lower_case), ("keep_accents", keep_accents)) if v is not None})
     lines = (preprocess_text(line, settings) for line in
              _training_lines(files, sentence_iterator, text_field))
     sentences = (line for line in lines if line)
@@ -60,9 +69,8 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
         spm.SentencePieceTrainer.train(
             sentence_iterator=sentences, model_writer=model, model_type="unigram",
             vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=character_coverage,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
-            control_symbols=list(ALBERT_CONTROL_SYMBOLS),
-            user_defined_symbols=list(user_defined_symbols),
+            **spec.trainer_ids, control_symbols=list(spec.control_symbols),
+            user_defined_symbols=symbols,
             input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
             seed_sentencepiece_size=seed_sentencepiece_size,
             max_sentence_length=max_sentence_length,
@@ -72,8 +80,8 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = atomic_write(out_dir / SPIECE_NAME, model.getvalue())
-    Tokenizer.from_file(path, do_lower_case=do_lower_case,
-                        keep_accents=keep_accents).save_pretrained(out_dir)
+    Tokenizer.from_file(path, do_lower_case=settings.do_lower_case,
+                        keep_accents=settings.keep_accents).save_pretrained(out_dir)
     return path
 
 

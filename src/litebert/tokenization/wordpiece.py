@@ -24,6 +24,8 @@ class WordPieceBackend(TokenizersLibraryEncoding):
     kind = "wordpiece"
     pair_separators = 1  # [CLS] A [SEP] B [SEP]
     typed_pairs = True
+    cls_last = False
+    pad_type_id = 0
     continuation_prefix = ""  # every text is encoded alike, wherever it sits
     special_names: dict[str, tuple[str, ...]] = {
         "pad": ("[PAD]",), "unk": ("[UNK]",), "cls": ("[CLS]",), "sep": ("[SEP]",),
