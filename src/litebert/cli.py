@@ -35,21 +35,16 @@ def cmd_smoke(args: argparse.Namespace) -> None:
 
 
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
-    from litebert.tokenization import train_bpe, train_sentencepiece
+    from litebert.tokenization import train_tokenizer
 
-    size = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
+    options = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
     if args.kind == "bpe":
-        path = train_bpe(args.inputs, args.out, min_frequency=args.min_frequency,
-                         text_field=args.text_field, **size)
-    else:  # a SentencePiece layout: "sentencepiece" is ALBERT's
-        path = train_sentencepiece(args.inputs, args.out, layout=_SPM_LAYOUTS[args.kind],
-                                   input_sentence_size=args.input_sentence_size,
-                                   text_field=args.text_field, **size)
+        options["min_frequency"] = args.min_frequency
+    else:
+        options["input_sentence_size"] = args.input_sentence_size
+    path = train_tokenizer(args.kind, args.inputs, args.out, text_field=args.text_field,
+                           **options)
     print(f"wrote {path}")
-
-
-# `tokenizer train --kind` -> SentencePiece layout (litebert.tokenization.layouts)
-_SPM_LAYOUTS = {"sentencepiece": "albert", "xlnet": "xlnet"}
 
 
 def cmd_corpus_fetch(args: argparse.Namespace) -> None:
@@ -375,6 +370,7 @@ def _add_data_commands(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from litebert.tokenization import TOKENIZER_KINDS
     from litebert.tokenization.layouts import LAYOUTS
 
     parser = argparse.ArgumentParser(prog="litebert", description="ALBERT toolkit")
@@ -400,13 +396,14 @@ def build_parser() -> argparse.ArgumentParser:
                                               "JSON lines, Parquet files and folders written "
                                               "by datasets' save_to_disk give the sentences "
                                               "of their --text-field")
-    p.add_argument("--kind", choices=("sentencepiece", "xlnet", "bpe"), default="sentencepiece",
+    p.add_argument("--kind", choices=tuple(TOKENIZER_KINDS), default="sentencepiece",
                    help="sentencepiece: lower-cased unigram, ALBERT's ids and user symbols; "
                         "xlnet: cased unigram, XLNet's ids (<unk> 0 ... <cls> 3 <sep> 4 <pad> 5 "
                         "<mask> 6 <eod> 7 <eop> 8), A <sep> B <sep> <cls>, left padding; "
                         "bpe: byte-level BPE, RoBERTa's ids (<mask> last) (default: "
                         "%(default)s)")
-    sizes = {kind: LAYOUTS[layout].vocab_size for kind, layout in _SPM_LAYOUTS.items()}
+    sizes = {kind: LAYOUTS[layout].vocab_size for kind, layout in TOKENIZER_KINDS.items()
+             if layout is not None}
     p.add_argument("--vocab-size", type=int, default=None,
                    help=f"tokens in the vocabulary (default: {sizes['sentencepiece']} for "
                         f"sentencepiece, 50265 for bpe, {sizes['xlnet']} for xlnet)")

@@ -24,10 +24,12 @@ from litebert.model import CheckpointError
 from litebert.objectives.base import Objective, ObjectiveConfig
 from litebert.objectives.electra import ElectraObjective
 from litebert.objectives.mlm import MLMObjective
+from litebert.objectives.plm import PLMObjective
 
 OBJECTIVES: dict[str, type[Objective]] = {
     "mlm": MLMObjective,  # MLM + the data's SOP/NSP task (ALBERT, BERT, RoBERTa)
     "electra": ElectraObjective,  # generator MLM + replaced-token detection (ELECTRA)
+    "plm": PLMObjective,  # permutation LM over XLNet's streams, with memories (XLNet)
 }
 
 

@@ -69,10 +69,10 @@ def run_study(spec: StudySpec, out: Path, *, quick: bool = False,
     out.mkdir(parents=True, exist_ok=True)
     _write_study(resolved, out, quick)
     corpus = prepare_corpus(resolved, out)
-    tokenizer = prepare_tokenizer(resolved, corpus, out)
     records = {}
     for i, run in enumerate(chosen, 1):
         say(f"run {i}/{len(chosen)}: {run.name}")
+        tokenizer = prepare_tokenizer(resolved, corpus, out, resolved.run_tokenizer(run))
         records[run.name] = run_one(resolved, run, out, corpus, tokenizer, quick, workers)
     return records
 
@@ -119,14 +119,16 @@ def prepare_corpus(spec: StudySpec, out: Path) -> Path:
     return path
 
 
-def prepare_tokenizer(spec: StudySpec, corpus: Path, out: Path) -> Path:
-    """OUT/tokenizer, trained once (OUT/study.json pins the vocabulary size it asked for)."""
-    from litebert.tokenization import train_sentencepiece
+def prepare_tokenizer(spec: StudySpec, corpus: Path, out: Path,
+                      kind: str = "sentencepiece") -> Path:
+    """OUT/tokenizer (ALBERT's SentencePiece layout) or OUT/tokenizer-KIND, each trained once
+    with the study's vocabulary size (OUT/study.json pins it)."""
+    from litebert.tokenization import train_tokenizer
 
-    tokenizer = out / "tokenizer"
+    tokenizer = out / ("tokenizer" if kind == "sentencepiece" else f"tokenizer-{kind}")
     if not (tokenizer / "spiece.model").is_file():
-        say(f"tokenizer: SentencePiece, {spec.vocab_size} pieces")
-        train_sentencepiece([corpus], tokenizer, vocab_size=spec.vocab_size)
+        say(f"tokenizer: {kind}, {spec.vocab_size} pieces")
+        train_tokenizer(kind, [corpus], tokenizer, vocab_size=spec.vocab_size)
     return tokenizer
 
 

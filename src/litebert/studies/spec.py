@@ -27,9 +27,13 @@ log = logging.getLogger("litebert")
 
 SPEC_DIR = Path(__file__).resolve().parent / "specs"  # package data
 EVALUATIONS = ("pretraining", "similarity", "probes")
-TOP_KEYS = {"name", "title", "paper", "corpus", "vocab_size", "data", "recipe", "pretrain",
-            "budget", "quick", "evaluations", "probes", "runs"}
-RUN_KEYS = {"name", "data", "pretrain", "paper"}
+TOP_KEYS = {"name", "title", "paper", "corpus", "vocab_size", "tokenizer", "data", "recipe",
+            "pretrain", "budget", "quick", "evaluations", "probes", "runs"}
+RUN_KEYS = {"name", "tokenizer", "data", "pretrain", "paper"}
+# The tokenizer kinds a study trains (`litebert tokenizer train --kind`), one per kind, shared
+# by the runs that name it: ALBERT's SentencePiece layout, or XLNet's (its template puts <cls>
+# last and pads on the left, which an XLNet backbone reads).
+TOKENIZER_KINDS = ("sentencepiece", "xlnet")
 QUICK_KEYS = {"budget", "data", "pretrain", "vocab_size", "probes"}
 BUDGET_KEYS = {"steps", "batch_size"}
 # budget.match: "steps" (every run trains `steps`) or "flops" (the first run trains `steps`,
@@ -45,6 +49,7 @@ class StudyError(ValueError):
 @dataclass(frozen=True)
 class RunSpec:
     name: str
+    tokenizer: str = ""  # a kind of TOKENIZER_KINDS; "" = the study's
     data: dict[str, Any] = field(default_factory=dict)  # BuildConfig overrides
     pretrain: dict[str, Any] = field(default_factory=dict)  # PretrainConfig overrides
     paper: dict[str, Any] = field(default_factory=dict)  # the paper's figures for this row
@@ -66,6 +71,10 @@ class StudySpec:
     probes: list[dict[str, Any]]
     runs: list[RunSpec]
     source: str = ""  # the YAML file it was read from
+    tokenizer: str = "sentencepiece"  # the kind of TOKENIZER_KINDS a run takes by default
+
+    def run_tokenizer(self, run: RunSpec) -> str:
+        return run.tokenizer or self.tokenizer
 
     def run(self, name: str) -> RunSpec:
         for r in self.runs:
@@ -202,7 +211,8 @@ def parse_spec(raw: Any, source: str) -> StudySpec:
         pretrain=_mapping(raw.get("pretrain"), f"{source} field pretrain"),
         budget=_mapping(raw.get("budget"), f"{source} field budget", BUDGET_KEYS | {"match"}),
         quick=quick, evaluations=list(evaluations), probes=list(probes), runs=runs,
-        source=source)
+        source=source, tokenizer=_kind(raw.get("tokenizer", "sentencepiece"),
+                                       f"{source} field tokenizer"))
     warn_flat_objective(spec)
     return spec
 
@@ -212,9 +222,16 @@ def _parse_run(raw: Any, where: str) -> RunSpec:
     name = _text(raw, "name", where)
     if "/" in name or name.startswith("."):
         raise StudyError(f"{where} field name: {name!r} must be usable as a directory name")
-    return RunSpec(name=name, data=_mapping(raw.get("data"), f"{where}.data"),
+    kind = _kind(raw["tokenizer"], f"{where}.tokenizer") if "tokenizer" in raw else ""
+    return RunSpec(name=name, tokenizer=kind, data=_mapping(raw.get("data"), f"{where}.data"),
                    pretrain=_mapping(raw.get("pretrain"), f"{where}.pretrain"),
                    paper=_mapping(raw.get("paper"), f"{where}.paper"))
+
+
+def _kind(value: Any, where: str) -> str:
+    if value not in TOKENIZER_KINDS:
+        raise StudyError(f"{where}: {value!r}; choose from {', '.join(TOKENIZER_KINDS)}")
+    return str(value)
 
 
 # ---- checking values -----------------------------------------------------------------------

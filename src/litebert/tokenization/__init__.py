@@ -15,7 +15,13 @@
 from litebert.tokenization.albert_text import ALBERT_USER_SYMBOLS, preprocess_text
 from litebert.tokenization.base import PairTemplate, TextSettings, TokenizerError
 from litebert.tokenization.tokenizer import Tokenizer
-from litebert.tokenization.train import train_bpe, train_sentencepiece
+from litebert.tokenization.train import (
+    TOKENIZER_KINDS,
+    train_bpe,
+    train_sentencepiece,
+    train_tokenizer,
+)
 
-__all__ = ["ALBERT_USER_SYMBOLS", "PairTemplate", "TextSettings", "Tokenizer", "TokenizerError",
-           "preprocess_text", "train_bpe", "train_sentencepiece"]
+__all__ = ["ALBERT_USER_SYMBOLS", "TOKENIZER_KINDS", "PairTemplate", "TextSettings", "Tokenizer",
+           "TokenizerError", "preprocess_text", "train_bpe", "train_sentencepiece",
+           "train_tokenizer"]

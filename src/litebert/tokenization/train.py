@@ -127,6 +127,23 @@ def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: 
     return out_dir
 
 
+# `litebert tokenizer train --kind`: what each kind trains (a SentencePiece layout, or BPE).
+TOKENIZER_KINDS = {"sentencepiece": "albert", "xlnet": "xlnet", "bpe": None}
+
+
+def train_tokenizer(kind: str, inputs: Sequence[str | Path], out_dir: str | Path,
+                    **options) -> Path:
+    """Train a tokenizer of `kind` (TOKENIZER_KINDS): SentencePiece in ALBERT's layout,
+    SentencePiece in XLNet's, or RoBERTa's byte-level BPE; `options` go to train_sentencepiece
+    or train_bpe. Returns the model file (SentencePiece) or directory (BPE) written."""
+    if kind not in TOKENIZER_KINDS:
+        raise TokenizerError(f"tokenizer kind {kind!r}: choose from {', '.join(TOKENIZER_KINDS)}")
+    layout = TOKENIZER_KINDS[kind]
+    if layout is None:
+        return train_bpe(inputs, out_dir, **options)
+    return train_sentencepiece(inputs, out_dir, layout=layout, **options)
+
+
 def _training_lines(files: list[Path], extra: Iterable[str] | None,
                     text_field: str) -> Iterator[str]:
     """The raw lines of text `files` (JSON lines, Parquet and Arrow: the sentences of

@@ -1,0 +1,362 @@
+"""Permutation language modelling: XLNet's objective (Yang et al., 2019) on any backbone that
+takes `perm_mask`, `target_positions` and memories (model/xlnet.py's; ALBERT-XLNet included).
+
+Each batch row reads one stream of text that continues from step to step (sampling
+"streams"): a window is `reuse_len` tokens carried over from the previous window, then
+A <sep> B <sep> <cls> (litebert.objectives.plm_data). About 1/K of each window's tokens are
+targets (n-gram spans over whole words), predicted in a random factorisation order: the
+query stream of each target sees the non-targets and the targets before it in that order,
+never itself. Only the targets' query stream is computed and only their logits
+(AlbertForPermutationLM with `target_positions`). Loss = mean cross-entropy over the targets
+of the global batch.
+
+Memories: every layer caches the states of the window's reused part, and the next window of
+the same row attends to them (Transformer-XL recurrence). They start as zeros of `mem_len`
+rows, as in the official code, so every step has the same shapes. They are this objective's
+state: one (L, M, B, H) set per micro-batch of a step, saved in every checkpoint of every
+rank, so a killed run resumes bit for bit.
+
+Metrics: plm_loss during training; eval_plm_loss, eval_plm_accuracy and
+eval_plm_baseline_accuracy (the commonest training token guessed at every target) on the
+held-out windows, read in stream order with memories as in training, from the same seed at
+every evaluation. The export is an AlbertForPermutationLM directory: transformers'
+XLNetLMHeadModel layout for an XLNet config, litebert's for an ALBERT-XLNet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig, ConfigError, read_json_object
+from litebert.data.heldout import HeldoutDocuments, commonest_training_token, open_heldout
+from litebert.data.integrity import DataError
+from litebert.data.loader import StreamSampler
+from litebert.distributed import DistInfo
+from litebert.files import atomic_write_json
+from litebert.model import AlbertForPermutationLM
+from litebert.model.backbone import backbone_class
+from litebert.model.hub import read_config
+from litebert.objectives.base import (
+    Batch,
+    FsdpUnits,
+    ObjectiveConfig,
+    RunSettings,
+    TrainingData,
+    own_config,
+    save_tokenizer,
+)
+from litebert.objectives.evaluation import (
+    EvalSums,
+    check_compatible,
+    evaluating,
+    format_table,
+    has_weights,
+    ratio,
+    warn_other_tokenizer,
+)
+from litebert.objectives.plm_data import PLMDataset, perm_mask
+from litebert.options import option
+
+IGNORE = -100
+LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
+OBJECTIVE_FIELDS_NAME = "litebert_objective.json"  # the run's PLM fields, beside an export
+TABLE_ROWS = (("plm_accuracy", "plm_baseline_accuracy"), ("plm_loss", None))
+
+
+@dataclass
+class PLMConfig(ObjectiveConfig):
+    """XLNet's fields; the defaults are the paper's (Table 7) and the official code's."""
+
+    prediction_k: int = option(
+        6, "K: 1/K of each window's tokens are predicted (partial prediction: T // K "
+           "targets, each n-gram span drawn within a context of K x n tokens)")
+    perm_size: int = option(
+        0, "the factorisation order is shuffled within blocks of this many tokens; 0 = the "
+           "data's reuse_len (the official setting: 256 with reuse 256)")
+    max_span: int = option(
+        5, "targets are n-gram spans of 1..max_span whole words, P(n) ~ 1/n; 1 = single "
+           "tokens (the paper's ablation without span prediction)")
+    bi_data: bool = option(
+        False, "half of every batch reads its streams backwards with negated relative "
+               "positions (bidirectional data; needs an even micro_batch_size)")
+
+    def __post_init__(self) -> None:
+        for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"objective.{name}={value!r}: must be an integer >= {low}")
+
+
+class PLMObjective:
+    """XLNet's permutation LM (see the module docstring)."""
+
+    Config: ClassVar[type[ObjectiveConfig]] = PLMConfig
+    parts: tuple[str, ...] = ("plm",)
+    weights: tuple[float, ...] = (1.0,)
+
+    def __init__(self, run: RunSettings, data: TrainingData | HeldoutDocuments | None = None
+                 ) -> None:
+        self.run = run
+        self.config: PLMConfig = own_config(run, type(self))
+        self.sampling = "mirrored-streams" if self.config.bi_data else "streams"
+        if self.config.bi_data and run.micro_batch_size % 2:
+            raise ConfigError(f"objective.bi_data reads half of each micro-batch backwards: "
+                              f"micro_batch_size={run.micro_batch_size} must be even")
+        self.mems: list[tuple[torch.Tensor, ...] | None] = []  # one per micro-batch group
+        self.group = 0  # the micro-batch of this step that loss_sums sees next
+        self.mem_len = 0  # the model's, known once built
+        self.shape = (0, 0, 0)  # (layer positions, mem_len, H): one memory per layer applied
+        self.heldout: PLMDataset | None = None
+        self.baseline_token = -1
+        if data is not None:
+            self.heldout = self.dataset(data.directory, "heldout", run.seed)
+            self.baseline_token = commonest_training_token(open_heldout(data.directory))
+
+    def dataset(self, directory: Path, split: str, seed: int) -> PLMDataset:
+        """Windows of the data's streams (`--packing xlnet`) with targets and orders drawn
+        per epoch."""
+        c = self.config
+        return PLMDataset(directory, split, seed=seed, mask_alpha=c.prediction_k,
+                          perm_size=c.perm_size or None, max_span=c.max_span,
+                          bi_data=c.bi_data)
+
+    # ---- training ----------------------------------------------------------------------------
+
+    def model_config(self, config: AlbertConfig, reuse_len: int | None) -> AlbertConfig:
+        """The config trained: the data's reuse_len (the part of a window whose states become
+        memory) and the objective's bi_data."""
+        return config.replace(reuse_len=reuse_len, bi_data=self.config.bi_data)
+
+    def build(self, config: AlbertConfig) -> nn.Module:
+        reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
+        return AlbertForPermutationLM(self.adopt(self.model_config(config, reuse)))
+
+    def adopt(self, config: AlbertConfig) -> AlbertConfig:
+        """Check that `config`'s backbone can be trained so and take its memory shape."""
+        if "perm_mask" not in backbone_class(config).forward.__code__.co_varnames:
+            raise ConfigError(f"objective plm needs a backbone that takes a factorisation "
+                              f"order (perm_mask), such as 'xlnet'; backbone "
+                              f"{config.backbone!r} does not")
+        self.mem_len = config.mem_len or 0
+        self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
+        return config
+
+    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+        """The backbone's (both streams) and the LM head at the targets' share, 1/K."""
+        backbone = backbone_class(config).flops_per_token(config, seq_len)
+        head = 6.0 * config.embedding_size * config.vocab_size / self.config.prediction_k
+        return backbone + head
+
+    def fsdp_units(self, model: nn.Module) -> FsdpUnits:
+        assert isinstance(model, AlbertForPermutationLM)
+        return model.albert.fsdp_units()
+
+    def begin_step(self, step: int) -> None:
+        self.group = 0
+
+    def counts(self, batch: Batch) -> torch.Tensor:
+        """(1,): the targets of this micro-batch (padded target slots weigh 0)."""
+        return batch["target_weights"].sum().float()[None]
+
+    def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """(1,): the cross-entropy summed over the micro-batch's targets; the micro-batch's
+        memories are read and replaced."""
+        group, self.group = self.group, self.group + 1
+        out = self._forward(model, batch, self._memories(group, batch))
+        if self.mem_len:
+            self.mems[group] = out.mems
+        return (out.loss.float() * self.counts(batch).clamp(min=1))
+
+    def _forward(self, model: nn.Module, batch: Batch, mems: tuple[torch.Tensor, ...] | None):
+        """The model on a batch's targets: logits (B, P, V), mean loss, new memories."""
+        reuse = self.heldout.reuse_len if self.heldout is not None else None
+        order = perm_mask(batch["perm_rank"], batch["is_target"], batch["is_functional"],
+                          reuse)  # (B, T, T)
+        labels = batch["target_ids"].masked_fill(batch["target_weights"] == 0, IGNORE)
+        return model(batch["input_ids"], token_type_ids=batch["token_type_ids"],
+                     perm_mask=order, target_positions=batch["target_positions"], mems=mems,
+                     use_mems=bool(self.mem_len), labels=labels)
+
+    def _memories(self, group: int, batch: Batch) -> tuple[torch.Tensor, ...] | None:
+        """Group `group`'s memories: zeros of (mem_len, B, H) per layer at the start, as the
+        official code, so every step has the same shapes."""
+        if not self.mem_len:
+            return None
+        while len(self.mems) <= group:
+            self.mems.append(None)
+        mems = self.mems[group]
+        if mems is None:
+            B = batch["input_ids"].shape[0]
+            mems = self.mems[group] = zero_memories(self.shape, B, batch["input_ids"].device)
+        elif mems[0].device != batch["input_ids"].device:  # restored from a checkpoint
+            mems = self.mems[group] = tuple(m.to(batch["input_ids"].device) for m in mems)
+        return mems
+
+    # ---- evaluation --------------------------------------------------------------------------
+
+    def evaluate(self, model: nn.Module, info: DistInfo,
+                 amp: AbstractContextManager[Any]) -> dict[str, float]:
+        """eval_plm_* on the first eval_instances held-out windows (all ranks)."""
+        rows = self.run.micro_batch_size
+        if self.heldout is None or len(self.heldout) < rows * info.world_size:
+            return {}  # every rank must score as many batches
+        return _PLMEvaluation(self, self.heldout, self.run.eval_instances, rows).run(
+            model, info, amp)
+
+    @classmethod
+    def reads_directory(cls, model_dir: Path) -> bool:
+        """A directory with a permutation-LM head (an XLNetLMHeadModel or ours)."""
+        return has_weights(model_dir, *LM_HEAD)
+
+    @classmethod
+    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
+                           batch_size: int, **options: Any) -> dict[str, Any]:
+        """PLM accuracy and loss of an exported directory on the data's held-out windows,
+        with the objective fields its run recorded (the defaults where none are)."""
+        unused = sorted(f"--{k} {v}" for k, v in options.items() if v is not None)
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: do not apply to a permutation-LM model "
+                             f"({model_dir})")
+        held = open_heldout(data_dir)
+        check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
+        warn_other_tokenizer(model_dir, held)
+        settings = _Settings(seed, batch_size, instances, recorded_fields(model_dir), {})
+        objective = cls(settings, held)
+        model = AlbertForPermutationLM.from_pretrained(model_dir)
+        objective.adopt(model.config)
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        metrics = objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
+                                     contextlib.nullcontext())
+        if not metrics:
+            raise DataError(f"{held.directory}: fewer held-out windows than one batch of "
+                            f"{batch_size}; lower --batch-size or rebuild with a larger "
+                            f"--heldout-fraction")
+        return {k.removeprefix("eval_"): v for k, v in metrics.items() if k != "eval_loss"}
+
+    @classmethod
+    def format_result(cls, result: dict[str, Any]) -> str:
+        return format_table(result, TABLE_ROWS, [f"{int(result['plm_targets'])} held-out "
+                                                 "targets, memories as in training"])
+
+    # ---- export ------------------------------------------------------------------------------
+
+    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+               run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
+        """One AlbertForPermutationLM directory (transformers' XLNetLMHeadModel layout for an
+        XLNet config) with the run's tokenizer and PLM fields. bi_data is a training
+        arrangement of the batch: the exported config has it off, as fine-tuning wants."""
+        reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
+        model = AlbertForPermutationLM(config.replace(reuse_len=reuse, bi_data=False))
+        model.load_state_dict(model_state)
+        model.save_pretrained(out_dir, unroll=unroll)
+        save_tokenizer(run_dir, out_dir)
+        atomic_write_json(out_dir / OBJECTIVE_FIELDS_NAME, dataclasses.asdict(self.config))
+        return out_dir
+
+    # ---- state -------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Every group's memories, (L, M, B, H) each, on the CPU."""
+        return {f"mems.{g}": torch.stack(m).cpu() for g, m in enumerate(self.mems)
+                if m is not None}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        groups = sorted(int(k.split(".")[1]) for k in state if k.startswith("mems."))
+        unknown = sorted(k for k in state if not k.startswith("mems."))
+        if unknown:
+            raise ValueError(f"PLMObjective: the checkpoint holds {', '.join(unknown)}, which "
+                             f"this objective does not carry")
+        self.mems = [None] * (max(groups) + 1 if groups else 0)
+        for g in groups:
+            self.mems[g] = tuple(state[f"mems.{g}"].unbind(0))
+
+
+def zero_memories(shape: tuple[int, int, int], rows: int,
+                  device: torch.device) -> tuple[torch.Tensor, ...]:
+    """One (M, B, H) tensor of zeros per layer position: the memories before the first window."""
+    layers, mem_len, hidden = shape
+    return tuple(torch.zeros(mem_len, rows, hidden, device=device) for _ in range(layers))
+
+
+class _PLMEvaluation:
+    """Held-out windows in stream order, `rows` streams read side by side with memories, the
+    first `instances` windows; the same windows, targets and orders at every call."""
+
+    def __init__(self, objective: PLMObjective, data: PLMDataset, instances: int, rows: int):
+        self.objective, self.data, self.instances, self.rows = objective, data, instances, rows
+
+    def batches(self, info: DistInfo):
+        mirrored = self.objective.sampling == "mirrored-streams"
+        sampler = StreamSampler(len(self.data), info.rank, info.world_size, self.rows,
+                                mirrored=mirrored)
+        order = list(sampler)
+        steps = min(len(order) // self.rows,
+                    -(-self.instances // (self.rows * info.world_size)))
+        self.data.set_epoch(0)
+        for s in range(steps):
+            items = [self.data[i] for i in order[s * self.rows:(s + 1) * self.rows]]
+            yield {k: v.to(info.device) for k, v in self.data.collate(items).items()}
+
+    def run(self, model: nn.Module, info: DistInfo, amp: AbstractContextManager[Any]):
+        objective, sums = self.objective, EvalSums(info.device)
+        mems = None
+        with evaluating(model):
+            for batch in self.batches(info):
+                if objective.mem_len and mems is None:
+                    mems = zero_memories(objective.shape, self.rows, info.device)
+                with amp:
+                    out = objective._forward(model, batch, mems)
+                mems = out.mems if objective.mem_len else None
+                add_plm(sums, out.logits, batch, objective.baseline_token)
+        return plm_metrics(sums.reduce())
+
+
+def add_plm(sums: EvalSums, logits: torch.Tensor, batch: Batch, baseline_token: int) -> None:
+    """One batch's target figures: logits (B, P, V) at the target slots."""
+    weights = batch["target_weights"].flatten()  # (B * P,)
+    target = batch["target_ids"].flatten()
+    logits = logits.flatten(0, 1).float()  # (B * P, V)
+    loss = F.cross_entropy(logits, target, reduction="none")
+    sums.add(plm_loss=(loss * weights).sum(),
+             plm_correct=((logits.argmax(-1) == target) * weights).sum(),
+             plm_baseline=((target == baseline_token) * weights).sum(),
+             plm_targets=weights.sum())
+
+
+def plm_metrics(s: dict[str, float]) -> dict[str, float]:
+    if not s:
+        return {}
+    loss = ratio(s["plm_loss"], s["plm_targets"])
+    return {"eval_plm_loss": loss, "eval_loss": loss,
+            "eval_plm_accuracy": ratio(s["plm_correct"], s["plm_targets"]),
+            "eval_plm_baseline_accuracy": ratio(s["plm_baseline"], s["plm_targets"]),
+            "eval_plm_targets": s["plm_targets"]}
+
+
+@dataclass
+class _Settings:
+    """A run's settings as eval-pretraining gives them (RunSettings)."""
+
+    seed: int
+    micro_batch_size: int
+    eval_instances: int
+    objective: Any
+    model_overrides: dict[str, Any]
+
+
+def recorded_fields(model_dir: Path) -> PLMConfig:
+    """The PLM fields the directory's run trained with (its export records them), else the
+    defaults (a directory from transformers)."""
+    path = model_dir / OBJECTIVE_FIELDS_NAME
+    recorded = read_json_object(path) if path.is_file() else {}
+    known = {f.name for f in dataclasses.fields(PLMConfig)}
+    return PLMConfig(**{k: v for k, v in recorded.items() if k in known and k != "name"})
