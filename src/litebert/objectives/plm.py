@@ -151,10 +151,16 @@ class PLMObjective:
         return config
 
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
-        """The backbone's (both streams) and the LM head at the targets' share, 1/K."""
-        backbone = backbone_class(config).flops_per_token(config, seq_len)
-        head = 6.0 * config.embedding_size * config.vocab_size / self.config.prediction_k
-        return backbone + head
+        """The content stream over every token, and per target (1/K of the tokens) the
+        query stream and the LM head (its H->E projection when E < H, then E x V)."""
+        backbone = backbone_class(config)
+        per_target = 6.0 * config.embedding_size * config.vocab_size
+        if config.embedding_size != config.hidden_size:
+            per_target += 6.0 * config.hidden_size * config.embedding_size
+        query = getattr(backbone, "query_stream_flops_per_target", None)
+        if query is not None:
+            per_target += query(config, seq_len)
+        return backbone.flops_per_token(config, seq_len) + per_target / self.config.prediction_k
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         assert isinstance(model, AlbertForPermutationLM)
