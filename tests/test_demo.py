@@ -54,3 +54,18 @@ def test_the_electra_summary_prints_the_discriminators_and_generators_figures(tm
     assert "RTD accuracy on held-out data: 87.1%  (every-token-original baseline 87.1%)\n" \
            "  not above its baseline yet: the discriminator still calls every token" in out
     assert "RTD precision 0.0%, recall 0.0% on the 12.9% of held-out tokens" in out
+
+
+def test_the_plm_plan_trains_its_own_tokenizer_and_streams_and_prints_plm(tmp_path, capsys):
+    from litebert.demo import PLANS
+
+    plan = PLANS["plm"]
+    assert (plan.tokenizer, plan.suffix, dict(plan.data)["packing"]) == ("xlnet", "-xlnet",
+                                                                         "xlnet")
+    assert PLANS["mlm"].suffix == PLANS["electra"].suffix == ""  # they share one data dir
+    result = {"eval_plm_accuracy": 0.09, "eval_plm_baseline_accuracy": 0.05}
+    topics = {"accuracy": 0.7, "majority_baseline": 0.25, "model": "m"}
+    summary = _summary(tmp_path, result, [], topics, 600.0, None, plan.figures)
+    assert summary["learned"] == {"plm": True}
+    assert "PLM accuracy on held-out data: 9.0%  (most-frequent-token baseline 5.0%)\n" in \
+        capsys.readouterr().out
