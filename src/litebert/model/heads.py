@@ -18,6 +18,9 @@ classifier), and multiple choice reads the pooler when the config has one (`use_
 that same summary (ELECTRA's and XLNet's sequence summary). Module names are transformers'
 for each structure, so the family adapters rename only the backbone (XLNet's classifier is
 its `logits_proj`). The beam-search span head with its answer classifier is in beam_qa.py.
+
+Every head calls its backbone with use_mems=False: fine-tuning keeps no memories, even when
+the config kept a pre-training mem_len (XLNet).
 """
 
 from __future__ import annotations

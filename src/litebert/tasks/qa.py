@@ -161,8 +161,9 @@ class SquadTask:
                              max_query_length=self.cfg.max_query_length)
 
     def _row(self, feature: SquadFeature, training: bool) -> dict:
-        row = {"input_ids": feature.input_ids, "token_type_ids": feature.token_type_ids,
-               "attention_mask": feature.attention_mask}
+        row: dict[str, list[int] | int] = {
+            "input_ids": feature.input_ids, "token_type_ids": feature.token_type_ids,
+            "attention_mask": feature.attention_mask}
         if self.beam:  # start and end on the context or <cls> only, in training and after
             row["p_mask"] = beam_p_mask(feature, feature.cls_index)
         if training:

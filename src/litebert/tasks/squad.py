@@ -313,9 +313,10 @@ def _example_features(index: int, example: SquadExample, question: list[int],
         max_context = [False] * n
         max_context[first:first + length] = (best[begin:end] == w).tolist()
         cls_index = n - 1 if template.cls_last else 0
+        start_position = end_position = cls_index
         inside = answer is not None and begin <= answer[0] and answer[1] < end
-        start_position = answer[0] - begin + first if inside else cls_index
-        end_position = answer[1] - begin + first if inside else cls_index
+        if answer is not None and inside:
+            start_position, end_position = answer[0] - begin + first, answer[1] - begin + first
         out.append(SquadFeature(
             example_index=index, input_ids=built.tolist(), token_type_ids=types.tolist(),
             attention_mask=[1] * n, offsets=offsets, max_context=max_context,
