@@ -225,3 +225,35 @@ def test_bpe_sentences_inside_a_document_are_tokenized_as_running_text(tmp_path)
         ids = tokens[offsets[first[d]]:offsets[first[d + 1]]].tolist()
         assert ids == tok.encode(" ".join(doc), add_special_tokens=False)
     assert tok.convert_ids_to_tokens(int(tokens[offsets[1]])).startswith("\u0120")  # "ĠThen"
+
+
+@pytest.fixture(scope="module")
+def xlnet_build(tmp_path_factory):
+    """A pairs build with an XLNet tokenizer: A <sep> B <sep> <cls>."""
+    from litebert.tokenization import train_tokenizer
+
+    root = tmp_path_factory.mktemp("xlnet-build")
+    corpus = write_corpus(root / "corpus.txt")
+    tok = train_tokenizer("xlnet", [corpus], root / "tok", vocab_size=200).parent
+    return small_build(root, (corpus, tok), objective="sop")[1]
+
+
+def test_xlnet_pairs_put_word_starts_on_their_own_tokens(xlnet_build):
+    """With <cls> last, A starts at position 0: word starts (hence whole-word masks) sit on
+    A's and B's own pieces, never on a separator or <cls> (the old offset 1 put them one
+    token to the right)."""
+    from litebert.data.builder import assemble
+
+    ds = PretrainingDataset(xlnet_build)
+    tok = Tokenizer.from_pretrained(xlnet_build / "tokenizer")
+    assert tok.template.cls_last
+    for row in np.asarray(ds.rows)[:40]:
+        ids, types, starts, maskable = assemble(ds.tokens, ds.word_starts, row, ds.template)
+        a_start, a_len, b_start, b_len = (int(x) for x in row[:4])
+        assert ids[-1] == tok.cls_token_id and types[-1] == 2
+        expected = np.zeros(len(ids), dtype=bool)
+        expected[:a_len] = ds.word_starts[a_start:a_start + a_len]
+        first = a_len + 1
+        expected[first:first + b_len] = ds.word_starts[b_start:b_start + b_len]
+        assert starts.tolist() == expected.tolist()
+        assert not (starts & ~maskable).any()

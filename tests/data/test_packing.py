@@ -19,7 +19,7 @@ from litebert.data.builder import (
     split_documents,
 )
 from litebert.data.loader import PretrainingDataset
-from litebert.data.packing import Packer, assemble_packed, pack_documents
+from litebert.data.packing import Packer, assemble_packed, pack_documents, separator_positions
 from litebert.data.report import stats
 from litebert.tokenization import PairTemplate, Tokenizer
 from tests.data.builds import key_before_pairs_and_packing, small_build
@@ -348,3 +348,17 @@ def test_bbc_news_padding_fraction(tmp_path, bbc_news, corpus_and_tokenizer, pac
         lengths = ds.packed.lengths()
         assert lengths.max() <= 128
         assert int(ds.packed.spans[:, 1].sum()) == len(split_positions(ds))  # nothing lost
+
+
+def test_full_sentences_with_cls_last_put_the_text_first():
+    """XLNet's template: span sep span sep <cls>; word starts and maskable flags on the
+    text, the separators and <cls> never maskable."""
+    tokens = np.arange(100, 127)
+    template = PairTemplate(CLS, SEP, cls_last=True, pad_type_id=3)
+    ids, types, starts, maskable = assemble_packed(
+        tokens, np.ones(27, dtype=bool), np.array([(7, 2), (9, 5)]), template)
+    assert ids.tolist() == [107, 108, SEP, 109, 110, 111, 112, 113, SEP, CLS]
+    assert types.tolist() == [0] * 10
+    assert maskable.tolist() == [True, True, False] + [True] * 5 + [False, False]
+    assert starts.tolist() == maskable.tolist()
+    assert separator_positions(np.array([2, 5]), template.a_offset()).tolist() == [2]

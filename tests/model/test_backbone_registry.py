@@ -76,7 +76,7 @@ class TinyBackbone(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_hidden_states=False, mems=None):
+                output_hidden_states=False, mems=None, use_mems=None):
         keep = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None \
             else attention_mask.bool()
         x = self.projection(self.word_embeddings(input_ids)) * self.scale  # (B, T, H)

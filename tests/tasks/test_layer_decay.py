@@ -222,9 +222,11 @@ def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # n
     assert {g["lr"] for g in groups} == {3e-4 * 0.8 ** e for e in (0, 2, 3, 4)}
     result = finetune(cfg)
     assert result["optimizer"] == {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
-                                   "adam_beta2": 0.999}
+                                   "adam_beta2": 0.999, "adam_epsilon": 1e-6,
+                   "layer_decay_rule": "electra"}
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["defaults"] == {
         "family": "electra", "source": "ELECTRA (Clark et al. 2020), Table 7, Small (hidden "
         "size 32)", "values": {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
-                               "adam_beta2": 0.999}}
+                               "adam_beta2": 0.999, "adam_epsilon": 1e-6,
+                   "layer_decay_rule": "electra"}}

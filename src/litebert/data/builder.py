@@ -428,7 +428,8 @@ def assemble(tokens, word_starts, row, template: PairTemplate):
     b = tokens[b_start:b_start + b_len] if b_len else None
     ids, types, special = template.build(tokens[a_start:a_start + a_len], b)
     starts = np.zeros(len(ids), dtype=bool)
-    starts[1:1 + a_len] = word_starts[a_start:a_start + a_len]
+    first = template.a_offset()  # 1 after [CLS], 0 when <cls> is last (XLNet)
+    starts[first:first + a_len] = word_starts[a_start:a_start + a_len]
     if b_len:
         first = template.b_offset(a_len)
         starts[first:first + b_len] = word_starts[b_start:b_start + b_len]

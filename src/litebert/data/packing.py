@@ -14,6 +14,7 @@
 Layout, with the directory tokenizer's template (litebert.tokenization.PairTemplate):
 
     cls  doc 1 ...  sep  doc 2 ...  sep  doc 3 ...  sep        [CLS] .. [SEP] / <s> .. </s>
+         doc 1 ...  sep  doc 2 ...  sep  doc 3 ...  sep  cls   XLNet's <cls> last (cls_last)
 
 one `sep` between documents, token types all 0, every special token unmaskable.
 
@@ -133,26 +134,30 @@ def pack_documents(docs: np.ndarray, offsets: np.ndarray, packer: Packer
     yield packer.take()
 
 
-def separator_positions(lengths: np.ndarray) -> np.ndarray:
+def separator_positions(lengths: np.ndarray, first: int = 1) -> np.ndarray:
     """Positions of the separators between documents in an instance whose spans have
-    `lengths` (k,): after cls, each span but the last is followed by one."""
-    return 1 + np.cumsum(lengths[:-1]) + np.arange(len(lengths) - 1)
+    `lengths` (k,) and whose text starts at `first` (1 after a leading cls, 0 when the cls is
+    last: template.a_offset()): each span but the last is followed by one."""
+    return first + np.cumsum(lengths[:-1]) + np.arange(len(lengths) - 1)
 
 
 def assemble_packed(tokens: np.ndarray, word_starts: np.ndarray, spans: np.ndarray,
                     template: PairTemplate):
-    """cls span sep span ... sep: ids, token types (all 0), word starts and maskable flags,
-    as assemble() gives them for a pair. spans: (k, 2) token start and length."""
+    """cls span sep span ... sep (span sep ... sep cls when the template's cls is last): ids,
+    token types (all 0), word starts and maskable flags, as assemble() gives them for a
+    pair. spans: (k, 2) token start and length."""
     lengths = spans[:, 1]
-    seps = separator_positions(lengths)  # (k - 1,)
+    first = template.a_offset()  # where the text starts: 1 after a leading cls, else 0
+    seps = separator_positions(lengths, first)  # (k - 1,)
     size = int(lengths.sum()) + len(lengths) + 1
     ids = np.full(size, template.sep_id, dtype=np.int64)
     starts = np.zeros(size, dtype=bool)
     maskable = np.ones(size, dtype=bool)
-    ids[0] = template.cls_id
-    maskable[[0, size - 1]] = False
+    cls = size - 1 if template.cls_last else 0
+    ids[cls] = template.cls_id
+    maskable[[cls, first + size - 2]] = False  # the cls and the sep after the last span
     maskable[seps] = False
-    begins = np.concatenate(([1], seps + 1))  # (k,) position of each span's first token
+    begins = np.concatenate(([first], seps + 1))  # (k,) position of each span's first token
     for begin, (start, length) in zip(begins.tolist(), spans.tolist(), strict=True):
         ids[begin:begin + length] = tokens[start:start + length]
         starts[begin:begin + length] = word_starts[start:start + length]

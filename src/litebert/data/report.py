@@ -47,7 +47,8 @@ def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
     if dataset.packed is not None:
         spans = dataset.packed.spans_of(index)
         head += f", text of {len(spans)} document{'s' if len(spans) > 1 else ''}"
-        for k, sep in enumerate(separator_positions(spans[:, 1]).tolist(), start=2):
+        for k, sep in enumerate(separator_positions(
+                spans[:, 1], dataset.template.a_offset()).tolist(), start=2):
             shown[sep] += f"\n| doc {k} |"  # the separator ends its line
     return head + ")\n" + " ".join(shown)
 

@@ -46,9 +46,11 @@ class FinetuneDefaults:
     # Not in the recipes; by default ALBERT's released fine-tuning code's (and BERT's).
     weight_decay: float = 0.01  # AdamW's decoupled weight decay
     layer_decay: float = 1.0  # layer-wise lr decay (litebert.tasks.layer_decay); 1 is off
+    layer_decay_rule: str = "electra"  # which parameters it slows (tasks/layer_decay.py)
     adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-6  # ALBERT's and BERT's AdamWeightDecay epsilon
 
-    def values(self) -> dict[str, float]:
+    def values(self) -> dict[str, float | str]:
         """The settings this family gives (the recipe's where None), by FinetuneConfig field
         name, but warmup_share, which sets warmup_steps once max_steps is known."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)

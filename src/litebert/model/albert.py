@@ -228,7 +228,8 @@ class AlbertModel(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_hidden_states: bool = False, mems=None):
+                output_hidden_states: bool = False, mems=None, use_mems=None):
+        # use_mems: accepted as every backbone does (model/backbone.py); this one keeps none.
         if mems is not None:
             raise ValueError("the ALBERT backbone keeps no memories: pass mems=None")
         x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)

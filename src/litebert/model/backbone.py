@@ -55,11 +55,15 @@ class Backbone(Protocol):
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                  token_type_ids: torch.Tensor | None = None,
                  position_ids: torch.Tensor | None = None, output_hidden_states: bool = False,
-                 mems: tuple[torch.Tensor, ...] | None = None) -> BaseModelOutput:
+                 mems: tuple[torch.Tensor, ...] | None = None,
+                 use_mems: bool | None = None) -> BaseModelOutput:
         """input_ids (B, T); attention_mask (B, T), 1 = token, 0 = pad; token_type_ids and
         position_ids (B, T), None for the backbone's own (a backbone without token types or
         absolute positions ignores them); mems: what the previous segment's forward returned
-        as `mems` (one tensor per layer, e.g. (M, B, H)), None for none.
+        as `mems` (one tensor per layer, e.g. (M, B, H)), None for none; use_mems: whether to
+        return memories for the next segment, None for the backbone's default (XLNet's:
+        when config.mem_len > 0). The task heads pass False: fine-tuning has no memories,
+        whatever mem_len a pre-trained config kept.
 
         Returns BaseModelOutput: last_hidden_state (B, T, H); pooler_output (B, H) when the
         backbone has a pooler, else None; hidden_states (L + 1 tensors (B, T, H)) with

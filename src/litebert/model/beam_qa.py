@@ -132,7 +132,7 @@ class AlbertForBeamQuestionAnswering(AlbertPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None, is_impossible=None, cls_index=None,
                 p_mask=None) -> BeamQuestionAnsweringOutput:
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         result = self.head_outputs(out.last_hidden_state, start_positions=start_positions,
                                    end_positions=end_positions, is_impossible=is_impossible,
                                    cls_index=cls_index, p_mask=p_mask)

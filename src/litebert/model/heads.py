@@ -18,6 +18,9 @@ classifier), and multiple choice reads the pooler when the config has one (`use_
 that same summary (ELECTRA's and XLNet's sequence summary). Module names are transformers'
 for each structure, so the family adapters rename only the backbone (XLNet's classifier is
 its `logits_proj`). The beam-search span head with its answer classifier is in beam_qa.py.
+
+Every head calls its backbone with use_mems=False: fine-tuning keeps no memories, even when
+the config kept a pre-training mem_len (XLNet).
 """
 
 from __future__ import annotations
@@ -106,7 +109,7 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, sentence_order_label=None, next_sentence_label=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         words = self.albert.input_embeddings  # (V, E)
         mlm_loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
@@ -130,7 +133,7 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         words = self.albert.input_embeddings  # (V, E)
         loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
@@ -200,7 +203,7 @@ class AlbertForSequenceClassification(_Classifier):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         if isinstance(self.classifier, FirstTokenClassifier):
             logits = self.classifier(self.summary_token(out.last_hidden_state))  # (B, labels)
         elif self.sequence_summary is not None:
@@ -238,7 +241,7 @@ class AlbertForTokenClassification(_Classifier):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, num_labels)
         loss = None
         if labels is not None:
@@ -260,7 +263,7 @@ class AlbertForMultipleChoice(_Classifier):
         B, C, T = input_ids.shape
         flat = [None if x is None else x.reshape(B * C, T)
                 for x in (attention_mask, token_type_ids, position_ids)]
-        out = self.albert(input_ids.reshape(B * C, T), *flat)
+        out = self.albert(input_ids.reshape(B * C, T), *flat, use_mems=False)
         if self.sequence_summary is None:
             pooled = out.pooler_output  # (B * C, H)
         else:
@@ -283,7 +286,7 @@ class AlbertForQuestionAnswering(AlbertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.qa_outputs(out.last_hidden_state)  # (B, T, 2)
         start, end = (x.squeeze(-1).contiguous() for x in logits.split(1, dim=-1))  # (B, T)
         loss = None

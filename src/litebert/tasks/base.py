@@ -84,8 +84,14 @@ class FinetuneConfig:
         None, "layer-wise learning-rate decay in (0, 1]: the head trains at the lr, layer j of "
               "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
         shown=FAMILY)
+    layer_decay_rule: str = option(
+        None, "which layers --layer-decay slows: 'electra' (the layers and the embeddings, "
+              "as above) or 'xlnet' (only the layers, layer j at lr * X^(L-j); embeddings "
+              "and head at the lr)", choices=("electra", "xlnet"), shown=FAMILY)
     adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
                                      "average", shown=FAMILY)
+    adam_epsilon: float = option(None, "AdamW's epsilon, added to the root of its "
+                                       "squared-gradient average", shown=FAMILY)
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")
     seed: int = option(42, "seed of the head's initialisation and the data order")
@@ -101,6 +107,11 @@ class FinetuneConfig:
     max_query_length: int = option(64, "SQuAD: question tokens kept")
     n_best_size: int = option(20, "SQuAD: start and end candidates per window")
     max_answer_length: int = option(30, "SQuAD: longest answer, in tokens")
+    qa_head: str = option(
+        "auto", "SQuAD: 'span' (a start and an end logit per token, BERT's), 'beam' (XLNet's: "
+                "a start, an end conditioned on it and an answer classifier, decoded by beam "
+                "search), or 'auto': beam for a backbone whose summary token is the last one "
+                "(XLNet's <cls>), else span", choices=("auto", "span", "beam"))
     # Filled in: which defaults came from the model's family (results.json `defaults`).
     family_defaults: dict[str, Any] = option(
         None, "set from the model directory: its family, the source of the family's defaults "
@@ -116,6 +127,9 @@ class FinetuneConfig:
                                 max_seq_length=length).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
+        if self.layer_decay_rule not in ("electra", "xlnet"):
+            raise FinetuneError(f"layer_decay_rule={self.layer_decay_rule!r}: choose electra "
+                                "or xlnet")
         if not 0 < self.layer_decay <= 1:  # also rejects NaN
             raise FinetuneError(f"layer_decay={self.layer_decay}: must lie in (0, 1]; "
                                 f"1 turns layer-wise learning-rate decay off")
@@ -132,6 +146,8 @@ class FinetuneConfig:
             self.eval_every = max(1, self.max_steps // 10)
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
+        if self.qa_head not in ("auto", "span", "beam"):
+            raise FinetuneError(f"qa_head={self.qa_head!r}: choose auto, span or beam")
 
     def _take_family_defaults(self) -> dict[str, Any]:
         """Fill what was not given from the model family's defaults; the record of them."""
@@ -144,8 +160,10 @@ class FinetuneConfig:
                 if field == key:
                     setattr(self, key, value)
         if taken:
+            shown = (f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                     for k, v in taken.items())
             log.info("%s is a %s model: fine-tuning defaults %s (%s)", self.model, name,
-                     ", ".join(f"{k} {v:g}" for k, v in taken.items()), theirs.source)
+                     ", ".join(shown), theirs.source)
         return {"family": name, "source": theirs.source, "values": taken}
 
 

@@ -15,7 +15,7 @@ import torch
 
 from litebert.model import AlbertForMultipleChoice
 from litebert.tasks.base import FinetuneConfig, model_overrides, reported
-from litebert.tasks.batching import length_batches, pad
+from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.metrics import race_accuracy
 from litebert.tasks.race import read_race, write_race_predictions
 from litebert.tokenization import Tokenizer
@@ -31,7 +31,6 @@ class RaceTask:
     def __init__(self, cfg: FinetuneConfig, training: bool = True):
         self.cfg = cfg
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
-        self.pad_id = self.tokenizer.pad_token_id or 0
         train = reported(read_race(cfg.data, "train")) if training else []
         self.dev = reported(read_race(cfg.data, "dev"))
         self.train_rows = [self.encode(ex) for ex in train]
@@ -51,7 +50,7 @@ class RaceTask:
 
     def collate(self, rows: list[dict]) -> dict[str, torch.Tensor]:
         """(B, C, T) blocks padded to the longest option of the batch."""
-        return pad(rows, self.pad_id)
+        return pad_for(self.tokenizer, rows)
 
     def build_model(self) -> AlbertForMultipleChoice:
         return AlbertForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))

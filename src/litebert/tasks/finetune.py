@@ -35,7 +35,8 @@ log = logging.getLogger("litebert")
 ADAPTERS = {"squad1": "litebert.tasks.qa:SquadTask", "squad2": "litebert.tasks.qa:SquadTask",
             "race": "litebert.tasks.choice:RaceTask"}
 DEFAULT_ADAPTER = "litebert.tasks.sequence:SequenceTask"  # GLUE and generic tables
-OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "adam_beta2")  # in results.json
+OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "layer_decay_rule", "adam_beta2",
+                    "adam_epsilon")  # in results.json
 
 
 def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
@@ -55,7 +56,7 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     task = adapter_for(cfg)
     model = task.build_model()
     optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                betas=(0.9, cfg.adam_beta2),
+                                betas=(0.9, cfg.adam_beta2), eps=cfg.adam_epsilon,
                                 param_groups=finetune_groups(model, cfg))
     # LambdaLR keeps each group's own lr as its initial_lr: one schedule, the layers' ratios.
     scheduler = build_scheduler(optimizer, "linear", warmup_steps=cfg.warmup_steps,
@@ -103,7 +104,7 @@ def finetune_groups(model: torch.nn.Module, cfg: FinetuneConfig) -> list[dict]:
     """AdamW's groups: weight decay on all but LayerNorm / bias / 1-D parameters, each side
     split by layer-wise lr multiplier (one group each when cfg.layer_decay is 1)."""
     return layer_decay_groups(model, adamw_param_groups(model, cfg.weight_decay), cfg.lr,
-                              cfg.layer_decay)
+                              cfg.layer_decay, cfg.layer_decay_rule)
 
 
 def _evaluate_and_keep(task: TaskAdapter, model: Any, step: int,

@@ -12,9 +12,17 @@ with L the backbone's layer positions (the layers, for ALBERT's inner_group_num 
     multiplier = decay ** (L + 2 - depth)
 
 so the head trains at lr, the top layer at lr * decay**2 and the embeddings at
-lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). The backbone places its
-own modules (`layer_depths()`, model/backbone.py; ALBERT's module shared over several depths
-takes its highest), so this works for every head on every registered backbone.
+lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). That is the rule "electra".
+
+The rule "xlnet" is XLNet's official fine-tuning code's (zihangdai/xlnet, model_utils.py,
+`lr_layer_decay_rate`): only the transformer layers decay, layer position k at
+decay**(L - 1 - k), so the top layer trains at lr; the embeddings (and mask_emb), the pooler
+and the head train at lr. Which rule applies is the fine-tuning recipe's choice (the model
+family's default, `--layer-decay-rule`), not the backbone's: the depths are the same.
+
+The backbone places its own modules (`layer_depths()`, model/backbone.py; ALBERT's module
+shared over several depths takes its highest), so this works for every head on every
+registered backbone.
 
 The AdamW groups keep the weight-decay split of litebert.train.lamb (LayerNorm, bias and 1-D
 parameters undecayed) and divide each side by multiplier. Each group carries its own `lr`;
@@ -52,35 +60,46 @@ def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
     return depths, L
 
 
-def check_decay(decay: float) -> None:
+RULES = ("electra", "xlnet")
+
+
+def check_decay(decay: float, rule: str = "electra") -> None:
     if not 0.0 < decay <= 1.0:  # also rejects NaN
         raise ValueError(f"layer decay {decay}: must lie in (0, 1]; 1 turns it off")
+    if rule not in RULES:
+        raise ValueError(f"layer decay rule {rule!r}: choose from {', '.join(RULES)}")
 
 
-def lr_multipliers(model: nn.Module, decay: float) -> dict[str, float]:
-    """{parameter name: decay ** (L + 2 - depth)}: 1 for the head, decay**(L + 2) for the
-    embeddings."""
-    check_decay(decay)
+def multiplier(depth: int, L: int, decay: float, rule: str = "electra") -> float:
+    """The lr multiplier of a parameter at `depth` (see the module docstring)."""
+    if rule == "xlnet":  # layers only: depth k + 1 -> decay ** (L - 1 - k)
+        return decay ** (L - depth) if 1 <= depth <= L else 1.0
+    return decay ** (L + 2 - depth)
+
+
+def lr_multipliers(model: nn.Module, decay: float, rule: str = "electra") -> dict[str, float]:
+    """{parameter name: multiplier}: "electra" gives 1 to the head and decay**(L + 2) to the
+    embeddings; "xlnet" 1 to both and decay**(L - 1) to the lowest layer."""
+    check_decay(decay, rule)
     depths, L = parameter_depths(model)
-    return {name: decay ** (L + 2 - depth) for name, depth in depths.items()}
+    return {name: multiplier(depth, L, decay, rule) for name, depth in depths.items()}
 
 
 def layer_decay_groups(model: nn.Module, groups: list[dict], lr: float,
-                       decay: float) -> list[dict]:
+                       decay: float, rule: str = "electra") -> list[dict]:
     """`groups` (e.g. litebert.train.lamb.adamw_param_groups(model, wd)) split by learning-rate
     multiplier; each new group keeps its group's other keys and gets `lr` = lr * multiplier
     and `lr_multiplier`. Within a group, largest multiplier (the head) first; parameters keep
     their order. With decay 1 every multiplier is 1: the same groups, the same parameters."""
-    check_decay(decay)
+    check_decay(decay, rule)
     depths, L = parameter_depths(model)
     names = {id(p): name for name, p in model.named_parameters()}
     out: list[dict] = []
     for group in groups:
         by_multiplier: dict[float, list[nn.Parameter]] = {}
         for p in group["params"]:
-            multiplier = decay ** (L + 2 - depths[names[id(p)]])
-            by_multiplier.setdefault(multiplier, []).append(p)
-        for multiplier in sorted(by_multiplier, reverse=True):
-            out.append({**group, "params": by_multiplier[multiplier], "lr": lr * multiplier,
-                        "lr_multiplier": multiplier})
+            m = multiplier(depths[names[id(p)]], L, decay, rule)
+            by_multiplier.setdefault(m, []).append(p)
+        for m in sorted(by_multiplier, reverse=True):
+            out.append({**group, "params": by_multiplier[m], "lr": lr * m, "lr_multiplier": m})
     return out

@@ -4,9 +4,9 @@ v1.1: OUT/predictions.json holds every dev question's best span; exact and f1 in
 results.json are `squad_evaluate`'s (the official normalisation, max over gold answers).
 
 v2.0 decides "no answer" with one threshold, null_score_diff_threshold (θ): a question's
-null odds are its null score ([CLS] start + end, lowest over its windows) minus its best span
-score, and it is answered "" when they exceed θ. At every evaluation θ is fitted on dev: the
-value that maximises F1 over the best spans (`squad_evaluate`'s best_f1_thresh). Then
+null odds are its null score (the cls token's start + end, lowest over its windows) minus its
+best span score, and it is answered "" when they exceed θ. At every evaluation θ is fitted on
+dev: the value that maximises F1 over the best spans (`squad_evaluate`'s best_f1_thresh). Then
 - OUT/predictions.json holds the answers with θ applied;
 - OUT/null_odds.json holds null odds - θ: a question is answered "" exactly when its value
   is > 0, so the official script's --na-prob-thresh (default 1.0) changes no answer;
@@ -21,6 +21,16 @@ The best checkpoint is the one with the highest f1 (v2: at its θ).
 
 Dev questions the reader skipped (see its report) are predicted "" with null odds inf, so
 both files hold every dev question: the official script stops at a missing one.
+
+XLNet (a backbone whose summary token is the last one; --qa-head beam for any) fine-tunes the
+beam head, AlbertForBeamQuestionAnswering, as its official run_squad.py does for v1.1 and
+v2.0: windows C <sep> Q <sep> <cls>, a window without the answer marks it impossible with
+start = end = <cls>, p_mask keeps start and end on the context and <cls>, and the loss adds
+the answer class's. Answers come from its beam (tasks/squad_beam.py), null odds from its
+answer class; the threshold and the files above are then the same.
+
+Batches are padded as the tokenizer says (XLNet's on the left): positions in a row (start,
+end, cls_index) move with the padding put before it, and outputs move back.
 
 Test predictions: when the data directory holds a test file (test-v2.0.json, test-v1.1.json
 or test*.json, SQuAD format, answers not needed), OUT/predictions/test_predictions.json
@@ -40,9 +50,11 @@ import numpy as np
 import torch
 
 from litebert.files import atomic_write, read_text
-from litebert.model import AlbertForQuestionAnswering
+from litebert.model import AlbertForBeamQuestionAnswering, AlbertForQuestionAnswering
+from litebert.model.backbone import backbone_class
+from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
-from litebert.tasks.batching import length_batches, pad
+from litebert.tasks.batching import left_padding, length_batches, pad_for
 from litebert.tasks.metrics import squad_evaluate, squad_v2_official
 from litebert.tasks.squad import (
     SquadExample,
@@ -52,10 +64,20 @@ from litebert.tasks.squad import (
     postprocess,
     read_squad,
 )
+from litebert.tasks.squad_beam import beam_p_mask, beam_postprocess, feature_beams
 from litebert.tokenization import Tokenizer
 
 THRESHOLD_FILE = "squad.json"
 TEST_PREDICTIONS, TEST_NULL_ODDS = "test_predictions.json", "test_null_odds.json"
+POSITIONS = ("start_positions", "end_positions", "cls_index")  # counted within a row
+
+
+def uses_beam_head(cfg: FinetuneConfig) -> bool:
+    """--qa-head, or for auto: whether the model's backbone sums a sequence up in its last
+    token (XLNet's <cls>), the layout its beam head was made for."""
+    if cfg.qa_head != "auto":
+        return cfg.qa_head == "beam"
+    return backbone_class(read_config(Path(cfg.model))).summary_position == -1
 
 
 # A required file is found or raises, never None: the overloads let callers rely on that.
@@ -114,7 +136,7 @@ class SquadTask:
         self.cfg = cfg
         self.version_2 = cfg.task == "squad2"
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
-        self.pad_id = self.tokenizer.pad_token_id or 0
+        self.beam = uses_beam_head(cfg)
         data = Path(cfg.data)
         train = reported(read_squad(find_file(data, "train", self.version_2))) \
             if training else []
@@ -138,38 +160,73 @@ class SquadTask:
                              doc_stride=self.cfg.doc_stride,
                              max_query_length=self.cfg.max_query_length)
 
-    @staticmethod
-    def _row(feature, training: bool) -> dict:
-        row = {"input_ids": feature.input_ids, "token_type_ids": feature.token_type_ids,
-               "attention_mask": feature.attention_mask}
+    def _row(self, feature: SquadFeature, training: bool) -> dict:
+        row: dict[str, list[int] | int] = {
+            "input_ids": feature.input_ids, "token_type_ids": feature.token_type_ids,
+            "attention_mask": feature.attention_mask}
+        if self.beam:  # start and end on the context or <cls> only, in training and after
+            row["p_mask"] = beam_p_mask(feature, feature.cls_index)
         if training:
             row.update(start_positions=feature.start_position,
                        end_positions=feature.end_position)
+            if self.beam:
+                row.update(is_impossible=int(feature.is_impossible),
+                           cls_index=feature.cls_index)
         return row
 
     def collate(self, rows: list[dict]) -> dict:
-        return pad(rows, self.pad_id)
+        """Rows padded as the tokenizer says (p_mask with 1: padding is never an answer);
+        positions shifted by the padding put before each row."""
+        batch = pad_for(self.tokenizer, rows, fill={"p_mask": 1})
+        shift = torch.tensor(left_padding(self.tokenizer, [len(r["input_ids"]) for r in rows]))
+        for key in POSITIONS:
+            if key in batch:
+                batch[key] = batch[key] + shift
+        return batch
 
-    def build_model(self) -> AlbertForQuestionAnswering:
-        return AlbertForQuestionAnswering.from_pretrained(self.cfg.model,
-                                                          **model_overrides(self.cfg))
+    def build_model(self) -> AlbertForQuestionAnswering | AlbertForBeamQuestionAnswering:
+        head = AlbertForBeamQuestionAnswering if self.beam else AlbertForQuestionAnswering
+        return head.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
+
+    def _batches(self, model, features: list[SquadFeature]):
+        """(feature indices, their left padding, the model's outputs) per evaluation batch."""
+        lengths = [len(f.input_ids) for f in features]
+        for ids in length_batches(lengths, self.cfg.eval_batch_size, None):
+            rows = [self._row(features[i], False) for i in ids]
+            yield ids, left_padding(self.tokenizer, [lengths[i] for i in ids]), \
+                model(**self.collate(rows))
 
     def logits(self, model, features: list[SquadFeature]
                ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Start and end logits of every feature, trimmed to its own length."""
+        """Start and end logits of every feature (span head), cut to its own tokens."""
         starts: list = [None] * len(features)
         ends: list = [None] * len(features)
-        lengths = [len(f.input_ids) for f in features]
-        for ids in length_batches(lengths, self.cfg.eval_batch_size, None):
-            out = model(**pad([self._row(features[i], False) for i in ids], self.pad_id))
-            for j, i in enumerate(ids):
-                starts[i] = out.start_logits[j, :lengths[i]].numpy()
-                ends[i] = out.end_logits[j, :lengths[i]].numpy()
+        for ids, pads, out in self._batches(model, features):
+            for j, (i, pad) in enumerate(zip(ids, pads, strict=True)):
+                n = len(features[i].input_ids)
+                starts[i] = out.start_logits[j, pad:pad + n].numpy()
+                ends[i] = out.end_logits[j, pad:pad + n].numpy()
         return starts, ends
+
+    def beams(self, model, features: list[SquadFeature]) -> list:
+        """Every feature's beam (beam head), token indices counted in its own input_ids."""
+        beams: list = [None] * len(features)
+        for ids, pads, out in self._batches(model, features):
+            rows = feature_beams(out.start_top_log_probs, out.start_top_index,
+                                 out.end_top_log_probs, out.end_top_index, out.cls_logits,
+                                 pads)
+            for i, beam in zip(ids, rows, strict=True):
+                beams[i] = beam
+        return beams
 
     def spans(self, model, examples: list[SquadExample], features: list[SquadFeature]
               ) -> tuple[dict[str, str], dict[str, float]]:
         """Every question's best span ("" only when none is valid) and its null odds."""
+        if self.beam:
+            spans, null_odds, _ = beam_postprocess(
+                examples, features, self.beams(model, features),
+                n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length)
+            return spans, null_odds
         starts, ends = self.logits(model, features)
         spans, null_odds, _ = postprocess(
             examples, features, starts, ends, n_best_size=self.cfg.n_best_size,
@@ -202,6 +259,7 @@ class SquadTask:
         self.model_threshold = self.threshold
         (directory / THRESHOLD_FILE).write_text(json.dumps(
             {"version_2": self.version_2, "null_score_diff_threshold": self.threshold,
+             "head": "beam" if self.beam else "span",
              "max_seq_length": self.cfg.max_seq_length, "doc_stride": self.cfg.doc_stride,
              "max_query_length": self.cfg.max_query_length}, indent=2) + "\n")
         for name, content in self.outputs.items():

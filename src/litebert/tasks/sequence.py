@@ -20,7 +20,7 @@ from litebert.tasks.base import (
     model_overrides,
     reported,
 )
-from litebert.tasks.batching import length_batches, pad
+from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.examples import TextExample
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tokenization import Tokenizer
@@ -34,7 +34,6 @@ class SequenceTask:
     def __init__(self, cfg: FinetuneConfig, training: bool = True):
         self.cfg = cfg
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
-        self.pad_id = self.tokenizer.pad_token_id or 0
         train, self.dev_sets, self.labels = load_data(cfg, training)
         self.regression = self.labels is None
         self.primary = primary_metric(cfg.task if cfg.task in GLUE else
@@ -56,7 +55,7 @@ class SequenceTask:
         return rows
 
     def collate(self, rows: list[dict]) -> dict:
-        return pad(rows, self.pad_id)
+        return pad_for(self.tokenizer, rows)
 
     def build_model(self) -> AlbertForSequenceClassification:
         labels = {"num_labels": 1} if self.regression else \
@@ -69,8 +68,8 @@ class SequenceTask:
         out = np.zeros(len(rows), dtype=np.float64 if self.regression else np.int64)
         for ids in length_batches([len(r["input_ids"]) for r in rows],
                                   self.cfg.eval_batch_size, None):
-            batch = pad([{k: v for k, v in rows[i].items() if k != "labels"} for i in ids],
-                        self.pad_id)
+            batch = pad_for(self.tokenizer, [{k: v for k, v in rows[i].items() if k != "labels"}
+                                             for i in ids])
             logits = model(**batch).logits
             out[ids] = logits[:, 0].numpy() if self.regression else logits.argmax(-1).numpy()
         return out

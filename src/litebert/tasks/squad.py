@@ -1,6 +1,7 @@
 """SQuAD v1.1 / v2.0 data: read the JSON, cut contexts into windows, turn logits into answers.
 
-The windows follow BERT/ALBERT's `run_squad.py`: [CLS] question [SEP] window [SEP], the
+The windows follow BERT/ALBERT's `run_squad.py`: [CLS] question [SEP] window [SEP] (XLNet's:
+window <sep> question <sep> <cls>, the tokenizer's template decides), the
 context tokenized once and cut into windows that step by `doc_stride` tokens, and a token's
 "max context" window the one where min(left, right) context + 0.01 * window length is highest.
 Answer spans go from characters to tokens through the tokenizer's offsets, and predicted spans
@@ -52,8 +53,10 @@ class SquadFeature:
     attention_mask: list[int]
     offsets: list[tuple[int, int] | None]  # context character span; None off the context
     max_context: list[bool]  # the window where this token has the most context
-    start_position: int  # 0 ([CLS]) when there is no answer inside this window
+    start_position: int  # cls_index when there is no answer inside this window
     end_position: int
+    cls_index: int = 0  # where the cls token is: 0 ([CLS] first), or last (XLNet's <cls>)
+    is_impossible: bool = False  # no answer inside this window (always, for impossible ones)
 
 
 @dataclass
@@ -201,11 +204,13 @@ def _locate(context: str, text: str, start: int) -> tuple[int, str] | None:
 
 def make_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length: int = 384,
                   doc_stride: int = 128, max_query_length: int = 64) -> list[SquadFeature]:
-    """One feature per window of every example (at least one, even for an empty context)."""
+    """One feature per window of every example (at least one, even for an empty context), in
+    the tokenizer's template: [CLS] Q [SEP] C [SEP] (RoBERTa's <s> Q </s></s> C </s>), or
+    XLNet's C <sep> Q <sep> <cls> when <cls> is last (see _example_features)."""
     if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
         raise SquadError(f"{getattr(tokenizer, 'path', tokenizer)}: the tokenizer needs "
                          "[CLS] and [SEP] tokens (<s> and </s>) for SQuAD features")
-    template = tokenizer.template  # [CLS] Q [SEP] C [SEP], or RoBERTa's <s> Q </s></s> C </s>
+    template = tokenizer.template
     _check_lengths(max_seq_length, doc_stride, max_query_length, template.num_special(True))
     questions = _question_ids(examples, tokenizer, max_query_length)
     contexts: dict[str, tuple[list[int], np.ndarray]] = {}  # a context shared by questions
@@ -214,9 +219,8 @@ def make_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length
         if example.context not in contexts:
             contexts[example.context] = _context_tokens(tokenizer, example.context)
         ids, spans = contexts[example.context]
-        head = [template.cls_id, *question, *[template.sep_id] * template.separators]
-        room = max_seq_length - len(head) - 1
-        features += _example_features(index, example, head, template, ids, spans, room,
+        room = max_seq_length - len(question) - template.num_special(True)
+        features += _example_features(index, example, question, template, ids, spans, room,
                                       doc_stride)
     return features
 
@@ -283,29 +287,41 @@ def answer_tokens(example: SquadExample, spans: np.ndarray) -> tuple[int, int] |
     return (int(hit[0]), int(hit[-1])) if hit.size else None
 
 
-def _example_features(index: int, example: SquadExample, head: list[int],
+def _example_features(index: int, example: SquadExample, question: list[int],
                       template: PairTemplate, ids: list[int], spans: np.ndarray, room: int,
                       stride: int) -> list[SquadFeature]:
+    """The windows of one example. The question is the template's A and the window its B,
+    except with <cls> last: XLNet's run_squad.py puts the window first (C <sep> Q <sep>
+    <cls>, context type 0, question 1, <cls> 2), as transformers' SQuAD features do for a
+    tokenizer that pads on the left. A window without the answer points at the cls token."""
     starts, lengths = windows(len(ids), room, stride)
     best = max_context_window(starts, lengths, len(ids))
     answer = answer_tokens(example, spans)
     pairs = list(zip(spans[:, 0].tolist(), spans[:, 1].tolist(), strict=True))
-    n_head = len(head)
-    context_type = 1 if template.typed_pairs else 0  # RoBERTa has one token type
+    query = np.asarray(question, dtype=np.int64)
+    context_first = template.cls_last
+    first = template.a_offset() if context_first else template.b_offset(len(question))
     out = []
     for w, (begin, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
         end = begin + length
-        start_position = end_position = 0
-        if answer is not None and begin <= answer[0] and answer[1] < end:
-            start_position, end_position = answer[0] - begin + n_head, answer[1] - begin + n_head
+        window = np.asarray(ids[begin:end], dtype=np.int64)
+        built, types, _ = (template.build(window, query) if context_first
+                           else template.build(query, window))
+        n = len(built)
+        offsets: list[tuple[int, int] | None] = [None] * n
+        offsets[first:first + length] = pairs[begin:end]
+        max_context = [False] * n
+        max_context[first:first + length] = (best[begin:end] == w).tolist()
+        cls_index = n - 1 if template.cls_last else 0
+        start_position = end_position = cls_index
+        inside = answer is not None and begin <= answer[0] and answer[1] < end
+        if answer is not None and inside:
+            start_position, end_position = answer[0] - begin + first, answer[1] - begin + first
         out.append(SquadFeature(
-            example_index=index,
-            input_ids=[*head, *ids[begin:end], template.sep_id],
-            token_type_ids=[0] * n_head + [context_type] * (length + 1),
-            attention_mask=[1] * (n_head + length + 1),
-            offsets=[None] * n_head + pairs[begin:end] + [None],
-            max_context=[False] * n_head + (best[begin:end] == w).tolist() + [False],
-            start_position=start_position, end_position=end_position))
+            example_index=index, input_ids=built.tolist(), token_type_ids=types.tolist(),
+            attention_mask=[1] * n, offsets=offsets, max_context=max_context,
+            start_position=start_position, end_position=end_position, cls_index=cls_index,
+            is_impossible=not inside))
     return out
 
 
@@ -318,7 +334,7 @@ def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeatur
     """(predictions, null_odds, nbest) per question id, as the official run_squad.py.
 
     Logits: one row per feature (a list of arrays, or an array padded to one width). The
-    null score is the lowest [CLS] start + end over the question's features; null_odds is
+    null score is the lowest cls-token start + end over the question's features; null_odds is
     it minus the best span's score (math.inf when no span is valid). v2 predicts "" when
     null_odds > null_score_diff_threshold; pass math.inf to get every best span.
     """
@@ -385,8 +401,9 @@ def _candidates(features: list[SquadFeature], rows: list[tuple[np.ndarray, np.nd
     parts = [np.zeros((0, 5))]
     null: tuple[float, float] | None = None
     for f, (feature, (s, e)) in enumerate(zip(features, rows, strict=True)):
-        if null is None or s[0] + e[0] < null[0] + null[1]:
-            null = (float(s[0]), float(e[0]))
+        c = feature.cls_index  # "no answer" is start = end = the cls token
+        if null is None or s[c] + e[c] < null[0] + null[1]:
+            null = (float(s[c]), float(e[c]))
         top_s = np.argsort(-s, kind="stable")[:n_best]
         top_e = np.argsort(-e, kind="stable")[:n_best]
         in_context_s = np.array([feature.offsets[i] is not None for i in top_s.tolist()])
