@@ -89,7 +89,11 @@ class Objective(Protocol):
     """A pre-training objective; the Trainer calls nothing else of it."""
 
     Config: ClassVar[type[ObjectiveConfig]]  # its fields, nested under `objective:`
-    sampling: ClassVar[str]  # one of SAMPLINGS
+    @property
+    def sampling(self) -> str:
+        """One of SAMPLINGS: a class attribute, or set per instance from the config."""
+        ...
+
     # The loss parts, logged as "<part>_loss" (the unweighted global means), and each part's
     # weight in the total loss that is back-propagated and logged as "loss".
     parts: tuple[str, ...]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,9 +117,11 @@ class PLMObjective:
         self.mem_len = 0  # the model's, known once built
         self.shape = (0, 0, 0)  # (layer positions, mem_len, H): one memory per layer applied
         self.heldout: PLMDataset | None = None
+        self.reuse_len = 0  # the data's: the window's first tokens, whose states are memory
         self.baseline_token = -1
         if data is not None:
             self.heldout = self.dataset(data.directory, "heldout", run.seed)
+            self.reuse_len = self.heldout.reuse_len
             self.baseline_token = commonest_training_token(open_heldout(data.directory))
 
     def dataset(self, directory: Path, split: str, seed: int) -> PLMDataset:
@@ -142,11 +145,13 @@ class PLMObjective:
 
     def adopt(self, config: AlbertConfig) -> AlbertConfig:
         """Check that `config`'s backbone can be trained so and take its memory shape."""
-        if "perm_mask" not in backbone_class(config).forward.__code__.co_varnames:
+        forward = getattr(backbone_class(config), "forward")  # noqa: B009 (a Protocol hides it)
+        if "perm_mask" not in inspect.signature(forward).parameters:
             raise ConfigError(f"objective plm needs a backbone that takes a factorisation "
                               f"order (perm_mask), such as 'xlnet'; backbone "
                               f"{config.backbone!r} does not")
         self.mem_len = config.mem_len or 0
+        self.reuse_len = config.reuse_len or self.reuse_len
         self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
         return config
 
@@ -184,9 +189,8 @@ class PLMObjective:
 
     def _forward(self, model: nn.Module, batch: Batch, mems: tuple[torch.Tensor, ...] | None):
         """The model on a batch's targets: logits (B, P, V), mean loss, new memories."""
-        reuse = self.heldout.reuse_len if self.heldout is not None else None
         order = perm_mask(batch["perm_rank"], batch["is_target"], batch["is_functional"],
-                          reuse)  # (B, T, T)
+                          self.reuse_len)  # (B, T, T)
         labels = batch["target_ids"].masked_fill(batch["target_weights"] == 0, IGNORE)
         return model(batch["input_ids"], token_type_ids=batch["token_type_ids"],
                      perm_mask=order, target_positions=batch["target_positions"], mems=mems,

@@ -19,18 +19,19 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
-from litebert.data.loader import PretrainingDataset, open_training_data, sampler_for
+from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.objectives import resolve
+from litebert.objectives.base import Items
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
@@ -72,7 +73,7 @@ def data_has_pairs(data_dir: Path) -> bool:
     return load_manifest(data_dir)["config"].get("objective", "sop") != "none"
 
 
-def batches(dataset: PretrainingDataset, sampler, micro: int, workers: int,
+def batches(dataset: Items, sampler, micro: int, workers: int,
             position: dict[str, int]):
     """Micro-batches forever, epoch after epoch, from `position` (updated as they go)."""
     while True:
@@ -87,9 +88,9 @@ def batches(dataset: PretrainingDataset, sampler, micro: int, workers: int,
         chunks = [order[i * micro:(i + 1) * micro] for i in range(position["batch"], count)]
         # Its own generator: creating a loader must not draw from the global RNG, which
         # drives dropout and is restored exactly on resume.
-        loader = DataLoader(dataset, batch_sampler=chunks, collate_fn=dataset.collate,
-                            num_workers=workers,
-                            generator=torch.Generator().manual_seed(epoch))
+        loader: DataLoader = DataLoader(cast(Dataset, dataset), batch_sampler=chunks,
+                                        collate_fn=dataset.collate, num_workers=workers,
+                                        generator=torch.Generator().manual_seed(epoch))
         for batch in loader:
             position["batch"] += 1
             yield batch
