@@ -27,22 +27,25 @@ PRECISIONS = ("auto", "fp32", "bf16")
 
 # ---- data ----------------------------------------------------------------------------------
 
-def prepare_data(objective: str = "sop", seq: int = 128) -> Path:
+def prepare_data(objective: str = "sop", seq: int = 128, packing: str = "pairs") -> Path:
     """A `litebert data build` directory of bbc-news (dynamic masking, a SentencePiece
-    vocabulary of up to 30k pieces); built once, then found in the cache."""
+    vocabulary of up to 30k pieces); built once, then found in the cache. packing "xlnet":
+    XLNet's streams (objective none) with an XLNet-layout tokenizer of up to 32k pieces."""
     from litebert.data.builder import BuildConfig, build
     from litebert.data.sources import fetch
-    from litebert.tokenization import train_sentencepiece
+    from litebert.tokenization import train_tokenizer
 
     corpus = WORK / "bbc-news" / "bbc-news.jsonl"
     if not corpus.exists():  # fetch rewrites it, and a new mtime misses the build's cache
         corpus = fetch("bbc-news", WORK / "bbc-news")
-    tokenizer = WORK / "tokenizer-pretrain"
+    kind, vocab = ("xlnet", 32000) if packing == "xlnet" else ("sentencepiece", 30000)
+    tokenizer = WORK / ("tokenizer-xlnet" if kind == "xlnet" else "tokenizer-pretrain")
     if not (tokenizer / "spiece.model").exists():
-        train_sentencepiece([corpus], tokenizer, vocab_size=30000)
-    out = WORK / f"data-pretrain-{objective}-{seq}"
+        train_tokenizer(kind, [corpus], tokenizer, vocab_size=vocab)
+    name = f"data-pretrain-{objective}-{seq}" + ("" if packing == "pairs" else f"-{packing}")
+    out = WORK / name
     build([corpus], tokenizer, out, BuildConfig(max_seq_length=seq, format="jsonl", seed=1,
-                                                objective=objective),
+                                                objective=objective, packing=packing),
           workers=os.cpu_count() or 1)
     return out
 

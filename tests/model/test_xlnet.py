@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 import transformers
 
 import litebert
@@ -206,19 +205,23 @@ def test_memories_change_the_output_and_default_follows_mem_len():
 
 
 def test_query_stream_runs_on_the_targets_only(monkeypatch):
-    """Attention is computed for T content rows and P query rows, never T query rows."""
+    """Attention is computed for T content rows and P query rows, never T query rows; with
+    targets the last layer's content stream, which feeds nothing, is not computed."""
     rows = []
-    sdpa = F.scaled_dot_product_attention
+    baddbmm = torch.baddbmm
 
-    def record(q, *args, **kwargs):
-        rows.append(q.shape[2])
-        return sdpa(q, *args, **kwargs)
+    def record(bias, *args, **kwargs):  # every stream's scores: (B * n, rows, K)
+        rows.append(bias.shape[1])
+        return baddbmm(bias, *args, **kwargs)
 
-    monkeypatch.setattr(F, "scaled_dot_product_attention", record)
+    monkeypatch.setattr(torch, "baddbmm", record)
     model = litebert.XLNetModel(xlnet_config()).eval()
     out = model(**inputs(CASES["perm_mask + targets"]))
     assert out.last_hidden_state.shape == (B, P, 32)
-    assert rows == [T, P, T, P]  # per layer: the content stream, then the query stream
+    assert rows == [T, P, P]  # layer 1: content then query stream; layer 2: query only
+    rows.clear()
+    model(**inputs(CASES["perm_mask + targets"]), output_hidden_states=True)
+    assert rows == [T, P, T, P]  # the content stream's last state is asked for
 
 
 def test_bi_data_needs_an_even_batch():

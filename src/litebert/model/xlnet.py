@@ -17,8 +17,11 @@ Attention score of query i and key j (transformers' and the official code's, per
 
 R is the sinusoid table of the distances K, K-1, ..., -T+1 ("bi") or K, ..., 0 ("uni"), K = M + T,
 clamped to +-clamp_len; with bi_data the second half of the batch reads them negated. The
-content term goes through F.scaled_dot_product_attention's q.k; the other two and the mask are
-its float bias (its gradient through that bias is exact on CPU and GPU).
+position term, the segment term and the mask are summed into one tensor, which the content
+term's GEMM adds to (baddbmm), then softmax. The segment term adds only (e_diff - e_same) where
+the segments differ: e_same is the same for every key of a query row, and the softmax does not
+see a constant added to a row. The content stream's position rows are a strided view of the
+(L, R) products (row i starts at column T - i), not a copy.
 
 Masks, as transformers' XLNetModel builds them: a key is hidden from a query when it is
 padding (attention_mask 0), when perm_mask says so (1 = i cannot see j), or ("uni") when it
@@ -90,9 +93,9 @@ class AttentionFrame:
     key j is in another segment; None where nothing is masked or there are no segments."""
 
     pos: torch.Tensor  # (G | B, R, H): G = 1, or 2 halves with bi_data; B with dropout
-    content_index: torch.Tensor  # (1, 1, T, K) long
+    content_index: torch.Tensor | None  # (1, 1, T, K) long; None ("bi"): a strided view
     content_mask: torch.Tensor | None  # (B, 1, T, K) float: 0 or mask_value
-    content_segments: torch.Tensor | None  # (B, 1, T, K) bool: True = another segment
+    content_segments: torch.Tensor | None  # (B, 1, T, K) float: 1 = another segment
     query_index: torch.Tensor | None = None  # (B, 1, P, K) long
     query_mask: torch.Tensor | None = None  # (B, 1, P, K)
     query_segments: torch.Tensor | None = None  # (B, 1, P, K)
@@ -100,7 +103,10 @@ class AttentionFrame:
 
 
 class RelativeAttention(nn.Module):
-    """Two-stream relative multi-head attention + output projection + residual + post-LN."""
+    """Two-stream relative multi-head attention + output projection + residual + post-LN.
+
+    Every score term carries 1/sqrt(d_head), so it is folded into the query weight (and the
+    r_*_bias added to the queries) once, not applied to each (B, n, L, K) score tensor."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -118,61 +124,80 @@ class RelativeAttention(nn.Module):
         self.attention_dropout = config.attention_probs_dropout_prob
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
+    def forward(self, h, g, mem, frame: AttentionFrame, content: bool = True):
+        """h (B, T, H) content stream, g (B, P, H) query stream or None, mem (B, M, H) or
+        None -> the two streams after attention. content=False: the content stream's own
+        update is not needed (its keys and values are): h comes back unchanged."""
+        H = h.shape[-1]
+        w_q, w_kv = self.q * self.scale, torch.cat((self.k, self.v))  # (H, H), (2H, H)
+        if content:  # one GEMM for q, k and v of the window
+            q, kv = F.linear(h, torch.cat((w_q, w_kv))).split((H, 2 * H), dim=-1)
+        else:
+            kv = F.linear(h, w_kv)  # (B, T, 2H)
+        if mem is not None:  # keys and values over [memories; h]; memories take no gradient
+            kv = torch.cat((F.linear(mem, w_kv), kv), dim=1)  # (B, K, 2H)
+        k, v = (self.heads(x).contiguous() for x in kv.chunk(2, dim=-1))  # (B, n, K, d)
+        k_r = F.linear(frame.pos, self.r)  # (G | B, R, H)
+        if content:
+            h = self.stream(h, q, k, v, k_r, frame.content_index, frame.content_mask,
+                            frame.content_segments)
+        if g is not None:
+            g = self.stream(g, F.linear(g, w_q), k, v, k_r, frame.query_index,
+                            frame.query_mask, frame.query_segments, frame.query_weight)
+        return h, g
+
     def heads(self, x):  # (B, L, H) -> (B, n, L, d)
         B, L, _ = x.shape
         return x.view(B, L, self.num_heads, self.head_size).transpose(1, 2)
 
-    def forward(self, h, g, mem, frame: AttentionFrame):
-        """h (B, T, H) content stream, g (B, P, H) query stream or None, mem (B, M, H) or
-        None -> the two streams after attention."""
-        if mem is None:  # one GEMM for q, k and v
-            qkv = F.linear(h, torch.cat((self.q, self.k, self.v)))  # (B, T, 3H)
-            q, k, v = (self.heads(x) for x in qkv.chunk(3, dim=-1))
-        else:  # keys and values over [memories; h], queries over h only
-            q = self.heads(F.linear(h, self.q))
-            kv = F.linear(torch.cat((mem, h), dim=1), torch.cat((self.k, self.v)))  # (B, K, 2H)
-            k, v = (self.heads(x) for x in kv.chunk(2, dim=-1))
-        k_r = self.heads(F.linear(frame.pos, self.r))  # (G | B, n, R, d)
-        h = self.stream(h, q, k, v, k_r, frame.content_index, frame.content_mask,
-                        frame.content_segments)
-        if g is not None:
-            q_g = self.heads(F.linear(g, self.q))  # (B, n, P, d)
-            g = self.stream(g, q_g, k, v, k_r, frame.query_index, frame.query_mask,
-                            frame.query_segments, frame.query_weight)
-        return h, g
-
     def stream(self, x, q, k, v, k_r, index, mask, segments, weight=None):
-        """One stream's attention: queries q (B, n, L, d) over keys k, v (B, n, K, d)."""
-        bias = self.position_scores(q, k_r, index)  # (B, n, L, K)
+        """One stream's attention: scaled queries q (B, L, H) over keys and values k, v
+        (B, n, K, d); the score terms summed into one (B * n, L, K) tensor."""
+        B, L, _ = q.shape
+        n, d, K = self.num_heads, self.head_size, k.shape[2]
+        q = q.view(B, L, n, d)
+        bias = self.position_scores(q + self.r_r_bias * self.scale, k_r, index)
         if segments is not None:
-            bias = bias + self.segment_scores(q, segments)
-        bias = bias * self.scale
+            bias = self.add_segment_scores(bias, q, segments)
         if mask is not None:
             bias = bias + mask
-        p = self.attention_dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q + self.r_w_bias[:, None], k, v, attn_mask=bias,
-                                           dropout_p=p, scale=self.scale)  # (B, n, L, d)
-        B, n, L, d = y.shape
-        y = y.transpose(1, 2).reshape(B, L, n * d)  # (B, L, H)
+        q_w = (q + self.r_w_bias * self.scale).transpose(1, 2).reshape(B * n, L, d)
+        scores = torch.baddbmm(bias.reshape(B * n, L, K), q_w,
+                               k.view(B * n, K, d).transpose(1, 2))  # (B * n, L, K)
+        probs = F.dropout(scores.softmax(dim=-1), self.attention_dropout, self.training)
+        y = torch.bmm(probs, v.view(B * n, K, d))  # (B * n, L, d)
+        y = y.view(B, n, L, d).transpose(1, 2).reshape(B, L, n * d)  # (B, L, H)
         if weight is not None:  # padding target slots contribute nothing
             y = y * weight
         return self.layer_norm(x + self.dropout(F.linear(y, self.o)))
 
-    def position_scores(self, q, k_r, index):
-        """(q + r_r_bias) . k_r at R row T - i + j for query row i, key j: (B, n, L, K)."""
-        B, n, L, d = q.shape
-        q = q + self.r_r_bias[:, None]
-        if k_r.shape[0] in (1, B):
-            raw = q @ k_r.transpose(-1, -2)  # (B, n, L, R)
-        else:  # bi_data: the first half of the batch reads k_r[0], the second k_r[1]
-            halves = q.view(2, B // 2, n, L, d) @ k_r[:, None].transpose(-1, -2)
-            raw = halves.view(B, n, L, -1)
-        return raw.gather(-1, index.expand(B, n, L, index.shape[-1]))
+    def position_scores(self, q_r, k_r, index):
+        """q_r (B, L, n, d) . k_r at R row T - i + j for query row i, key j: (B, n, L, K).
+        index None: the content stream's rows i = 0 .. T - 1, read as a strided view of the
+        (B, n, L, R) products (row i starts at column T - i; no copy); else the rows named by
+        `index` (B | 1, 1, L, K), gathered."""
+        B, L, n, d = q_r.shape
+        G, R, _ = k_r.shape
+        k_r = k_r.view(G, R, n, d)
+        if G == 1:  # one table for the batch: one GEMM per head over all B * L query rows
+            raw = torch.bmm(q_r.reshape(B * L, n, d).transpose(0, 1), k_r[0].permute(1, 2, 0))
+            raw = raw.view(n, B, L, R).transpose(0, 1)  # (B, n, L, R)
+        else:  # bi_data's two halves, or one table per row (position dropout)
+            k_r = k_r.repeat_interleave(B // G, dim=0)  # (B, R, n, d)
+            raw = q_r.transpose(1, 2) @ k_r.permute(0, 2, 3, 1)  # (B, n, L, R)
+        if index is not None:
+            return raw.gather(-1, index.expand(B, n, L, index.shape[-1]))
+        K, (sb, sn, sl, sr) = R - L, raw.stride()  # "bi": R = K + T, and L = T
+        return raw.as_strided((B, n, L, K), (sb, sn, sl - sr, sr),
+                              raw.storage_offset() + L * sr)
 
-    def segment_scores(self, q, different):
-        """(q + r_s_bias) . seg_embed[same or different]: (B, n, L, K)."""
-        e = (q + self.r_s_bias[:, None]) @ self.seg_embed.permute(1, 2, 0)  # (B, n, L, 2)
-        return torch.where(different, e[..., 1:], e[..., :1])
+    def add_segment_scores(self, bias, q, different):
+        """bias + (q + r_s_bias) . seg_embed[same or different] (B, n, L, K), written as
+        e_same + (e_diff - e_same) * different: e_same is the same for every key of a query
+        row, which the softmax ignores, so only the difference is added."""
+        e = torch.einsum("blnd,snd->bnls", q + self.r_s_bias * self.scale,
+                         self.seg_embed)  # (B, n, L, 2)
+        return torch.addcmul(bias, different, e[..., 1:] - e[..., :1])
 
 
 class FeedForward(nn.Module):
@@ -287,6 +312,11 @@ class XLNetModel(AlbertPreTrainedModel):
         states: list | None = [] if output_hidden_states else None
         new_mems: list | None = [] if use_mems else None
         encoder = self.encoder
+        # With targets, only the query stream is returned: the last layer's content stream
+        # update would feed nothing (memories hold each layer's input), so it is skipped.
+        last = len(encoder.attention_index) - 1
+        if g is None or states is not None or self.pooler is not None:
+            last = -1
         for k, (a, f) in enumerate(zip(encoder.attention_index, encoder.ffn_index, strict=True)):
             mem = None if mems is None else mems[k]
             if new_mems is not None:
@@ -294,8 +324,9 @@ class XLNetModel(AlbertPreTrainedModel):
             if states is not None:
                 states.append(h)
             h, g = encoder.attentions[a](h, g, None if mem is None else mem.transpose(0, 1),
-                                         frame)
-            h, g = encoder.ffns[f](h), None if g is None else encoder.ffns[f](g)
+                                         frame, content=k != last)
+            h = h if k == last else encoder.ffns[f](h)
+            g = None if g is None else encoder.ffns[f](g)
         if states is not None:
             states.append(h)
         h = self.dropout(h)
@@ -336,15 +367,18 @@ class XLNetModel(AlbertPreTrainedModel):
         dtype = self.word_embedding.weight.dtype
         hidden = self.hidden_keys(B, T, M, attention_mask, perm_mask, device)  # (B, T, K)
         own = torch.arange(T, device=device)[:, None] + M == torch.arange(K, device=device)
+        content_index = None  # "bi": position_scores reads the rows as a strided view
+        if self.config.attn_type != "bi":
+            content_index = self.position_index(torch.arange(T, device=device), T, K)[None, None]
         frame = AttentionFrame(
-            pos=self.positions(B, T, K, device, dtype),
-            content_index=self.position_index(torch.arange(T, device=device), T, K)[None, None],
+            pos=self.positions(B, T, K, device, dtype), content_index=content_index,
             content_mask=None if hidden is None else self.additive(hidden & ~own, dtype),
             content_segments=None)
         segments = None
         if token_type_ids is not None:  # memories count as segment 0, as in transformers
             segments = torch.cat((token_type_ids.new_zeros(B, M), token_type_ids), dim=1)
-            frame.content_segments = (token_type_ids[:, :, None] != segments[:, None])[:, None]
+            different = token_type_ids[:, :, None] != segments[:, None]  # (B, T, K)
+            frame.content_segments = different[:, None].to(dtype)
         if targets is not None:
             rows = targets[:, :, None].expand(-1, -1, K)  # (B, P, K)
             frame.query_index = self.position_index(targets, T, K)[:, None]
@@ -352,7 +386,8 @@ class XLNetModel(AlbertPreTrainedModel):
                 self.additive(hidden.gather(1, rows), dtype)
             if segments is not None:
                 own_segment = token_type_ids.gather(1, targets)  # (B, P)
-                frame.query_segments = (own_segment[:, :, None] != segments[:, None])[:, None]
+                different = own_segment[:, :, None] != segments[:, None]  # (B, P, K)
+                frame.query_segments = different[:, None].to(dtype)
         return frame
 
     def hidden_keys(self, B, T, M, attention_mask, perm_mask, device):
