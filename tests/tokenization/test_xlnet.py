@@ -201,10 +201,10 @@ def test_cli_trains_xlnet_and_help_shows_its_default(bbc_sentences, tmp_path, ca
     text = " ".join(capsys.readouterr().out.split())
     assert "{sentencepiece,xlnet,bpe}" in text and "32000 for xlnet" in text
     # Without --vocab-size the layout's default (32000) is trained.
-    import litebert.tokenization
+    import litebert.tokenization.train
 
     seen = {}
-    monkeypatch.setattr(litebert.tokenization, "train_sentencepiece",
+    monkeypatch.setattr(litebert.tokenization.train, "train_sentencepiece",
                         lambda inputs, out, **kw: seen.update(kw) or out)
     assert main(["tokenizer", "train", "--kind", "xlnet", "--out", str(out), str(corpus)]) == 0
     assert seen["layout"] == "xlnet" and "vocab_size" not in seen
