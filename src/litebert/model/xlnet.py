@@ -21,7 +21,10 @@ position term, the segment term and the mask are summed into one tensor, which t
 term's GEMM adds to (baddbmm), then softmax. The segment term adds only (e_diff - e_same) where
 the segments differ: e_same is the same for every key of a query row, and the softmax does not
 see a constant added to a row. The content stream's position rows are a strided view of the
-(L, R) products (row i starts at column T - i), not a copy.
+(L, R) products (row i starts at column T - i), not a copy. Not scaled_dot_product_attention:
+its kernels take no bias that needs a gradient, so SDPA falls back to its math path, which
+costs extra passes over the (L, K) scores on CPU (benchmarks/bench_xlnet.py, docs/speed.md);
+FlexAttention with a score_mod is the GPU route.
 
 Masks, as transformers' XLNetModel builds them: a key is hidden from a query when it is
 padding (attention_mask 0), when perm_mask says so (1 = i cannot see j), or ("uni") when it

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.model import CheckpointError
-from litebert.objectives.base import Objective, ObjectiveConfig
+from litebert.objectives.base import Items, Objective, ObjectiveConfig
 from litebert.objectives.electra import ElectraObjective
 from litebert.objectives.mlm import MLMObjective
 from litebert.objectives.plm import PLMObjective
@@ -137,6 +137,6 @@ def evaluate_directory(model_dir: str | Path, data_dir: str | Path, *, instances
                           f"needs the pre-training model a run exports")
 
 
-__all__ = ["OBJECTIVES", "ElectraObjective", "MLMObjective", "Objective", "ObjectiveConfig",
-           "ObjectiveError", "describe_fields", "evaluate_directory", "objective_config",
-           "resolve"]
+__all__ = ["OBJECTIVES", "ElectraObjective", "Items", "MLMObjective", "Objective",
+           "ObjectiveConfig", "ObjectiveError", "PLMObjective", "describe_fields",
+           "evaluate_directory", "objective_config", "resolve"]

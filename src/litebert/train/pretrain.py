@@ -30,8 +30,7 @@ from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
-from litebert.objectives import resolve
-from litebert.objectives.base import Items
+from litebert.objectives import Items, resolve
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
