@@ -31,6 +31,7 @@ from litebert.data.loader import PretrainingDataset
 from litebert.model import AutoModelForPreTraining, AutoModelForReplacedTokenDetection
 from litebert.studies.spec import load_spec, pretrain_config
 from litebert.train.run_config import load_run_config
+from tests.fixtures.previous_release.arrays import unpack
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "previous_release"
 RECIPES = {"mlm": "recipe-mlm.yaml", "electra": "recipe-electra.yaml"}
@@ -46,7 +47,9 @@ def previous(tmp_path, monkeypatch) -> Path:
     """A copy of the fixture, the working directory: its runs name `data` and `runs/NAME`
     relative to it, as the release's commands were run."""
     copy = tmp_path / "previous"
-    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns("make.py", "__pycache__"))
+    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns("make.py", "arrays.py",
+                                                                 "__pycache__"))
+    unpack(copy / "data")  # the data arrays, kept as text in the repository
     monkeypatch.chdir(copy)
     return copy
 
