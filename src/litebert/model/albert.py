@@ -28,6 +28,7 @@ backbone.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -203,8 +204,43 @@ def additive_mask(attention_mask, dtype):
         ~keep, torch.finfo(dtype).min)
 
 
+Depths = list[tuple[nn.Module | nn.Parameter, int]]
+
+
+def encoder_depths(encoder: Any, inputs: list[nn.Module | nn.Parameter],
+                   pooler: nn.Module | None) -> tuple[Depths, int]:
+    """layer_depths of a backbone whose encoder keeps AlbertEncoder's per-position tables
+    (`attentions` / `ffns` with `attention_index` / `ffn_index`, and the E->H projection):
+    `inputs` and the projection at depth 0, layer position k at k + 1, the pooler level with
+    the head (L + 2). A module shared over several depths takes the depth of its highest use,
+    so the largest rate of those it serves: its top use is the one nearest the head (the
+    lowest would slow the whole shared stack down to the embeddings' rate)."""
+    L = len(encoder.attention_index)
+    parts: Depths = [(part, 0) for part in inputs]
+    if encoder.embedding_hidden_mapping_in is not None:
+        parts.append((encoder.embedding_hidden_mapping_in, 0))
+    for modules, index in ((encoder.attentions, encoder.attention_index),
+                           (encoder.ffns, encoder.ffn_index)):
+        top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
+        parts.extend((modules[n], depth) for n, depth in top.items())
+    if pooler is not None:
+        parts.append((pooler, L + 2))
+    return parts, L
+
+
 # A key of the encoder's per-position modules: `encoder.attentions.3.query.weight`.
 _LAYER_KEY = re.compile(r"^(encoder\.)(attentions|ffns)\.(\d+)\.(.*)$")
+
+
+def unrolled_source(encoder: Any, key: str) -> str:
+    """For a key of the unrolled backbone (an AlbertEncoder-like `encoder` with its
+    per-position tables), the key of the module that layer position k uses here."""
+    match = _LAYER_KEY.match(key)
+    if not match:
+        return key
+    head, part, k, rest = match.groups()
+    index = encoder.attention_index if part == "attentions" else encoder.ffn_index
+    return f"{head}{part}.{index[int(k)]}.{rest}"
 
 
 @register_backbone(DEFAULT_BACKBONE)
@@ -251,22 +287,8 @@ class AlbertModel(AlbertPreTrainedModel):
 
     def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
         """Embeddings and the E->H projection at depth 0, layer position k at k + 1, the
-        pooler level with the head (L + 2). A module shared over several depths takes the
-        depth of its highest use, so the largest rate of those it serves: its top use is the
-        one nearest the head (the lowest would slow the whole shared stack down to the
-        embeddings' rate)."""
-        encoder = self.encoder
-        L = len(encoder.attention_index)
-        parts: list[tuple[nn.Module | nn.Parameter, int]] = [(self.embeddings, 0)]
-        if encoder.embedding_hidden_mapping_in is not None:
-            parts.append((encoder.embedding_hidden_mapping_in, 0))
-        for modules, index in ((encoder.attentions, encoder.attention_index),
-                               (encoder.ffns, encoder.ffn_index)):
-            top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
-            parts.extend((modules[n], depth) for n, depth in top.items())
-        if self.pooler is not None:
-            parts.append((self.pooler, L + 2))
-        return parts, L
+        pooler level with the head (L + 2); see `encoder_depths`."""
+        return encoder_depths(self.encoder, [self.embeddings], self.pooler)
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
         return self.encoder.fsdp_units()
@@ -295,9 +317,4 @@ class AlbertModel(AlbertPreTrainedModel):
 
     def unrolled_source(self, key: str) -> str:
         """Position k of the unrolled encoder copies the module position k used here."""
-        match = _LAYER_KEY.match(key)
-        if not match:
-            return key
-        head, part, k, rest = match.groups()
-        index = self.encoder.attention_index if part == "attentions" else self.encoder.ffn_index
-        return f"{head}{part}.{index[int(k)]}.{rest}"
+        return unrolled_source(self.encoder, key)

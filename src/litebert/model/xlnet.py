@@ -58,7 +58,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.albert import _LAYER_KEY, AlbertModel, activation, sharing_tables
+from litebert.model.albert import (
+    AlbertModel,
+    activation,
+    encoder_depths,
+    sharing_tables,
+    unrolled_source,
+)
 from litebert.model.backbone import register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import BaseModelOutput
@@ -448,20 +454,8 @@ class XLNetModel(AlbertPreTrainedModel):
 
     def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
         """Word embeddings, mask_emb and the E->H projection at depth 0, layer position k at
-        k + 1 (a shared module at its highest use, as ALBERT's), the pooler at L + 2."""
-        encoder = self.encoder
-        L = len(encoder.attention_index)
-        parts: list[tuple[nn.Module | nn.Parameter, int]] = [
-            (self.word_embedding, 0), (self.mask_emb, 0)]
-        if encoder.embedding_hidden_mapping_in is not None:
-            parts.append((encoder.embedding_hidden_mapping_in, 0))
-        for modules, index in ((encoder.attentions, encoder.attention_index),
-                               (encoder.ffns, encoder.ffn_index)):
-            top = {n: k + 1 for k, n in enumerate(index)}
-            parts.extend((modules[n], depth) for n, depth in top.items())
-        if self.pooler is not None:
-            parts.append((self.pooler, L + 2))
-        return parts, L
+        k + 1, the pooler at L + 2 (model/albert.py's encoder_depths)."""
+        return encoder_depths(self.encoder, [self.word_embedding, self.mask_emb], self.pooler)
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
         return self.encoder.fsdp_units()
@@ -500,9 +494,4 @@ class XLNetModel(AlbertPreTrainedModel):
 
     def unrolled_source(self, key: str) -> str:
         """Position k of the unrolled encoder copies the module position k used here."""
-        match = _LAYER_KEY.match(key)
-        if not match:
-            return key
-        head, part, k, rest = match.groups()
-        index = self.encoder.attention_index if part == "attentions" else self.encoder.ffn_index
-        return f"{head}{part}.{index[int(k)]}.{rest}"
+        return unrolled_source(self.encoder, key)

@@ -327,6 +327,22 @@ def _example_features(index: int, example: SquadExample, question: list[int],
 
 # ---- predictions -----------------------------------------------------------------------------
 
+def features_by_example(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
+                        n_best_size: int, max_answer_length: int) -> list[list[int]]:
+    """The feature indices of each example (its windows), after checking the n-best
+    settings and every feature's example_index: what both post-processings start from."""
+    if n_best_size < 1 or max_answer_length < 1:
+        raise SquadError(f"n_best_size={n_best_size} and max_answer_length={max_answer_length} "
+                         "must be at least 1")
+    groups: list[list[int]] = [[] for _ in examples]
+    for i, feature in enumerate(features):
+        if not 0 <= feature.example_index < len(examples):
+            raise SquadError(f"feature {i}: example_index {feature.example_index} is outside "
+                             f"the {len(examples)} examples")
+        groups[feature.example_index].append(i)
+    return groups
+
+
 def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeature],
                 start_logits, end_logits, *, n_best_size: int = 20, max_answer_length: int = 30,
                 version_2: bool, null_score_diff_threshold: float = 0.0
@@ -341,15 +357,7 @@ def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeatur
     if len(start_logits) != len(features) or len(end_logits) != len(features):
         raise SquadError(f"{len(features)} features but {len(start_logits)} start and "
                          f"{len(end_logits)} end logit rows")
-    if n_best_size < 1 or max_answer_length < 1:
-        raise SquadError(f"n_best_size={n_best_size} and max_answer_length={max_answer_length} "
-                         "must be at least 1")
-    groups: list[list[int]] = [[] for _ in examples]
-    for i, feature in enumerate(features):
-        if not 0 <= feature.example_index < len(examples):
-            raise SquadError(f"feature {i}: example_index {feature.example_index} is outside "
-                             f"the {len(examples)} examples")
-        groups[feature.example_index].append(i)
+    groups = features_by_example(examples, features, n_best_size, max_answer_length)
     predictions: dict[str, str] = {}
     null_odds: dict[str, float] = {}
     nbest: dict[str, list[dict]] = {}

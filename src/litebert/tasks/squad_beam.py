@@ -25,7 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from litebert.tasks.squad import SquadError, SquadExample, SquadFeature
+from litebert.tasks.squad import (
+    SquadError,
+    SquadExample,
+    SquadFeature,
+    features_by_example,
+)
 
 __all__ = ["FeatureBeam", "beam_p_mask", "beam_postprocess", "feature_beams"]
 
@@ -71,15 +76,7 @@ def beam_postprocess(examples: Sequence[SquadExample], features: Sequence[SquadF
     """(best spans, null odds, n-best lists) per question id; see the module docstring."""
     if len(beams) != len(features):
         raise SquadError(f"{len(features)} features but {len(beams)} beams")
-    if n_best_size < 1 or max_answer_length < 1:
-        raise SquadError(f"n_best_size={n_best_size} and max_answer_length={max_answer_length} "
-                         "must be at least 1")
-    groups: list[list[int]] = [[] for _ in examples]
-    for i, feature in enumerate(features):
-        if not 0 <= feature.example_index < len(examples):
-            raise SquadError(f"feature {i}: example_index {feature.example_index} is outside "
-                             f"the {len(examples)} examples")
-        groups[feature.example_index].append(i)
+    groups = features_by_example(examples, features, n_best_size, max_answer_length)
     spans: dict[str, str] = {}
     null_odds: dict[str, float] = {}
     nbest: dict[str, list[dict]] = {}
