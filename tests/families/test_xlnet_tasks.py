@@ -16,7 +16,9 @@ import litebert
 from litebert.cli import main
 from litebert.compat import model_tokenizer_mismatch
 from litebert.model import AlbertForBeamQuestionAnswering, AlbertForPermutationLM
+from litebert.model.albert import AlbertModel
 from litebert.model.hub import read_config
+from litebert.model.xlnet import XLNetModel
 from litebert.tasks.finetune import FinetuneConfig, adapter_for, finetune, finetune_groups
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tasks.squad_beam import beam_p_mask
@@ -63,7 +65,38 @@ def test_batches_are_left_padded_with_cls_last(xlnet_model, tmp_path):
     assert (batch["token_type_ids"][pads] == 3).all()
     assert not pads[:, -1].any()  # the padding is on the left
     # types 0-3 are only compared: no token-type embedding to outgrow
-    assert model_tokenizer_mismatch(read_config(xlnet_model), tok) is None
+    assert model_tokenizer_mismatch(read_config(xlnet_model), tok, reader=XLNetModel,
+                                    summary=True) is None
+
+
+def test_a_model_that_cannot_read_the_tokenizers_types_or_summary_is_refused(
+        xlnet_model, xlnet_tokenizer, tmp_path, capsys):
+    """ALBERT's backbone has one embedding row per token type: XLNet's <cls> type 2 and pad
+    type 3 have none in its 2. XLNet's backbone reads the summary from the last token: a
+    tokenizer with [CLS] first (padded on the right) would feed it padding. Both stop
+    before any step, naming the files."""
+    albert = xlnet_config(vocab_size=len(xlnet_tokenizer)).replace(
+        backbone="albert", model_type="albert", type_vocab_size=2)
+    why = model_tokenizer_mismatch(albert, xlnet_tokenizer, reader=AlbertModel)
+    assert "makes token type 3" in why and "embeds 2 token types" in why
+    wide = albert.replace(type_vocab_size=4)  # rows enough, but [CLS] is not first
+    assert model_tokenizer_mismatch(wide, xlnet_tokenizer, reader=AlbertModel) is None
+    why = model_tokenizer_mismatch(wide, xlnet_tokenizer, reader=AlbertModel, summary=True)
+    assert "from the first token ([CLS])" in why
+    rng = np.random.default_rng(1)
+    (tmp_path / "t.txt").write_text("\n".join(sentence(rng, i % 2 == 0) for i in range(200)))
+    cls_first = litebert.Tokenizer.from_pretrained(train_tokenizer(
+        "sentencepiece", [tmp_path / "t.txt"], tmp_path / "tok", vocab_size=60).parent)
+    model = tmp_path / "model"
+    config = read_config(xlnet_model).replace(vocab_size=len(cls_first),
+                                              pad_token_id=cls_first.pad_token_id)
+    AlbertForPermutationLM(config).save_pretrained(model)
+    cls_first.save_pretrained(model)
+    data = sst2_dir(tmp_path / "S", 8, 4)
+    assert main(["finetune", "--task", "sst2", "--data", str(data), "--model", str(model),
+                 "--out", str(tmp_path / "o"), "--max-steps", "1"]) != 0
+    err = capsys.readouterr().err
+    assert f"{model / 'config.json'} and" in err and "from the last token" in err
 
 
 def test_sst2_learns_with_table_8_defaults_and_transformers_reads_it(xlnet_model, tmp_path):
@@ -144,6 +177,35 @@ def test_squad2_trains_the_beam_head_and_writes_the_official_files(xlnet_model, 
     assert squad["head"] == "beam"
     theirs = transformers.XLNetForQuestionAnswering.from_pretrained(tmp_path / "sq" / "model")
     assert theirs.config.start_n_top == 5
+    assert _evaluated(tmp_path, "squad2", tmp_path / "sq")["best_f1"] == \
+        pytest.approx(result["dev"]["best_f1"])
+
+
+def _evaluated(data, task: str, run, *extra: str) -> dict:
+    """`litebert evaluate` on a fine-tuned SQuAD model, its --qa-head left at auto."""
+    out = run / "evaluated"
+    assert main(["evaluate", "--task", task, "--data", str(data), "--model", str(run / "model"),
+                 "--out", str(out), "--doc-stride", "16", "--max-query-length", "16",
+                 "--max-seq-length", "48", *extra]) == 0
+    return json.loads((out / "results.json").read_text())["dev"]
+
+
+def test_evaluate_reads_back_the_squad_head_the_directory_holds(xlnet_model, tmp_path):
+    """An XLNet fine-tuned with --qa-head span holds the span head: `litebert evaluate`, left
+    at auto, scores it with that head (not the beam head auto picks for a pre-trained
+    XLNet) and reproduces the fine-tuning's dev figures."""
+    (tmp_path / "train-v1.1.json").write_text(json.dumps(squad_json(False, 16, 5)))
+    (tmp_path / "dev-v1.1.json").write_text(json.dumps(squad_json(False, 4, 6)))
+    cfg = FinetuneConfig(task="squad1", data=str(tmp_path), model=str(xlnet_model),
+                         out=str(tmp_path / "sq"), doc_stride=16, max_query_length=16,
+                         qa_head="span", **fast(max_steps=4, eval_every=4, max_seq_length=48,
+                                                batch_size=8))
+    result = finetune(cfg)
+    config = json.loads((tmp_path / "sq" / "model" / "config.json").read_text())
+    assert config["architectures"] == ["XLNetForQuestionAnsweringSimple"]
+    scored = _evaluated(tmp_path, "squad1", tmp_path / "sq")
+    assert scored["f1"] == pytest.approx(result["dev"]["f1"])
+    assert scored["exact"] == pytest.approx(result["dev"]["exact"])
 
 
 def test_race_scores_options_from_the_last_token(xlnet_model, tmp_path):

@@ -25,7 +25,7 @@ from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token
 from litebert.model.outputs import BaseModelOutput
 from litebert.tasks.layer_decay import lr_multipliers
-from litebert.tokenization import train_sentencepiece
+from litebert.tokenization import train_tokenizer
 from tests.conftest import make_inputs, mlm_labels, randomize, small_config
 from tests.families.configs import electra_config
 
@@ -62,6 +62,7 @@ class TinyBackbone(AlbertPreTrainedModel):
     LAST token, as in XLNet's template; a pooler only when asked; memories in and out."""
 
     summary_position = -1
+    embeds_token_types = False
 
     def __init__(self, config, add_pooling_layer=None):
         super().__init__()
@@ -310,10 +311,13 @@ def test_finetune_on_the_backbones_directory(tiny, tmp_path):
 
     text = tmp_path / "text.txt"
     text.write_text("\n".join(line(i % 2) for i in range(300)))
-    tok = litebert.Tokenizer.from_file(train_sentencepiece([text], tmp_path / "tok",
-                                                           vocab_size=60))
+    # The backbone reads its summary from the last token: a tokenizer with <cls> last and
+    # padding on the left (XLNet's layout) is the one it can fine-tune with.
+    tok = litebert.Tokenizer.from_file(train_tokenizer("xlnet", [text], tmp_path / "tok",
+                                                       vocab_size=60))
     torch.manual_seed(0)
-    model = litebert.AlbertForPreTraining(tiny_config(vocab_size=len(tok)))
+    model = litebert.AlbertForPreTraining(tiny_config(vocab_size=len(tok),
+                                                      pad_token_id=tok.pad_token_id))
     model.save_pretrained(tmp_path / "model")
     tok.save_pretrained(tmp_path / "model")
     table = tmp_path / "table.tsv"

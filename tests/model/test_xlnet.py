@@ -265,3 +265,23 @@ def test_initialisation_follows_transformers():
 def test_a_permutation_lm_needs_a_two_stream_backbone():
     with pytest.raises(ConfigError, match="backbone 'albert' has not: use backbone 'xlnet'"):
         litebert.AlbertForPermutationLM(xlnet_config(backbone="albert"))
+
+
+def test_the_nsp_pair_head_reads_the_content_stream_at_cls():
+    """With use_pooler (the "+NSP" ablation) the pair head classifies tanh(pooler(h)) of the
+    last layer's content state at <cls> (the last token), the state a forward without
+    targets returns there, and its mean cross-entropy is added to the PLM loss."""
+    config = xlnet_config(use_pooler=True)
+    model = randomize(litebert.AlbertForPermutationLM(config)).eval()
+    x = inputs(CASES["perm_mask + targets"])
+    label = torch.tensor([0, 1, 1, 0])
+    plm = labels_for(x)
+    out = model(**x, labels=plm, next_sentence_label=label)
+    content = model.albert(**{k: v for k, v in x.items() if k != "target_mapping"})
+    pooled = torch.tanh(model.albert.pooler(content.last_hidden_state[:, -1]))  # (B, H)
+    assert_close(out.sop_logits, model.sop_classifier(pooled), "pair logits")
+    alone = model(**x, labels=plm)
+    expected = alone.loss + torch.nn.functional.cross_entropy(out.sop_logits, label)
+    assert_close(out.loss, expected, "loss")
+    assert litebert.AlbertForPermutationLM(xlnet_config()).sop_classifier is None
+    assert alone.logits.shape == (B, P, V)

@@ -89,6 +89,34 @@ def test_plm_trains_evaluates_and_exports_an_xlnet_directory(data_dir, tmp_path)
     assert scored["plm_loss"] == pytest.approx(result["eval_plm_loss"], rel=1e-4)
 
 
+def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(data_dir, tmp_path):
+    """objective.nsp (the "+NSP" ablation row): nsp_loss is logged and added to the loss,
+    evaluations score it against the majority label, the export stays an XLNetLMHeadModel
+    directory and keeps the pair head in litebert_heads.safetensors, from which
+    eval-pretraining reads it back to the run's last figures."""
+    objective = {**OBJECTIVE, "nsp": True}
+    result = pretrain(run_config(data_dir, tmp_path / "run", objective=objective))
+    train, evals = read_metrics(tmp_path / "run")
+    assert all(x["loss"] == pytest.approx(x["plm_loss"] + x["nsp_loss"]) for x in train)
+    assert 0.0 <= result["eval_nsp_accuracy"] <= 1.0
+    assert 0.5 <= result["eval_nsp_baseline_accuracy"] <= 1.0
+    assert result["eval_loss"] == pytest.approx(result["eval_plm_loss"]
+                                                + result["eval_nsp_loss"])
+    export = tmp_path / "run" / "export"
+    config = json.loads((export / "config.json").read_text())
+    assert config["architectures"] == ["XLNetLMHeadModel"]
+    kept = load_file(export / "litebert_heads.safetensors")
+    assert sorted(kept) == ["albert.pooler.bias", "albert.pooler.weight",
+                            "sop_classifier.classifier.bias", "sop_classifier.classifier.weight"]
+    transformers.XLNetLMHeadModel.from_pretrained(export)  # the rest is transformers' layout
+    objective_cls, scored = evaluate_directory(export, data_dir, instances=16, seed=1234,
+                                               batch_size=8)
+    assert scored["nsp_accuracy"] == pytest.approx(result["eval_nsp_accuracy"], abs=1e-6)
+    assert scored["nsp_loss"] == pytest.approx(result["eval_nsp_loss"], rel=1e-4)
+    assert scored["plm_loss"] == pytest.approx(result["eval_plm_loss"], rel=1e-4)
+    assert "nsp_accuracy" in objective_cls.format_result(scored)
+
+
 @pytest.mark.parametrize("micro", [4, 2])
 def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, micro):
     """1 x 8 == 2 x 4 == 4 x 2: each micro-batch keeps its own rows' memories, so the same

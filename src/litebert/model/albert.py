@@ -28,7 +28,7 @@ backbone.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -251,7 +251,9 @@ class AlbertModel(AlbertPreTrainedModel):
     pooler (pre-training's SOP head) and False when they do not (MLM, tokens, spans).
     """
 
-    summary_position = 0  # [CLS] A [SEP] B [SEP]: the first token summarises the sequence
+    # [CLS] A [SEP] B [SEP]: the first token summarises the sequence
+    summary_position: ClassVar[int] = 0
+    embeds_token_types: ClassVar[bool] = True  # token_type_embeddings: type_vocab_size rows
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()

@@ -20,7 +20,7 @@ import it; importing it runs litebert/model/__init__.py first, which registers o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol, TypeVar, cast
+from typing import ClassVar, Protocol, TypeVar, cast
 
 import torch
 from torch import nn
@@ -47,7 +47,11 @@ class Backbone(Protocol):
     # The position that summarises a sequence, for the pooler and the summary heads: 0 for
     # templates with [CLS] first (BERT-style), -1 for XLNet's `A <sep> B <sep> <cls>` with the
     # padding on the left, so that the last position is <cls> in every row.
-    summary_position: int  # a class attribute
+    summary_position: ClassVar[int]
+    # Whether token_type_ids index an embedding (ALBERT: one row per type, type_vocab_size
+    # of them) or are only compared (XLNet's "same segment or not"): litebert.compat checks
+    # that a tokenizer's type ids have rows when they index one.
+    embeds_token_types: ClassVar[bool]
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None) -> None:
         ...

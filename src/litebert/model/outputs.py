@@ -88,6 +88,7 @@ class PermutationLMOutput(_Output):
 
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
+    sop_logits: torch.Tensor | None = None  # (B, 2): the pair head's, when it has one
     # The memories for the next segment (one (M, B, H) tensor per layer), or None.
     mems: tuple[torch.Tensor, ...] | None = None
     last_hidden_state: torch.Tensor | None = None

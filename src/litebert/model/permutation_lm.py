@@ -6,6 +6,12 @@ computed at the P targets only; without, at every position (the content stream).
 (ALBERT-XLNet, saved in litebert's layout) a dense H->E comes first, so the decoder stays the
 (V, E) embedding matrix. Loss: mean cross-entropy over the labels that are not -100, as
 transformers' (0, not NaN, when there are none).
+
+With config.use_pooler the model also has a sentence-pair head: the backbone's pooler
+(tanh(dense) of the last layer's content state at <cls>, the last token) and a 2-way
+classifier, trained on the data's next_sentence_label. It is the "+NSP" row of the XLNet
+paper's ablation (Table 6); XLNet itself trains without it, and transformers' XLNetLMHeadModel
+cannot hold it (objectives/plm.py keeps it beside an export).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from torch import nn
 from litebert.config import AlbertConfig, ConfigError
 from litebert.model.backbone import backbone_class, build_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.heads import AlbertSOPHead
 from litebert.model.outputs import PermutationLMOutput
 
 IGNORE = -100
@@ -46,16 +53,20 @@ class AlbertForPermutationLM(AlbertPreTrainedModel):
             raise ConfigError(f"AlbertForPermutationLM predicts from a query stream, which "
                               f"backbone {config.backbone!r} has not: use backbone 'xlnet'")
         self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=False)
+        self.albert = build_backbone(config, add_pooling_layer=config.use_pooler)
         self.lm_loss = PermutationLMHead(config)
+        # The "+NSP" ablation's pair head: the content stream's <cls> state, pooled.
+        self.sop_classifier = AlbertSOPHead(config) if config.use_pooler else None
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 perm_mask=None, target_mapping=None, mems=None, use_mems=None, labels=None,
-                target_positions=None) -> PermutationLMOutput:
+                target_positions=None, next_sentence_label=None) -> PermutationLMOutput:
         """Inputs as the backbone's (model/xlnet.py); labels (B, P) with targets, else
-        (B, T), -100 ignored. Returns loss, logits (B, P, V) or (B, T, V), mems and the
-        backbone's last_hidden_state."""
+        (B, T), -100 ignored; next_sentence_label (B,) for the pair head. Returns loss (the
+        mean over targets, plus the pair head's mean over sequences when labelled), logits
+        (B, P, V) or (B, T, V), sop_logits (B, 2) with a pair head, mems and the backbone's
+        last_hidden_state."""
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, mems=mems,
                           perm_mask=perm_mask, target_mapping=target_mapping,
                           use_mems=use_mems, target_positions=target_positions)
@@ -66,8 +77,14 @@ class AlbertForPermutationLM(AlbertPreTrainedModel):
             losses = F.cross_entropy(logits.view(-1, logits.shape[-1]), flat,
                                      ignore_index=IGNORE, reduction="sum")
             loss = losses / (flat != IGNORE).sum().clamp(min=1)
-        return PermutationLMOutput(loss=loss, logits=logits, mems=out.mems,
-                                   last_hidden_state=out.last_hidden_state)
+        pair_logits = None
+        if self.sop_classifier is not None:
+            pair_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
+            if next_sentence_label is not None:
+                pair_loss = F.cross_entropy(pair_logits, next_sentence_label.view(-1))
+                loss = pair_loss if loss is None else loss + pair_loss
+        return PermutationLMOutput(loss=loss, logits=logits, sop_logits=pair_logits,
+                                   mems=out.mems, last_hidden_state=out.last_hidden_state)
 
 
 __all__ = ["AlbertForPermutationLM", "PermutationLMHead"]

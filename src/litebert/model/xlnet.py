@@ -52,6 +52,7 @@ litebert model (base.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -268,8 +269,9 @@ class XLNetModel(AlbertPreTrainedModel):
     tanh(dense(h[:, -1])) pooler on the content stream's <cls>, for heads that read one.
     """
 
-    summary_position = -1  # A <sep> B <sep> <cls>, padded on the left: <cls> is last
+    summary_position: ClassVar[int] = -1  # A <sep> B <sep> <cls>, padded on the left: <cls> is last
     two_stream = True  # takes perm_mask and targets (AlbertForPermutationLM checks it)
+    embeds_token_types: ClassVar[bool] = False  # types are only compared: same segment or not
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()

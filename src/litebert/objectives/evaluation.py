@@ -24,6 +24,7 @@ from litebert.data.heldout import HeldoutDocuments
 from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo, all_reduce_sum
 from litebert.model import CheckpointError
+from litebert.model.backbone import backbone_class
 from litebert.model.hub import (
     EXTRA_HEADS_NAME,
     WEIGHTS_INDEX_NAME,
@@ -159,7 +160,8 @@ def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:
                         f"model's own tokenizer")
     # Padding id and pair template (one token type cannot read ALBERT's typed pairs).
     check_model_reads(config, Tokenizer.from_pretrained(held.directory / "tokenizer"),
-                      model_name, str(held.directory / "tokenizer"))
+                      model_name, str(held.directory / "tokenizer"),
+                      reader=backbone_class(config))
     if held.config.max_seq_length > config.max_sequence_length:
         raise DataError(f"{manifest}: max_seq_length {held.config.max_seq_length} exceeds "
                         f"the {config.max_sequence_length} positions of {model_name} "

@@ -16,7 +16,13 @@ rows, as in the official code, so every step has the same shapes. They are this 
 state: one (L, M, B, H) set per micro-batch of a step, saved in every checkpoint of every
 rank, so a killed run resumes bit for bit.
 
-Metrics: plm_loss during training; eval_plm_loss, eval_plm_accuracy and
+"+NSP" (objective.nsp, the paper's Table 6 ablation; XLNet trains without it): a pair head
+on the <cls> summary also predicts the data's next_sentence_label (B from a random place),
+its loss the mean over sequences added to the PLM's; evaluations add eval_nsp_accuracy and
+eval_nsp_loss, and the export keeps the head beside the XLNetLMHeadModel weights
+(litebert_heads.safetensors), which transformers' class cannot hold.
+
+Metrics: plm_loss (and nsp_loss) during training; eval_plm_loss, eval_plm_accuracy and
 eval_plm_baseline_accuracy (the commonest training token guessed at every target) on the
 held-out windows, read in stream order with memories as in training, from the same seed at
 every evaluation. The export is an AlbertForPermutationLM directory: transformers'
@@ -45,7 +51,7 @@ from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForPermutationLM
 from litebert.model.backbone import backbone_class
-from litebert.model.hub import read_config
+from litebert.model.hub import extra_heads, read_config, save_extra_heads
 from litebert.objectives.base import (
     Batch,
     FsdpUnits,
@@ -61,6 +67,7 @@ from litebert.objectives.evaluation import (
     evaluating,
     format_table,
     has_weights,
+    pair_task_metrics,
     ratio,
     warn_other_tokenizer,
 )
@@ -69,8 +76,10 @@ from litebert.options import option
 
 IGNORE = -100
 LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
+PAIR_HEAD = ("albert.pooler.", "sop_classifier.")  # the "+NSP" pair head's keys
 OBJECTIVE_FIELDS_NAME = "litebert_objective.json"  # the run's PLM fields, beside an export
 TABLE_ROWS = (("plm_accuracy", "plm_baseline_accuracy"), ("plm_loss", None))
+NSP_ROWS = (("nsp_accuracy", "nsp_baseline_accuracy"), ("nsp_loss", None))
 
 
 @dataclass
@@ -89,6 +98,9 @@ class PLMConfig(ObjectiveConfig):
     bi_data: bool = option(
         False, "half of every batch reads its streams backwards with negated relative "
                "positions (bidirectional data; needs an even micro_batch_size)")
+    nsp: bool = option(
+        False, "also predict from the <cls> summary whether B continues A (the paper's "
+               "'+NSP' ablation row; XLNet itself trains without it)")
 
     def __post_init__(self) -> None:
         for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
@@ -101,14 +113,14 @@ class PLMObjective:
     """XLNet's permutation LM (see the module docstring)."""
 
     Config: ClassVar[type[ObjectiveConfig]] = PLMConfig
-    parts: tuple[str, ...] = ("plm",)
-    weights: tuple[float, ...] = (1.0,)
 
     def __init__(self, run: RunSettings, data: TrainingData | HeldoutDocuments | None = None
                  ) -> None:
         self.run = run
         self.config: PLMConfig = own_config(run, type(self))
         self.sampling = "mirrored-streams" if self.config.bi_data else "streams"
+        self.parts: tuple[str, ...] = ("plm", "nsp") if self.config.nsp else ("plm",)
+        self.weights: tuple[float, ...] = (1.0,) * len(self.parts)
         if self.config.bi_data and run.micro_batch_size % 2:
             raise ConfigError(f"objective.bi_data reads half of each micro-batch backwards: "
                               f"micro_batch_size={run.micro_batch_size} must be even")
@@ -136,8 +148,9 @@ class PLMObjective:
 
     def model_config(self, config: AlbertConfig, reuse_len: int | None) -> AlbertConfig:
         """The config trained: the data's reuse_len (the part of a window whose states become
-        memory) and the objective's bi_data."""
-        return config.replace(reuse_len=reuse_len, bi_data=self.config.bi_data)
+        memory), the objective's bi_data, and a pooler for the pair head with nsp."""
+        return config.replace(reuse_len=reuse_len, bi_data=self.config.bi_data,
+                              use_pooler=self.config.nsp)
 
     def build(self, config: AlbertConfig) -> nn.Module:
         reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
@@ -175,17 +188,28 @@ class PLMObjective:
         self.group = 0
 
     def counts(self, batch: Batch) -> torch.Tensor:
-        """(1,): the targets of this micro-batch (padded target slots weigh 0)."""
-        return batch["target_weights"].sum().float()[None]
+        """(P,): the targets of this micro-batch (padded target slots weigh 0), then with
+        nsp its sequences."""
+        targets = batch["target_weights"].sum().float()  # ()
+        if not self.config.nsp:
+            return targets[None]
+        sequences = torch.full((), batch["input_ids"].shape[0], dtype=torch.float32,
+                               device=targets.device)
+        return torch.stack((targets, sequences))
 
     def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        """(1,): the cross-entropy summed over the micro-batch's targets; the micro-batch's
-        memories are read and replaced."""
+        """(P,): the cross-entropy summed over the micro-batch's targets (and with nsp over
+        its sequences); the micro-batch's memories are read and replaced."""
         group, self.group = self.group, self.group + 1
         out = self._forward(model, batch, self._memories(group, batch))
         if self.mem_len:
             self.mems[group] = out.mems
-        return (out.loss.float() * self.counts(batch).clamp(min=1))
+        plm = out.loss.float() * batch["target_weights"].sum().float().clamp(min=1)
+        if not self.config.nsp:
+            return plm[None]
+        pair = F.cross_entropy(out.sop_logits.float(), batch["next_sentence_label"],
+                               reduction="sum")
+        return torch.stack((plm, pair))
 
     def _forward(self, model: nn.Module, batch: Batch, mems: tuple[torch.Tensor, ...] | None):
         """The model on a batch's targets: logits (B, P, V), mean loss, new memories."""
@@ -241,7 +265,10 @@ class PLMObjective:
         warn_other_tokenizer(model_dir, held)
         settings = _Settings(seed, batch_size, instances, recorded_fields(model_dir), {})
         objective = cls(settings, held)
-        model = AlbertForPermutationLM.from_pretrained(model_dir)
+        # A "+NSP" run's pair head is read back from beside the weights when it is there.
+        pair = settings.objective.nsp and bool(extra_heads(model_dir, "sop_classifier."))
+        objective.config = dataclasses.replace(objective.config, nsp=pair)
+        model = AlbertForPermutationLM.from_pretrained(model_dir, use_pooler=pair)
         objective.adopt(model.config)
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         metrics = objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
@@ -254,8 +281,9 @@ class PLMObjective:
 
     @classmethod
     def format_result(cls, result: dict[str, Any]) -> str:
-        return format_table(result, TABLE_ROWS, [f"{int(result['plm_targets'])} held-out "
-                                                 "targets, memories as in training"])
+        rows = TABLE_ROWS + (NSP_ROWS if "nsp_accuracy" in result else ())
+        return format_table(result, rows, [f"{int(result['plm_targets'])} held-out "
+                                           "targets, memories as in training"])
 
     # ---- export ------------------------------------------------------------------------------
 
@@ -263,11 +291,18 @@ class PLMObjective:
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """One AlbertForPermutationLM directory (transformers' XLNetLMHeadModel layout for an
         XLNet config) with the run's tokenizer and PLM fields. bi_data is a training
-        arrangement of the batch: the exported config has it off, as fine-tuning wants."""
+        arrangement of the batch: the exported config has it off, as fine-tuning wants. The
+        "+NSP" pair head (pooler and classifier) is kept beside the weights: no transformers
+        XLNet class holds it, and the config stays one that transformers reads."""
         reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
-        model = AlbertForPermutationLM(config.replace(reuse_len=reuse, bi_data=False))
-        model.load_state_dict(model_state)
+        pair = {k: v for k, v in model_state.items() if k.startswith(PAIR_HEAD)}
+        model = AlbertForPermutationLM(config.replace(reuse_len=reuse, bi_data=False,
+                                                      use_pooler=False))
+        model.load_state_dict({k: v for k, v in model_state.items() if k not in pair})
         model.save_pretrained(out_dir, unroll=unroll)
+        if pair:
+            save_extra_heads(out_dir, pair, "the '+NSP' ablation's pair head, which "
+                             "transformers' XLNetLMHeadModel has no place for")
         save_tokenizer(run_dir, out_dir)
         atomic_write_json(out_dir / OBJECTIVE_FIELDS_NAME, dataclasses.asdict(self.config))
         return out_dir
@@ -327,6 +362,8 @@ class _PLMEvaluation:
                     out = objective._forward(model, batch, mems)
                 mems = out.mems if objective.mem_len else None
                 add_plm(sums, out.logits, batch, objective.baseline_token)
+                if objective.config.nsp:
+                    add_pair(sums, out.sop_logits, batch["next_sentence_label"])
         return plm_metrics(sums.reduce())
 
 
@@ -342,14 +379,26 @@ def add_plm(sums: EvalSums, logits: torch.Tensor, batch: Batch, baseline_token: 
              plm_targets=weights.sum())
 
 
+def add_pair(sums: EvalSums, logits: torch.Tensor, labels: torch.Tensor) -> None:
+    """One batch's "+NSP" figures: logits (B, 2), labels (B,) (1 = B is random)."""
+    logits = logits.float()
+    sums.add(pair_loss=F.cross_entropy(logits, labels, reduction="sum"),
+             pair_correct=(logits.argmax(-1) == labels).sum(),
+             pair_count=labels.numel(), pair_ones=labels.sum())
+
+
 def plm_metrics(s: dict[str, float]) -> dict[str, float]:
     if not s:
         return {}
     loss = ratio(s["plm_loss"], s["plm_targets"])
-    return {"eval_plm_loss": loss, "eval_loss": loss,
-            "eval_plm_accuracy": ratio(s["plm_correct"], s["plm_targets"]),
-            "eval_plm_baseline_accuracy": ratio(s["plm_baseline"], s["plm_targets"]),
-            "eval_plm_targets": s["plm_targets"]}
+    metrics = {"eval_plm_loss": loss, "eval_loss": loss,
+               "eval_plm_accuracy": ratio(s["plm_correct"], s["plm_targets"]),
+               "eval_plm_baseline_accuracy": ratio(s["plm_baseline"], s["plm_targets"]),
+               "eval_plm_targets": s["plm_targets"]}
+    if "pair_count" in s:
+        metrics.update(pair_task_metrics(s, "nsp"))
+        metrics["eval_loss"] += metrics["eval_nsp_loss"]
+    return metrics
 
 
 @dataclass

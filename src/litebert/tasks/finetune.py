@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from litebert.compat import check_model_reads
+from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
@@ -42,9 +43,11 @@ OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "layer_decay_rule", "ad
 def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
     module, name = ADAPTERS.get(cfg.task, DEFAULT_ADAPTER).split(":")
     task = getattr(importlib.import_module(module), name)(cfg, training)
-    # A model directory whose tokenizer is not the model's stops here, not in an embedding.
-    check_model_reads(read_config(Path(cfg.model)), task.tokenizer,
-                      str(Path(cfg.model) / "config.json"), str(task.tokenizer.path))
+    # A model directory whose tokenizer is not the model's stops here, not in an embedding
+    # (or, for a summary read from the wrong token, not in silently wrong predictions).
+    config = read_config(Path(cfg.model))
+    check_model_reads(config, task.tokenizer, str(Path(cfg.model) / "config.json"),
+                      str(task.tokenizer.path), reader=backbone_class(config), summary=True)
     return task
 
 

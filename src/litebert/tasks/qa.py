@@ -51,6 +51,7 @@ import torch
 
 from litebert.files import atomic_write, read_text
 from litebert.model import AlbertForBeamQuestionAnswering, AlbertForQuestionAnswering
+from litebert.model.auto import named_class
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
@@ -72,12 +73,20 @@ TEST_PREDICTIONS, TEST_NULL_ODDS = "test_predictions.json", "test_null_odds.json
 POSITIONS = ("start_positions", "end_positions", "cls_index")  # counted within a row
 
 
+QA_HEADS = {"AlbertForQuestionAnswering": False, "AlbertForBeamQuestionAnswering": True}
+
+
 def uses_beam_head(cfg: FinetuneConfig) -> bool:
-    """--qa-head, or for auto: whether the model's backbone sums a sequence up in its last
-    token (XLNet's <cls>), the layout its beam head was made for."""
+    """--qa-head, or for auto: the SQuAD head the directory holds (a fine-tuned model, as
+    `litebert evaluate` reads it), else whether the model's backbone sums a sequence up in
+    its last token (XLNet's <cls>), the layout the beam head was made for."""
     if cfg.qa_head != "auto":
         return cfg.qa_head == "beam"
-    return backbone_class(read_config(Path(cfg.model))).summary_position == -1
+    config = read_config(Path(cfg.model))
+    held = named_class(config)
+    if held in QA_HEADS:
+        return QA_HEADS[held]
+    return backbone_class(config).summary_position == -1
 
 
 # A required file is found or raises, never None: the overloads let callers rely on that.

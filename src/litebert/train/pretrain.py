@@ -30,6 +30,7 @@ from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
+from litebert.model.backbone import backbone_class
 from litebert.objectives import Items, resolve
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
@@ -62,7 +63,8 @@ def model_config(cfg: PretrainConfig, data_dir: Path) -> AlbertConfig:
                bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
     config = AlbertConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
     check_model_reads(config, tok, f"the model (preset {cfg.model!r} with the recipe's "
-                      f"overrides)", str(data_dir / "tokenizer"), pairs=data_has_pairs(data_dir))
+                      f"overrides)", str(data_dir / "tokenizer"), pairs=data_has_pairs(data_dir),
+                      reader=backbone_class(config))
     return config
 
 
