@@ -65,20 +65,16 @@ def cmd_data_build(args: argparse.Namespace) -> None:
 
 
 def cmd_data_inspect(args: argparse.Namespace) -> None:
-    from litebert.data.loader import PretrainingDataset
-    from litebert.data.report import describe
-    from litebert.tokenization import Tokenizer
+    from litebert.objectives.plm_report import reporter_for
 
-    dataset = PretrainingDataset(args.dir, args.split)
-    tokenizer = Tokenizer.from_pretrained(Path(args.dir) / "tokenizer")
-    for i in range(min(args.n, len(dataset))):
-        print(describe(dataset, i, tokenizer) + "\n")
+    for block in reporter_for(args.dir).inspect(args.dir, args.split, args.n):
+        print(block + "\n")
 
 
 def cmd_data_stats(args: argparse.Namespace) -> None:
-    from litebert.data.report import stats
+    from litebert.objectives.plm_report import reporter_for
 
-    print(json.dumps(stats(args.dir, sample=args.sample), indent=2))
+    print(json.dumps(reporter_for(args.dir).stats(args.dir, sample=args.sample), indent=2))
 
 
 def cmd_data_verify(args: argparse.Namespace) -> None:
@@ -354,7 +350,8 @@ def _add_data_commands(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the directory holds this very build (default: off)")
     p.set_defaults(func=cmd_data_build)
-    p = dsub.add_parser("inspect", help="decoded instances with their masks")
+    p = dsub.add_parser("inspect", help="decoded instances with their masks (--packing "
+                                        "xlnet: windows with their parts and targets)")
     p.add_argument("dir", help="a data directory (from `litebert data build`)")
     p.add_argument("-n", type=int, default=5, help="instances to show (default: %(default)s)")
     p.add_argument("--split", default="train", choices=["train", "heldout"],
@@ -363,7 +360,9 @@ def _add_data_commands(sub) -> None:
     p = dsub.add_parser("stats", help="counts and masking statistics as JSON")
     p.add_argument("dir", help="a data directory (from `litebert data build`)")
     p.add_argument("--sample", type=int, default=2000,
-                   help="instances sampled for the masking statistics (default: %(default)s)")
+                   help="instances sampled for the masking statistics (--packing xlnet: "
+                        "windows sampled for the target and pair statistics) "
+                        "(default: %(default)s)")
     p.set_defaults(func=cmd_data_stats)
     p = dsub.add_parser("verify", help="read every file of a data directory and compare its "
                                        "sha256 with the manifest (sizes are checked on every open)")

@@ -10,10 +10,15 @@ sop_single_sentence='random' pairs with another document (always label 1).
 padded to max_seq_length: 1 - tokens in instances / (instances * max_seq_length), over all
 instances (static pairs, packed text) or the sample (dynamic pairs). Packed splits also
 report `documents_per_instance`, the mean number of documents an instance holds text of.
+
+XLNet's stream directories (`--packing xlnet`) have no instances here: their items are made
+by the objectives layer, so their reports are litebert.objectives.plm_report's, which also
+picks the reporter of a directory for the CLI.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,7 @@ from litebert.data.builder import _memmap
 from litebert.data.loader import PretrainingDataset
 from litebert.data.masking import word_spans
 from litebert.data.packing import separator_positions
+from litebert.tokenization import Tokenizer
 
 
 def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
@@ -51,6 +57,15 @@ def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
                 spans[:, 1], dataset.template.a_offset()).tolist(), start=2):
             shown[sep] += f"\n| doc {k} |"  # the separator ends its line
     return head + ")\n" + " ".join(shown)
+
+
+def inspect_instances(directory: str | Path, split: str, n: int) -> Iterator[str]:
+    """describe() of the first n instances of a split, each with the directory's own
+    tokenizer (the pieces as the data was built)."""
+    dataset = PretrainingDataset(directory, split)
+    tokenizer = Tokenizer.from_pretrained(Path(directory) / "tokenizer")
+    for i in range(min(n, len(dataset))):
+        yield describe(dataset, i, tokenizer)
 
 
 def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from litebert.data.arrays import ArrayWriter, memmap
 WORD_START, SENTENCE_START = 1, 2  # bits of {split}.stream_flags.bin
 DOCS_PER_BLOCK = 256  # documents written between two appends
 SCAN = 512  # tokens read per step when looking for a sentence boundary (doubled each step)
+MEASURE_BLOCK = 1 << 20  # tokens read per step by measure_stream (memory stays flat)
 
 
 def count_windows(length: int, seq_len: int, reuse_len: int) -> int:
@@ -102,6 +103,29 @@ def open_stream(directory: Path, split: str, token_dtype: str) -> Stream:
     ids_name, flags_name = stream_files(split)
     return Stream(memmap(directory / ids_name, token_dtype),
                   memmap(directory / flags_name, np.uint8))
+
+
+def measure_stream(stream: Stream, eod_id: int, seq_len: int, reuse_len: int
+                   ) -> dict[str, int | float]:
+    """What `litebert data stats` reports of a split's stream, from its flags alone (read
+    block by block, so a corpus of any size fits): tokens, documents (the closing `eod_id`
+    tokens, each a sentence of its own), windows of the official loop, and the documents'
+    shape without their closers: sentences per document and pieces per word, the two
+    things XLNet's A/B split and whole-word spans are drawn from."""
+    closers = sentences = words = 0
+    for lo in range(0, len(stream), MEASURE_BLOCK):
+        ids = np.asarray(stream.ids[lo:lo + MEASURE_BLOCK])  # (<= block,) as stored
+        flags = np.asarray(stream.flags[lo:lo + MEASURE_BLOCK])  # (<= block,) uint8
+        sentence = (flags & SENTENCE_START) > 0
+        closers += int(np.count_nonzero(sentence & (ids == eod_id)))
+        sentences += int(np.count_nonzero(sentence))
+        words += int(np.count_nonzero(flags & WORD_START))
+    tokens = len(stream)
+    return {"tokens": tokens, "documents": closers,
+            "windows": count_windows(tokens, seq_len, reuse_len),
+            "seq_len": seq_len, "reuse_len": reuse_len,
+            "sentences_per_document": round((sentences - closers) / max(closers, 1), 3),
+            "pieces_per_word": round((tokens - closers) / max(words - closers, 1), 3)}
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,8 @@ class PLMDataset(Dataset):
         if not 0 <= index < len(self):
             raise IndexError(f"item {index} of {len(self)}")
         rng = self.item_rng(index)
-        backward = index >= self.windows
-        view = self.stream.reversed() if backward else self.stream
-        start = (index - self.windows if backward else index) * self.reuse_len
+        view, start = self.window(index)
+        backward = view.reverse
         ids, types, words, functional, label = self._layout(view, start, rng)
         r, goal = self.reuse_len, self.num_predict
         is_target = np.concatenate([
@@ -152,6 +151,23 @@ class PLMDataset(Dataset):
                 "target_ids": torch.from_numpy(ids[slots] * (weights > 0)),
                 "target_weights": torch.from_numpy(weights),
                 "next_sentence_label": torch.tensor(label, dtype=torch.long)}
+
+    def window(self, index: int) -> tuple[Stream, int]:
+        """(view, start): the stream as item `index` reads it (backwards for the second
+        half of a bi_data dataset) and the position in that view where its window begins."""
+        backward = index >= self.windows
+        view = self.stream.reversed() if backward else self.stream
+        return view, (index - self.windows if backward else index) * self.reuse_len
+
+    def layout(self, index: int, rng: np.random.Generator | None = None):
+        """_layout of item `index` in this epoch, for reports (items do not carry their word
+        starts). The layout is the first thing an item's Generator draws, so the default, a
+        fresh item_rng(index), gives the item's own A, B and label; a report that replays
+        the item's later draws passes that Generator and goes on drawing from it."""
+        if not 0 <= index < len(self):
+            raise IndexError(f"item {index} of {len(self)}")
+        view, start = self.window(index)
+        return self._layout(view, start, self.item_rng(index) if rng is None else rng)
 
     def _layout(self, view: Stream, start: int, rng: np.random.Generator):
         """reuse A <sep> B <sep> <cls> of the window at `start`: ids, token types, word
