@@ -45,6 +45,7 @@ from litebert.train.state import (
     restore_state,
     save_checkpoint,
 )
+from litebert.train.throughput import TimedBatches, peak_tflops, speed_record
 
 log = logging.getLogger("litebert")
 
@@ -98,10 +99,15 @@ def batches(dataset: Items, sampler, micro: int, workers: int,
         position.update(epoch=epoch + 1, batch=0)
 
 
+def resolved_precision(cfg: PretrainConfig, device: torch.device) -> str:
+    """fp32, bf16 or fp16: auto is bf16 on CUDA, fp32 elsewhere."""
+    if cfg.precision == "auto":
+        return "bf16" if device.type == "cuda" else "fp32"
+    return cfg.precision
+
+
 def autocast(cfg: PretrainConfig, device: torch.device):
-    precision = cfg.precision
-    if precision == "auto":
-        precision = "bf16" if device.type == "cuda" else "fp32"
+    precision = resolved_precision(cfg, device)
     if precision == "fp32":
         return contextlib.nullcontext(), None
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
@@ -134,6 +140,11 @@ class Trainer:
                                          warmup_steps=cfg.warmup_steps,
                                          total_steps=cfg.max_steps, power=cfg.power)
         self.amp, self.scaler = autocast(cfg, self.info.device)
+        # Speed in model FLOPs: the objective's count at the data's sequence length.
+        self.flops_per_token = self.objective.flops_per_token(self.config,
+                                                              neutral.config.max_seq_length)
+        self.peak = peak_tflops(self.info.device, resolved_precision(cfg, self.info.device),
+                                cfg.peak_tflops)
         self.accumulation = cfg.accumulation(self.info.world_size)
         self.state = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
                       "nonfinite_in_row": 0, "tokens": 0}
@@ -251,9 +262,11 @@ class Trainer:
         sampler = sampler_for(self.objective.sampling, len(self.train_data), self.info.rank,
                               self.info.world_size, cfg.micro_batch_size, self.accumulation,
                               cfg.seed)
-        data = batches(self.train_data, sampler, cfg.micro_batch_size, cfg.num_workers, state)
-        window: dict[str, Any] = {"losses": torch.zeros_like(self.weights),
-                                  "steps": 0, "tokens": 0, "start": time.perf_counter()}
+        data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
+                                    cfg.num_workers, state))
+        window: dict[str, Any] = {"losses": torch.zeros_like(self.weights), "steps": 0,
+                                  "tokens": 0, "start": time.perf_counter(), "paused": 0.0,
+                                  "data": data}
         bar = progress(total=cfg.max_steps, initial=state["step"], desc="pre-training",
                        unit="step", disable=not self.info.is_main)
         self.model.train()
@@ -270,12 +283,14 @@ class Trainer:
             step = state["step"]
             if step % cfg.log_every == 0 or step == cfg.max_steps:
                 self._log(window, result, bar)
+            paused = time.perf_counter()  # evaluations and checkpoints are not training time
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 last_eval = self._evaluate()
             if step % cfg.save_every == 0 or step == cfg.max_steps:
                 save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
                                 self.info, {**state, "model_config": self.config.to_dict()},
                                 self.objective.state_dict())
+            window["paused"] += time.perf_counter() - paused
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
@@ -287,18 +302,21 @@ class Trainer:
         # Shares summed over ranks are the global means; then averaged over the window's steps.
         losses = all_reduce_sum(window["losses"]) / window["steps"]  # (P,)
         tokens = int(all_reduce_sum(torch.tensor([window["tokens"]], device=self.info.device)))
-        elapsed = time.perf_counter() - window["start"]
+        elapsed = time.perf_counter() - window["start"] - window["paused"]
         self.state["tokens"] += tokens
         parts = dict(zip(self.objective.parts, losses.tolist(), strict=True))
+        speed = speed_record(tokens, elapsed, window["data"].take_waited(),
+                             self.info.world_size, self.flops_per_token, self.peak)
         record = {"step": self.state["step"], "loss": float((losses * self.weights).sum()),
                   **{f"{name}_loss": value for name, value in parts.items()},
-                  "lr": last["lr"], "tokens_per_s": tokens / max(elapsed, 1e-9),
-                  "grad_norm": float(last["grad_norm"]),
+                  "lr": last["lr"], **speed, "grad_norm": float(last["grad_norm"]),
                   "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"]}
         self.logger.log(record)
-        bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}")
+        shown = {"mfu": f"{speed['mfu']:.1%}"} if "mfu" in speed else {}
+        bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",
+                        **shown)
         window.update(losses=torch.zeros_like(window["losses"]), steps=0, tokens=0,
-                      start=time.perf_counter())
+                      start=time.perf_counter(), paused=0.0)
 
     def _evaluate(self) -> dict[str, float]:
         """The objective's held-out metrics, logged at this step (nothing when it has none)."""

@@ -74,6 +74,9 @@ class PretrainConfig:
     keep_last: int = option(3, "checkpoints kept")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
     num_workers: int = option(0, "DataLoader worker processes")
+    peak_tflops: float | None = option(
+        None, "the device's peak TFLOP/s at the run's precision, for the logged mfu; default: "
+              "looked up for A100, H100 and H200 GPUs, none elsewhere (no mfu logged)")
     seed: int = option(1234, "seed of the model's initialisation and the data order")
     resume: str | None = option(None, "'auto' (the newest checkpoint of --out) or a "
                                       "checkpoint directory")
@@ -101,6 +104,8 @@ class PretrainConfig:
              "choose auto, fp32, bf16 or fp16"),
             (min(self.log_every, self.eval_every, self.save_every) > 0, "log_every",
              "log_every, eval_every and save_every must be positive"),
+            (self.peak_tflops is None or self.peak_tflops > 0, "peak_tflops",
+             "must be positive (or left out)"),
         ]
         for ok, name, why in checks:
             if not ok:
