@@ -22,7 +22,7 @@ from litebert.model import AlbertForPreTraining
 from litebert.objectives import OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
-from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain
+from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain, resolved_workers
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.state import export_run, load_model_state
 from tests.data.test_builder import write_corpus
@@ -321,3 +321,18 @@ def test_a_clip_of_zero_means_no_clipping(data_dir, tmp_path):
     assert one[1]["loss"] != zero[1]["loss"]
     with pytest.raises(RunConfigError, match="max_grad_norm"):
         run_config(data_dir, tmp_path / "bad", max_grad_norm=-1.0)
+
+
+def test_loader_workers_change_nothing_but_speed(data_dir, tmp_path):
+    """Items are drawn per (seed, epoch, index): two workers give the same losses as none,
+    across an epoch boundary, and the default is none on a CPU."""
+    assert resolved_workers(run_config(data_dir, tmp_path), torch.device("cpu")) == 0
+    steps = 62  # the train split's 465 items make 58 batches of 8: into the second epoch
+    fast = dict(max_steps=steps, eval_every=steps, save_every=steps, export=False)
+    pretrain(run_config(data_dir, tmp_path / "none", num_workers=0, **fast))
+    pretrain(run_config(data_dir, tmp_path / "two", num_workers=2, **fast))
+    none, _ = read_metrics(tmp_path / "none")
+    two, _ = read_metrics(tmp_path / "two")
+    assert len(none) == steps and [x["loss"] for x in none] == [x["loss"] for x in two]
+    state = json.loads((checkpoint.latest(tmp_path / "two") / "state.json").read_text())
+    assert state["epoch"] == 1

@@ -49,6 +49,7 @@ SIMILARITY_BATCHES = 8  # held-out batches of the similarity measurement, at mos
 SIMILARITY_BATCH_SIZE = 16
 DONE_FIELDS = ("pretraining", "tokens", "minutes", "results")  # work recorded, kept
 PATH_FIELDS = {"data", "out", "resume"}  # of a PretrainConfig: where, not what
+SPEED_FIELDS = {"num_workers", "peak_tflops"}  # how fast, not what: results do not change
 
 
 def say(message: str) -> None:
@@ -200,8 +201,8 @@ def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[s
                                        if k not in PATH_FIELDS}).to_dict(),
                    **{k: v for k, v in old.items() if k in PATH_FIELDS}}
         # Paths may differ when OUT was moved or named otherwise: the settings must not.
-        changed = sorted(k for k in set(old) | set(new)
-                         if k not in PATH_FIELDS and old.get(k) != new.get(k))
+        changed = sorted(k for k in set(old) | set(new) if k not in PATH_FIELDS | SPEED_FIELDS
+                         and old.get(k) != new.get(k))
         if changed:
             raise StudyError(f"{path}: recorded with another {key} config (differs in "
                              f"{', '.join(changed)}); use another --out, or delete "

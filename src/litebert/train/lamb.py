@@ -195,6 +195,9 @@ def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float 
         return Lamb(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if key == "adamw":
         groups = adamw_param_groups(model, weight_decay) if param_groups is None else param_groups
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        # One fused kernel for the whole update on CUDA; elsewhere torch's default (foreach).
+        fused = all(p.is_cuda for p in model.parameters()) or None
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                 fused=fused)
     raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
                      f"expected one of {', '.join(OPTIMIZERS)}")

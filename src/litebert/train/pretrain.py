@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -76,8 +77,11 @@ def data_has_pairs(data_dir: Path) -> bool:
 
 
 def batches(dataset: Items, sampler, micro: int, workers: int,
-            position: dict[str, int]):
-    """Micro-batches forever, epoch after epoch, from `position` (updated as they go)."""
+            position: dict[str, int], pin: bool = False):
+    """Micro-batches forever, epoch after epoch, from `position` (updated as they go). Each
+    epoch has its loader: workers then see the dataset's epoch (its items are drawn per
+    (seed, epoch, index), so workers change nothing but speed). pin: page-locked batches,
+    which a CUDA copy with non_blocking=True overlaps with the step."""
     while True:
         epoch = position["epoch"]
         dataset.set_epoch(epoch)
@@ -92,11 +96,19 @@ def batches(dataset: Items, sampler, micro: int, workers: int,
         # drives dropout and is restored exactly on resume.
         loader: DataLoader = DataLoader(cast(Dataset, dataset), batch_sampler=chunks,
                                         collate_fn=dataset.collate, num_workers=workers,
+                                        pin_memory=pin,
                                         generator=torch.Generator().manual_seed(epoch))
         for batch in loader:
             position["batch"] += 1
             yield batch
         position.update(epoch=epoch + 1, batch=0)
+
+
+def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
+    """num_workers, or its default: 4 on CUDA (at most the CPUs less one), 0 on a CPU."""
+    if cfg.num_workers is not None:
+        return cfg.num_workers
+    return min(4, max((os.cpu_count() or 1) - 1, 0)) if device.type == "cuda" else 0
 
 
 def resolved_precision(cfg: PretrainConfig, device: torch.device) -> str:
@@ -140,6 +152,9 @@ class Trainer:
                                          warmup_steps=cfg.warmup_steps,
                                          total_steps=cfg.max_steps, power=cfg.power)
         self.amp, self.scaler = autocast(cfg, self.info.device)
+        if self.info.device.type == "cuda":  # fp32 matmuls (and convolutions) on TF32 cores
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         # Speed in model FLOPs: the objective's count at the data's sequence length.
         self.flops_per_token = self.objective.flops_per_token(self.config,
                                                               neutral.config.max_seq_length)
@@ -262,8 +277,10 @@ class Trainer:
         sampler = sampler_for(self.objective.sampling, len(self.train_data), self.info.rank,
                               self.info.world_size, cfg.micro_batch_size, self.accumulation,
                               cfg.seed)
+        device = self.info.device
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
-                                    cfg.num_workers, state))
+                                    resolved_workers(cfg, device), state,
+                                    pin=device.type == "cuda"))
         window: dict[str, Any] = {"losses": torch.zeros_like(self.weights), "steps": 0,
                                   "tokens": 0, "start": time.perf_counter(), "paused": 0.0,
                                   "data": data}

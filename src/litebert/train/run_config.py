@@ -73,7 +73,10 @@ class PretrainConfig:
     save_every: int = option(200, "steps between checkpoints")
     keep_last: int = option(3, "checkpoints kept")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
-    num_workers: int = option(0, "DataLoader worker processes")
+    num_workers: int | None = option(
+        None, "DataLoader worker processes that read, mask and collate batches; default: 4 "
+              "on CUDA (at most the CPUs less one), 0 on a CPU, where workers would take "
+              "cores from the step")
     peak_tflops: float | None = option(
         None, "the device's peak TFLOP/s at the run's precision, for the logged mfu; default: "
               "looked up for A100, H100 and H200 GPUs, none elsewhere (no mfu logged)")
@@ -106,6 +109,8 @@ class PretrainConfig:
              "log_every, eval_every and save_every must be positive"),
             (self.peak_tflops is None or self.peak_tflops > 0, "peak_tflops",
              "must be positive (or left out)"),
+            (self.num_workers is None or self.num_workers >= 0, "num_workers",
+             "must be 0 or more (or left out)"),
         ]
         for ok, name, why in checks:
             if not ok:
