@@ -131,11 +131,7 @@ class PLMDataset(Dataset):
         backward = view.reverse
         ids, types, words, functional, label = self._layout(view, start, rng)
         r, goal = self.reuse_len, self.num_predict
-        is_target = np.concatenate([
-            sample_targets(words[:r], functional[:r], goal - goal // 2, rng,
-                           reverse=backward, **self.spans),
-            sample_targets(words[r:], functional[r:], goal // 2, rng,
-                           reverse=backward, **self.spans)])
+        is_target, _ = self.draw_targets(words, functional, rng, backward)
         ranks = np.concatenate([local_perm_ranks(r, self.perm_size, rng),
                                 r + local_perm_ranks(self.seq_len - r, self.perm_size, rng)])
         positions = np.flatnonzero(is_target)  # (<= P,) ascending
@@ -151,6 +147,21 @@ class PLMDataset(Dataset):
                 "target_ids": torch.from_numpy(ids[slots] * (weights > 0)),
                 "target_weights": torch.from_numpy(weights),
                 "next_sentence_label": torch.tensor(label, dtype=torch.long)}
+
+    def draw_targets(self, words: np.ndarray, functional: np.ndarray,
+                     rng: np.random.Generator, backward: bool
+                     ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """is_target (T,) bool: ceil(P/2) targets in the reused part, floor(P/2) in the
+        rest, each part sampled on its own; and the spans among them in item positions."""
+        r, goal = self.reuse_len, self.num_predict
+        masks, spans = [], []
+        for offset, part, count in ((0, slice(0, r), goal - goal // 2),
+                                    (r, slice(r, None), goal // 2)):
+            mask, found = targets_and_spans(words[part], functional[part], count, rng,
+                                            reverse=backward, **self.spans)
+            masks.append(mask)
+            spans += [(offset + begin, offset + end) for begin, end in found]
+        return np.concatenate(masks), spans
 
     def window(self, index: int) -> tuple[Stream, int]:
         """(view, start): the stream as item `index` reads it (backwards for the second
@@ -288,17 +299,31 @@ def sample_targets(word_starts: np.ndarray, functional: np.ndarray, goal: int,
     non-functional tokens): the spans of sample_spans, then single tokens drawn uniformly
     from the rest. reverse: the part is text read backwards; it is sampled flipped back,
     so spans are whole words of the text (word_starts are those of the text forwards)."""
+    return targets_and_spans(word_starts, functional, goal, rng, reverse=reverse,
+                             max_span=max_span, mask_alpha=mask_alpha, mask_beta=mask_beta)[0]
+
+
+def targets_and_spans(word_starts: np.ndarray, functional: np.ndarray, goal: int,
+                      rng: np.random.Generator, *, reverse: bool = False, max_span: int = 5,
+                      mask_alpha: int = 6, mask_beta: int = 1
+                      ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """sample_targets' mask, and the [begin, end) spans among its targets in the part's own
+    positions (the rest are the single-token fill; `litebert data stats` tells them apart)."""
+    length = len(word_starts)
     if reverse:
         word_starts, functional = word_starts[::-1], functional[::-1]
-    mask = np.zeros(len(word_starts), dtype=bool)
-    for begin, end in sample_spans(word_starts, functional, goal, rng, max_span=max_span,
-                                   mask_alpha=mask_alpha, mask_beta=mask_beta):
+    mask = np.zeros(length, dtype=bool)
+    spans = sample_spans(word_starts, functional, goal, rng, max_span=max_span,
+                         mask_alpha=mask_alpha, mask_beta=mask_beta)
+    for begin, end in spans:
         mask[begin:end] = True
     free = np.flatnonzero(~mask & ~functional)
     missing = min(goal - int(mask.sum()), len(free))
     if missing > 0:
         mask[rng.choice(free, size=missing, replace=False)] = True
-    return mask[::-1].copy() if reverse else mask
+    if not reverse:
+        return mask, spans
+    return mask[::-1].copy(), [(length - end, length - begin) for begin, end in spans]
 
 
 # ---- factorisation order ---------------------------------------------------------------------

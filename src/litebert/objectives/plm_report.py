@@ -32,7 +32,7 @@ from litebert.data import report
 from litebert.data.builder import SPLITS
 from litebert.data.integrity import load_manifest
 from litebert.data.streams import end_of_document_id, measure_stream
-from litebert.objectives.plm_data import PLMDataset, sample_spans, sample_targets
+from litebert.objectives.plm_data import PLMDataset
 from litebert.tokenization import Tokenizer
 
 
@@ -126,27 +126,14 @@ def window_stats(ds: PLMDataset, sample: int, seed: int) -> dict[str, Any]:
 
 def replay_targets(ds: PLMDataset, index: int
                    ) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
-    """(is_target (T,) bool, spans [(begin, end, words)] in item positions) of item `index`,
-    from its Generator drawn in __getitem__'s order: the layout, then each part's spans and
-    fill. The mask says which targets are the spans' and which the single-token fill's
-    (adjacent fills look like a span); a test holds it equal to the item's."""
+    """(is_target (T,) bool, spans [(begin, end, words)] in item positions) of item `index`:
+    its Generator drawn again in __getitem__'s order (the layout, then the targets, by the
+    same PLMDataset.draw_targets), so the spans are told from the single-token fill, which
+    may sit side by side and look like one."""
     rng = ds.item_rng(index)
-    reverse = ds.window(index)[0].reverse
     _, _, words, functional, _ = ds.layout(index, rng)  # (T,) each
-    r, goal = ds.reuse_len, ds.num_predict
-    masks, spans = [], []
-    for offset, part, count in ((0, slice(0, r), goal - goal // 2),
-                                (r, slice(r, None), goal // 2)):
-        w, f = words[part], functional[part]  # (L,) of the part
-        forward_w, forward_f = (w[::-1], f[::-1]) if reverse else (w, f)
-        state = rng.bit_generator.state  # sample_targets draws these spans first
-        for begin, end in sample_spans(forward_w, forward_f, count, rng, **ds.spans):
-            if reverse:  # back to reading order
-                begin, end = len(w) - end, len(w) - begin
-            spans.append((offset + begin, offset + end, int(w[begin:end].sum())))
-        rng.bit_generator.state = state
-        masks.append(sample_targets(w, f, count, rng, reverse=reverse, **ds.spans))
-    return np.concatenate(masks), spans
+    is_target, spans = ds.draw_targets(words, functional, rng, ds.window(index)[0].reverse)
+    return is_target, [(begin, end, int(words[begin:end].sum())) for begin, end in spans]
 
 
 # Packings whose directories need a reporter of their own; any other: instances.
