@@ -65,14 +65,14 @@ def cmd_data_build(args: argparse.Namespace) -> None:
 
 
 def cmd_data_inspect(args: argparse.Namespace) -> None:
-    from litebert.objectives.plm_report import reporter_for
+    from litebert.objectives import reporter_for
 
     for block in reporter_for(args.dir).inspect(args.dir, args.split, args.n):
         print(block + "\n")
 
 
 def cmd_data_stats(args: argparse.Namespace) -> None:
-    from litebert.objectives.plm_report import reporter_for
+    from litebert.objectives import reporter_for
 
     print(json.dumps(reporter_for(args.dir).stats(args.dir, sample=args.sample), indent=2))
 

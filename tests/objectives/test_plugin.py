@@ -23,6 +23,7 @@ from litebert.objectives import OBJECTIVES, ObjectiveError, evaluate_directory, 
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
+from litebert.train.throughput import TIMING_FIELDS
 from tests.objectives.test_electra import MICRO
 from tests.train import test_pretrain
 from tests.train.test_pretrain import read_metrics, run_config
@@ -85,7 +86,7 @@ def objective_run(data_dir, out, name: str, copied: bool, **kw):
 
 
 def without_timing(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows]
+    return [{k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in rows]
 
 
 def export_files(run_dir: Path) -> dict[str, bytes]:

@@ -140,6 +140,9 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective):
     assert [x["step"] for x in resumed] == list(range(1, steps + 1))
     for a, b in zip(straight, resumed, strict=True):
         assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])  # bit for bit
+    # Training time goes on from the checkpoint's, so a study's minutes hold both segments.
+    seconds = [x["train_seconds"] for x in resumed]
+    assert all(later > earlier for earlier, later in zip(seconds, seconds[1:], strict=False))
     a = load_file(checkpoint.latest(tmp_path / "straight") / "model.safetensors")
     b = load_file(checkpoint.latest(tmp_path / "killed") / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)

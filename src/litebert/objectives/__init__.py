@@ -9,6 +9,8 @@ line in this registry. A class outside the package is named `package.module:Clas
   and the class's own fields) -> that class's Config, each field checked by name and type.
 - `evaluate_directory(model_dir, data_dir, ...)`: the one evaluation dispatch of an exported
   directory, for `litebert eval-pretraining` and studies: the first objective that reads it.
+- `reporter_for(data_dir)`: what `litebert data inspect` and `data stats` read a data
+  directory with (XLNet's streams have their own, plm_report.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from litebert.objectives.base import Items, Objective, ObjectiveConfig
 from litebert.objectives.electra import ElectraObjective
 from litebert.objectives.mlm import MLMObjective
 from litebert.objectives.plm import PLMObjective
+from litebert.objectives.plm_report import reporter_for
 
 OBJECTIVES: dict[str, type[Objective]] = {
     "mlm": MLMObjective,  # MLM + the data's SOP/NSP task (ALBERT, BERT, RoBERTa)
@@ -139,4 +142,4 @@ def evaluate_directory(model_dir: str | Path, data_dir: str | Path, *, instances
 
 __all__ = ["OBJECTIVES", "ElectraObjective", "Items", "MLMObjective", "Objective",
            "ObjectiveConfig", "ObjectiveError", "PLMObjective", "describe_fields",
-           "evaluate_directory", "objective_config", "resolve"]
+           "evaluate_directory", "objective_config", "reporter_for", "resolve"]

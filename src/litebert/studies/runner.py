@@ -212,28 +212,33 @@ def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[s
 
 
 def _pretrain(cfg, run_dir: Path) -> dict[str, Any]:
-    """Pre-train (resuming from the newest checkpoint); tokens seen and minutes taken."""
+    """Pre-train (resuming from the newest checkpoint); tokens seen and minutes of training,
+    a killed and resumed run's segments together (metrics.jsonl's train_seconds; this
+    call's wall time for a run from before that field)."""
     from litebert.train import checkpoint
     from litebert.train.pretrain import pretrain
 
     resumed = checkpoint.latest(run_dir)
     start = time.perf_counter()
     final = pretrain(cfg)
-    minutes = (time.perf_counter() - start) / 60
-    return {"steps": cfg.max_steps, "tokens": _tokens_seen(run_dir),
-            "minutes": round(minutes, 3), "resumed": resumed is not None,
+    last = _last_training_line(run_dir)
+    seconds = last.get("train_seconds", time.perf_counter() - start)
+    return {"steps": cfg.max_steps, "tokens": int(last.get("tokens", 0)),
+            "minutes": round(seconds / 60, 3), "resumed": resumed is not None,
             "final_eval": final}
 
 
-def _tokens_seen(run_dir: Path) -> int:
-    """Non-padding tokens of all optimizer steps: the last training line of metrics.jsonl."""
-    tokens = 0
+def _last_training_line(run_dir: Path) -> dict[str, Any]:
+    """The last training record of metrics.jsonl ({} when none): its `tokens` are the
+    non-padding tokens of all optimizer steps."""
+    last: dict[str, Any] = {}
     path = run_dir / "metrics.jsonl"
     if path.is_file():
         for line in path.read_text().splitlines():
             row = json.loads(line)
-            tokens = int(row.get("tokens", tokens))
-    return tokens
+            if "tokens" in row:
+                last = row
+    return last
 
 
 # ---- evaluations ---------------------------------------------------------------------------

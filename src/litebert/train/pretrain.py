@@ -161,8 +161,10 @@ class Trainer:
         self.peak = peak_tflops(self.info.device, resolved_precision(cfg, self.info.device),
                                 cfg.peak_tflops)
         self.accumulation = cfg.accumulation(self.info.world_size)
-        self.state = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
-                      "nonfinite_in_row": 0, "tokens": 0}
+        # seconds: training time of the logged steps, resumes included (evaluations and
+        # checkpoints left out), what a study reports as the run's minutes.
+        self.state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
+                                      "nonfinite_in_row": 0, "tokens": 0, "seconds": 0.0}
         resume = checkpoint.resolve_resume(self.run_dir, cfg.resume)
         if resume is not None:
             self._check_same_model(resume)
@@ -321,13 +323,15 @@ class Trainer:
         tokens = int(all_reduce_sum(torch.tensor([window["tokens"]], device=self.info.device)))
         elapsed = time.perf_counter() - window["start"] - window["paused"]
         self.state["tokens"] += tokens
+        self.state["seconds"] += elapsed
         parts = dict(zip(self.objective.parts, losses.tolist(), strict=True))
         speed = speed_record(tokens, elapsed, window["data"].take_waited(),
                              self.info.world_size, self.flops_per_token, self.peak)
         record = {"step": self.state["step"], "loss": float((losses * self.weights).sum()),
                   **{f"{name}_loss": value for name, value in parts.items()},
                   "lr": last["lr"], **speed, "grad_norm": float(last["grad_norm"]),
-                  "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"]}
+                  "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"],
+                  "train_seconds": self.state["seconds"]}
         self.logger.log(record)
         shown = {"mfu": f"{speed['mfu']:.1%}"} if "mfu" in speed else {}
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",

@@ -23,6 +23,10 @@ from typing import Any
 
 import torch
 
+# What a training record measures of time, not of learning: two runs that learn the same
+# differ in these (tests compare everything else).
+TIMING_FIELDS = ("tokens_per_s", "tflops", "mfu", "data_wait_fraction", "train_seconds")
+
 # Dense peak TFLOP/s by (device family, arithmetic): NVIDIA's A100 (SXM), H100 (SXM; PCIe
 # and NVL parts are slower and matched first) and H200 datasheets.
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
