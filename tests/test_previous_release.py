@@ -33,6 +33,7 @@ from litebert.studies.spec import load_spec, pretrain_config
 from litebert.train.run_config import load_run_config
 from litebert.train.throughput import TIMING_FIELDS
 from tests.fixtures.previous_release.arrays import unpack
+from tests.fixtures.previous_release.torch_files import unpack as unpack_torch_files
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "previous_release"
 RECIPES = {"mlm": "recipe-mlm.yaml", "electra": "recipe-electra.yaml"}
@@ -48,9 +49,10 @@ def previous(tmp_path, monkeypatch) -> Path:
     """A copy of the fixture, the working directory: its runs name `data` and `runs/NAME`
     relative to it, as the release's commands were run."""
     copy = tmp_path / "previous"
-    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns("make.py", "arrays.py",
-                                                                 "__pycache__"))
+    shutil.copytree(FIXTURE, copy, ignore=shutil.ignore_patterns(
+        "make.py", "arrays.py", "torch_files.py", "__pycache__"))
     unpack(copy / "data")  # the data arrays, kept as text in the repository
+    unpack_torch_files(copy / "runs")  # optimizer and RNG states: JSON + safetensors there
     monkeypatch.chdir(copy)
     return copy
 
