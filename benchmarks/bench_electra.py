@@ -30,20 +30,23 @@ from common import (
     add_device_options,
     autocast,
     describe,
+    export_initial,
+    feeding,
     in_fresh_process,
     interleaved,
     peak_mb,
     pick_device,
     pick_precision,
     prepare_data,
+    print_step_table,
     reset_peak,
     to_device,
+    trainer_side,
 )
 
 from litebert.data.loader import PretrainingDataset, RankSampler
-from litebert.distributed import DistInfo
 from litebert.tokenization import Tokenizer
-from litebert.train.pretrain import Trainer, batches
+from litebert.train.pretrain import batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 
 Batch = dict[str, torch.Tensor]
@@ -69,21 +72,6 @@ def load_batches(data: Path, cfg: PretrainConfig, count: int) -> list[Batch]:
 
 
 # ---- litebert ------------------------------------------------------------------------------
-
-def litebert_side(cfg: PretrainConfig, device: torch.device) -> tuple[Trainer, Step]:
-    trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
-    trainer.model.train()
-
-    def step(batch: Batch) -> int:
-        return int(trainer.train_step(iter([batch]))["tokens"])
-    return trainer, step
-
-
-def export_initial(trainer: Trainer, out: Path) -> Path:
-    """litebert's initial generator and discriminator as transformers ELECTRA directories."""
-    state = {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}
-    return trainer.objective.export(state, trainer.config, trainer.run_dir, out)
-
 
 # ---- transformers: the plain user loop -----------------------------------------------------
 
@@ -138,7 +126,8 @@ def transformers_side(export: Path, data: Path, cfg: PretrainConfig,
         ids = torch.where(batch["labels"] != IGNORE, batch["labels"], batch["input_ids"])
         inputs = {"attention_mask": batch["attention_mask"],
                   "token_type_ids": batch["token_type_ids"]}
-        masked, labels, chosen = mask_tokens(ids, special, tok.mask_token_id, cfg.mask_prob)
+        masked, labels, chosen = mask_tokens(ids, special, tok.mask_token_id,
+                                             cfg.objective.mask_prob)
         with amp:
             gen = generator(input_ids=masked, labels=labels, **inputs)
             with torch.no_grad():
@@ -166,7 +155,7 @@ def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) 
         cfg = run_config(args, data, out, precision)
         work = load_batches(data, cfg, 3)
         if side == "litebert":
-            _, step = litebert_side(cfg, device)
+            _, step = trainer_side(cfg, device)
         else:
             step = transformers_side(export, data, cfg, device, precision)
         reset_peak(device)
@@ -180,17 +169,11 @@ def speed(args: argparse.Namespace, cfg: PretrainConfig, data: Path, device: tor
     """Both sides' tokens/s, steps interleaved; `export` receives the initial weights. The
     models are freed on return, before the memory children need the machine's memory."""
     work = load_batches(data, cfg, args.steps + 2)
-    trainer, ours = litebert_side(cfg, device)
+    trainer, ours = trainer_side(cfg, device)
     export_initial(trainer, export)
     theirs = transformers_side(export, data, cfg, device, cfg.precision)
     return interleaved({"litebert": feeding(ours, work), "transformers": feeding(theirs, work)},
                        args.steps, device)
-
-
-def feeding(step: Step, work: list[Batch]) -> Callable[[], int]:
-    """A step that takes the next of `work` each time it is called."""
-    feed = iter(work)
-    return lambda: step(next(feed))
 
 
 def main() -> None:
@@ -212,20 +195,12 @@ def main() -> None:
         if not args.no_memory:
             memory = {side: f"{in_fresh_process(side_peak_mb, side, args, data, export):,.0f}"
                       for side in rate}
-    kind = "CUDA allocated" if device.type == "cuda" else "RSS"
     vocab = len(Tokenizer.from_pretrained(data / "tokenizer"))
-    print(f"{args.model}, generator {cfg.objective.generator_size:g} of its width, "
-          f"vocab {vocab:,}, "
-          f"batch {args.batch} x 128, AdamW, {precision}, {describe(device)}, transformers "
-          f"{transformers.__version__}, median of {args.steps} steps\n")
-    print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "
-          f"| transformers |")
-    print("|---|---|---|---|---|---|")
-    ratio = rate["litebert"] / rate["transformers"]
-    print(f"| ELECTRA step (generator + discriminator) | {rate['litebert']:,.0f} | "
-          f"{rate['transformers']:,.0f} | {ratio:.2f}x | {memory['litebert']} | "
-          f"{memory['transformers']} |\n")
-    print(f"electra step speed ratio {ratio:.2f}x")
+    print_step_table(
+        f"{args.model}, generator {cfg.objective.generator_size:g} of its width, "
+        f"vocab {vocab:,}, batch {args.batch} x 128, AdamW, {precision}, {describe(device)}, "
+        f"transformers {transformers.__version__}, median of {args.steps} steps",
+        "ELECTRA step (generator + discriminator)", "electra", rate, memory, device)
 
 
 if __name__ == "__main__":

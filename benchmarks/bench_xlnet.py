@@ -34,22 +34,25 @@ from common import (
     add_device_options,
     autocast,
     describe,
+    export_initial,
+    feeding,
     in_fresh_process,
     interleaved,
     peak_mb,
     pick_device,
     pick_precision,
     prepare_data,
+    print_step_table,
     reset_peak,
     to_device,
+    trainer_side,
 )
 
 from litebert.data.loader import sampler_for
-from litebert.distributed import DistInfo
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 from litebert.train.lamb import build_optimizer
-from litebert.train.pretrain import Trainer, batches
+from litebert.train.pretrain import batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.schedule import build_scheduler
 
@@ -77,21 +80,6 @@ def load_batches(dataset: PLMDataset, cfg: PretrainConfig, count: int) -> list[B
 
 
 # ---- litebert ------------------------------------------------------------------------------
-
-def litebert_side(cfg: PretrainConfig, device: torch.device) -> tuple[Trainer, Step]:
-    trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
-    trainer.model.train()
-
-    def step(batch: Batch) -> int:
-        return int(trainer.train_step(iter([batch]))["tokens"])
-    return trainer, step
-
-
-def export_initial(trainer: Trainer, out: Path) -> Path:
-    """litebert's initial weights as a transformers XLNet directory (XLNetLMHeadModel)."""
-    state = {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}
-    return trainer.objective.export(state, trainer.config, trainer.run_dir, out)
-
 
 # ---- transformers: the plain user loop -----------------------------------------------------
 
@@ -143,7 +131,7 @@ def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) 
     with tempfile.TemporaryDirectory() as out:
         cfg = run_config(args, data, out, precision)
         if side == "litebert":
-            trainer, step = litebert_side(cfg, device)
+            trainer, step = trainer_side(cfg, device)
             dataset = trainer.train_data
         else:
             dataset = PLMObjective(cfg).dataset(data, "train", cfg.seed)  # the same items
@@ -159,19 +147,13 @@ def speed(args: argparse.Namespace, cfg: PretrainConfig, device: torch.device,
           export: Path) -> dict[str, float]:
     """Both sides' tokens/s, steps interleaved; `export` receives the initial weights. The
     models are freed on return, before the memory children need the machine's memory."""
-    trainer, ours = litebert_side(cfg, device)
+    trainer, ours = trainer_side(cfg, device)
     dataset = trainer.train_data
     work = load_batches(dataset, cfg, args.steps + 2)
     export_initial(trainer, export)
     theirs = transformers_side(export, cfg, dataset.reuse_len, device, cfg.precision)
     return interleaved({"litebert": feeding(ours, work), "transformers": feeding(theirs, work)},
                        args.steps, device)
-
-
-def feeding(step: Step, work: list[Batch]) -> Callable[[], int]:
-    """A step that takes the next of `work` each time it is called."""
-    feed = iter(work)
-    return lambda: step(next(feed))
 
 
 def main() -> None:
@@ -194,19 +176,12 @@ def main() -> None:
             memory = {side: f"{in_fresh_process(side_peak_mb, side, args, data, export):,.0f}"
                       for side in rate}
         model = transformers.XLNetConfig.from_pretrained(export)
-    kind = "CUDA allocated" if device.type == "cuda" else "RSS"
-    print(f"{args.model} ({model.n_layer} x {model.d_model}), vocab {model.vocab_size:,}, "
-          f"mem_len {model.mem_len}, reuse {model.reuse_len}, batch {args.batch} x {SEQ}, "
-          f"AdamW, {precision}, {describe(device)}, transformers {transformers.__version__}, "
-          f"median of {args.steps} steps\n")
-    print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "
-          f"| transformers |")
-    print("|---|---|---|---|---|---|")
-    ratio = rate["litebert"] / rate["transformers"]
-    print(f"| XLNet PLM step (two streams, memories) | {rate['litebert']:,.0f} | "
-          f"{rate['transformers']:,.0f} | {ratio:.2f}x | {memory['litebert']} | "
-          f"{memory['transformers']} |\n")
-    print(f"xlnet step speed ratio {ratio:.2f}x")
+    print_step_table(
+        f"{args.model} ({model.n_layer} x {model.d_model}), vocab {model.vocab_size:,}, "
+        f"mem_len {model.mem_len}, reuse {model.reuse_len}, batch {args.batch} x {SEQ}, "
+        f"AdamW, {precision}, {describe(device)}, transformers {transformers.__version__}, "
+        f"median of {args.steps} steps", "XLNet PLM step (two streams, memories)", "xlnet",
+        rate, memory, device)
 
 
 if __name__ == "__main__":

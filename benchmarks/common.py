@@ -134,6 +134,51 @@ def interleaved(sides: dict[str, Callable[[], int]], steps: int, device: torch.d
             for name in sides}
 
 
+# ---- litebert's Trainer as one side ---------------------------------------------------------
+
+def trainer_side(cfg, device: torch.device):
+    """(Trainer, step): litebert's pre-training step on one given batch at a time, in one
+    process; the step returns the tokens it trained."""
+    from litebert.distributed import DistInfo
+    from litebert.train.pretrain import Trainer
+
+    trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
+    trainer.model.train()
+
+    def step(batch: dict[str, torch.Tensor]) -> int:
+        return int(trainer.train_step(iter([batch]))["tokens"])
+    return trainer, step
+
+
+def export_initial(trainer, out: Path) -> Path:
+    """The Trainer's initial weights exported as its objective exports them (transformers'
+    directories), for the transformers side to start from."""
+    state = {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}
+    return trainer.objective.export(state, trainer.config, trainer.run_dir, out)
+
+
+def feeding(step: Callable[[dict[str, torch.Tensor]], int],
+            work: list[dict[str, torch.Tensor]]) -> Callable[[], int]:
+    """A step that takes the next of `work` each time it is called."""
+    feed = iter(work)
+    return lambda: step(next(feed))
+
+
+def print_step_table(heading: str, row: str, name: str, rate: dict[str, float],
+                     memory: dict[str, str], device: torch.device) -> None:
+    """The litebert / transformers table of one step and the last line `NAME step speed
+    ratio N.NNx` that `make bench` reads."""
+    kind = "CUDA allocated" if device.type == "cuda" else "RSS"
+    ratio = rate["litebert"] / rate["transformers"]
+    print(heading + "\n")
+    print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "
+          f"| transformers |")
+    print("|---|---|---|---|---|---|")
+    print(f"| {row} | {rate['litebert']:,.0f} | {rate['transformers']:,.0f} | {ratio:.2f}x | "
+          f"{memory['litebert']} | {memory['transformers']} |\n")
+    print(f"{name} step speed ratio {ratio:.2f}x")
+
+
 # ---- peak memory ---------------------------------------------------------------------------
 
 def _status_kib(field: str) -> int:
