@@ -115,6 +115,21 @@ def _cli(data_dir, out, steps, *extra):
             *extra]
 
 
+def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) -> None:
+    """Start a run and SIGKILL it as soon as its metrics.jsonl holds `step`."""
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if metrics.exists() and f'"step": {step}' in metrics.read_text():
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+
+
 @pytest.mark.parametrize("objective", ["mlm", "electra"])
 def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -122,17 +137,9 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective):
     extra = ("--no-export", *objective_cli(objective))
     subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
                    env=env, capture_output=True)
-    proc = subprocess.Popen(_cli(data_dir, tmp_path / "killed", steps, *extra),
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    metrics = tmp_path / "killed" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:  # kill once step 7 is logged: between checkpoints 6 and 8
-        if metrics.exists() and '"step": 7' in metrics.read_text():
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+    # killed once step 7 is logged: between checkpoints 6 and 8
+    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps, *extra), env,
+                     tmp_path / "killed", step=7)
     subprocess.run(_cli(data_dir, tmp_path / "killed", steps, *extra, "--resume", "auto"),
                    check=True, env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -26,6 +24,7 @@ from litebert.train.pretrain import pretrain
 from litebert.train.run_config import PretrainConfig
 from litebert.train.state import load_model_state
 from tests.data.test_builder import write_corpus
+from tests.train.test_pretrain import kill_once_logged
 
 SEQ, MEM = 64, 16
 XLNET_MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
@@ -150,17 +149,9 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
     steps = 10
     subprocess.run(_cli(data_dir, tmp_path / "straight", steps), check=True, env=env,
                    capture_output=True)
-    proc = subprocess.Popen(_cli(data_dir, tmp_path / "killed", steps), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    metrics = tmp_path / "killed" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:  # kill once step 5 is logged: between checkpoints 4 and 6
-        if metrics.exists() and '"step": 5' in metrics.read_text():
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+    # killed once step 5 is logged: between checkpoints 4 and 6
+    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps), env, tmp_path / "killed",
+                     step=5)
     subprocess.run(_cli(data_dir, tmp_path / "killed", steps, "--resume", "auto"),
                    check=True, env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")
