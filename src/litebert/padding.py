@@ -67,3 +67,11 @@ def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: i
                 target[span] = torch.as_tensor(seq, dtype=torch.long)
         out[key] = block
     return out
+
+
+def real_tokens(batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """(B, T) long, 1 = a real token: the batch's attention_mask, or all ones where the
+    collator left it out because no row is padded (the host decides that, so the model's
+    attention takes its unmasked path without reading the mask back from the device)."""
+    mask = batch.get("attention_mask")
+    return torch.ones_like(batch["input_ids"]) if mask is None else mask
