@@ -99,11 +99,12 @@ def test_sampling_follows_the_softmax_at_the_temperature():
 
 def test_replace_labels_only_changed_tokens_and_the_later_slot_wins():
     ids = torch.tensor([[2, 11, 12, 13, 3]])
-    slots = C.Slots(positions=torch.tensor([[1, 2, 1, 0]]),
-                    used=torch.tensor([[True, True, True, False]]),
-                    targets=torch.tensor([[11, 12, 11, 0]]), keys=torch.zeros(1, 4).long())
-    fake, labels = C.replace(ids, slots, torch.tensor([40, 12, 41]))  # slot 1 samples 12
-    assert fake.tolist() == [[2, 41, 12, 13, 3]]  # position 1: the later slot's 41
+    slots = C.Slots(positions=torch.tensor([[1, 2, 1, 0, 1]]),
+                    used=torch.tensor([[True, True, True, False, False]]),
+                    targets=torch.tensor([[11, 12, 11, 0, 0]]), keys=torch.zeros(1, 5).long())
+    # slot 1 samples 12; the unused slots (3 at position 0, 4 at position 1) write nothing
+    fake, labels = C.replace(ids, slots, torch.tensor([[40, 12, 41, 77, 78]]))
+    assert fake.tolist() == [[2, 41, 12, 13, 3]]  # position 1: the later used slot's 41
     assert labels.tolist() == [[0.0, 1.0, 0.0, 0.0, 0.0]]  # a sample equal to the original
 
 
@@ -113,7 +114,9 @@ def test_data_slots_are_the_datas_masked_positions():
     labels[0, 1], labels[0, 3], labels[1, 2] = 21, 23, 32
     original = C.original_ids({"input_ids": ids, "labels": labels})
     assert original.tolist() == [[2, 21, 11, 23, 3, 0], [2, 15, 32, 16, 3, 0]]
-    s = C.data_slots(original, labels, torch.tensor([5, 6]))
-    assert s.positions.tolist() == [[1, 3], [2, 0]]
-    assert s.used.tolist() == [[True, True], [True, False]]
-    assert s.targets.tolist() == [[21, 23], [32, 0]]
+    s = C.data_slots(original, labels, torch.tensor([5, 6]), 3)  # 3 slots per row
+    assert s.positions.tolist() == [[1, 3, 0], [2, 0, 0]]
+    assert s.used.tolist() == [[True, True, False], [True, False, False]]
+    assert s.targets.tolist() == [[21, 23, 0], [32, 0, 0]]
+    wide = C.data_slots(original, labels, torch.tensor([5, 6]), 8)  # more slots than tokens
+    assert wide.positions.shape == (2, 8) and torch.equal(wide.positions[:, :3], s.positions)

@@ -85,10 +85,11 @@ def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, t
         sums = objective.loss_sums(model, batch)
         out = model(**batch, step=5)
     real = batch["attention_mask"].bool()
-    assert counts.tolist() == [float(out.targets.numel()), float(real.sum())]
+    used = out.slot_weights > 0  # (B, N)
+    assert counts.tolist() == [float(used.sum()), float(real.sum())]
     bce = F.binary_cross_entropy_with_logits(out.logits[real], out.replaced[real],
                                              reduction="sum")
-    ce = F.cross_entropy(out.generator_logits, out.targets, reduction="sum")
+    ce = F.cross_entropy(out.generator_logits[used], out.targets[used], reduction="sum")
     torch.testing.assert_close(sums, torch.stack([ce, bce]), rtol=1e-6, atol=1e-5)
     assert objective.parts == ("generator_mlm", "rtd") and objective.weights == (1.0, 50.0)
 
@@ -100,7 +101,9 @@ def test_the_data_masks_flag_uses_the_datas_positions(data_dir, train):
     assert objective.counts(batch)[0] == masked.sum()
     with torch.no_grad():
         out = model(**batch)
-    assert torch.equal(out.targets, batch["labels"][masked])  # row-major, as the data's
+    used = out.slot_weights > 0
+    assert out.targets.shape == (4, train.masking.max_predictions_per_seq)  # static N
+    assert torch.equal(out.targets[used], batch["labels"][masked])  # row-major, as the data's
 
 
 def test_a_row_is_corrupted_alike_in_a_big_batch_and_in_a_micro_batch(data_dir, train):
@@ -110,6 +113,8 @@ def test_a_row_is_corrupted_alike_in_a_big_batch_and_in_a_micro_batch(data_dir, 
         big = model(**collate(items), step=2)
         halves = [model(**collate(items[i:i + 4]), step=2) for i in (0, 4)]
     torch.testing.assert_close(torch.cat([h.targets for h in halves]), big.targets,
+                               atol=0, rtol=0)
+    torch.testing.assert_close(torch.cat([h.corrupted for h in halves]), big.corrupted,
                                atol=0, rtol=0)
     torch.testing.assert_close(torch.cat([h.generator_sum[None] for h in halves]).sum(),
                                big.generator_sum, rtol=1e-5, atol=1e-4)
@@ -164,7 +169,8 @@ def test_export_loads_in_transformers_with_identical_outputs(data_dir, train, tm
                      token_type_ids=batch["token_type_ids"]).logits  # (B, T, V)
         rows = torch.arange(3)[:, None].expand_as(slots.used)
         picked = logits[rows[slots.used], slots.positions[slots.used]]
-        torch.testing.assert_close(picked, ours.generator_logits, atol=1e-5, rtol=0)
+        used = ours.slot_weights > 0
+        torch.testing.assert_close(picked, ours.generator_logits[used], atol=1e-5, rtol=0)
 
 
 

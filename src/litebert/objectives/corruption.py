@@ -1,17 +1,22 @@
 """ELECTRA's corruption of a batch (Clark et al., 2020), as google-research/electra does it.
 
     original ids (B, T)
-      -> slots: per row k = max(1, min(N, round(mask_prob * real tokens))) positions, drawn
-         with replacement among the maskable ones (real tokens other than [CLS], [SEP] and
-         [MASK]); N = int((mask_prob + 0.005) * max_seq_length) slots, the unused ones
-         pointing at 0. Or, with the data's masks (n-gram / whole-word masking from `data
-         build`), the positions the data masked.
-      -> generator input: 85% of the slots show [MASK], the rest their original token (no
-         random replacement: the generator is the one that replaces).
-      -> the generator's logits at the slots; one sample per slot from its softmax at a
+      -> slots (B, N): per row k = max(1, min(N, round(mask_prob * real tokens))) positions,
+         drawn with replacement among the maskable ones (real tokens other than [CLS], [SEP]
+         and [MASK]); N = int((mask_prob + 0.005) * max_seq_length). Or, with the data's
+         masks (n-gram / whole-word masking from `data build`), the positions the data
+         masked; N = the data's max_predictions_per_seq. Unused slots point at 0, weight 0.
+      -> generator input: 85% of the used slots show [MASK], the rest their original token
+         (no random replacement: the generator is the one that replaces).
+      -> the generator's logits at all N slots; one sample per slot from its softmax at a
          temperature, written into the *original* ids: the discriminator's input.
       -> labels: 1 where the written sample differs from the original (a sample equal to the
          original counts as original).
+
+Every shape is fixed by the batch's (B, T) and N, and nothing is read back to the host
+(no boolean indexing, no count of the masked tokens): torch.compile takes it as one graph.
+An unused slot is drawn and sampled like a used one (its keyed uniforms cost nothing and
+change nothing) and only its weight says it does not count.
 
 Randomness is keyed, not drawn from an RNG stream: every random number of a row is a hash
 of (the run's seed, the optimizer step, the row's tokens, the slot). So a row is corrupted
@@ -29,6 +34,7 @@ position 0 explicitly, here [CLS] is never maskable.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 import torch
 
@@ -39,25 +45,32 @@ ROUNDS = (1_103_515_245, 48_271, 69_621, 16_807)  # multipliers of the mixing ro
 STREAMS = {"positions": 1, "shown": 2, "sample": 3}  # one key stream per use
 
 
-def mix(x: torch.Tensor) -> torch.Tensor:
-    """An int64 tensor of values in [0, PRIME) -> well-mixed values in [0, PRIME): a few
-    rounds of multiply-add modulo a prime and xor-shift. Only exact integer arithmetic, so
-    CPU and CUDA give the same bits."""
+@overload
+def mix(x: int) -> int: ...
+@overload
+def mix(x: torch.Tensor) -> torch.Tensor: ...
+
+
+def mix(x):
+    """An int64 tensor (or a Python int) of values in [0, PRIME) -> well-mixed values in
+    [0, PRIME): a few rounds of multiply-add modulo a prime and xor-shift. Only exact integer
+    arithmetic, so CPU, CUDA and Python ints give the same bits."""
     for a in ROUNDS:
         x = (x * (a % PRIME) + 12_345) % PRIME
         x = x ^ (x >> 15)
     return x
 
 
-def row_keys(ids: torch.Tensor, attention_mask: torch.Tensor, seed: int,
-             step: int) -> torch.Tensor:
-    """(B,) int64: one key per row from (seed, step, the row's real tokens). Padding is left
-    out, so a row's key does not depend on how far its batch was padded."""
+def row_keys(ids: torch.Tensor, real: torch.Tensor, seed: int,
+             step: int | torch.Tensor) -> torch.Tensor:
+    """(B,) int64: one key per row from (seed, step, the row's real tokens (B, T)). Padding
+    is left out, so a row's key does not depend on how far its batch was padded. `step` is
+    an int or a 0-d int64 tensor (one compiled graph for every step); the same bits."""
     T = ids.shape[1]
     position = torch.arange(T, device=ids.device)
-    token = mix((ids.long() % PRIME * 1009 + position) % PRIME) * attention_mask.long()
+    token = mix((ids.long() % PRIME * 1009 + position) % PRIME) * real.long()
     content = mix(token.sum(-1) % PRIME)  # (B,)
-    run = mix(torch.tensor((seed % PRIME) * 7919 % PRIME, device=ids.device))
+    run = mix((seed % PRIME) * 7919 % PRIME)  # a Python int: no tensor copied to the device
     return mix((content + mix((run + step % PRIME) % PRIME)) % PRIME)
 
 
@@ -78,6 +91,11 @@ class Slots:
     targets: torch.Tensor  # (B, N) long: the original id at each slot (0 when unused)
     keys: torch.Tensor  # (B, N) int64: each slot's key, for its [MASK] draw and its sample
 
+    @property
+    def weights(self) -> torch.Tensor:
+        """(B, N) float: 1 for a used slot, 0 for an unused one."""
+        return self.used.float()
+
 
 def slot_count(max_seq_length: int, mask_prob: float) -> int:
     """N, the most slots per row (the official max_predictions_per_seq for this length)."""
@@ -93,17 +111,16 @@ def original_ids(batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return torch.where(labels != IGNORE, labels, batch["input_ids"])
 
 
-def maskable(ids: torch.Tensor, attention_mask: torch.Tensor,
-             never: torch.Tensor) -> torch.Tensor:
+def maskable(ids: torch.Tensor, real: torch.Tensor, never: torch.Tensor) -> torch.Tensor:
     """(B, T) bool: real tokens whose id is not in `never` ((S,) ids: [CLS], [SEP], [MASK])."""
-    return attention_mask.bool() & ~torch.isin(ids, never)
+    return real.bool() & ~torch.isin(ids, never)
 
 
-def slots_per_row(attention_mask: torch.Tensor, candidates: torch.Tensor, mask_prob: float,
+def slots_per_row(real: torch.Tensor, candidates: torch.Tensor, mask_prob: float,
                   max_seq_length: int) -> torch.Tensor:
     """(B,) long: k per row, 0 for a row with nothing maskable. A function of the batch
     alone, so the loop can count the slots of a step before any forward."""
-    tokens = attention_mask.sum(-1).float()  # (B,)
+    tokens = real.sum(-1).float()  # (B,)
     N = slot_count(max_seq_length, mask_prob)
     k = torch.round(tokens * mask_prob).clamp(min=1, max=N).long()
     return k * candidates.any(-1).long()
@@ -128,27 +145,32 @@ def draw_slots(ids: torch.Tensor, candidates: torch.Tensor, k: torch.Tensor, key
     return Slots(positions, used, ids.gather(1, positions) * used, _slot_keys(keys, N))
 
 
-def data_slots(ids: torch.Tensor, labels: torch.Tensor, keys: torch.Tensor) -> Slots:
+def data_slot_counts(labels: torch.Tensor, N: int) -> torch.Tensor:
+    """(B,) long: the data's masked tokens per row, at most N (the slots a row has)."""
+    return (labels != IGNORE).sum(-1).clamp(max=N)
+
+
+def data_slots(ids: torch.Tensor, labels: torch.Tensor, keys: torch.Tensor, N: int) -> Slots:
     """The positions the data masked (its n-gram / whole-word spans), packed left in N slots,
-    N the most masked tokens of any row."""
-    masked = labels != IGNORE  # (B, T)
-    counts = masked.sum(-1)  # (B,)
-    N = max(1, int(counts.max()))  # one host sync per micro-batch
+    N the data's max_predictions_per_seq (static: no row of the data masks more)."""
+    T = ids.shape[1]
+    masked = (labels != IGNORE).to(torch.int8)  # (B, T)
+    if N > T:  # more slots than positions: pad, so the sort has N columns to give
+        masked = torch.nn.functional.pad(masked, (0, N - T))
     # A stable sort puts each row's masked positions first, in order.
-    order = torch.sort(masked.to(torch.int8), dim=1, descending=True, stable=True).indices
-    used = torch.arange(N, device=ids.device)[None, :] < counts[:, None]  # (B, N)
-    positions = order[:, :N] * used
+    order = torch.sort(masked, dim=1, descending=True, stable=True).indices[:, :N]  # (B, N)
+    used = torch.arange(N, device=ids.device)[None, :] < data_slot_counts(labels, N)[:, None]
+    positions = order * used
     return Slots(positions, used, ids.gather(1, positions) * used, _slot_keys(keys, N))
 
 
 def generator_input(ids: torch.Tensor, slots: Slots, mask_id: int) -> torch.Tensor:
     """(B, T): [MASK] at MASK_SHOWN of the used slots, the original token elsewhere."""
     draw = uniform(slots.keys, 1, "shown")[..., 0]  # (B, N)
-    shown = slots.used & (draw < MASK_SHOWN)
-    rows = torch.arange(ids.shape[0], device=ids.device)[:, None].expand_as(slots.used)
-    out = ids.clone()
-    out[rows[shown], slots.positions[shown]] = mask_id
-    return out
+    shown = (slots.used & (draw < MASK_SHOWN)).long()  # (B, N)
+    # (B, T) 1 where any slot shows [MASK]; an unused slot (at 0) adds nothing
+    hit = torch.zeros_like(ids).scatter_reduce(1, slots.positions, shown, reduce="amax")
+    return torch.where(hit > 0, mask_id, ids)
 
 
 def sample(logits: torch.Tensor, keys: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -162,19 +184,18 @@ def sample(logits: torch.Tensor, keys: torch.Tensor, temperature: float = 1.0) -
 
 def replace(ids: torch.Tensor, slots: Slots, sampled: torch.Tensor
             ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The discriminator's input (B, T) and labels (B, T) float, 1 = replaced, from the
-    samples of the used slots (M,) in row-major slot order.
+    """The discriminator's input (B, T) and labels (B, T) float, 1 = replaced, from one
+    sample per slot (B, N); an unused slot's sample is never written.
 
-    A position drawn by two slots takes the later slot's sample: every write at a position
-    carries that same value, so the result does not depend on the order of writes (CUDA)."""
+    A position drawn by two slots takes the later used slot's sample, and a position with no
+    used slot keeps its id: every slot at a position writes that same value, so the result
+    does not depend on the order of the writes (CUDA)."""
     B, N = slots.used.shape
     slot = torch.arange(N, device=ids.device).expand(B, N)
     owner = torch.full_like(ids, -1).scatter_reduce(  # (B, T): the last used slot there
         1, slots.positions, torch.where(slots.used, slot, -1), reduce="amax")
-    values = torch.zeros_like(slots.positions)
-    values[slots.used] = sampled
-    values = values.gather(1, owner.gather(1, slots.positions).clamp(min=0))  # (B, N)
-    rows = torch.arange(B, device=ids.device)[:, None].expand(B, N)
-    fake = ids.clone()
-    fake[rows[slots.used], slots.positions[slots.used]] = values[slots.used]
+    winner = owner.gather(1, slots.positions)  # (B, N): -1 where no used slot is there
+    value = torch.where(winner >= 0, sampled.gather(1, winner.clamp(min=0)),
+                        ids.gather(1, slots.positions))  # (B, N)
+    fake = ids.scatter(1, slots.positions, value)
     return fake, (fake != ids).float()

@@ -18,6 +18,7 @@ Corruption: litebert.objectives.corruption.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,7 @@ from litebert.objectives.evaluation import (
     ratio,
 )
 from litebert.options import option
+from litebert.padding import real_tokens
 
 TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
 MASKINGS = ("uniform", "data")  # generator_masking
@@ -152,13 +154,23 @@ class Corrupting:
     data_masks: bool  # the data's masked positions instead of ELECTRA's uniform draw
     max_seq_length: int  # the data's: the number of slots per row follows from it
     seed: int  # the run's: with the step and the row's tokens, the key of its randomness
+    max_predictions: int = 20  # the data's max_predictions_per_seq: the slots of data masks
+
+    def slot_count(self) -> int:
+        """N, the slots per row: static for a data directory, so one compiled shape."""
+        if self.data_masks:
+            return self.max_predictions
+        return C.slot_count(self.max_seq_length, self.mask_prob)
 
 
 @dataclass
 class ElectraOutput:
-    generator_logits: torch.Tensor  # (M, V) at the used slots
-    targets: torch.Tensor  # (M,) the original ids there
-    generator_sum: torch.Tensor  # () MLM cross-entropy summed over the M slots
+    """Shapes fixed by the batch's (B, T) and the N slots per row (Corrupting.slot_count)."""
+
+    generator_logits: torch.Tensor  # (B, N, V) at every slot (an unused one's: at position 0)
+    targets: torch.Tensor  # (B, N) the original ids at the slots, 0 at an unused slot
+    slot_weights: torch.Tensor  # (B, N) float: 1 = a used slot, 0 = unused (not scored)
+    generator_sum: torch.Tensor  # () MLM cross-entropy summed over the used slots
     corrupted: torch.Tensor  # (B, T) the discriminator's input
     logits: torch.Tensor  # (B, T) the discriminator's, > 0 = replaced
     replaced: torch.Tensor  # (B, T) float labels, 1 = replaced
@@ -170,6 +182,7 @@ class ElectraPretraining(nn.Module):
     """Generator + discriminator with shared embeddings; one forward corrupts and scores."""
 
     never_masked: torch.Tensor  # (S,) ids never drawn as slots, a buffer
+    step: torch.Tensor  # () int64: the optimizer step that keys the corruption, a buffer
 
     def __init__(self, config: AlbertConfig, gen_config: AlbertConfig, corrupting: Corrupting,
                  never_masked: list[int], pair_task: bool):
@@ -180,39 +193,46 @@ class ElectraPretraining(nn.Module):
         self.corrupting = corrupting
         self.register_buffer("never_masked", torch.tensor(never_masked, dtype=torch.long),
                              persistent=False)  # (S,) [CLS], [SEP], [MASK]
+        # On the model's device and written in place (ElectraObjective.begin_step): a compiled
+        # forward reads it as an input, so a new step is neither a recompile nor a copy.
+        self.register_buffer("step", torch.zeros((), dtype=torch.long), persistent=False)
 
-    def slots(self, ids, attention_mask, labels, step: int) -> C.Slots:
+    def slots(self, ids, real, labels, step: int | torch.Tensor) -> C.Slots:
+        """(B, N) slots of the original ids (B, T) with real tokens `real` (B, T)."""
         c = self.corrupting
-        keys = C.row_keys(ids, attention_mask, c.seed, step)  # (B,)
+        keys = C.row_keys(ids, real, c.seed, step)  # (B,)
         if c.data_masks:
-            return C.data_slots(ids, labels, keys)
-        candidates = C.maskable(ids, attention_mask, self.never_masked)  # (B, T)
-        k = C.slots_per_row(attention_mask, candidates, c.mask_prob, c.max_seq_length)  # (B,)
+            return C.data_slots(ids, labels, keys, c.max_predictions)
+        candidates = C.maskable(ids, real, self.never_masked)  # (B, T)
+        k = C.slots_per_row(real, candidates, c.mask_prob, c.max_seq_length)  # (B,)
         return C.draw_slots(ids, candidates, k, keys, c.mask_prob, c.max_seq_length)
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None,
-                step: int = 0, **_pair_labels) -> ElectraOutput:
-        """Corrupt the batch (keyed by `step`, see corruption.py), run both models."""
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
+                step: int | torch.Tensor | None = None, **_pair_labels) -> ElectraOutput:
+        """Corrupt the batch (keyed by `step`, by default the `step` buffer; see
+        corruption.py), run both models. attention_mask None: no row is padded."""
         ids = C.original_ids({"input_ids": input_ids, "labels": labels})  # (B, T)
-        slots = self.slots(ids, attention_mask, labels, step)
-        masked = C.generator_input(ids, slots, self.corrupting.mask_id)
+        real = real_tokens({"input_ids": ids, "attention_mask": attention_mask})  # (B, T)
+        slots = self.slots(ids, real, labels, self.step if step is None else step)
         embeddings = self.discriminator.albert.embeddings
-        x = embeddings(masked, token_type_ids)  # (B, T, E)
+        x = embeddings(C.generator_input(ids, slots, self.corrupting.mask_id), token_type_ids)
         h = self.generator.encoder(x, additive_mask(attention_mask, x.dtype))  # (B, T, H_G)
-        rows = torch.arange(ids.shape[0], device=ids.device)[:, None].expand_as(slots.used)
-        picked = h[rows[slots.used], slots.positions[slots.used]]  # (M, H_G), row-major
-        gen_logits = self.generator.predictions(picked, embeddings.word_embeddings.weight)
-        targets = slots.targets[slots.used]  # (M,)
-        gen_sum = F.cross_entropy(gen_logits.float(), targets, reduction="sum")
-        sampled = C.sample(gen_logits, slots.keys[slots.used], self.corrupting.temperature)
+        picked = h.gather(1, slots.positions[..., None].expand(-1, -1, h.shape[-1]))
+        gen_logits = self.generator.predictions(  # (B, N, V)
+            picked, embeddings.word_embeddings.weight)
+        weights = slots.weights  # (B, N)
+        gen_sum = (F.cross_entropy(gen_logits.flatten(0, 1).float(), slots.targets.flatten(),
+                                   reduction="none") * weights.flatten()).sum()
+        sampled = C.sample(gen_logits.flatten(0, 1), slots.keys.flatten(),
+                           self.corrupting.temperature).view_as(slots.positions)  # (B, N)
         fake, replaced = C.replace(ids, slots, sampled)
         out = self.discriminator(fake, attention_mask, token_type_ids)
-        real = attention_mask.bool()  # (B, T): padding says nothing about replacement
-        rtd_sum = F.binary_cross_entropy_with_logits(out.logits[real].float(), replaced[real],
-                                                     reduction="sum")
+        # Padding says nothing about replacement: weight 0.
+        rtd = F.binary_cross_entropy_with_logits(out.logits.float(), replaced, reduction="none")
+        rtd_sum = (rtd * real.float()).sum()
         pair = self.pair_head(out.last_hidden_state) if self.pair_head is not None else None
-        return ElectraOutput(gen_logits, targets, gen_sum, fake, out.logits, replaced, rtd_sum,
-                             pair)
+        return ElectraOutput(gen_logits, slots.targets, weights, gen_sum, fake, out.logits,
+                             replaced, rtd_sum, pair)
 
 
 class ElectraObjective(Stateless):
@@ -236,13 +256,18 @@ class ElectraObjective(Stateless):
         self.baseline_token = -1
         self.special: dict[str, int] = {}
         self.max_seq_length = 512
+        self.max_predictions = 20  # the data's max_predictions_per_seq (slots of data masks)
         self.step = 0  # keys this step's corruption (begin_step)
+        # The models this objective built: begin_step writes the step into their buffer.
+        self.models: weakref.WeakSet[ElectraPretraining] = weakref.WeakSet()
+        self._never: dict[torch.device, torch.Tensor] = {}  # never_masked() per device
         # The generator's shape, when it is known rather than derived from the config (a
         # generator directory read back by eval-pretraining).
         self.generator_shape: AlbertConfig | None = None
         if data is not None:
             self.special = dict(data.special_ids)  # the data's tokenizer's ids
             self.max_seq_length = data.config.max_seq_length
+            self.max_predictions = data.masking.max_predictions_per_seq
             self.heldout = self.dataset(data.directory, "heldout", run.seed)
             self.baseline_token = commonest_training_token(open_heldout(data.directory))
 
@@ -274,13 +299,20 @@ class ElectraObjective(Stateless):
         c = self.config
         corrupting = Corrupting(c.mask_prob, self.special.get("mask", -1), c.temperature,
                                 c.generator_masking == "data", self.max_seq_length,
-                                self.run.seed)
-        return ElectraPretraining(config, self.generator_config(config), corrupting,
-                                  self.never_masked(), pair_task=self.label_key is not None)
+                                self.run.seed, self.max_predictions)
+        model = ElectraPretraining(config, self.generator_config(config), corrupting,
+                                   self.never_masked(), pair_task=self.label_key is not None)
+        model.step.fill_(self.step)
+        self.models.add(model)
+        return model
 
     def begin_step(self, step: int) -> None:
-        """The corruption of this optimizer step is keyed by its number."""
+        """The corruption of this optimizer step is keyed by its number, written into the
+        step buffer of the models built here (in place, on their device: no host sync, and
+        a compiled forward reads it as an input, so no recompile)."""
         self.step = step
+        for model in self.models:
+            model.step.fill_(step)
 
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
         """Discriminator (backbone + its H x H and H x 1 head at every token) and generator
@@ -298,25 +330,33 @@ class ElectraObjective(Stateless):
         return (model.generator.encoder.fsdp_units()
                 + model.discriminator.albert.fsdp_units())
 
+    def never_on(self, device: torch.device) -> torch.Tensor:
+        """(S,) never_masked() on `device`, made once (not copied to the device every call)."""
+        if device not in self._never:
+            self._never[device] = torch.tensor(self.never_masked(), dtype=torch.long,
+                                               device=device)
+        return self._never[device]
+
     def counts(self, batch: Batch) -> torch.Tensor:
         """(P,): generator slots, real tokens, then sequences; no randomness, so they are known
         before the forward that draws the slots."""
+        real = real_tokens(batch)  # (B, T)
         if self.config.generator_masking == "data":
-            slots = (batch["labels"] != C.IGNORE).sum()
+            slots = C.data_slot_counts(batch["labels"], self.max_predictions).sum()
         else:
             ids = C.original_ids(batch)
-            never = torch.tensor(self.never_masked(), device=ids.device)
-            candidates = C.maskable(ids, batch["attention_mask"], never)
-            slots = C.slots_per_row(batch["attention_mask"], candidates,
-                                    self.config.mask_prob, self.max_seq_length).sum()
-        parts = [slots.float(), batch["attention_mask"].sum().float()]
+            candidates = C.maskable(ids, real, self.never_on(ids.device))
+            slots = C.slots_per_row(real, candidates, self.config.mask_prob,
+                                    self.max_seq_length).sum()
+        parts = [slots.float(), real.sum().float()]
         if self.label_key:
             parts.append(torch.full_like(parts[0], batch[self.label_key].numel()))
         return torch.stack(parts)
 
     def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        """(P,): generator MLM and RTD sums (and the pair task's)."""
-        out = model(**batch, step=self.step)
+        """(P,): generator MLM and RTD sums (and the pair task's); the step is the model's
+        buffer (begin_step), so a compiled forward serves every step."""
+        out = model(**batch)
         sums = [out.generator_sum, out.rtd_sum]
         if self.label_key:
             sums.append(F.cross_entropy(out.pair_logits.float(), batch[self.label_key],
@@ -342,14 +382,21 @@ class ElectraObjective(Stateless):
         return self._result(sums.reduce())
 
     def _add_batch(self, sums: EvalSums, out: ElectraOutput, batch: Batch) -> None:
-        real = batch["attention_mask"].bool()
+        """Evaluation may read shapes back: it sums over the used slots and real tokens
+        alone, as it always did, so its losses keep their bits (the training sums weight
+        the unused ones 0, equal to ~1e-7)."""
+        real = real_tokens(batch).bool()  # (B, T)
         called = (out.logits > 0)[real]  # (R,)
-        truth = out.replaced[real].bool()  # (R,)
-        t = out.targets  # (M,)
-        sums.add(gen_loss=out.generator_sum,
-                 gen_correct=(out.generator_logits.argmax(-1) == t).sum(),
+        truth = out.replaced[real]  # (R,) float
+        used = out.slot_weights > 0  # (B, N)
+        logits, t = out.generator_logits[used].float(), out.targets[used]  # (M, V), (M,)
+        rtd_loss = F.binary_cross_entropy_with_logits(out.logits[real].float(), truth,
+                                                      reduction="sum")
+        truth = truth.bool()
+        sums.add(gen_loss=F.cross_entropy(logits, t, reduction="sum"),
+                 gen_correct=(logits.argmax(-1) == t).sum(),
                  gen_baseline=(t == self.baseline_token).sum(), gen_slots=t.numel(),
-                 rtd_loss=out.rtd_sum, rtd_correct=(called == truth).sum(),
+                 rtd_loss=rtd_loss, rtd_correct=(called == truth).sum(),
                  real_tokens=truth.numel(), replaced=truth.sum(), called=called.sum(),
                  caught=(called & truth).sum())
         if self.label_key and out.pair_logits is not None:
