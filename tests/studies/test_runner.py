@@ -195,14 +195,16 @@ def test_a_study_of_mlm_and_electra_runs_evaluates_both_and_keeps_the_sop_head(t
 
 
 def test_a_run_continues_under_other_speed_settings_but_not_other_training(tmp_path):
-    """Loader workers and the peak for mfu change how fast a run goes, not what it learns:
-    a recorded run continues under other values; another learning rate is another run."""
+    """Loader workers, compile and the peak for mfu change how fast a run goes, not what it
+    learns: a recorded run continues under other values; another learning rate is another
+    run."""
     def record(**fields):
         return {"data": {"max_seq_length": 64}, "model": {"hidden_size": 32},
                 "pretrain": PretrainConfig(**fields).to_dict(), "tokens": 10, "minutes": 1.0}
 
     before = record(num_workers=0)
-    kept = _continue(before, record(num_workers=None, peak_tflops=2.0), tmp_path / "run.json")
+    kept = _continue(before, record(num_workers=None, peak_tflops=2.0, compile=True),
+                     tmp_path / "run.json")
     assert kept["tokens"] == 10 and kept["minutes"] == 1.0
     with pytest.raises(StudyError, match=r"run.json: recorded with another pretrain config "
                                          r"\(differs in lr\)"):

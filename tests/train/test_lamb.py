@@ -16,6 +16,7 @@ from litebert.train.lamb import (
     adamw_param_groups,
     build_optimizer,
     lamb_param_groups,
+    step_if,
 )
 
 B1, B2, EPS, WD = 0.9, 0.999, 1e-6, 0.01
@@ -212,6 +213,44 @@ def test_step_does_not_sync_to_host(monkeypatch):
         torch.ones(()).item()  # the patch is live
     opt.step()
     opt.step()
+
+
+def _optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
+    if name == "adamw-fused":  # what CUDA runs build; torch has the fused kernel on CPU too
+        return torch.optim.AdamW(adamw_param_groups(model), lr=0.01, fused=True)
+    return build_optimizer(name, model, lr=0.01)
+
+
+@pytest.mark.parametrize("name", ["lamb", "adamw", "adamw-fused"])
+def test_step_if_skips_on_the_device_and_is_exact_when_it_steps(name, monkeypatch):
+    """A step gated by a finite flag: exactly the plain step when true; when false the
+    parameters, moments and step counts stay bit for bit, NaN gradients included."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
+    plain, gated = model, copy.deepcopy(model)
+    opt_plain, opt_gated = _optimizer(name, plain), _optimizer(name, gated)
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        grads = [torch.randn(p.shape, generator=g) for p in plain.parameters()]
+        for p, q, grad in zip(plain.parameters(), gated.parameters(), grads, strict=True):
+            p.grad, q.grad = grad.clone(), grad.clone()
+        opt_plain.step()
+        step_if(opt_gated, torch.tensor(True))
+    for p, q in zip(plain.parameters(), gated.parameters(), strict=True):
+        assert torch.equal(p, q)
+    before = copy.deepcopy((gated.state_dict(), opt_gated.state_dict()))
+    for q in gated.parameters():
+        q.grad = torch.full_like(q, float("nan"))
+    if name != "adamw":  # the device gate: nothing may read the flag back
+        for attr in ("item", "tolist", "__bool__"):
+            monkeypatch.setattr(torch.Tensor, attr, lambda *_: pytest.fail("host sync"))
+    step_if(opt_gated, torch.tensor(False))
+    monkeypatch.undo()
+    params, state = gated.state_dict(), opt_gated.state_dict()["state"]
+    assert all(torch.equal(params[k], before[0][k]) for k in params)
+    for i, saved in before[1]["state"].items():
+        for key, value in saved.items():
+            assert torch.equal(state[i][key], value), (name, i, key)
 
 
 def test_closure_and_tensor_lr():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -180,8 +181,11 @@ def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, shardin
 
 
 def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, monkeypatch):
+    """Skips are decided on the device: a skipped step counts (step, schedule and data move
+    on) and leaves weights and LAMB's moments as they were; the host learns of it at the
+    next log line, where max_nonfinite in a row stops the run."""
     trainer = Trainer(run_config(data_dir, tmp_path / "nan", max_steps=20, max_nonfinite=3,
-                                 save_every=2, eval_every=100))
+                                 save_every=2, eval_every=100, log_every=2))
     forward = AlbertForPreTraining.forward
     calls = {"n": 0}
 
@@ -193,12 +197,25 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, mon
         return out
 
     monkeypatch.setattr(AlbertForPreTraining, "forward", flaky)
-    with pytest.raises(TrainingDiverged, match="3 non-finite losses in a row.*step-00000004"):
+    with pytest.raises(TrainingDiverged, match="3 non-finite losses in a row by step 8.*"
+                                               "step-00000006"):
         trainer.run()
-    assert trainer.state["skipped_steps"] == 4 and trainer.state["step"] == 4
+    assert trainer.state["skipped_steps"] == 4 and trainer.state["step"] == 8
+    train, _ = read_metrics(tmp_path / "nan")
+    # Step 3 was skipped: the log of steps 3-4 says so and averages step 4's loss alone.
+    assert [(x["step"], x["skipped_steps"]) for x in train] == [(2, 0), (4, 1), (6, 2)]
+    assert all(math.isfinite(x["loss"]) for x in train)
+    # Steps 6-8 were skipped: the weights and the optimizer's moments are step 5's, which
+    # the checkpoint of step 6 holds.
     good = checkpoint.latest(tmp_path / "nan")
-    weights = load_file(good / "model.safetensors")
-    assert all(torch.isfinite(v).all() for v in weights.values())
+    saved, _ = load_model_state(good)
+    now = trainer.model.state_dict()
+    assert all(torch.isfinite(v).all() for v in saved.values())
+    assert all(torch.equal(saved[k], now[k]) for k in saved)
+    moments = checkpoint.load_pt(good / "optimizer.pt")["optimizer"]["state"]
+    for i, state in trainer.optimizer.state_dict()["state"].items():
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            assert torch.equal(state[key], moments[i][key]), (i, key)
 
 
 def test_cli_pretrain_export_and_plot(data_dir, tmp_path, capsys):

@@ -195,9 +195,15 @@ class RelativeAttention(nn.Module):
         else:  # bi_data's two halves, or one table per row (position dropout)
             k_r = k_r.repeat_interleave(B // G, dim=0)  # (B, R, n, d)
             raw = q_r.transpose(1, 2) @ k_r.permute(0, 2, 3, 1)  # (B, n, L, R)
+        K = R - L  # "bi": R = K + T, and L = T
+        if index is None and torch.compiler.is_compiling():
+            # torch.compile cannot trace storage_offset(): the same entries, gathered (row i
+            # reads columns L - i + j), which the compiler fuses into the consumer.
+            rows, cols = torch.arange(L, device=raw.device), torch.arange(K, device=raw.device)
+            index = (L - rows[:, None] + cols[None, :])[None, None]  # (1, 1, L, K)
         if index is not None:
             return raw.gather(-1, index.expand(B, n, L, index.shape[-1]))
-        K, (sb, sn, sl, sr) = R - L, raw.stride()  # "bi": R = K + T, and L = T
+        sb, sn, sl, sr = raw.stride()
         return raw.as_strided((B, n, L, K), (sb, sn, sl - sr, sr),
                               raw.storage_offset() + L * sr)
 

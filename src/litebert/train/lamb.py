@@ -5,8 +5,12 @@ variants: Adam moments WITHOUT bias correction, update = m / (sqrt(v) + eps), de
 weight decay added to the update, then a per-parameter trust ratio ||w|| / ||update|| (1.0
 when either norm is 0). LayerNorm and bias parameters get neither decay nor trust ratio.
 
-All per-parameter arithmetic uses torch._foreach_* ops over each group's tensors, and the
-trust ratios stay on the device (torch.where on the norms), so a step never syncs the host.
+All per-parameter arithmetic uses torch._foreach_* ops over each group's tensors (one
+multi-tensor kernel per op and (device, dtype) on CUDA, which is what a fused LAMB saves),
+and the trust ratios stay on the device (torch.where on the norms), so a step never syncs
+the host. A step can be skipped on the device too: set `optimizer.found_inf` (a 0-d float
+tensor, nonzero = skip), the attribute torch's GradScaler sets and its fused Adam reads; the
+parameters, moments and step counts are then left as they were, without the host reading it.
 """
 
 from __future__ import annotations
@@ -57,19 +61,23 @@ class Lamb(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        found_inf = getattr(self, "found_inf", None)  # set by the Trainer or a GradScaler
         for group in self.param_groups:
             params, grads, exp_avgs, exp_avg_sqs, steps = self._gather(group)
             if not params:
                 continue
-            # `step` is kept for reference only (no bias correction uses it).
-            torch._foreach_add_(steps, 1)
             beta1, beta2 = group["betas"]
             for idx in _buckets(params):
+                keep = None if found_inf is None else found_inf.to(params[idx[0]].device) == 0
+                # `step` is kept for reference only (no bias correction uses it).
+                torch._foreach_add_([steps[i] for i in idx],
+                                    1 if keep is None else keep.float())
                 _lamb_update(
                     [params[i] for i in idx], [grads[i] for i in idx],
                     [exp_avgs[i] for i in idx], [exp_avg_sqs[i] for i in idx],
                     lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                    weight_decay=group["weight_decay"], trust_ratio=group["trust_ratio"])
+                    weight_decay=group["weight_decay"], trust_ratio=group["trust_ratio"],
+                    keep=keep)
         return loss
 
     def _gather(self, group: dict):
@@ -82,10 +90,12 @@ class Lamb(torch.optim.Optimizer):
                 raise RuntimeError("Lamb does not support sparse gradients; "
                                    "use dense embeddings (sparse=False)")
             state = self.state[p]
-            if not state:
-                state["step"] = torch.tensor(0.0)
+            if not state:  # step on the parameter's device: a gated step adds 0 or 1 there
+                state["step"] = torch.zeros((), device=p.device)
                 state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                 state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            elif state["step"].device != p.device:  # a checkpoint's, restored on the CPU
+                state["step"] = state["step"].to(p.device)
             params.append(p)
             grads.append(p.grad)
             exp_avgs.append(state["exp_avg"])
@@ -115,11 +125,23 @@ def _buckets(params: list[torch.Tensor]) -> list[list[int]]:
 
 
 def _lamb_update(params, grads, exp_avgs, exp_avg_sqs, *, lr, beta1, beta2, eps,
-                 weight_decay, trust_ratio) -> None:
-    """One LAMB step for same-device, same-dtype tensor lists (all updated in place)."""
-    torch._foreach_mul_(exp_avgs, beta1)
+                 weight_decay, trust_ratio, keep: torch.Tensor | None = None) -> None:
+    """One LAMB step for same-device, same-dtype tensor lists (all updated in place).
+
+    keep: a 0-d bool on the device, or None (always keep). A step not kept leaves params and
+    moments bit for bit as they were: its gradients are zeroed (in place; NaN * 0 would stay
+    NaN), the moments decay by 1 and the step size is 0, while a kept step computes exactly
+    what the ungated update does (the same factors, as 0-d tensors)."""
+    decay1: float | torch.Tensor = beta1
+    decay2: float | torch.Tensor = beta2
+    if keep is not None:
+        for g in grads:
+            g.masked_fill_(~keep, 0.0)
+        decay1, decay2 = torch.where(keep, beta1, 1.0), torch.where(keep, beta2, 1.0)
+        lr = torch.where(keep, lr, 0.0)
+    torch._foreach_mul_(exp_avgs, decay1)
     torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)  # m
-    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_mul_(exp_avg_sqs, decay2)
     torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)  # v
     denom = torch._foreach_sqrt(exp_avg_sqs)
     torch._foreach_add_(denom, eps)
@@ -201,3 +223,16 @@ def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float 
                                  fused=fused)
     raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
                      f"expected one of {', '.join(OPTIMIZERS)}")
+
+
+def step_if(optimizer: torch.optim.Optimizer, finite: torch.Tensor) -> None:
+    """optimizer.step() when `finite` (a 0-d bool on the device) holds, without the host
+    reading it where the optimizer can skip on the device: Lamb, and torch's fused AdamW
+    (both read `found_inf`, as GradScaler sets it). Torch's foreach AdamW cannot, and is what
+    a CPU run builds (fused is chosen on CUDA): there the host reads the flag, which on a CPU
+    is no sync, as the CPU has computed it already."""
+    if isinstance(optimizer, Lamb) or getattr(optimizer, "_step_supports_amp_scaling", False):
+        optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
+        optimizer.step()
+    elif bool(finite):
+        optimizer.step()

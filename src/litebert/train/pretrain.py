@@ -33,13 +33,16 @@ from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.model.backbone import backbone_class
 from litebert.objectives import Items, resolve
+from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
-from litebert.train.lamb import build_optimizer
+from litebert.train.compiling import compile_errors, compile_in_place, resolved_compile
+from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.schedule import build_scheduler
+from litebert.train.skips import SkipCounter
 from litebert.train.state import (
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
@@ -144,6 +147,10 @@ class Trainer:
         self.config = model_config(cfg, data_dir)
         torch.manual_seed(cfg.seed)
         model = self.objective.build(self.config).to(self.info.device)
+        # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
+        self.compiled = resolved_compile(cfg.compile, self.info.device, cfg.fsdp)
+        if self.compiled:
+            compile_in_place(model)
         self.model = wrap(model, self.info, cfg.fsdp, self.objective.fsdp_units(model))
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
@@ -175,6 +182,7 @@ class Trainer:
         self._prepare_run_dir(data_dir)
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
+        self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
 
     def _check_same_model(self, path: Path) -> None:
         """A checkpoint of another objective or model (other data, preset or overrides)
@@ -210,12 +218,13 @@ class Trainer:
             {"pretrain": self.cfg.to_dict(), "model": self.config.to_dict()}, indent=2) + "\n")
 
     def train_step(self, data) -> dict[str, Any]:
-        """Accumulate one global batch, clip, step (or skip a non-finite one).
+        """Accumulate one global batch, clip, step (or skip a non-finite one, on the device).
 
         Each loss part is summed per micro-batch and divided by its count over the whole
         global batch (all micro-batches, all ranks; what it counts is the objective's), so
         the gradient equals that of one big batch however it is split; DDP averages
-        gradients over ranks, hence the factor world_size.
+        gradients over ranks, hence the factor world_size. Nothing here reads a value back
+        from the device: finiteness, the skip and the token count stay there (skips.py).
         """
         device, world = self.info.device, self.info.world_size
         self.objective.begin_step(self.state["step"])
@@ -238,11 +247,12 @@ class Trainer:
         # A clip of 0 would scale every gradient to 0: it means "no clipping" (norm logged).
         clip = self.cfg.max_grad_norm or math.inf
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
+        norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: a DTensor
         total = all_reduce_sum((losses * self.weights).sum()[None])  # (1,) the global loss
-        finite = bool(torch.isfinite(total).all() and torch.isfinite(norm))
+        finite = torch.isfinite(total).all() & torch.isfinite(norm)  # () on the device
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         self._apply(finite)
-        tokens = int(torch.stack([b["attention_mask"].sum() for b in micro]).sum())  # one sync
+        tokens = torch.stack([real_tokens(b).sum() for b in micro]).sum()  # () on the device
         return {"losses": losses, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
 
@@ -253,26 +263,31 @@ class Trainer:
             return self.model.no_sync()
         return contextlib.nullcontext()
 
-    def _apply(self, finite: bool) -> None:
-        if finite or self.scaler:  # the grad scaler skips non-finite steps itself
-            if self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-            else:
-                self.optimizer.step()
-            self.scheduler.step()
-            self.state["nonfinite_in_row"] = 0
-            self.state["step"] += 1
+    def _apply(self, finite: torch.Tensor) -> None:
+        """The update, unless `finite` is false on the device; the step counts either way
+        (skips.py says why)."""
+        if self.scaler:  # the grad scaler skips non-finite steps itself (and syncs for it)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         else:
-            self.state["skipped_steps"] += 1
-            self.state["nonfinite_in_row"] += 1
-            if self.state["nonfinite_in_row"] >= self.cfg.max_nonfinite:
-                last = checkpoint.latest(self.run_dir)
-                raise TrainingDiverged(
-                    f"{self.state['nonfinite_in_row']} non-finite losses in a row at step "
-                    f"{self.state['step']}; stopped. The last good checkpoint is {last} "
-                    f"(resume with --resume auto after lowering lr or checking the data)")
+            step_if(self.optimizer, finite)
+            self.skips.add(finite)
+        self.scheduler.step()
+        self.state["step"] += 1
         self.optimizer.zero_grad(set_to_none=True)
+
+    def _settle(self) -> None:
+        """Read the skip counters (one host sync, at log, evaluation and checkpoint steps);
+        a run with max_nonfinite non-finite steps in a row since the last read stops here."""
+        skipped, in_row, longest = self.skips.read()
+        self.state["skipped_steps"] += skipped
+        self.state["nonfinite_in_row"] = in_row
+        if longest >= self.cfg.max_nonfinite:
+            last = checkpoint.latest(self.run_dir)
+            raise TrainingDiverged(
+                f"{longest} non-finite losses in a row by step {self.state['step']} (skipped, "
+                f"the weights left as they were); stopped. The last good checkpoint is {last} "
+                f"(resume with --resume auto after lowering lr or checking the data)")
 
     def run(self) -> dict[str, float]:
         cfg, state = self.cfg, self.state
@@ -283,44 +298,63 @@ class Trainer:
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
                                     resolved_workers(cfg, device), state,
                                     pin=device.type == "cuda"))
-        window: dict[str, Any] = {"losses": torch.zeros_like(self.weights), "steps": 0,
-                                  "tokens": 0, "start": time.perf_counter(), "paused": 0.0,
-                                  "data": data}
+        window: dict[str, Any] = {"data": data}
+        self._open_window(window)
         bar = progress(total=cfg.max_steps, initial=state["step"], desc="pre-training",
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
-        while state["step"] < cfg.max_steps:
-            before = state["step"]
-            result = self.train_step(data)
-            if state["step"] == before:
-                continue  # skipped (non-finite): nothing to log, nothing to save
-            window["losses"] += result["losses"]
-            window["steps"] += 1
-            window["tokens"] += result["tokens"]
-            bar.update(1)
-            step = state["step"]
-            if step % cfg.log_every == 0 or step == cfg.max_steps:
-                self._log(window, result, bar)
-            paused = time.perf_counter()  # evaluations and checkpoints are not training time
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                last_eval = self._evaluate()
-            if step % cfg.save_every == 0 or step == cfg.max_steps:
-                save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
-                                self.info, {**state, "model_config": self.config.to_dict()},
-                                self.objective.state_dict())
-            window["paused"] += time.perf_counter() - paused
+        with compile_errors(self.compiled):  # compiling happens at the first step and eval
+            while state["step"] < cfg.max_steps:
+                last_eval = self._one_step(data, window, bar) or last_eval
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
-            last_eval = self.objective.evaluate(self.model, self.info, self.amp)
+            with compile_errors(self.compiled):
+                last_eval = self.objective.evaluate(self.model, self.info, self.amp)
         self._finish()
         return last_eval
 
+    def _one_step(self, data, window: dict[str, Any], bar) -> dict[str, float]:
+        """One step, then what falls on it: the log line, evaluation, checkpoint (the skip
+        counters read before any of them). Returns the evaluation's metrics, if any."""
+        cfg = self.cfg
+        result = self.train_step(data)
+        finite = result["finite"]
+        # A skipped step's losses are not finite: the window averages the others (device).
+        window["losses"] += torch.where(finite, result["losses"], 0.0)
+        window["kept"] += finite
+        window["tokens"] += result["tokens"]
+        bar.update(1)
+        step = self.state["step"]
+        due = [step % every == 0 or step == cfg.max_steps
+               for every in (cfg.log_every, cfg.eval_every, cfg.save_every)]
+        if any(due):
+            self._settle()
+        if due[0]:
+            self._log(window, result, bar)
+        paused = time.perf_counter()  # evaluations and checkpoints are not training time
+        metrics = self._evaluate() if due[1] else {}
+        if due[2]:
+            save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
+                            self.info, {**self.state, "model_config": self.config.to_dict()},
+                            self.objective.state_dict())
+        window["paused"] += time.perf_counter() - paused
+        return metrics
+
+    def _open_window(self, window: dict[str, Any]) -> None:
+        """The log window's sums, on the device until the log line reads them."""
+        device = self.info.device
+        window.update(losses=torch.zeros_like(self.weights),
+                      kept=torch.zeros((), dtype=torch.long, device=device),
+                      tokens=torch.zeros((), dtype=torch.long, device=device),
+                      start=time.perf_counter(), paused=0.0)
+
     def _log(self, window: dict, last: dict[str, Any], bar) -> None:
-        # Shares summed over ranks are the global means; then averaged over the window's steps.
-        losses = all_reduce_sum(window["losses"]) / window["steps"]  # (P,)
-        tokens = int(all_reduce_sum(torch.tensor([window["tokens"]], device=self.info.device)))
+        # Shares summed over ranks are the global means; then averaged over the window's
+        # finite steps (the same count on every rank); NaN when every step was skipped.
+        losses = all_reduce_sum(window["losses"]) / window["kept"]  # (P,)
+        tokens = int(all_reduce_sum(window["tokens"]))
         elapsed = time.perf_counter() - window["start"] - window["paused"]
         self.state["tokens"] += tokens
         self.state["seconds"] += elapsed
@@ -336,8 +370,7 @@ class Trainer:
         shown = {"mfu": f"{speed['mfu']:.1%}"} if "mfu" in speed else {}
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",
                         **shown)
-        window.update(losses=torch.zeros_like(window["losses"]), steps=0, tokens=0,
-                      start=time.perf_counter(), paused=0.0)
+        self._open_window(window)
 
     def _evaluate(self) -> dict[str, float]:
         """The objective's held-out metrics, logged at this step (nothing when it has none)."""

@@ -67,6 +67,10 @@ class PretrainConfig:
                             choices=("auto", "fp32", "bf16", "fp16"))
     fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
                                "GPUs)")
+    compile: bool | None = option(
+        None, "torch.compile the model (one static graph; the first steps pay for compiling): "
+              "auto = on CUDA, eager on a CPU; --compile / --no-compile, or in a recipe "
+              "compile: auto | true | false", shown="auto")
     log_every: int = option(10, "steps between metric lines")
     eval_every: int = option(200, "steps between held-out evaluations")
     eval_instances: int = option(2000, "held-out instances per evaluation, at most")
@@ -91,6 +95,7 @@ class PretrainConfig:
             raise RunConfigError(f"pretrain config betas={self.betas!r}: give two rates, "
                                  f"e.g. [0.9, 0.999]")
         self.betas = (betas[0], betas[1])
+        self.compile = compile_setting(self.compile)
         try:
             self.objective = objective_config(self.objective, "pretrain config")
         except ObjectiveError as err:
@@ -132,11 +137,22 @@ class PretrainConfig:
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)  # the objective as a mapping: {name: ..., fields}
         out["betas"] = list(self.betas)
+        out["compile"] = "auto" if self.compile is None else self.compile
         return out
 
     @property
     def objective_name(self) -> str:
         return self.objective.name
+
+
+def compile_setting(value: Any) -> bool | None:
+    """`compile` as a recipe, --set or the command line gives it: None (auto), True, False."""
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("auto", "true", "false"):
+        return None if text == "auto" else text == "true"
+    raise RunConfigError(f"pretrain config compile={value!r}: choose auto, true or false")
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}

@@ -1,0 +1,69 @@
+"""torch.compile for the trained module: when (the run's `compile`), how (in place, one full
+graph, static shapes) and what a failure tells the user (the option that turns it off).
+
+The module is compiled in place (nn.Module.compile), so its state-dict keys, checkpoints
+and exports are those of the eager module. It is compiled before DDP wraps it, as torch
+advises; FSDP runs stay eager for now (fully_shard's hooks inside one full graph are not
+tested here), and `compile: true` with `fsdp: true` is refused with that reason.
+
+LITEBERT_COMPILE_BACKEND (an environment variable, for tests and debugging) picks another
+torch.compile backend than inductor: "aot_eager" traces forward and backward like inductor
+but runs them eagerly, so a CPU test proves the graph without paying for C++ compilation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from litebert.train.run_config import RunConfigError
+
+log = logging.getLogger("litebert")
+
+BACKEND_ENV = "LITEBERT_COMPILE_BACKEND"
+TURN_OFF = "--no-compile (or `compile: false` in the recipe)"
+
+
+def resolved_compile(setting: bool | None, device: torch.device, fsdp: bool = False) -> bool:
+    """The run's `compile`: True/False as given; None (auto) compiles on CUDA, not on a CPU,
+    where compiling costs more than it saves on the sizes people train there."""
+    if fsdp:
+        if setting:
+            raise RunConfigError(f"compile: true with fsdp: true is not supported yet; run "
+                                 f"with {TURN_OFF}, or without fsdp")
+        return False
+    return device.type == "cuda" if setting is None else setting
+
+
+def backend() -> str:
+    return os.environ.get(BACKEND_ENV) or "inductor"
+
+
+def compile_in_place(model: nn.Module) -> None:
+    """One graph per shape the run feeds (fullgraph: a graph break is an error, not a slow
+    path); static shapes, as the collators pad each data directory to one length."""
+    log.info("compiling the model (torch.compile, backend %s); turn it off with %s",
+             backend(), TURN_OFF)
+    with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
+        model.compile(fullgraph=True, dynamic=False, backend=backend())
+
+
+@contextlib.contextmanager
+def compile_errors(enabled: bool) -> Iterator[None]:
+    """A torch.compile failure (dynamo, a graph break, the backend) as a RunConfigError that
+    names the way back to eager; compilation happens at the first step and evaluation."""
+    if not enabled:
+        yield
+        return
+    try:
+        yield
+    except torch._dynamo.exc.TorchDynamoException as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise RunConfigError(
+            f"torch.compile failed ({type(err).__name__}: {first}); train eagerly with "
+            f"{TURN_OFF}, or set TORCH_LOGS=graph_breaks,recompiles to see where") from err

@@ -1,0 +1,118 @@
+"""`compile` in the Trainer: a compiled run is one graph per mode (training, evaluation) with no
+graph breaks and the eager run's losses; the option reads auto | true | false; a failure to
+compile is a sentence naming --no-compile.
+
+The fast tests compile with backend aot_eager (LITEBERT_COMPILE_BACKEND): dynamo and AOT
+autograd trace forward and backward as they do for inductor, without C++ compilation; one
+slow test runs inductor itself."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch._dynamo.utils import counters
+
+from litebert.cli import main
+from litebert.model import AlbertForPermutationLM
+from litebert.studies.runner import SPEED_FIELDS
+from litebert.train.compiling import BACKEND_ENV, resolved_compile
+from litebert.train.pretrain import pretrain
+from litebert.train.run_config import RunConfigError, load_run_config
+from tests.train import test_pretrain_plm as plm
+from tests.train.test_pretrain_plm import data_dir as plm_data  # noqa: F401 (a fixture)
+
+# The objectives whose training and evaluation steps compile to full graphs today. MLM+SOP,
+# MLM+NSP and ELECTRA join (a data fixture and a run_config each, as for "plm") once their
+# forwards are static (prediction slots, corruption without boolean indexing).
+COMPILED_OBJECTIVES = {"plm": ("plm_data", plm.run_config)}
+STEPS, EVALS = 16, 2
+
+
+def train(request, objective: str, out, compile: bool) -> list[float]:
+    """A run of STEPS steps with EVALS evaluations; its logged losses, in step order."""
+    fixture, run_config = COMPILED_OBJECTIVES[objective]
+    torch._dynamo.reset()
+    counters.clear()
+    pretrain(run_config(request.getfixturevalue(fixture), out, max_steps=STEPS, log_every=1,
+                        eval_every=STEPS // EVALS, save_every=STEPS, compile=compile))
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert sum("eval_loss" in x for x in lines) == EVALS
+    return [x["loss"] for x in lines if "loss" in x]
+
+
+def graph_counts() -> tuple[int, int, int]:
+    """(graph breaks, recompilations, compiled graphs) of the model's one compiled frame."""
+    graphs = counters["stats"]["unique_graphs"]
+    return sum(counters["graph_break"].values()), max(graphs - 1, 0), graphs
+
+
+@pytest.mark.parametrize("objective", sorted(COMPILED_OBJECTIVES))
+def test_compiled_run_is_one_graph_per_mode_with_the_eager_losses(request, objective, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    eager = train(request, objective, tmp_path / "eager", compile=False)
+    assert graph_counts() == (0, 0, 0)  # the eager run compiled nothing
+    compiled = train(request, objective, tmp_path / "compiled", compile=True)
+    breaks, recompiles, graphs = graph_counts()
+    assert breaks == 0 and recompiles <= 3 and graphs >= 1
+    assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
+    assert len(compiled) == STEPS
+
+
+@pytest.mark.slow
+def test_inductor_compiles_the_plm_step(request, tmp_path, monkeypatch):
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    eager = train(request, "plm", tmp_path / "eager", compile=False)
+    compiled = train(request, "plm", tmp_path / "inductor", compile=True)
+    breaks, recompiles, graphs = graph_counts()
+    assert breaks == 0 and recompiles <= 3 and graphs >= 1
+    assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
+
+
+def test_a_compile_failure_names_the_option_that_turns_it_off(plm_data, tmp_path,  # noqa: F811
+                                                              monkeypatch, capsys):
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    forward = AlbertForPermutationLM.forward
+
+    def breaking(self, *args, **kwargs):
+        torch._dynamo.graph_break()  # fullgraph: an error, not a slower graph
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(AlbertForPermutationLM, "forward", breaking)
+    torch._dynamo.reset()
+    with pytest.raises(RunConfigError, match=r"torch.compile failed.*--no-compile.*"
+                                             r"compile: false"):
+        pretrain(plm.run_config(plm_data, tmp_path / "run", max_steps=2, compile=True))
+    # The same through the command line: a sentence, exit status 2, no traceback.
+    monkeypatch.setenv(BACKEND_ENV, "no-such-backend")
+    assert main(["pretrain", "--config", "xlnet-tiny-cpu", "--data", str(plm_data), "--out",
+                 str(tmp_path / "cli"), "--max-steps", "1", "--set", "objective.perm_size=16",
+                 "--compile"]) == 2
+    err = capsys.readouterr().err
+    assert "torch.compile failed" in err and "--no-compile" in err and "Traceback" not in err
+
+
+def test_compile_reads_auto_true_false_and_shows_its_default(capsys):
+    assert load_run_config(None, {}).compile is None  # auto
+    for given, read in (("auto", None), ("true", True), (False, False), ("False", False)):
+        assert load_run_config(None, {"compile": given}).compile is read
+    assert load_run_config(None, {}).to_dict()["compile"] == "auto"
+    with pytest.raises(RunConfigError, match="compile='sometimes'.*auto, true or false"):
+        load_run_config(None, {"compile": "sometimes"})
+    assert load_run_config("xlnet-tiny-cpu", {}).compile is None  # recipes say auto
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--compile, --no-compile" in text and "(default: auto)" in text
+    assert "compile" in SPEED_FIELDS  # a continued study may switch it
+
+
+def test_auto_compiles_on_cuda_only_and_not_under_fsdp():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert (resolved_compile(None, cpu), resolved_compile(None, cuda)) == (False, True)
+    assert resolved_compile(True, cpu) and not resolved_compile(False, cuda)
+    assert not resolved_compile(None, cuda, fsdp=True)
+    with pytest.raises(RunConfigError, match="fsdp.*--no-compile"):
+        resolved_compile(True, cuda, fsdp=True)
