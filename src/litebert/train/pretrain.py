@@ -33,6 +33,7 @@ from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.model.backbone import backbone_class
 from litebert.objectives import Items, resolve
+from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
@@ -242,7 +243,7 @@ class Trainer:
         finite = bool(torch.isfinite(total).all() and torch.isfinite(norm))
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         self._apply(finite)
-        tokens = int(torch.stack([b["attention_mask"].sum() for b in micro]).sum())  # one sync
+        tokens = int(torch.stack([real_tokens(b).sum() for b in micro]).sum())  # one sync
         return {"losses": losses, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
 
