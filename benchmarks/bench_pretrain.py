@@ -28,8 +28,9 @@ from common import (
     to_device,
 )
 
-from litebert.data.loader import PretrainingDataset, RankSampler
+from litebert.data.loader import SLOT_KEYS, PretrainingDataset, RankSampler
 from litebert.distributed import DistInfo
+from litebert.padding import real_tokens
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer, batches
 from litebert.train.run_config import PretrainConfig
@@ -57,14 +58,15 @@ def transformers_side(trainer: Trainer, cfg: PretrainConfig, device: torch.devic
 
     def step() -> int:
         batch = to_device(next(stream), device)
+        inputs = {k: v for k, v in batch.items() if k not in SLOT_KEYS}  # transformers' API
         with amp:
-            loss = model(**batch).loss
+            loss = model(**inputs).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        return int(batch["attention_mask"].sum())
+        return int(real_tokens(batch).sum())
     return step
 
 

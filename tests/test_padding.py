@@ -55,3 +55,12 @@ def test_left_padding_of_choices_and_a_wrong_side():
     assert batch["input_ids"].tolist() == [[[0, 0, 2, 3], [0, 2, 3, 4]]]
     with pytest.raises(ValueError, match="side='middle'"):
         pad_batch(rows, side="middle")
+
+
+def test_a_fixed_width_pads_every_batch_alike_and_refuses_a_longer_row():
+    rows = [{"input_ids": [5, 6, 7], "labels": [-100, 6, -100]}]
+    batch = pad_batch(rows, width=13)  # not rounded to multiple_of: the width asked for
+    assert batch["input_ids"].shape == batch["labels"].shape == (1, 13)
+    assert batch["labels"][0, 3:].eq(-100).all()
+    with pytest.raises(ValueError, match="a row of 3 tokens does not fit width=2"):
+        pad_batch(rows, width=2)

@@ -33,13 +33,15 @@ def _longest(rows: Sequence[Mapping[str, Any]], key: str) -> int:
 
 
 def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: int = 8,
-              fill: Mapping[str, int] | None = None, side: str = "right"
-              ) -> dict[str, torch.Tensor]:
+              fill: Mapping[str, int] | None = None, side: str = "right",
+              width: int | None = None) -> dict[str, torch.Tensor]:
     """Pad every sequence field of `rows` to one width on `side`; stack the scalar fields.
 
-    The width is the longest `input_ids` of the batch rounded up to `multiple_of` (kinder to
-    matmul kernels). A field with one sequence per choice gives (B, C, W); other sequence
-    fields give (B, W); scalars give (B,) (float if the values are floats, else long).
+    The width is `width` when given (one shape for every batch of a data directory, so a
+    compiled step does not recompile; a longer row is a ValueError), else the longest
+    `input_ids` of the batch rounded up to `multiple_of` (kinder to matmul kernels). A field
+    with one sequence per choice gives (B, C, W); other sequence fields give (B, W); scalars
+    give (B,) (float if the values are floats, else long).
     `input_ids` is filled with `pad_id`, labels with -100, other fields as `fill` says or 0
     (XLNet's token types: its pad type 3). side "left" puts the padding first (XLNet: every
     row then ends in its <cls>); scalar positions (e.g. start_positions) are not shifted.
@@ -47,7 +49,11 @@ def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: i
     if side not in ("left", "right"):
         raise ValueError(f"pad_batch: side={side!r}; use 'left' or 'right'")
     fills = {**DEFAULT_FILL, "input_ids": pad_id, **(fill or {})}
-    width = -(-_longest(rows, "input_ids") // multiple_of) * multiple_of
+    longest = _longest(rows, "input_ids")
+    if width is None:
+        width = -(-longest // multiple_of) * multiple_of
+    elif longest > width:
+        raise ValueError(f"pad_batch: a row of {longest} tokens does not fit width={width}")
     out: dict[str, torch.Tensor] = {}
     for key in rows[0]:
         values = [r[key] for r in rows]

@@ -1,12 +1,25 @@
-"""The loader's samplers and the unmasked items an objective with its own corruption reads."""
+"""The loader's samplers, its static batches and the unmasked items an objective with its own
+corruption reads."""
 
 from __future__ import annotations
+
+import json
+import re
 
 import numpy as np
 import pytest
 import torch
 
-from litebert.data.loader import PretrainingDataset, RankSampler, StreamSampler, sampler_for
+from litebert.data.integrity import DataError
+from litebert.data.loader import (
+    SLOT_KEYS,
+    PretrainingDataset,
+    RankSampler,
+    StreamSampler,
+    sampler_for,
+)
+from litebert.padding import real_tokens
+from tests.data.builds import small_build
 from tests.train import test_pretrain
 
 data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
@@ -68,3 +81,74 @@ def test_unmasked_items_are_the_masked_items_originals(data_dir):
         original = torch.where(a["labels"] != -100, a["labels"], a["input_ids"])
         assert torch.equal(b["input_ids"], original)
         assert torch.equal(b["token_type_ids"], a["token_type_ids"])
+
+
+# ---- the static batch of a data directory ------------------------------------------------------
+
+def by_length(ds: PretrainingDataset, full: bool, n: int) -> list[dict[str, torch.Tensor]]:
+    """The first n items that fill the directory's max_seq_length (full) or do not."""
+    width = ds.config.max_seq_length
+    items = (ds[i] for i in range(len(ds)))
+    chosen = [x for x in items if (len(x["input_ids"]) == width) == full]
+    assert len(chosen) >= n, "the corpus fixture has too few items of that kind"
+    return chosen[:n]
+
+
+def test_a_batch_has_the_directorys_width_and_prediction_slots(data_dir):
+    ds = PretrainingDataset(data_dir, "train", seed=0)
+    T, P = ds.config.max_seq_length, ds.masking.max_predictions_per_seq  # 64, 20
+    items = by_length(ds, full=False, n=2) + by_length(ds, full=True, n=1)
+    batch = ds.collate(items)
+    for key in ("input_ids", "token_type_ids", "labels", "attention_mask"):
+        assert batch[key].shape == (3, T), key  # not the longest row: the directory's length
+    lengths = torch.tensor([len(x["input_ids"]) for x in items])
+    assert torch.equal(batch["attention_mask"], (torch.arange(T) < lengths[:, None]).long())
+    positions, ids, weights = (batch[k] for k in SLOT_KEYS)
+    assert positions.shape == ids.shape == weights.shape == (3, P)
+    assert (positions.dtype, ids.dtype, weights.dtype) == (torch.long, torch.long,
+                                                           torch.float32)
+    for row, item in enumerate(items):
+        where = (item["labels"] != -100).nonzero().flatten()  # increasing positions
+        n = len(where)
+        assert 0 < n < P  # some slots unused: they must be weighted 0
+        assert positions[row, :n].tolist() == where.tolist()
+        assert ids[row, :n].tolist() == item["labels"][where].tolist()  # the original ids
+        assert weights[row, :n].eq(1).all() and weights[row, n:].eq(0).all()
+        assert positions[row, n:].eq(0).all() and ids[row, n:].eq(0).all()
+    assert weights.sum() == (batch["labels"] != -100).sum()
+
+
+def test_attention_mask_is_left_out_exactly_when_no_row_is_padded(data_dir):
+    ds = PretrainingDataset(data_dir, "train", seed=0)
+    full, short = by_length(ds, full=True, n=3), by_length(ds, full=False, n=1)
+    unpadded = ds.collate(full)
+    assert "attention_mask" not in unpadded
+    assert unpadded["input_ids"].shape == (3, ds.config.max_seq_length)
+    assert torch.equal(real_tokens(unpadded), torch.ones(3, ds.config.max_seq_length,
+                                                         dtype=torch.long))
+    padded = ds.collate(full[:2] + short)
+    assert "attention_mask" in padded and padded["attention_mask"][2].eq(0).any()
+
+
+def test_unmasked_items_get_no_prediction_slots(data_dir):
+    ds = PretrainingDataset(data_dir, "train", seed=0, masked=False)
+    batch = ds.collate([ds[i] for i in range(3)])
+    assert not set(SLOT_KEYS) & set(batch) and "labels" not in batch
+
+
+def test_static_masks_beyond_max_predictions_per_seq_are_a_data_error(tmp_path,
+                                                                       corpus_and_tokenizer):
+    _, directory = small_build(tmp_path, corpus_and_tokenizer, masking="static")
+    ds = PretrainingDataset(directory, "train")
+    stored = int(np.diff(ds.mask_index).max())  # the most masks one item stores
+    batch = ds.collate([ds[i] for i in range(4)])
+    assert batch["masked_weights"].sum() == int(ds.mask_index[4] - ds.mask_index[0])
+    manifest = directory / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["config"]["max_predictions_per_seq"] = stored - 1  # a config its masks do not fit
+    manifest.write_text(json.dumps(data))
+    named = re.escape(str(directory))
+    with pytest.raises(DataError, match=rf"{named}: item \d+ of split 'train' stores {stored} "
+                                        rf"masked positions, more than .*"
+                                        rf"max_predictions_per_seq={stored - 1}"):
+        PretrainingDataset(directory, "train")

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from litebert.data.loader import PretrainingDataset, collate
+from litebert.data.loader import SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.model import AlbertForPreTraining
 from litebert.objectives import MLMObjective
@@ -51,14 +51,15 @@ def test_the_pair_task_and_its_name_come_from_the_data(data_dir, train):
 
 
 def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, train):
+    """The sums come from the static slots; the direct computation from the labels path."""
     objective, model = objective_and_model(data_dir, train)
-    batch = collate([train[i] for i in range(5)])
+    batch = train.collate([train[i] for i in range(5)])
     masked = batch["labels"] != -100  # (B, T)
     torch.testing.assert_close(objective.counts(batch),
                                torch.tensor([float(masked.sum()), 5.0]), atol=0, rtol=0)
     with torch.no_grad():
         sums = objective.loss_sums(model, batch)  # (2,)
-        out = model(**batch)
+        out = model(**{k: v for k, v in batch.items() if k not in SLOT_KEYS})
     mlm = F.cross_entropy(out.prediction_logits, batch["labels"][masked], reduction="sum")
     sop = F.cross_entropy(out.sop_logits, batch["sentence_order_label"], reduction="sum")
     torch.testing.assert_close(sums, torch.stack([mlm, sop]), rtol=1e-6, atol=1e-5)
@@ -66,8 +67,9 @@ def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, t
 
 def test_a_micro_batch_without_masked_tokens_sums_to_zero(data_dir, train):
     objective, model = objective_and_model(data_dir, train)
-    batch = collate([train[i] for i in range(3)])
+    batch = train.collate([train[i] for i in range(3)])
     batch["labels"].fill_(-100)
+    batch["masked_weights"].zero_()
     assert objective.counts(batch).tolist() == [0.0, 3.0]
     with torch.no_grad():
         sums = objective.loss_sums(model, batch)

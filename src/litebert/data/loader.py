@@ -16,6 +16,13 @@ pairs: an item is its spans of text, read from the memory-mapped span arrays, wi
 separator between documents. Every layout is the directory tokenizer's template
 (`Tokenizer.template`), so a RoBERTa tokenizer gives <s> A </s></s> B </s> without types.
 
+Batches (`PretrainingDataset.collate`) have one shape per directory, so a compiled training
+step compiles once: every row is padded to the directory's max_seq_length, and masked items
+carry a fixed number of prediction slots, the data's max_predictions_per_seq (unused slots
+weighted 0), so the MLM head scores (B, P) slots, never a count that changes per batch. A
+batch without padding leaves attention_mask out: the collator decides that on the host, and
+the model takes its unmasked attention path without reading the mask back from the device.
+
 Opening a directory compares every file's size with the manifest (litebert.data.integrity), so
 a file cut short is a DataError naming it, not a shape error in the middle of training.
 """
@@ -38,11 +45,15 @@ from litebert.data.packing import PackedSplit, assemble_packed
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
+IGNORE = -100  # labels of tokens that are not predicted
+# A masked batch's static prediction slots, (B, P) each (see prediction_slots).
+SLOT_KEYS = ("masked_positions", "masked_ids", "masked_weights")
 
 
 class PretrainingDataset(Dataset):
     """Items: input_ids, token_type_ids, attention_mask, labels (-100 = not predicted) and
-    sentence_order_label / next_sentence_label (none for objective 'none')."""
+    sentence_order_label / next_sentence_label (none for objective 'none'); `collate` makes
+    the static batches of the module docstring."""
 
     def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
                  masked: bool = True):
@@ -91,11 +102,33 @@ class PretrainingDataset(Dataset):
         if self.config.masking == "static":
             self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
             self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
+            self._check_static_masks()
         self.label_key = LABEL_KEYS.get(self.config.objective)
 
+    def _check_static_masks(self) -> None:
+        """Every stored mask fits the batch's prediction slots (one vectorised pass over
+        the (I + 1,) index when the directory is opened, not a surprise mid-run)."""
+        per_item = np.diff(self.mask_index)  # (I,) masked positions of each item
+        slots = self.masking.max_predictions_per_seq
+        if len(per_item) and int(per_item.max()) > slots:
+            item = int(per_item.argmax())
+            raise DataError(f"{self.directory}: item {item} of split {self.split!r} stores "
+                            f"{int(per_item[item])} masked positions, more than the "
+                            f"manifest's max_predictions_per_seq={slots}; the masks do not "
+                            f"match the directory's config: rebuild it with `litebert build`")
+
     def collate(self, items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        """collate() with this directory's padding id."""
-        return collate(items, self.pad_id)
+        """A pre-training batch (B, max_seq_length) with this directory's padding id; masked
+        items add the prediction slots (B, max_predictions_per_seq); attention_mask only
+        when some row is padded. Runs in the DataLoader workers: its host decisions cost
+        the training step nothing."""
+        width = self.config.max_seq_length
+        batch = pad_batch(items, self.pad_id, width=width)
+        if all(len(item["input_ids"]) == width for item in items):
+            del batch["attention_mask"]  # consumers read litebert.padding.real_tokens(batch)
+        if "labels" in batch:
+            batch.update(prediction_slots(batch["labels"], self.masking.max_predictions_per_seq))
+        return batch
 
     def __len__(self) -> int:
         return self.length
@@ -188,6 +221,26 @@ def collate(items: list[dict[str, torch.Tensor]], pad_id: int = 0,
     """Pad to the longest item (rounded up to `multiple_of`, kinder to matmul kernels); the
     sentence-pair labels are stacked. See litebert.padding.pad_batch."""
     return pad_batch(items, pad_id, multiple_of)
+
+
+def prediction_slots(labels: torch.Tensor, slots: int) -> dict[str, torch.Tensor]:
+    """SLOT_KEYS of (B, T) labels: each row's predicted positions in increasing order (the
+    order of labels != -100 read row by row), their original ids, weight 1; then unused
+    slots at position 0 with id 0 and weight 0 (cramming's static MLM targets)."""
+    rows = labels.shape[0]
+    positions = torch.zeros(rows, slots, dtype=torch.long)  # (B, P)
+    ids = torch.zeros(rows, slots, dtype=torch.long)  # (B, P)
+    weights = torch.zeros(rows, slots, dtype=torch.float32)  # (B, P)
+    for row in range(rows):
+        where = (labels[row] != IGNORE).nonzero().flatten()  # (n,) on the host
+        n = len(where)
+        if n > slots:
+            raise ValueError(f"a row has {n} masked tokens, more than its {slots} prediction "
+                             f"slots (max_predictions_per_seq)")
+        positions[row, :n] = where
+        ids[row, :n] = labels[row, where]
+        weights[row, :n] = 1.0
+    return dict(zip(SLOT_KEYS, (positions, ids, weights), strict=True))
 
 
 class RankSampler(Sampler[int]):  # sampling "shuffled"

@@ -195,9 +195,11 @@ class AlbertEncoder(nn.Module):
 def additive_mask(attention_mask, dtype):
     """(B, T) 1 = token, 0 = pad  ->  (B, 1, 1, T) 0 / -inf-ish added to attention scores.
 
-    Returns None when nothing is padded, so SDPA can take its unmasked fast path.
+    None stays None (SDPA's unmasked fast path). Whether a batch is padded is the collator's
+    decision, made on the host (it leaves the mask out when nothing is): testing the mask
+    here would read it back from the device, a host sync in every forward.
     """
-    if attention_mask is None or bool(attention_mask.all()):
+    if attention_mask is None:
         return None
     keep = attention_mask[:, None, None, :].to(torch.bool)
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(

@@ -9,7 +9,13 @@ BERT-style templates, <cls> last for XLNet's).
 Losses follow transformers: -100 labels are ignored; SequenceClassification with
 num_labels == 1 is regression (MSE). One deliberate difference: given `labels`, the MLM heads
 compute logits only at the masked positions (labels != -100), so `prediction_logits` /
-`logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder.
+`logits` are (N, V) there. At 15% masking that skips ~85% of the E x V decoder. Given the
+static prediction slots of a pre-training batch instead (`masked_positions`, `masked_ids`,
+`masked_weights`, (B, P) each: litebert.data.loader.prediction_slots), they score the P slots
+of every row, logits (B, P, V), and the loss is the weighted mean over the used slots: the
+same loss with shapes fixed per data directory and no read back to the host, so
+torch.compile(fullgraph=True) takes the step (cramming's way). The slots win when a batch
+carries both.
 
 The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT),
 "first_token" (ELECTRA; RoBERTa with tanh; the summary token, first for these backbones) or
@@ -91,6 +97,30 @@ def _masked_lm(head, hidden, embeddings, labels):
     return loss, logits
 
 
+def _slot_lm(head, hidden, embeddings, positions, ids, weights):
+    """MLM logits (B, P, V) at the P slots of every row and the mean loss over the used ones
+    (weight > 0); no data-dependent shape, no host sync. Without ids: logits only."""
+    H = hidden.shape[-1]
+    picked = hidden.gather(1, positions[..., None].expand(-1, -1, H))  # (B, P, H)
+    logits = head(picked, embeddings)  # (B, P, V)
+    if ids is None:
+        return None, logits
+    if weights is None:
+        weights = torch.ones_like(ids, dtype=logits.dtype)
+    losses = F.cross_entropy(logits.flatten(0, 1), ids.flatten(), reduction="none")  # (B*P,)
+    # Sum / max(used, 1) on the device: a batch without masked tokens gives 0, not NaN.
+    loss = (losses * weights.flatten()).sum() / weights.sum().clamp(min=1)
+    return loss, logits
+
+
+def _mlm(head, hidden, embeddings, labels, slots):
+    """The slot path when the batch has masked_positions, else the labels path."""
+    positions, ids, weights = slots
+    if positions is not None:
+        return _slot_lm(head, hidden, embeddings, positions, ids, weights)
+    return _masked_lm(head, hidden, embeddings, labels)
+
+
 class AlbertForPreTraining(AlbertPreTrainedModel):
     """MLM + sentence-order prediction (the same 2-way head serves NSP).
 
@@ -108,10 +138,12 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None, sentence_order_label=None, next_sentence_label=None):
+                labels=None, sentence_order_label=None, next_sentence_label=None,
+                masked_positions=None, masked_ids=None, masked_weights=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         words = self.albert.input_embeddings  # (V, E)
-        mlm_loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
+        mlm_loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
+                                (masked_positions, masked_ids, masked_weights))
         sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
         order = sentence_order_label if sentence_order_label is not None else next_sentence_label
         sop_loss = F.cross_entropy(sop_logits, order.view(-1)) if order is not None else None
@@ -132,10 +164,11 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None):
+                labels=None, masked_positions=None, masked_ids=None, masked_weights=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         words = self.albert.input_embeddings  # (V, E)
-        loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
+        loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
+                            (masked_positions, masked_ids, masked_weights))
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 

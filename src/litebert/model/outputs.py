@@ -36,7 +36,8 @@ class PreTrainingOutput(_Output):
     loss: torch.Tensor | None = None
     mlm_loss: torch.Tensor | None = None
     sop_loss: torch.Tensor | None = None
-    # (B, T, V) without labels; with labels only the N masked positions: (N, V).
+    # (B, T, V) without labels; with labels only the N masked positions: (N, V); with the
+    # prediction slots (masked_positions) (B, P, V).
     prediction_logits: torch.Tensor | None = None
     sop_logits: torch.Tensor | None = None  # (B, 2)
     last_hidden_state: torch.Tensor | None = None
@@ -45,7 +46,8 @@ class PreTrainingOutput(_Output):
 @dataclass
 class MaskedLMOutput(_Output):
     loss: torch.Tensor | None = None
-    logits: torch.Tensor | None = None  # (B, T, V), or (N, V) at the masked positions
+    logits: torch.Tensor | None = None  # (B, T, V), (N, V) at the masked positions, or
+    # (B, P, V) at the prediction slots
     last_hidden_state: torch.Tensor | None = None
 
 

@@ -3,7 +3,10 @@
 The module is AlbertForPreTraining: its state-dict keys are the checkpoint's and the exported
 model's (transformers' AlbertForPreTraining layout). Loss parts: "mlm" (summed over masked
 tokens) and the data's pair task, "sop" or "nsp" (summed over sequences), weights 1 and 1;
-data built with objective "none" has MLM alone. Metric names are those of every run so far:
+data built with objective "none" has MLM alone. A training micro-batch is scored at its
+static prediction slots (litebert.data.loader.prediction_slots): counts and sums stay on the
+device with one shape per data directory, so torch.compile(fullgraph=True) takes them whole.
+Metric names are those of every run so far:
 mlm_loss, sop_loss / nsp_loss, eval_mlm_accuracy, eval_sop_accuracy, ..., eval_loss.
 Evaluation of a run and of an exported directory: litebert.objectives.
 """
@@ -22,7 +25,7 @@ from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
-from litebert.data.loader import LABEL_KEYS, PretrainingDataset
+from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
@@ -58,7 +61,6 @@ from litebert.options import option
 
 log = logging.getLogger("litebert")
 
-IGNORE = -100  # labels of tokens that are not predicted
 TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
 CROSS_EVALUATIONS = ("own", "both")  # MLMConfig.eval_pair_tasks
 
@@ -133,8 +135,9 @@ class MLMObjective(Stateless):
         """Nothing: the data's masks are drawn by the loader, keyed per item."""
 
     def counts(self, batch: Batch) -> torch.Tensor:
-        """(P,): masked tokens, then sequences (the pair task's denominator)."""
-        masked = (batch["labels"] != IGNORE).sum().float()  # ()
+        """(P,): masked tokens (the used prediction slots), then sequences (the pair task's
+        denominator); nothing is read back to the host."""
+        masked = batch["masked_weights"].sum().float()  # ()
         if self.label_key is None:
             return masked[None]
         sequences = torch.full((), batch[self.label_key].numel(), dtype=torch.float32,
@@ -142,9 +145,10 @@ class MLMObjective(Stateless):
         return torch.stack([masked, sequences])
 
     def loss_sums(self, model: nn.Module, batch: Batch) -> torch.Tensor:
-        """(P,): the model's mean losses times their counts. The head already returns the
-        mean over this micro-batch's masked tokens (0 when there are none); multiplying back
-        costs nothing, where a second cross-entropy over the (N, V) logits would not."""
+        """(P,): the model's mean losses times their counts. The head scores the batch's
+        prediction slots and returns the mean over the used ones (0 when there are none);
+        multiplying back costs nothing, where a second cross-entropy over the (B, P, V)
+        logits would not."""
         out = model(**batch)
         counts = self.counts(batch)  # (P,)
         means = [out.mlm_loss] + ([out.sop_loss] if self.label_key else [])
@@ -164,8 +168,11 @@ class MLMObjective(Stateless):
         with evaluating(model):
             for batch in heldout_batches(self.heldout, self.run.eval_instances,
                                          self.run.micro_batch_size, info):
+                # The labels path: logits (N, V) at the masked tokens, which add_mlm scores
+                # as `eval-pretraining` does (evaluation is not the step that compiles).
+                inputs = {k: v for k, v in batch.items() if k not in SLOT_KEYS}
                 with amp:
-                    out = model(**batch)
+                    out = model(**inputs)
                 self._add_batch(sums, out, batch)
         result = self._result(sums.reduce())
         if self.cross_set is not None and self.cross_set.batches:

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from litebert.padding import real_tokens
+
 
 @torch.no_grad()
 def layer_transitions(model: torch.nn.Module, batches: Iterable[dict[str, torch.Tensor]]
@@ -28,8 +30,8 @@ def layer_transitions(model: torch.nn.Module, batches: Iterable[dict[str, torch.
     angle_sum: torch.Tensor | None = None
     tokens = 0
     for batch in batches:
-        mask = batch["attention_mask"].bool()  # (B, T)
-        out = backbone(batch["input_ids"], batch["attention_mask"],
+        mask = real_tokens(batch).bool()  # (B, T)
+        out = backbone(batch["input_ids"], batch.get("attention_mask"),
                        batch.get("token_type_ids"), output_hidden_states=True)
         states = torch.stack(out.hidden_states)[:, mask].double()  # (L + 1, N, H)
         before, after = states[:-1], states[1:]  # (L, N, H) each
