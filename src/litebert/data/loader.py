@@ -30,11 +30,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from litebert.data.attention_layout import check_attention, lay_out
 from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble, open_packed
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
-from litebert.data.packing import PackedSplit, assemble_packed
+from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
@@ -42,10 +43,11 @@ LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
 
 class PretrainingDataset(Dataset):
     """Items: input_ids, token_type_ids, attention_mask, labels (-100 = not predicted) and
-    sentence_order_label / next_sentence_label (none for objective 'none')."""
+    sentence_order_label / next_sentence_label (none for objective 'none'); with attention
+    "document", document_ids (litebert.data.attention_layout)."""
 
     def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
-                 masked: bool = True):
+                 masked: bool = True, attention: str = "full"):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
         self.directory = Path(directory)
@@ -92,10 +94,15 @@ class PretrainingDataset(Dataset):
             self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
             self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
         self.label_key = LABEL_KEYS.get(self.config.objective)
+        self.attention = attention  # what collate() adds for the model's attention
+        try:
+            check_attention(attention, self.packed is not None, str(self.directory))
+        except ValueError as err:
+            raise DataError(str(err)) from None
 
     def collate(self, items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-        """collate() with this directory's padding id."""
-        return collate(items, self.pad_id)
+        """collate() with this directory's padding id, laid out for the run's attention."""
+        return lay_out(collate(items, self.pad_id), self.attention)
 
     def __len__(self) -> int:
         return self.length
@@ -152,7 +159,14 @@ class PretrainingDataset(Dataset):
             item["labels"] = torch.from_numpy(labels)
         if self.label_key and row is not None:
             item[self.label_key] = torch.tensor(int(row[4]))
+        if self.attention == "document":
+            item["document_ids"] = torch.from_numpy(self._document_ids(index))
         return item
+
+    def _document_ids(self, index: int) -> np.ndarray:
+        """(T,) the document of each position of packed item `index`."""
+        assert self.packed is not None
+        return packed_document_ids(self.packed.spans_of(index)[:, 1], self.template)
 
 
 @dataclass(frozen=True)

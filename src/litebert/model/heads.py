@@ -79,6 +79,12 @@ def _two_labels(config: AlbertConfig) -> AlbertConfig:
     return config if config.num_labels == 2 else config.replace(num_labels=2, id2label=None)
 
 
+def documents(document_ids) -> dict:
+    """The pre-training heads' document_ids for the backbone, only when given: a backbone
+    without document attention (XLNet's) takes no such argument."""
+    return {} if document_ids is None else {"document_ids": document_ids}
+
+
 def _masked_lm(head, hidden, embeddings, labels):
     """MLM logits and mean loss; with labels, logits only where labels != -100."""
     if labels is None:
@@ -108,8 +114,10 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None, sentence_order_label=None, next_sentence_label=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+                labels=None, sentence_order_label=None, next_sentence_label=None,
+                document_ids=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+                          **documents(document_ids))
         words = self.albert.input_embeddings  # (V, E)
         mlm_loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
@@ -132,8 +140,9 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+                labels=None, document_ids=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+                          **documents(document_ids))
         words = self.albert.input_embeddings  # (V, E)
         loss, logits = _masked_lm(self.predictions, out.last_hidden_state, words, labels)
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
