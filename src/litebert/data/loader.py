@@ -37,11 +37,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from litebert.data.attention_layout import check_attention, lay_out
 from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble, open_packed
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
-from litebert.data.packing import PackedSplit, assemble_packed
+from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
@@ -52,11 +53,12 @@ SLOT_KEYS = ("masked_positions", "masked_ids", "masked_weights")
 
 class PretrainingDataset(Dataset):
     """Items: input_ids, token_type_ids, attention_mask, labels (-100 = not predicted) and
-    sentence_order_label / next_sentence_label (none for objective 'none'); `collate` makes
-    the static batches of the module docstring."""
+    sentence_order_label / next_sentence_label (none for objective 'none'); with attention
+    "document", document_ids (litebert.data.attention_layout). `collate` makes the static
+    batches of the module docstring."""
 
     def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
-                 masked: bool = True):
+                 masked: bool = True, attention: str = "full"):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
         self.directory = Path(directory)
@@ -104,6 +106,11 @@ class PretrainingDataset(Dataset):
             self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
             self._check_static_masks()
         self.label_key = LABEL_KEYS.get(self.config.objective)
+        self.attention = attention  # what collate() adds for the model's attention
+        try:
+            check_attention(attention, self.packed is not None, str(self.directory))
+        except ValueError as err:
+            raise DataError(str(err)) from None
 
     def _check_static_masks(self) -> None:
         """Every stored mask fits the batch's prediction slots (one vectorised pass over
@@ -120,15 +127,15 @@ class PretrainingDataset(Dataset):
     def collate(self, items: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
         """A pre-training batch (B, max_seq_length) with this directory's padding id; masked
         items add the prediction slots (B, max_predictions_per_seq); attention_mask only
-        when some row is padded. Runs in the DataLoader workers: its host decisions cost
-        the training step nothing."""
+        when some row is padded; then laid out for the run's attention. Runs in the DataLoader
+        workers: its host decisions cost the training step nothing."""
         width = self.config.max_seq_length
         batch = pad_batch(items, self.pad_id, width=width)
         if all(len(item["input_ids"]) == width for item in items):
             del batch["attention_mask"]  # consumers read litebert.padding.real_tokens(batch)
         if "labels" in batch:
             batch.update(prediction_slots(batch["labels"], self.masking.max_predictions_per_seq))
-        return batch
+        return lay_out(batch, self.attention)
 
     def __len__(self) -> int:
         return self.length
@@ -185,7 +192,14 @@ class PretrainingDataset(Dataset):
             item["labels"] = torch.from_numpy(labels)
         if self.label_key and row is not None:
             item[self.label_key] = torch.tensor(int(row[4]))
+        if self.attention == "document":
+            item["document_ids"] = torch.from_numpy(self._document_ids(index))
         return item
+
+    def _document_ids(self, index: int) -> np.ndarray:
+        """(T,) the document of each position of packed item `index`."""
+        assert self.packed is not None
+        return packed_document_ids(self.packed.spans_of(index)[:, 1], self.template)
 
 
 @dataclass(frozen=True)

@@ -164,6 +164,16 @@ def assemble_packed(tokens: np.ndarray, word_starts: np.ndarray, spans: np.ndarr
     return ids, np.zeros(size, dtype=np.int64), starts, maskable
 
 
+def packed_document_ids(lengths: np.ndarray, template: PairTemplate) -> np.ndarray:
+    """(T,) int64 for the instance assemble_packed makes of spans with `lengths` (k,): the
+    index (0 .. k - 1) of the document each position belongs to. A separator belongs to the
+    document it closes; the cls to the first document (the last when the template puts it
+    last), so every document keeps the special tokens it would have alone."""
+    sizes = lengths + 1  # each span and the separator after it
+    sizes[-1 if template.cls_last else 0] += 1  # the cls
+    return np.repeat(np.arange(len(lengths), dtype=np.int64), sizes)
+
+
 @dataclass(frozen=True)
 class PackedSplit:
     """The packed instances of one split (memory-mapped by builder.open_packed)."""

@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
+from litebert.model.attention import Layout, attend, document_layout, positions_in_documents
 from litebert.model.backbone import DEFAULT_BACKBONE, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import BaseModelOutput
@@ -101,6 +102,14 @@ class AlbertEmbeddings(nn.Module):
                     f"pad_token_id={self.pad_position}): truncate the input")
         return positions_after_pad(input_ids, self.pad_position)
 
+    def document_positions(self, document_ids):
+        """(B, T) positions that restart at each document (padding at -1), numbered as
+        default_positions numbers a sequence alone."""
+        offsets = positions_in_documents(document_ids)  # (B, T)
+        if self.pad_position is None:
+            return offsets
+        return torch.where(document_ids < 0, self.pad_position, offsets + self.pad_position + 1)
+
 
 class AlbertAttention(nn.Module):
     """Multi-head self-attention + output projection + residual + post-LayerNorm."""
@@ -117,7 +126,7 @@ class AlbertAttention(nn.Module):
         self.attention_dropout = config.attention_probs_dropout_prob
         self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x, mask=None):  # x (B, T, H); mask (B, 1, 1, T) additive or None
+    def forward(self, x, mask=None):  # x (B, T, H); mask: model/attention.py, or None
         B, T, H = x.shape
         # One GEMM for q, k and v: the three weights concatenated on the fly.
         w = torch.cat((self.query.weight, self.key.weight, self.value.weight))  # (3H, H)
@@ -125,7 +134,7 @@ class AlbertAttention(nn.Module):
         qkv = F.linear(x, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, nh, T, hd)
         p = self.attention_dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        y = attend(q, k, v, mask, p)  # (B, nh, T, hd)
         y = y.transpose(1, 2).reshape(B, T, H)  # (B, T, H)
         return self.LayerNorm(x + self.output_dropout(self.dense(y)))
 
@@ -268,18 +277,33 @@ class AlbertModel(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                output_hidden_states: bool = False, mems=None, use_mems=None):
+                output_hidden_states: bool = False, mems=None, use_mems=None,
+                document_ids=None):
         # use_mems: accepted as every backbone does (model/backbone.py); this one keeps none.
+        # document_ids: (B, T) attend within documents, (N,) run on the real tokens only
+        # (litebert.data.attention_layout).
         if mems is not None:
             raise ValueError("the ALBERT backbone keeps no memories: pass mems=None")
-        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+        if document_ids is None:  # padding at most: the default path
+            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+            layout = Layout(mask=additive_mask(attention_mask, x.dtype))
+        else:
+            layout = document_layout(attention_mask, document_ids, self.fused_attention(input_ids))
+            if position_ids is None and layout.documents is not None:
+                position_ids = self.embeddings.document_positions(layout.documents)
+            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         states: list | None = [] if output_hidden_states else None
-        x = self.encoder(x, additive_mask(attention_mask, x.dtype), states)  # (B, T, H)
+        x = layout.pad(self.encoder(layout.unpad(x), layout.mask, states))  # (B, T, H)
         pooled = None
         if self.pooler is not None:
             pooled = torch.tanh(self.pooler(x[:, self.summary_position]))  # (B, H)
-        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled,
-                               hidden_states=tuple(states) if states is not None else None)
+        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tuple(
+            layout.pad(s) for s in states) if states is not None else None)
+
+    def fused_attention(self, x) -> bool:
+        """FlexAttention / varlen for documents and unpadded rows: on CUDA, unless attention
+        dropout is on (they have none)."""
+        return x.is_cuda and not (self.training and self.config.attention_probs_dropout_prob > 0)
 
     # ---- what heads read ---------------------------------------------------------------------
 

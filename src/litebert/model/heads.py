@@ -85,6 +85,12 @@ def _two_labels(config: AlbertConfig) -> AlbertConfig:
     return config if config.num_labels == 2 else config.replace(num_labels=2, id2label=None)
 
 
+def documents(document_ids) -> dict:
+    """The pre-training heads' document_ids for the backbone, only when given: a backbone
+    without document attention (XLNet's) takes no such argument."""
+    return {} if document_ids is None else {"document_ids": document_ids}
+
+
 def _masked_lm(head, hidden, embeddings, labels):
     """MLM logits and mean loss; with labels, logits only where labels != -100."""
     if labels is None:
@@ -139,8 +145,10 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, sentence_order_label=None, next_sentence_label=None,
-                masked_positions=None, masked_ids=None, masked_weights=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+                masked_positions=None, masked_ids=None, masked_weights=None,
+                document_ids=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+                          **documents(document_ids))
         words = self.albert.input_embeddings  # (V, E)
         mlm_loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
                                 (masked_positions, masked_ids, masked_weights))
@@ -164,8 +172,10 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None, masked_positions=None, masked_ids=None, masked_weights=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+                labels=None, masked_positions=None, masked_ids=None, masked_weights=None,
+                document_ids=None):
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+                          **documents(document_ids))
         words = self.albert.input_embeddings  # (V, E)
         loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
                             (masked_positions, masked_ids, masked_weights))

@@ -83,10 +83,15 @@ class RunSettings(Protocol):
     eval_instances: int
     model_overrides: dict[str, Any]
     objective: Any  # this objective's Config
+    # Optional, so settings made elsewhere (eval-pretraining's) need not have it: `attention`,
+    # PretrainConfig's run option; read it with run_attention(run).
 
 
 class Objective(Protocol):
-    """A pre-training objective; the Trainer calls nothing else of it."""
+    """A pre-training objective; the Trainer calls nothing else of it.
+
+    Optional: `attentions`, a class attribute naming the run options `attention` its
+    dataset lays batches out for (litebert.data.attention_layout); without it, "full" only."""
 
     Config: ClassVar[type[ObjectiveConfig]]  # its fields, nested under `objective:`
     @property
@@ -170,6 +175,12 @@ class Objective(Protocol):
         """Model directory(ies) under `out_dir` from the trained state dict (the module of
         `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer). Returns out_dir."""
         ...
+
+
+def run_attention(run: RunSettings) -> str:
+    """The run's `attention` (litebert.data.attention_layout.ATTENTIONS); "full" for settings
+    without one."""
+    return getattr(run, "attention", "full")
 
 
 def own_config(run: RunSettings, objective: type) -> Any:

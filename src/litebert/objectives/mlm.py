@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
+from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
 from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
@@ -38,6 +39,7 @@ from litebert.objectives.base import (
     RunSettings,
     Stateless,
     own_config,
+    run_attention,
     save_tokenizer,
 )
 from litebert.objectives.evaluation import (
@@ -84,6 +86,7 @@ class MLMObjective(Stateless):
 
     Config: ClassVar[type[ObjectiveConfig]] = MLMConfig
     sampling: ClassVar[str] = "shuffled"
+    attentions: ClassVar[tuple[str, ...]] = ATTENTIONS  # its dataset lays batches out for all
 
     def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None:
         self.run = run
@@ -108,7 +111,7 @@ class MLMObjective(Stateless):
 
     def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
         """The data's pairs (or packed text) with its masks: the MLM targets."""
-        return PretrainingDataset(directory, split, seed=seed)
+        return PretrainingDataset(directory, split, seed=seed, attention=run_attention(self.run))
 
     # ---- training ----------------------------------------------------------------------------
 

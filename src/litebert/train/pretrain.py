@@ -40,7 +40,7 @@ from litebert.train import checkpoint
 from litebert.train.compiling import compile_errors, compile_in_place, resolved_compile
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
-from litebert.train.run_config import PretrainConfig, RunConfigError
+from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
@@ -141,6 +141,7 @@ class Trainer:
         self.cfg, self.info = cfg, info or init_distributed()
         self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
         neutral = open_training_data(data_dir, cfg.seed)
+        check_data_attention(cfg, neutral.config.packed)
         self.objective = resolve(cfg.objective.name)(cfg, neutral)
         self.train_data = self.objective.dataset(data_dir, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)

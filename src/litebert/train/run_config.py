@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from litebert.config import PRESETS
+from litebert.data.attention_layout import ATTENTIONS, check_attention
 from litebert.files import named_yaml, yaml_names
 from litebert.objectives import (
     OBJECTIVES,
@@ -65,6 +66,12 @@ class PretrainConfig:
                                   "recipe; the norm is still logged)")
     precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on CPU",
                             choices=("auto", "fp32", "bf16", "fp16"))
+    attention: str = option(
+        "full", "which tokens attend to which: full = every real token of the row (RoBERTa's "
+                "way, packed documents included); document = packed data only, within each "
+                "document, positions restarting at each (FlexAttention on CUDA); unpadded = "
+                "the encoder runs on a padded batch's real tokens only (FlashAttention varlen "
+                "on CUDA; on a CPU an explicit mask, slower than full)", choices=ATTENTIONS)
     fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
                                "GPUs)")
     compile: bool | None = option(
@@ -116,6 +123,7 @@ class PretrainConfig:
              "must be positive (or left out)"),
             (self.num_workers is None or self.num_workers >= 0, "num_workers",
              "must be 0 or more (or left out)"),
+            (self.attention in ATTENTIONS, "attention", f"choose from {', '.join(ATTENTIONS)}"),
         ]
         for ok, name, why in checks:
             if not ok:
@@ -156,6 +164,19 @@ def compile_setting(value: Any) -> bool | None:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
+
+
+def check_data_attention(cfg: PretrainConfig, packed: bool) -> None:
+    """RunConfigError when the run's attention does not fit its objective (one that lays its
+    batches out for it says so in `attentions`) or its data (`document` needs packed data)."""
+    supported = getattr(resolve(cfg.objective.name), "attentions", ("full",))
+    if cfg.attention not in supported:
+        raise RunConfigError(f"pretrain config attention={cfg.attention!r}: objective "
+                             f"{cfg.objective.name!r} supports {', '.join(supported)}")
+    try:
+        check_attention(cfg.attention, packed, f"--data {cfg.data}")
+    except ValueError as err:
+        raise RunConfigError(f"pretrain config attention={cfg.attention!r}: {err}") from None
 
 
 RECIPE_DIR = Path(__file__).resolve().parents[1] / "recipes" / "pretrain"  # package data

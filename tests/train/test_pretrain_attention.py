@@ -1,0 +1,67 @@
+"""The run option `attention` end to end: what it refuses, and runs that train with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from litebert.data.builder import BuildConfig, build
+from litebert.tokenization import train_sentencepiece
+from litebert.train.pretrain import Trainer, pretrain
+from litebert.train.run_config import RunConfigError
+from tests.data.test_builder import write_corpus
+from tests.train import test_pretrain
+from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config
+
+data_dir = test_pretrain.data_dir  # sentence pairs (SOP), built once for this module
+
+
+@pytest.fixture(scope="module")
+def packed_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("packed")
+    corpus = write_corpus(root / "corpus.txt", docs=150)
+    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
+    out = root / "data"
+    build([corpus], tok, out, BuildConfig(max_seq_length=64, format="bert", objective="none",
+                                          packing="full-sentences", heldout_fraction=0.1))
+    return out
+
+
+def test_document_attention_on_pairs_is_a_run_config_error(data_dir, tmp_path):
+    with pytest.raises(RunConfigError, match=r"attention='document': --data .*needs packed "
+                                             r"data \(built with --packing full-sentences"):
+        Trainer(run_config(data_dir, tmp_path / "run", attention="document"))
+
+
+def test_an_objective_without_the_layout_refuses_it(data_dir, tmp_path):
+    cfg = run_config(data_dir, tmp_path / "run", attention="unpadded",
+                     **OBJECTIVE_FIELDS["electra"])
+    with pytest.raises(RunConfigError, match="objective 'electra' supports full"):
+        Trainer(cfg)
+
+
+def test_unknown_attention_is_a_run_config_error(data_dir, tmp_path):
+    with pytest.raises(RunConfigError, match="attention='flash': choose from full, document, "
+                                             "unpadded"):
+        run_config(data_dir, tmp_path / "run", attention="flash")
+
+
+def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path):
+    """Same data, same model: the loss curve of attention 'unpadded' is the padded one's."""
+    full = pretrain(run_config(data_dir, tmp_path / "full", max_steps=3, export=False))
+    unpadded = pretrain(run_config(data_dir, tmp_path / "unpadded", max_steps=3, export=False,
+                                   attention="unpadded"))
+    a, b = read_metrics(tmp_path / "full")[0], read_metrics(tmp_path / "unpadded")[0]
+    for x, y in zip(a, b, strict=True):
+        assert y["loss"] == pytest.approx(x["loss"], rel=1e-4)
+    assert unpadded["eval_loss"] == pytest.approx(full["eval_loss"], rel=1e-4)
+
+
+def test_document_attention_trains_on_packed_data(packed_dir, tmp_path):
+    """Packed rows with documents: a run trains and evaluates (its batches carry
+    document_ids), and its losses are not the full-attention run's."""
+    full = pretrain(run_config(packed_dir, tmp_path / "full", max_steps=3, export=False))
+    document = pretrain(run_config(packed_dir, tmp_path / "doc", max_steps=3, export=False,
+                                   attention="document"))
+    assert document["eval_loss"] > 0 and document["eval_loss"] != full["eval_loss"]
+    losses = [x["loss"] for x in read_metrics(tmp_path / "doc")[0]]
+    assert len(losses) == 3 and losses != [x["loss"] for x in read_metrics(tmp_path / "full")[0]]
