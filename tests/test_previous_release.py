@@ -5,8 +5,9 @@ with non-default objective fields) that commit 8f963a3 wrote, with its make.py (
 4 steps each, checkpoints at 2 and 4, exports, and the recipes and a study file in that
 release's flat spelling of objective fields (`objective: electra`, `temperature: 2.0`, ...).
 
-The current code must resume those runs and reproduce their step 4 bit for bit (CPU, one
-thread, as they were written), export their checkpoints as they were exported, read the data
+The current code must resume those runs and reproduce their step 4 (CPU, one thread, as they
+were written) up to float32 rounding (TRAINED_REL: bit for bit until the static-shaped step
+of issue 20 changed the order of two sums), export their checkpoints as they were exported, read the data
 directory item for item, and load the flat files with one warning that shows the nested
 spelling (`objective: {name: electra, temperature: 2.0}`) and the same objective values.
 """
@@ -42,6 +43,11 @@ NESTED = {"mlm": {"name": "mlm", "eval_pair_tasks": "both"},
           "electra": {"name": "electra", "generator_size": 0.5, "temperature": 2.0,
                       "disc_weight": 40.0}}
 STEP_4 = "checkpoints/step-00000004"
+# Steps trained again by this release equal the previous release's up to float32 rounding:
+# the static-shaped step (issue 20) sums the MLM loss and its gradients over fixed prediction
+# slots and the RTD loss over weighted tokens, where the release summed boolean-indexed
+# rows: the same terms in another order, a few ulp apart (at most ~1e-7 relative measured).
+TRAINED_REL = 1e-5
 
 
 @pytest.fixture
@@ -78,20 +84,25 @@ def metric_lines(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def assert_same_numbers(then: list[dict], now: list[dict]) -> None:
-    """Every number the previous release logged, equal (timings aside); new keys may come."""
+def assert_same_numbers(then: list[dict], now: list[dict], rel: float = 0.0) -> None:
+    """Every number the previous release logged, equal within `rel` (timings aside); new keys
+    may come."""
     assert [x["step"] for x in now] == [x["step"] for x in then]
     for old, new in zip(then, now, strict=True):
         for key, value in old.items():
-            if key not in TIMING_FIELDS:
-                assert new.get(key) == value, (old["step"], key, value, new.get(key))
+            if key in TIMING_FIELDS:
+                continue
+            expected = pytest.approx(value, rel=rel) if isinstance(value, float) else value
+            assert new.get(key) == expected, (old["step"], key, value, new.get(key))
 
 
-def assert_same_weights(then: Path, now: Path) -> None:
+def assert_same_weights(then: Path, now: Path, rel: float = 0.0) -> None:
+    """The same tensors, bit for bit, or within `rel` (and as much absolute, for entries
+    near 0) for weights trained again."""
     a, b = load_file(then), load_file(now)
     assert sorted(a) == sorted(b)
     for key in a:
-        assert torch.equal(a[key], b[key]), key
+        torch.testing.assert_close(b[key], a[key], rtol=rel, atol=rel, msg=key)
 
 
 def resume_from_step_2(previous: Path, run: str, recipe: str | None = None) -> None:
@@ -105,10 +116,12 @@ def resume_from_step_2(previous: Path, run: str, recipe: str | None = None) -> N
     # Resumed, not started over: a fresh run with the same seed would write step 2 again.
     assert (step_2.stat().st_ino, step_2.stat().st_mtime_ns) == written
     then, now = FIXTURE / "runs" / run, previous / "runs" / run
-    assert_same_numbers(metric_lines(then), metric_lines(now))  # steps 3 and 4 trained again
-    assert_same_weights(then / STEP_4 / "model.safetensors", now / STEP_4 / "model.safetensors")
+    # Steps 3 and 4 trained again.
+    assert_same_numbers(metric_lines(then), metric_lines(now), rel=TRAINED_REL)
+    assert_same_weights(then / STEP_4 / "model.safetensors", now / STEP_4 / "model.safetensors",
+                        rel=TRAINED_REL)
     for weights in sorted((then / "export").rglob("model.safetensors")):  # the end's export
-        assert_same_weights(weights, now / weights.relative_to(then))
+        assert_same_weights(weights, now / weights.relative_to(then), rel=TRAINED_REL)
 
 
 # ---- (a) runs and checkpoints resume ---------------------------------------------------------

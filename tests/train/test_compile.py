@@ -15,18 +15,40 @@ import torch
 from torch._dynamo.utils import counters
 
 from litebert.cli import main
+from litebert.data.builder import BuildConfig, build
 from litebert.model import AlbertForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
+from litebert.tokenization import train_sentencepiece
 from litebert.train.compiling import BACKEND_ENV, resolved_compile
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
+from tests.data.test_builder import write_corpus
+from tests.train import test_pretrain as mlm
 from tests.train import test_pretrain_plm as plm
+from tests.train.test_pretrain import data_dir as sop_data  # noqa: F401 (a fixture)
 from tests.train.test_pretrain_plm import data_dir as plm_data  # noqa: F401 (a fixture)
 
-# The objectives whose training and evaluation steps compile to full graphs today. MLM+SOP,
-# MLM+NSP and ELECTRA join (a data fixture and a run_config each, as for "plm") once their
-# forwards are static (prediction slots, corruption without boolean indexing).
-COMPILED_OBJECTIVES = {"plm": ("plm_data", plm.run_config)}
+
+@pytest.fixture(scope="module")
+def nsp_data(tmp_path_factory):
+    """test_pretrain's data with NSP pairs instead of SOP."""
+    root = tmp_path_factory.mktemp("nsp")
+    corpus = write_corpus(root / "corpus.txt", docs=150)
+    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
+    build([corpus], tok, root / "data", BuildConfig(max_seq_length=64, format="bert",
+                                                    heldout_fraction=0.1, objective="nsp"))
+    return root / "data"
+
+
+def electra_config(data_dir, out, **kw):
+    return mlm.run_config(data_dir, out, **{**mlm.OBJECTIVE_FIELDS["electra"], **kw})
+
+
+# Every objective: a data fixture and a run_config; each trains and evaluates in full graphs.
+COMPILED_OBJECTIVES = {"mlm+sop": ("sop_data", mlm.run_config),
+                       "mlm+nsp": ("nsp_data", mlm.run_config),
+                       "electra": ("sop_data", electra_config),
+                       "plm": ("plm_data", plm.run_config)}
 STEPS, EVALS = 16, 2
 
 
