@@ -8,8 +8,9 @@ release's flat spelling of objective fields (`objective: electra`, `temperature:
 The current code must resume those runs and reproduce their step 4 (CPU, one thread, as they
 were written) up to float32 rounding (TRAINED_REL: bit for bit until the static-shaped step
 of issue 20 changed the order of two sums), export their checkpoints as they were
-exported, read the data directory item for item, and load the flat files with one warning that shows the nested
-spelling (`objective: {name: electra, temperature: 2.0}`) and the same objective values.
+exported, read the data directory item for item, and load the flat files with one warning
+that shows the nested spelling (`objective: {name: electra, temperature: 2.0}`) and the same
+objective values.
 """
 
 from __future__ import annotations
