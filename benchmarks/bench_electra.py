@@ -1,20 +1,24 @@
 """One ELECTRA pre-training step: litebert's Trainer vs the plain transformers loop, one run.
 
-Both sides start from the same weights (litebert's initial ones, exported as transformers
-ELECTRA directories), train generator + discriminator with tied embeddings on the same
-batches (bbc-news, built with `--objective none`, length 128) with the same AdamW (the
-electra-small recipe's: lr 5e-4, weight decay 0.01 off LayerNorm and biases, eps 1e-6),
-linear warm-up and decay, and gradient clipping at 1.0; loss = generator MLM + 50 x
-replaced-token detection. litebert runs its Trainer's step (objective electra); transformers
-runs the loop a user would write around ElectraForMaskedLM + ElectraForPreTraining: mask 15%
-of the non-special tokens (85% of them shown as [MASK]), generator forward with labels, one
-sample per masked token from its softmax, discriminator forward on the result. Steps
-alternate; the median step time is reported as tokens/s (non-padding tokens). Peak memory is
-measured per side in a fresh process over three steps: torch's allocated CUDA memory on a
-GPU, the peak RSS on CPU (libraries and the interpreter included, alike on both sides).
+Every side starts from the same weights (litebert's initial ones, exported as transformers
+ELECTRA directories), trains generator + discriminator with tied embeddings on the same
+batches (bbc-news built with `--objective none` at --seq, default 128; or --data) with the
+same AdamW (the electra-small recipe's: lr 5e-4, weight decay 0.01 off LayerNorm and biases,
+eps 1e-6), linear warm-up and decay, and gradient clipping at 1.0; loss = generator MLM + 50 x
+replaced-token detection. litebert runs its Trainer's step (objective electra), eager and/or
+compiled (--compile); transformers runs the loop a user would write around
+ElectraForMaskedLM + ElectraForPreTraining: mask 15% of the non-special tokens (85% of them
+shown as [MASK]), generator forward with labels, one sample per masked token from its
+softmax, discriminator forward on the result. Steps alternate after --warmup untimed rounds
+(compilation happens there); the median step time is reported as tokens/s (non-padding
+tokens), with model TFLOP/s from the objective's flops_per_token (generator and
+discriminator) and MFU when the device's peak is known. Peak memory is measured per side in
+a fresh process over three steps after the warm-up: torch's allocated CUDA memory on a GPU,
+the peak RSS on CPU (libraries and the interpreter included, alike on every side).
 
-    python benchmarks/bench_electra.py [--steps 20] [--batch 32] [--model electra-small]
-                                       [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
+    python benchmarks/bench_electra.py [--preset electra-small] [--seq 128] [--batch 32]
+        [--steps 20] [--compile auto|true|false|both] [--device auto|cpu|cuda]
+        [--precision auto|fp32|bf16] [--peak-tflops X] [--no-memory] [--data DIR]
 """
 
 from __future__ import annotations
@@ -27,19 +31,23 @@ from pathlib import Path
 import torch
 import transformers  # imported here so both memory children load the same libraries
 from common import (
-    add_device_options,
+    COMPILED,
+    THEIRS,
+    add_step_options,
     autocast,
-    describe,
+    data_directory,
     export_initial,
     feeding,
-    in_fresh_process,
     interleaved,
-    peak_mb,
+    litebert_sides,
+    memory_per_side,
+    parse_step_args,
+    peak_for_mfu,
+    peak_over,
     pick_device,
     pick_precision,
-    prepare_data,
-    print_step_table,
-    reset_peak,
+    print_sides,
+    step_header,
     to_device,
     trainer_side,
 )
@@ -54,12 +62,13 @@ Step = Callable[[Batch], int]
 IGNORE = -100  # label of a token that is not predicted (both libraries)
 
 
-def run_config(args: argparse.Namespace, data: Path, out: str, precision: str) -> PretrainConfig:
-    """The electra-small recipe at the benchmark's model, batch and precision."""
+def run_config(args: argparse.Namespace, data: Path, out: str, precision: str,
+               compiled: bool) -> PretrainConfig:
+    """The electra-small recipe at the benchmark's preset, batch, precision and compile."""
     return load_run_config("electra-small", {
-        "model": args.model, "data": str(data), "out": out, "batch_size": args.batch,
+        "model": args.preset, "data": str(data), "out": out, "batch_size": args.batch,
         "micro_batch_size": args.batch, "max_steps": 10_000, "precision": precision,
-        "export": False})
+        "export": False, "compile": compiled})
 
 
 def load_batches(data: Path, cfg: PretrainConfig, count: int) -> list[Batch]:
@@ -70,8 +79,6 @@ def load_batches(data: Path, cfg: PretrainConfig, count: int) -> list[Batch]:
                      cfg.micro_batch_size, 0, {"epoch": 0, "batch": 0})
     return [next(stream) for _ in range(count)]
 
-
-# ---- litebert ------------------------------------------------------------------------------
 
 # ---- transformers: the plain user loop -----------------------------------------------------
 
@@ -148,59 +155,54 @@ def transformers_side(export: Path, data: Path, cfg: PretrainConfig,
 # ---- measurement ---------------------------------------------------------------------------
 
 def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) -> float:
-    """One side's peak memory over three steps, run in a fresh process (in_fresh_process)."""
+    """One side's peak memory (peak_over), run in a fresh process (in_fresh_process)."""
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
     with tempfile.TemporaryDirectory() as out:
-        cfg = run_config(args, data, out, precision)
-        work = load_batches(data, cfg, 3)
-        if side == "litebert":
-            _, step = trainer_side(cfg, device)
-        else:
+        cfg = run_config(args, data, out, precision, side == COMPILED)
+        work = load_batches(data, cfg, args.warmup + 3)
+        if side == THEIRS:
             step = transformers_side(export, data, cfg, device, precision)
-        reset_peak(device)
-        for batch in work:
-            step(batch)
-        return peak_mb(device)
+        else:
+            _, step = trainer_side(cfg, device)
+        return peak_over(feeding(step, work), args.warmup, device)
 
 
-def speed(args: argparse.Namespace, cfg: PretrainConfig, data: Path, device: torch.device,
-          export: Path) -> dict[str, float]:
-    """Both sides' tokens/s, steps interleaved; `export` receives the initial weights. The
-    models are freed on return, before the memory children need the machine's memory."""
-    work = load_batches(data, cfg, args.steps + 2)
-    trainer, ours = trainer_side(cfg, device)
-    export_initial(trainer, export)
-    theirs = transformers_side(export, data, cfg, device, cfg.precision)
-    return interleaved({"litebert": feeding(ours, work), "transformers": feeding(theirs, work)},
-                       args.steps, device)
+def speed(args: argparse.Namespace, data: Path, device: torch.device, precision: str,
+          out: Path) -> tuple[dict[str, float], PretrainConfig, float]:
+    """Every side's tokens/s, steps interleaved, the run's config and the objective's FLOPs
+    per token; `out / "initial"` receives the initial weights. The models are freed on
+    return, before the memory children need the machine's memory."""
+    sides, trainer = {}, None
+    for side, compiled in litebert_sides(args.compile, device).items():
+        cfg = run_config(args, data, str(out / side.replace(" ", "-")), precision, compiled)
+        trainer, sides[side] = trainer_side(cfg, device)
+    assert trainer is not None
+    work = load_batches(data, trainer.cfg, args.warmup + args.steps)
+    export_initial(trainer, out / "initial")
+    sides[THEIRS] = transformers_side(out / "initial", data, trainer.cfg, device, precision)
+    rate = interleaved({side: feeding(step, work) for side, step in sides.items()},
+                       args.steps, device, args.warmup)
+    return rate, trainer.cfg, trainer.flops_per_token
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--model", default="electra-small", help="a litebert preset")
-    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
-    add_device_options(parser)
-    args = parser.parse_args()
+    add_step_options(parser, preset="electra-small", batch=32, steps=20)
+    args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = prepare_data("none", 128)
-    with tempfile.TemporaryDirectory() as out:
-        cfg = run_config(args, data, out, precision)
-        export = Path(out) / "initial"
-        rate = speed(args, cfg, data, device, export)
-        memory = {side: "-" for side in rate}
-        if not args.no_memory:
-            memory = {side: f"{in_fresh_process(side_peak_mb, side, args, data, export):,.0f}"
-                      for side in rate}
+    data = data_directory(args, "none")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        rate, cfg, flops = speed(args, data, device, precision, out)
+        memory = memory_per_side(args, side_peak_mb, rate, data, out / "initial")
     vocab = len(Tokenizer.from_pretrained(data / "tokenizer"))
-    print_step_table(
-        f"{args.model}, generator {cfg.objective.generator_size:g} of its width, "
-        f"vocab {vocab:,}, batch {args.batch} x 128, AdamW, {precision}, {describe(device)}, "
-        f"transformers {transformers.__version__}, median of {args.steps} steps",
-        "ELECTRA step (generator + discriminator)", "electra", rate, memory, device)
+    peak = peak_for_mfu(args, device, precision)
+    details = (f"generator {cfg.objective.generator_size:g} of its width, vocab {vocab:,}, "
+               f"AdamW, transformers {transformers.__version__}")
+    print_sides(step_header(args, precision, device, details, peak), "electra", rate, flops,
+                peak, memory, device)
 
 
 if __name__ == "__main__":

@@ -1,30 +1,46 @@
 """The whole pre-training step, data loading included: litebert vs transformers, one run.
 
-Both sides read the same batches from one `litebert data build` directory (bbc-news, SOP,
-length 128, dynamic masking), start from the same weights and use the same optimizer (LAMB
-with LayerNorm/bias excluded, warmup + polynomial decay) and gradient clipping. litebert runs
-its Trainer's step (accumulation, normalisation, clipping, skip check); transformers runs the
-plain loop a user would write around AlbertForPreTraining. Steps alternate, the median step
-time is reported as tokens/s (non-padding tokens).
+Every side reads the same batches from one `litebert data build` directory (bbc-news, SOP,
+dynamic masking, at --seq; or --data), starts from the same weights and uses the same
+optimizer (LAMB with LayerNorm/bias excluded, warmup + polynomial decay) and gradient
+clipping. litebert runs its Trainer's step (accumulation, normalisation, clipping, skip
+check), eager and/or compiled (PretrainConfig.compile; LITEBERT_COMPILE_BACKEND picks another
+backend than inductor); transformers runs the plain loop a user would write around
+AlbertForPreTraining. Steps alternate after --warmup untimed rounds (compilation happens
+there); the median step time is reported as tokens/s (non-padding tokens), with model
+TFLOP/s from the objective's flops_per_token, MFU when the device's peak is known, and peak
+memory per side measured in a fresh process: torch's allocated CUDA memory on a GPU, the
+peak RSS on CPU.
 
-    python benchmarks/bench_pretrain.py [--steps 30] [--batch 32] [--model tiny]
-                                        [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
+    python benchmarks/bench_pretrain.py [--preset tiny] [--seq 128] [--batch 32] [--steps 30]
+        [--compile auto|true|false|both] [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
+        [--peak-tflops X] [--no-memory] [--data DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+from pathlib import Path
 
 import torch
+import transformers  # imported here so every memory child loads the same libraries
 from common import (
-    add_device_options,
+    COMPILED,
+    THEIRS,
+    add_step_options,
     autocast,
-    describe,
+    data_directory,
     interleaved,
+    litebert_sides,
+    memory_per_side,
+    parse_step_args,
+    peak_for_mfu,
+    peak_over,
     pick_device,
     pick_precision,
-    prepare_data,
+    print_sides,
+    step_header,
     to_device,
 )
 
@@ -37,16 +53,18 @@ from litebert.train.run_config import PretrainConfig
 from litebert.train.schedule import build_scheduler
 
 
-def transformers_side(trainer: Trainer, cfg: PretrainConfig, device: torch.device):
-    """transformers' AlbertForPreTraining with litebert's initial weights, its optimizer,
-    schedule, and a loader over the same data."""
-    import transformers
+def run_config(args: argparse.Namespace, data: Path, out: str, precision: str,
+               compiled: bool) -> PretrainConfig:
+    return PretrainConfig(model=args.preset, data=str(data), out=out, batch_size=args.batch,
+                          micro_batch_size=args.batch, max_steps=10_000, warmup_steps=100,
+                          lr=0.005, precision=precision, export=False, compile=compiled)
 
+
+def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
+    """transformers' AlbertForPreTraining with litebert's initial weights (`initial`, a
+    save_pretrained directory), its optimizer, schedule, and a loader over the same data."""
     transformers.utils.logging.disable_progress_bar()
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer.model.save_pretrained(tmp)
-        model = transformers.AlbertForPreTraining.from_pretrained(tmp,
-                                                                  attn_implementation="sdpa")
+    model = transformers.AlbertForPreTraining.from_pretrained(initial, attn_implementation="sdpa")
     model.to(device).train()
     optimizer = build_optimizer(cfg.optimizer, model, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = build_scheduler(optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
@@ -70,39 +88,68 @@ def transformers_side(trainer: Trainer, cfg: PretrainConfig, device: torch.devic
     return step
 
 
-def litebert_side(trainer: Trainer):
-    """The Trainer's step over its own loader (same order and masks as the other side's)."""
+def litebert_side(cfg: PretrainConfig, device: torch.device):
+    """(Trainer, step): the Trainer's step over its own loader (same order and masks as the
+    other sides'); compiled when cfg.compile, at the first step."""
+    from litebert.train.compiling import compile_errors
+
+    trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
     stream = batches(trainer.train_data, RankSampler(len(trainer.train_data), 0, 1,
                                                      seed=trainer.cfg.seed),
                      trainer.cfg.micro_batch_size, 0, trainer.state)
     trainer.model.train()
-    return lambda: int(trainer.train_step(stream)["tokens"])
+
+    def step() -> int:
+        with compile_errors(trainer.compiled):
+            return int(trainer.train_step(stream)["tokens"])
+    return trainer, step
+
+
+# ---- measurement ---------------------------------------------------------------------------
+
+def side_peak_mb(side: str, args: argparse.Namespace, data: Path, initial: Path) -> float:
+    """One side's peak memory (peak_over), run in a fresh process (in_fresh_process)."""
+    device = pick_device(args.device)
+    precision = pick_precision(args.precision, device)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = run_config(args, data, out, precision, side == COMPILED)
+        if side == THEIRS:
+            step = transformers_side(initial, cfg, device)
+        else:
+            _, step = litebert_side(cfg, device)
+        return peak_over(step, args.warmup, device)
+
+
+def speed(args: argparse.Namespace, data: Path, device: torch.device, precision: str,
+          out: Path) -> tuple[dict[str, float], Trainer]:
+    """Every side's tokens/s, steps interleaved, and the last litebert side's Trainer (for
+    its FLOPs per token and vocabulary); `out / "initial"` receives the initial weights."""
+    sides, trainer = {}, None
+    for side, compiled in litebert_sides(args.compile, device).items():
+        cfg = run_config(args, data, str(out / side.replace(" ", "-")), precision, compiled)
+        trainer, sides[side] = litebert_side(cfg, device)
+    assert trainer is not None
+    trainer.model.save_pretrained(out / "initial")  # the seeded weights every side starts from
+    sides[THEIRS] = transformers_side(out / "initial", trainer.cfg, device)
+    return interleaved(sides, args.steps, device, args.warmup), trainer
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--model", default="tiny", help="a litebert preset")
-    add_device_options(parser)
-    args = parser.parse_args()
+    add_step_options(parser, preset="tiny", batch=32, steps=30)
+    args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = prepare_data("sop", 128)
-    with tempfile.TemporaryDirectory() as out:
-        cfg = PretrainConfig(model=args.model, data=str(data), out=out, batch_size=args.batch,
-                             micro_batch_size=args.batch, max_steps=10_000, warmup_steps=100,
-                             lr=0.005, precision=precision, export=False)
-        trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
-        sides = {"litebert": litebert_side(trainer),
-                 "transformers": transformers_side(trainer, cfg, device)}
-        rate = interleaved(sides, args.steps, device)
-    print(f"{args.model} preset, vocab {trainer.config.vocab_size:,}, batch {args.batch} x 128, "
-          f"LAMB, {precision}, {describe(device)}, median of {args.steps} steps\n")
-    print("| loop | litebert tok/s | transformers tok/s | ratio |")
-    print("|---|---|---|---|")
-    print(f"| pre-training step incl. data | {rate['litebert']:,.0f} | "
-          f"{rate['transformers']:,.0f} | {rate['litebert'] / rate['transformers']:.2f}x |")
+    data = data_directory(args, "sop")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        rate, trainer = speed(args, data, device, precision, out)
+        flops, vocab = trainer.flops_per_token, trainer.config.vocab_size
+        del trainer  # its model, before the memory children need the machine's memory
+        memory = memory_per_side(args, side_peak_mb, rate, data, out / "initial")
+    peak = peak_for_mfu(args, device, precision)
+    print_sides(step_header(args, precision, device, f"vocab {vocab:,}, LAMB", peak),
+                "pretrain", rate, flops, peak, memory, device)
 
 
 if __name__ == "__main__":

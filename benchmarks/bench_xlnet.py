@@ -1,23 +1,28 @@
 """One XLNet permutation-LM step: litebert's Trainer vs the plain transformers loop, one run.
 
-Both sides start from the same weights (litebert's initial ones, exported as a transformers
-XLNet directory and loaded as XLNetLMHeadModel) and train on the same batches: the items of
-litebert's PLMDataset (bbc-news built with `--packing xlnet`, length 128, 64 tokens reused),
-read in stream order, one stream per batch row. Each side builds, inside its step, the
-factorisation order with litebert's `perm_mask` (B, T, T). litebert runs its Trainer's step
-(objective plm: the query stream and the logits at the targets only); transformers runs the
-loop a user would write around XLNetLMHeadModel: `target_mapping` = one-hot rows of the
-target positions (B, P, T), labels = the target ids with -100 in the padding slots. Memories
-as the xlnet-tiny-cpu recipe's (mem_len 64): both sides start from zeros and feed each
-step's new memories to the next (transformers: `mems=`, `use_mems=True`). Same AdamW (the
-recipe's: lr 1e-3, eps 1e-6, weight decay 0.01 off LayerNorm and biases), warm-up and
-linear decay, clipping at 1.0. Steps alternate; the median step time is reported as tokens/s.
-Peak memory is measured per side in a fresh process over three steps: torch's allocated CUDA
-memory on a GPU, the peak RSS on CPU (libraries and the interpreter included, alike on both
-sides).
+Every side starts from the same weights (litebert's initial ones, exported as a transformers
+XLNet directory and loaded as XLNetLMHeadModel) and trains on the same batches: the items of
+litebert's PLMDataset (bbc-news built with `--packing xlnet` at --seq, default 128, half of
+each window reused; or --data), read in stream order, one stream per batch row. Each side
+builds, inside its step, the factorisation order with litebert's `perm_mask` (B, T, T).
+litebert runs its Trainer's step (objective plm: the query stream and the logits at the
+targets only), eager and/or compiled (--compile); transformers runs the loop a user would
+write around XLNetLMHeadModel: `target_mapping` = one-hot rows of the target positions
+(B, P, T), labels = the target ids with -100 in the padding slots. The xlnet-tiny-cpu
+recipe's fields, scaled to the window: memories of the data's reuse length (64 at 128;
+both sides start from zeros and feed each step's new memories to the next, transformers
+through `mems=` and `use_mems=True`) and permutation blocks of that length. Same AdamW (the
+recipe's: lr 1e-3, eps 1e-6, weight decay 0.01 off LayerNorm and biases), warm-up and linear
+decay, clipping at 1.0. Steps alternate after --warmup untimed rounds (compilation happens
+there); the median step time is reported as tokens/s, with model TFLOP/s from the
+objective's flops_per_token (the query stream at its targets) and MFU when the device's peak
+is known. Peak memory is measured per side in a fresh process over three steps after the
+warm-up: torch's allocated CUDA memory on a GPU, the peak RSS on CPU (libraries and the
+interpreter included, alike on every side).
 
-    python benchmarks/bench_xlnet.py [--steps 10] [--batch 16] [--model xlnet-tiny]
-                                     [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
+    python benchmarks/bench_xlnet.py [--preset xlnet-tiny] [--seq 128] [--batch 16]
+        [--steps 10] [--compile auto|true|false|both] [--device auto|cpu|cuda]
+        [--precision auto|fp32|bf16] [--peak-tflops X] [--no-memory] [--data DIR]
 """
 
 from __future__ import annotations
@@ -31,23 +36,28 @@ import torch
 import torch.nn.functional as F
 import transformers  # imported here so both memory children load the same libraries
 from common import (
-    add_device_options,
+    COMPILED,
+    THEIRS,
+    add_step_options,
     autocast,
-    describe,
+    data_directory,
     export_initial,
     feeding,
-    in_fresh_process,
     interleaved,
-    peak_mb,
+    litebert_sides,
+    memory_per_side,
+    parse_step_args,
+    peak_for_mfu,
+    peak_over,
     pick_device,
     pick_precision,
-    prepare_data,
-    print_step_table,
-    reset_peak,
+    print_sides,
+    step_header,
     to_device,
     trainer_side,
 )
 
+from litebert.data.integrity import open_manifest
 from litebert.data.loader import sampler_for
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
@@ -59,15 +69,21 @@ from litebert.train.schedule import build_scheduler
 Batch = dict[str, torch.Tensor]
 Step = Callable[[Batch], int]
 IGNORE = -100  # label of a slot that is not predicted (both libraries)
-SEQ = 128
 
 
-def run_config(args: argparse.Namespace, data: Path, out: str, precision: str) -> PretrainConfig:
-    """The xlnet-tiny-cpu recipe (memories on) at the benchmark's model, batch, precision."""
+def run_config(args: argparse.Namespace, data: Path, out: str, precision: str,
+               compiled: bool) -> PretrainConfig:
+    """The xlnet-tiny-cpu recipe at the benchmark's preset, batch, precision and compile,
+    its memory and permutation blocks as long as the data's reused part (the recipe's 64 of
+    128)."""
+    config = open_manifest(data)["config"]
+    reuse = config.get("reuse_len") or config["max_seq_length"] // 2  # the build's default
     return load_run_config("xlnet-tiny-cpu", {
-        "model": args.model, "data": str(data), "out": out, "batch_size": args.batch,
+        "model": args.preset, "data": str(data), "out": out, "batch_size": args.batch,
         "micro_batch_size": args.batch, "max_steps": 10_000, "precision": precision,
-        "export": False})
+        "export": False, "compile": compiled, "objective.perm_size": 0,  # 0: the reuse length
+        "model_overrides": {"mem_len": reuse, "hidden_dropout_prob": 0.0,
+                            "attention_probs_dropout_prob": 0.0}})
 
 
 def load_batches(dataset: PLMDataset, cfg: PretrainConfig, count: int) -> list[Batch]:
@@ -78,8 +94,6 @@ def load_batches(dataset: PLMDataset, cfg: PretrainConfig, count: int) -> list[B
     stream = batches(dataset, sampler, cfg.micro_batch_size, 0, {"epoch": 0, "batch": 0})
     return [next(stream) for _ in range(count)]
 
-
-# ---- litebert ------------------------------------------------------------------------------
 
 # ---- transformers: the plain user loop -----------------------------------------------------
 
@@ -125,63 +139,59 @@ def transformers_side(export: Path, cfg: PretrainConfig, reuse_len: int,
 # ---- measurement ---------------------------------------------------------------------------
 
 def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) -> float:
-    """One side's peak memory over three steps, run in a fresh process (in_fresh_process)."""
+    """One side's peak memory (peak_over), run in a fresh process (in_fresh_process)."""
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
     with tempfile.TemporaryDirectory() as out:
-        cfg = run_config(args, data, out, precision)
-        if side == "litebert":
-            trainer, step = trainer_side(cfg, device)
-            dataset = trainer.train_data
-        else:
+        cfg = run_config(args, data, out, precision, side == COMPILED)
+        if side == THEIRS:
             dataset = PLMObjective(cfg).dataset(data, "train", cfg.seed)  # the same items
             step = transformers_side(export, cfg, dataset.reuse_len, device, precision)
-        work = load_batches(dataset, cfg, 3)
-        reset_peak(device)
-        for batch in work:
-            step(batch)
-        return peak_mb(device)
+        else:
+            trainer, step = trainer_side(cfg, device)
+            dataset = trainer.train_data
+        work = load_batches(dataset, cfg, args.warmup + 3)
+        return peak_over(feeding(step, work), args.warmup, device)
 
 
-def speed(args: argparse.Namespace, cfg: PretrainConfig, device: torch.device,
-          export: Path) -> dict[str, float]:
-    """Both sides' tokens/s, steps interleaved; `export` receives the initial weights. The
-    models are freed on return, before the memory children need the machine's memory."""
-    trainer, ours = trainer_side(cfg, device)
+def speed(args: argparse.Namespace, data: Path, device: torch.device, precision: str,
+          out: Path) -> tuple[dict[str, float], float]:
+    """Every side's tokens/s, steps interleaved, and the objective's FLOPs per token;
+    `out / "initial"` receives the initial weights. The models are freed on return, before
+    the memory children need the machine's memory."""
+    sides, trainer = {}, None
+    for side, compiled in litebert_sides(args.compile, device).items():
+        cfg = run_config(args, data, str(out / side.replace(" ", "-")), precision, compiled)
+        trainer, sides[side] = trainer_side(cfg, device)
+    assert trainer is not None
     dataset = trainer.train_data
-    work = load_batches(dataset, cfg, args.steps + 2)
-    export_initial(trainer, export)
-    theirs = transformers_side(export, cfg, dataset.reuse_len, device, cfg.precision)
-    return interleaved({"litebert": feeding(ours, work), "transformers": feeding(theirs, work)},
-                       args.steps, device)
+    work = load_batches(dataset, trainer.cfg, args.warmup + args.steps)
+    export_initial(trainer, out / "initial")
+    sides[THEIRS] = transformers_side(out / "initial", trainer.cfg, dataset.reuse_len, device,
+                                      precision)
+    rate = interleaved({side: feeding(step, work) for side, step in sides.items()},
+                       args.steps, device, args.warmup)
+    return rate, trainer.flops_per_token
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--model", default="xlnet-tiny", help="a litebert XLNet preset")
-    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
-    add_device_options(parser)
-    args = parser.parse_args()
+    add_step_options(parser, preset="xlnet-tiny", batch=16, steps=10)
+    args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = prepare_data("none", SEQ, packing="xlnet")
-    with tempfile.TemporaryDirectory() as out:
-        cfg = run_config(args, data, out, precision)
-        export = Path(out) / "initial"
-        rate = speed(args, cfg, device, export)
-        memory = {side: "-" for side in rate}
-        if not args.no_memory:
-            memory = {side: f"{in_fresh_process(side_peak_mb, side, args, data, export):,.0f}"
-                      for side in rate}
-        model = transformers.XLNetConfig.from_pretrained(export)
-    print_step_table(
-        f"{args.model} ({model.n_layer} x {model.d_model}), vocab {model.vocab_size:,}, "
-        f"mem_len {model.mem_len}, reuse {model.reuse_len}, batch {args.batch} x {SEQ}, "
-        f"AdamW, {precision}, {describe(device)}, transformers {transformers.__version__}, "
-        f"median of {args.steps} steps", "XLNet PLM step (two streams, memories)", "xlnet",
-        rate, memory, device)
+    data = data_directory(args, "none", packing="xlnet")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        rate, flops = speed(args, data, device, precision, out)
+        memory = memory_per_side(args, side_peak_mb, rate, data, out / "initial")
+        model = transformers.XLNetConfig.from_pretrained(out / "initial")
+    peak = peak_for_mfu(args, device, precision)
+    details = (f"{model.n_layer} x {model.d_model}, vocab {model.vocab_size:,}, mem_len "
+               f"{model.mem_len}, reuse {model.reuse_len}, AdamW, transformers "
+               f"{transformers.__version__}")
+    print_sides(step_header(args, precision, device, details, peak), "xlnet", rate, flops,
+                peak, memory, device)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""What the benchmarks share: the bbc-news data, device and precision options, interleaved
-timing, and peak memory measured in a fresh process.
+"""What the benchmarks share: the bbc-news data, the step benchmarks' command line (preset,
+shape, compile, device and precision), interleaved timing, the table of sides in tokens/s,
+TFLOP/s and MFU, and peak memory measured in a fresh process.
 
 Interleaving (side A, side B, side A, ...) makes drift in the machine's speed (other jobs,
 thermal limits) hit every side alike; the median step then ignores the odd slow one.
@@ -14,8 +15,9 @@ import os
 import platform
 import queue as queue_module
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,8 @@ import torch
 
 WORK = Path(os.environ.get("LITEBERT_DATA", Path.home() / ".cache" / "litebert")) / "bench"
 PRECISIONS = ("auto", "fp32", "bf16")
+COMPILE_CHOICES = ("auto", "true", "false", "both")
+EAGER, COMPILED, THEIRS = "litebert eager", "litebert compiled", "transformers"
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -48,6 +52,81 @@ def prepare_data(objective: str = "sop", seq: int = 128, packing: str = "pairs")
                                                 objective=objective, packing=packing),
           workers=os.cpu_count() or 1)
     return out
+
+
+def data_directory(args: argparse.Namespace, objective: str, packing: str = "pairs") -> Path:
+    """--data DIR as given (its max_seq_length becomes args.seq; a --seq that disagrees is an
+    error), else bbc-news built at --seq (prepare_data; a download on first use)."""
+    if args.data is None:
+        args.seq = args.seq or 128
+        return prepare_data(objective, args.seq, packing)
+    from litebert.data.integrity import open_manifest
+
+    data = Path(args.data)
+    if not data.is_dir():
+        raise SystemExit(f"--data {data}: no such directory; build one with `litebert data "
+                         f"build` or leave --data out to use bbc-news")
+    built = open_manifest(data)["config"]
+    if (built.get("packing") == "xlnet") != (packing == "xlnet"):
+        want = "with" if packing == "xlnet" else "without"
+        raise SystemExit(f"--data {data}: this benchmark reads data built {want} "
+                         f"--packing xlnet")
+    length = int(built["max_seq_length"])
+    if args.seq not in (None, length):
+        raise SystemExit(f"--seq {args.seq}: {data} was built at --max-seq-length {length}; "
+                         f"pass --seq {length} or leave --seq out")
+    args.seq = length
+    return data
+
+
+# ---- the step benchmarks' command line ----------------------------------------------------
+
+def add_step_options(parser: argparse.ArgumentParser, preset: str, batch: int,
+                     steps: int) -> None:
+    """--preset, --seq, --batch, --steps, --warmup, --compile, --peak-tflops, --no-memory,
+    --data, and the device options, for bench_pretrain, bench_electra and bench_xlnet."""
+    parser.add_argument("--preset", default=None, help=f"a litebert preset (default {preset})")
+    parser.add_argument("--model", dest="model_alias", default=None,
+                        help="deprecated: the same as --preset")
+    parser.set_defaults(default_preset=preset)
+    parser.add_argument("--seq", type=int, default=None,
+                        help="the data's max_seq_length (default 128, or --data's)")
+    parser.add_argument("--batch", type=int, default=batch, help=f"default {batch}")
+    parser.add_argument("--steps", type=int, default=steps,
+                        help=f"timed steps per side (default {steps})")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps per side first, compilation included (default 3)")
+    parser.add_argument("--compile", choices=COMPILE_CHOICES, default="auto",
+                        help="litebert sides: false = eager, true = compiled, both; auto = both "
+                             "on CUDA, eager on a CPU (where inductor compiles for minutes)")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the device's peak for MFU (default: the table for A100 / H100 / "
+                             "H200 in litebert.train.throughput; none elsewhere)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
+    parser.add_argument("--data", default=None,
+                        help="a `litebert data build` directory to read (default: bbc-news, "
+                             "downloaded and built once under $LITEBERT_DATA/bench)")
+    add_device_options(parser)
+
+
+def parse_step_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The arguments, with --model (deprecated) read as --preset."""
+    args = parser.parse_args()
+    if args.model_alias is not None:
+        print("--model is deprecated; use --preset", file=sys.stderr)
+        if args.preset is not None and args.preset != args.model_alias:
+            raise SystemExit(f"--preset {args.preset} and --model {args.model_alias} disagree; "
+                             f"pass --preset alone")
+    args.preset = args.preset or args.model_alias or args.default_preset
+    return args
+
+
+def litebert_sides(setting: str, device: torch.device) -> dict[str, bool]:
+    """The litebert sides --compile asks for: side name -> PretrainConfig.compile."""
+    if setting == "auto":
+        setting = "both" if device.type == "cuda" else "false"
+    modes = {"false": (False,), "true": (True,), "both": (False, True)}[setting]
+    return {COMPILED if compiled else EAGER: compiled for compiled in modes}
 
 
 # ---- device and precision ------------------------------------------------------------------
@@ -118,7 +197,7 @@ def interleaved(sides: dict[str, Callable[[], int]], steps: int, device: torch.d
                 warmup: int = 2) -> dict[str, float]:
     """Each side's tokens/s: mean tokens per step over its median step time. A side is a
     step function returning the tokens it processed; the sides take turns, `warmup` rounds
-    first (allocator, kernels, optimizer state) that are not counted."""
+    first (compilation, allocator, kernels, optimizer state) that are not counted."""
     times: dict[str, list[float]] = {name: [] for name in sides}
     tokens: dict[str, list[int]] = {name: [] for name in sides}
     for i in range(warmup + steps):
@@ -138,15 +217,18 @@ def interleaved(sides: dict[str, Callable[[], int]], steps: int, device: torch.d
 
 def trainer_side(cfg, device: torch.device):
     """(Trainer, step): litebert's pre-training step on one given batch at a time, in one
-    process; the step returns the tokens it trained."""
+    process; the step returns the tokens it trained. With cfg.compile the model compiles at
+    the first step, and a failure names the way back to eager."""
     from litebert.distributed import DistInfo
+    from litebert.train.compiling import compile_errors
     from litebert.train.pretrain import Trainer
 
     trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
     trainer.model.train()
 
     def step(batch: dict[str, torch.Tensor]) -> int:
-        return int(trainer.train_step(iter([batch]))["tokens"])
+        with compile_errors(trainer.compiled):
+            return int(trainer.train_step(iter([batch]))["tokens"])
     return trainer, step
 
 
@@ -164,22 +246,60 @@ def feeding(step: Callable[[dict[str, torch.Tensor]], int],
     return lambda: step(next(feed))
 
 
-def print_step_table(heading: str, row: str, name: str, rate: dict[str, float],
-                     memory: dict[str, str], device: torch.device) -> None:
-    """The litebert / transformers table of one step and the last line `NAME step speed
-    ratio N.NNx` that `make bench` reads."""
+# ---- the table -----------------------------------------------------------------------------
+
+def peak_for_mfu(args: argparse.Namespace, device: torch.device, precision: str) -> float | None:
+    """The peak TFLOP/s MFU divides by: --peak-tflops, else the Trainer's table for a known
+    CUDA device (read after a Trainer set TF32 up), else None (no MFU column figure)."""
+    from litebert.train.throughput import peak_tflops
+
+    return peak_tflops(device, precision, args.peak_tflops)
+
+
+def step_header(args: argparse.Namespace, precision: str, device: torch.device,
+                details: str, peak: float | None) -> str:
+    """The line above a table: preset, shape, precision, device, steps, what MFU divides by."""
+    mfu = f"MFU of {peak:g} TFLOP/s" if peak else "no MFU (peak unknown: --peak-tflops)"
+    return (f"{args.preset} preset, batch {args.batch} x {args.seq}, {precision}, {details}, "
+            f"{describe(device)}, median of {args.steps} steps after {args.warmup} warm-up, "
+            f"{mfu}")
+
+
+def print_sides(header: str, name: str, rate: dict[str, float], flops_per_token: float,
+                peak: float | None, memory: dict[str, str], device: torch.device) -> None:
+    """One row per side (tokens/s, model TFLOP/s from the objective's flops_per_token, MFU,
+    peak memory, speed against the transformers loop), then the lines `NAME step speed
+    ratio N.NNx` (eager litebert) and `NAME compiled step speed ratio N.NNx` that
+    `make bench` readers look for."""
     kind = "CUDA allocated" if device.type == "cuda" else "RSS"
-    ratio = rate["litebert"] / rate["transformers"]
-    print(heading + "\n")
-    print(f"| loop | litebert tok/s | transformers tok/s | ratio | peak {kind} MB litebert "
-          f"| transformers |")
+    print(header + "\n")
+    print(f"| side | tok/s | TFLOP/s | MFU | peak {kind} MB | vs transformers |")
     print("|---|---|---|---|---|---|")
-    print(f"| {row} | {rate['litebert']:,.0f} | {rate['transformers']:,.0f} | {ratio:.2f}x | "
-          f"{memory['litebert']} | {memory['transformers']} |\n")
-    print(f"{name} step speed ratio {ratio:.2f}x")
+    for side, tokens_per_s in rate.items():
+        tflops = tokens_per_s * flops_per_token / 1e12
+        mfu = f"{tflops / peak:.1%}" if peak else "-"
+        print(f"| {side} | {tokens_per_s:,.0f} | {tflops:.3g} | {mfu} | {memory[side]} | "
+              f"{tokens_per_s / rate[THEIRS]:.2f}x |")
+    print()
+    for side, label in ((EAGER, name), (COMPILED, f"{name} compiled")):
+        if side in rate:
+            print(f"{label} step speed ratio {rate[side] / rate[THEIRS]:.2f}x")
 
 
 # ---- peak memory ---------------------------------------------------------------------------
+
+def peak_over(step: Callable[[], int], warmup: int, device: torch.device,
+              steps: int = 3) -> float:
+    """Peak memory (MB, peak_mb) over `steps` steps after `warmup` untimed ones: compiling
+    and first-step set-up are not the steps' own, but what they leave allocated (optimizer
+    state, compiled code) counts, as it stays for the run."""
+    for _ in range(warmup):
+        step()
+    reset_peak(device)
+    for _ in range(steps):
+        step()
+    return peak_mb(device)
+
 
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as f:
@@ -233,3 +353,12 @@ def in_fresh_process(target: Callable[..., float], *args: Any) -> float:
     if isinstance(result, BaseException):
         raise RuntimeError(f"memory measurement failed in the child process: {result!r}")
     return result
+
+
+def memory_per_side(args: argparse.Namespace, target: Callable[..., float],
+                    sides: Iterable[str], *extra: Any) -> dict[str, str]:
+    """Each side's peak MB, target(side, args, *extra) in its own fresh process; "-" for
+    every side with --no-memory."""
+    if args.no_memory:
+        return {side: "-" for side in sides}
+    return {side: f"{in_fresh_process(target, side, args, *extra):,.0f}" for side in sides}

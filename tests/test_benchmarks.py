@@ -1,0 +1,119 @@
+"""The step benchmarks (bench_pretrain, bench_electra, bench_xlnet) run end to end at a tiny
+shape: each prints its header, the table of sides (tokens/s, TFLOP/s, MFU, peak memory, speed
+against transformers) and the ratio lines that `make bench` readers look for.
+
+They read small data directories built here (--data), not bbc-news, so the tests need no
+network; --no-memory skips the fresh-process memory runs, and the compiled side compiles with
+backend aot_eager (LITEBERT_COMPILE_BACKEND), which traces like inductor without C++.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from litebert.data.builder import BuildConfig, build
+from litebert.tokenization import train_tokenizer
+from litebert.train.compiling import BACKEND_ENV
+from tests.data.builds import write_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+SEQ = 64
+COLUMNS = "| side | tok/s | TFLOP/s | MFU | peak RSS MB | vs transformers |"
+NUMBER = r"[\d,.]+"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    """A SOP directory (bench_pretrain), an objective-none one (bench_electra) and XLNet's
+    streams (bench_xlnet), all at length SEQ."""
+    root = tmp_path_factory.mktemp("bench-data")
+    corpus = write_corpus(root / "corpus.txt", docs=60)
+    kinds = {"sop": ("sentencepiece", dict(objective="sop")),
+             "none": ("sentencepiece", dict(objective="none")),
+             "xlnet": ("xlnet", dict(objective="none", packing="xlnet"))}
+    dirs = {}
+    for name, (kind, fields) in kinds.items():
+        tok = train_tokenizer(kind, [corpus], root / f"tok-{kind}", vocab_size=200).parent
+        dirs[name] = root / name
+        build([corpus], tok, dirs[name], BuildConfig(max_seq_length=SEQ, format="bert",
+                                                     heldout_fraction=0.1, **fields))
+    return dirs
+
+
+def bench(script: str, data: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
+    """A 1-step run of the benchmark on 2 x SEQ on the CPU (it must succeed)."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / script), "--data", str(data),
+           "--batch", "2", "--steps", "1", "--warmup", "1", "--device", "cpu", "--no-memory",
+           *options]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def assert_table(out: str, preset: str, name: str, sides: tuple[str, ...]) -> None:
+    """The header names the preset and shape; one row per side, in order, with its figures;
+    the ratio lines close the output."""
+    assert f"{preset} preset, batch 2 x {SEQ}, fp32" in out
+    assert "median of 1 steps after 1 warm-up" in out
+    assert COLUMNS in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "side" not in line]
+    assert [row.split(" | ")[0][2:] for row in rows] == [*sides, "transformers"]
+    for row in rows:  # tok/s, TFLOP/s > 0; no MFU on a CPU without --peak-tflops
+        cells = row.strip("| ").split(" | ")
+        assert re.fullmatch(NUMBER, cells[1]) and float(cells[1].replace(",", "")) > 0
+        assert float(cells[2]) > 0 and cells[3] == "-" and cells[4] == "-"
+    assert rows[-1].endswith("| 1.00x |")
+    labels = {"litebert eager": name, "litebert compiled": f"{name} compiled"}
+    tail = out.strip().splitlines()[-len(sides):]
+    assert [line.rsplit(" ", 1)[0] for line in tail] == [
+        f"{labels[side]} step speed ratio" for side in sides]
+    assert all(re.fullmatch(r"\d+\.\d\dx", line.rsplit(" ", 1)[1]) for line in tail)
+
+
+def test_pretrain_benchmark_eager_under_the_deprecated_model_option(data):
+    run = bench("bench_pretrain.py", data["sop"], "--model", "tiny", "--compile", "false")
+    assert "--model is deprecated; use --preset" in run.stderr
+    assert_table(run.stdout, "tiny", "pretrain", ("litebert eager",))
+
+
+def test_pretrain_benchmark_compiled_side_alone(data):
+    out = bench("bench_pretrain.py", data["sop"], "--preset", "tiny", "--compile", "true",
+                **{BACKEND_ENV: "aot_eager"}).stdout
+    assert_table(out, "tiny", "pretrain", ("litebert compiled",))
+
+
+@pytest.mark.slow
+def test_pretrain_benchmark_both_litebert_sides(data):
+    out = bench("bench_pretrain.py", data["sop"], "--preset", "tiny", "--compile", "both",
+                **{BACKEND_ENV: "aot_eager"}).stdout
+    assert_table(out, "tiny", "pretrain", ("litebert eager", "litebert compiled"))
+
+
+@pytest.mark.slow  # electra-small's 12 layers, twice: 25-60 s on 2 shared cores
+def test_electra_benchmark_eager(data):
+    out = bench("bench_electra.py", data["none"], "--preset", "electra-small",
+                "--compile", "false").stdout
+    assert_table(out, "electra-small", "electra", ("litebert eager",))
+
+
+def test_xlnet_benchmark_eager(data):
+    out = bench("bench_xlnet.py", data["xlnet"], "--preset", "xlnet-tiny",
+                "--compile", "false").stdout
+    assert_table(out, "xlnet-tiny", "xlnet", ("litebert eager",))
+
+
+def test_a_seq_other_than_the_datas_is_a_sentence_naming_both(data):
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pretrain.py"),
+                          "--data", str(data["sop"]), "--seq", "128", "--device", "cpu"],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert run.returncode != 0
+    assert f"--seq 128: {data['sop']} was built at --max-seq-length {SEQ}" in run.stderr
+    assert "Traceback" not in run.stderr
