@@ -237,24 +237,32 @@ def collate(items: list[dict[str, torch.Tensor]], pad_id: int = 0,
     return pad_batch(items, pad_id, multiple_of)
 
 
+def masked_slots(labels: torch.Tensor, slots: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) labels -> (positions, used), (B, P) each: each row's predicted positions
+    (labels != -100) packed left in increasing order, unused slots at position 0; a row with
+    more than P keeps its first P. No host sync: the collator and ELECTRA's data slots (on the
+    device) share it."""
+    masked = (labels != IGNORE).to(torch.int8)  # (B, T)
+    counts = masked.sum(-1).clamp(max=slots)  # (B,)
+    if slots > masked.shape[1]:  # more slots than positions: pad, so the sort gives P columns
+        masked = torch.nn.functional.pad(masked, (0, slots - masked.shape[1]))
+    # A stable sort puts each row's masked positions first, in increasing order.
+    order = torch.sort(masked, dim=1, descending=True, stable=True).indices[:, :slots]
+    used = torch.arange(slots, device=labels.device)[None, :] < counts[:, None]  # (B, P)
+    return order * used, used
+
+
 def prediction_slots(labels: torch.Tensor, slots: int) -> dict[str, torch.Tensor]:
-    """SLOT_KEYS of (B, T) labels: each row's predicted positions in increasing order (the
-    order of labels != -100 read row by row), their original ids, weight 1; then unused
-    slots at position 0 with id 0 and weight 0 (cramming's static MLM targets)."""
-    rows = labels.shape[0]
-    positions = torch.zeros(rows, slots, dtype=torch.long)  # (B, P)
-    ids = torch.zeros(rows, slots, dtype=torch.long)  # (B, P)
-    weights = torch.zeros(rows, slots, dtype=torch.float32)  # (B, P)
-    for row in range(rows):
-        where = (labels[row] != IGNORE).nonzero().flatten()  # (n,) on the host
-        n = len(where)
-        if n > slots:
-            raise ValueError(f"a row has {n} masked tokens, more than its {slots} prediction "
-                             f"slots (max_predictions_per_seq)")
-        positions[row, :n] = where
-        ids[row, :n] = labels[row, where]
-        weights[row, :n] = 1.0
-    return dict(zip(SLOT_KEYS, (positions, ids, weights), strict=True))
+    """SLOT_KEYS of (B, T) labels, on the host: masked_slots' positions, their original ids,
+    weight 1; unused slots at position 0 with id 0 and weight 0 (cramming's static MLM
+    targets). A row with more than `slots` masked tokens is a ValueError."""
+    largest = int((labels != IGNORE).sum(-1).max()) if labels.numel() else 0
+    if largest > slots:
+        raise ValueError(f"a row has {largest} masked tokens, more than its {slots} prediction "
+                         "slots (max_predictions_per_seq)")
+    positions, used = masked_slots(labels, slots)  # (B, P) each
+    ids = labels.gather(1, positions.clamp(max=labels.shape[1] - 1)) * used  # (B, P)
+    return dict(zip(SLOT_KEYS, (positions, ids, used.float()), strict=True))
 
 
 class RankSampler(Sampler[int]):  # sampling "shuffled"

@@ -38,6 +38,8 @@ from typing import overload
 
 import torch
 
+from litebert.data.loader import masked_slots
+
 IGNORE = -100  # the data's label of a token that is not predicted
 MASK_SHOWN = 0.85  # share of the slots whose generator input is [MASK]
 PRIME = 2_147_483_647  # 2**31 - 1: keys live in [0, PRIME), products fit in int64
@@ -153,14 +155,7 @@ def data_slot_counts(labels: torch.Tensor, N: int) -> torch.Tensor:
 def data_slots(ids: torch.Tensor, labels: torch.Tensor, keys: torch.Tensor, N: int) -> Slots:
     """The positions the data masked (its n-gram / whole-word spans), packed left in N slots,
     N the data's max_predictions_per_seq (static: no row of the data masks more)."""
-    T = ids.shape[1]
-    masked = (labels != IGNORE).to(torch.int8)  # (B, T)
-    if N > T:  # more slots than positions: pad, so the sort has N columns to give
-        masked = torch.nn.functional.pad(masked, (0, N - T))
-    # A stable sort puts each row's masked positions first, in order.
-    order = torch.sort(masked, dim=1, descending=True, stable=True).indices[:, :N]  # (B, N)
-    used = torch.arange(N, device=ids.device)[None, :] < data_slot_counts(labels, N)[:, None]
-    positions = order * used
+    positions, used = masked_slots(labels, N)  # (B, N) each
     return Slots(positions, used, ids.gather(1, positions) * used, _slot_keys(keys, N))
 
 
