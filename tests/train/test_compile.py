@@ -15,14 +15,11 @@ import torch
 from torch._dynamo.utils import counters
 
 from litebert.cli import main
-from litebert.data.builder import BuildConfig, build
 from litebert.model import AlbertForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
-from litebert.tokenization import train_sentencepiece
 from litebert.train.compiling import BACKEND_ENV, resolved_compile
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
-from tests.data.test_builder import write_corpus
 from tests.train import test_pretrain as mlm
 from tests.train import test_pretrain_plm as plm
 from tests.train.test_pretrain import data_dir as sop_data  # noqa: F401 (a fixture)
@@ -32,12 +29,7 @@ from tests.train.test_pretrain_plm import data_dir as plm_data  # noqa: F401 (a 
 @pytest.fixture(scope="module")
 def nsp_data(tmp_path_factory):
     """test_pretrain's data with NSP pairs instead of SOP."""
-    root = tmp_path_factory.mktemp("nsp")
-    corpus = write_corpus(root / "corpus.txt", docs=150)
-    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
-    build([corpus], tok, root / "data", BuildConfig(max_seq_length=64, format="bert",
-                                                    heldout_fraction=0.1, objective="nsp"))
-    return root / "data"
+    return mlm.tiny_data(tmp_path_factory.mktemp("nsp"), objective="nsp")
 
 
 def electra_config(data_dir, out, **kw):

@@ -43,15 +43,19 @@ def objective_cli(objective: str) -> list[str]:
     return [f"--set={k}={json.dumps(v)}" for k, v in OBJECTIVE_FIELDS[objective].items()]
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pretrain")
+def tiny_data(root: Path, **build_fields) -> Path:
+    """ROOT/data: 150 generated documents, a 200-piece vocabulary, length 64, 10% held out;
+    `build_fields` change the BuildConfig (objective, packing, ...)."""
     corpus = write_corpus(root / "corpus.txt", docs=150)
     tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
-    out = root / "data"
-    build([corpus], tok, out, BuildConfig(max_seq_length=64, format="bert",
-                                          heldout_fraction=0.1))
-    return out
+    build([corpus], tok, root / "data", BuildConfig(**{
+        "max_seq_length": 64, "format": "bert", "heldout_fraction": 0.1, **build_fields}))
+    return root / "data"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tiny_data(tmp_path_factory.mktemp("pretrain"))  # SOP pairs
 
 
 def run_config(data_dir, out, **kw) -> PretrainConfig:

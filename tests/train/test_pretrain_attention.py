@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from litebert.data.builder import BuildConfig, build
-from litebert.tokenization import train_sentencepiece
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
-from tests.data.test_builder import write_corpus
 from tests.train import test_pretrain
-from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config
+from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config, tiny_data
 
 data_dir = test_pretrain.data_dir  # sentence pairs (SOP), built once for this module
 
 
 @pytest.fixture(scope="module")
 def packed_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("packed")
-    corpus = write_corpus(root / "corpus.txt", docs=150)
-    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
-    out = root / "data"
-    build([corpus], tok, out, BuildConfig(max_seq_length=64, format="bert", objective="none",
-                                          packing="full-sentences", heldout_fraction=0.1))
-    return out
+    return tiny_data(tmp_path_factory.mktemp("packed"), objective="none",
+                     packing="full-sentences")
 
 
 def test_document_attention_on_pairs_is_a_run_config_error(data_dir, tmp_path):
