@@ -96,6 +96,17 @@ def test_an_explicit_warmup_is_kept_or_refused_naming_both_fields():
             load_run_config("tiny-cpu", overrides)
 
 
+def test_model_overrides_merge_into_the_recipes_key_by_key():
+    # xlnet-tiny-cpu turns dropout off; a study or `--set` that changes the memory alone
+    # kept it off only once the two merged (the xlnet-ablation study ran dropout 0.1 before).
+    recipe = load_run_config("xlnet-tiny-cpu", {}).model_overrides
+    cfg = load_run_config("xlnet-tiny-cpu", {"model_overrides": {"mem_len": 32}})
+    assert recipe["hidden_dropout_prob"] == 0.0 and recipe["mem_len"] == 64
+    assert cfg.model_overrides == {**recipe, "mem_len": 32}
+    again = load_run_config("xlnet-tiny-cpu", {"model_overrides": {"hidden_dropout_prob": 0.1}})
+    assert again.model_overrides["hidden_dropout_prob"] == 0.1
+
+
 def test_cli_pretrain_with_few_steps_no_longer_trips_over_the_recipes_warmup(capsys):
     # Before: "warmup_steps=60: must be in [0, max_steps=3]". Now the config is accepted and
     # the run stops later, for the missing data.

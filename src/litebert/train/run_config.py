@@ -42,7 +42,8 @@ class PretrainConfig:
              "replaced-token detection; package.module:Class = your own",
         factory=MLMConfig)
     model_overrides: dict[str, Any] = option(
-        help="AlbertConfig fields that replace the preset's", factory=dict)
+        help="AlbertConfig fields that replace the preset's; overrides of a recipe's are "
+             "merged key by key into it", factory=dict)
     data: str | None = option(None, "a directory written by `litebert data build`")
     out: str = option("runs/pretrain", "the run directory: checkpoints, metrics, export")
     # Batch: `batch_size` sequences per optimizer step over all ranks, reached with
@@ -298,7 +299,9 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> Pre
     """Recipe (optional: a built-in name or a YAML file) + overrides (None values ignored)
     -> PretrainConfig. Overriding max_steps alone scales the recipe's warm-up with it
     (train.schedule.resolve_warmup). `objective` in the overrides changes the class and
-    keeps the recipe's objective fields; `objective.FIELD` sets one field."""
+    keeps the recipe's objective fields; `objective.FIELD` sets one field. `model_overrides`
+    merge key by key into the recipe's (a recipe's `hidden_dropout_prob: 0.0` survives an
+    override of `mem_len`)."""
     where = str(recipe_path(recipe)) if recipe is not None else "pretrain config"
     values = nest_objective(read_recipe(recipe), where) if recipe is not None else {}
     given = nest_objective({k: v for k, v in overrides.items() if v is not None},
@@ -307,6 +310,9 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> Pre
     if "objective" in given or dotted:
         given["objective"] = merge_objective(
             merge_objective(values.get("objective", "mlm"), given.get("objective", {})), dotted)
+    if isinstance(given.get("model_overrides"), dict):
+        given["model_overrides"] = {**values.get("model_overrides", {}),
+                                    **given["model_overrides"]}
     try:
         if "max_steps" in given:
             recipe_steps = values.get("max_steps", FIELDS["max_steps"].default)
