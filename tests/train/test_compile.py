@@ -8,7 +8,10 @@ slow test runs inductor itself."""
 
 from __future__ import annotations
 
+import collections
 import json
+import logging
+import re
 
 import pytest
 import torch
@@ -44,6 +47,31 @@ COMPILED_OBJECTIVES = {"mlm+sop": ("sop_data", mlm.run_config),
 STEPS, EVALS = 16, 2
 
 
+class Recompiles(logging.Handler):
+    """Dynamo's recompile records (TORCH_LOGS=recompiles), counted per compiled function."""
+
+    LOGGER = "torch._dynamo.guards.__recompiles"
+
+    def __init__(self):
+        super().__init__()
+        self.by_function: collections.Counter[str] = collections.Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = re.search(r"Recompiling function (\S+)", record.getMessage())
+        if found:
+            self.by_function[found.group(1)] += 1
+
+
+@pytest.fixture
+def recompiles():
+    torch._logging.set_logs(recompiles=True)
+    handler = Recompiles()
+    logging.getLogger(Recompiles.LOGGER).addHandler(handler)
+    yield handler
+    logging.getLogger(Recompiles.LOGGER).removeHandler(handler)
+    torch._logging.set_logs()
+
+
 def train(request, objective: str, out, compile: bool) -> list[float]:
     """A run of STEPS steps with EVALS evaluations; its logged losses, in step order."""
     fixture, run_config = COMPILED_OBJECTIVES[objective]
@@ -56,32 +84,38 @@ def train(request, objective: str, out, compile: bool) -> list[float]:
     return [x["loss"] for x in lines if "loss" in x]
 
 
-def graph_counts() -> tuple[int, int, int]:
-    """(graph breaks, recompilations, compiled graphs) of the model's one compiled frame."""
-    graphs = counters["stats"]["unique_graphs"]
-    return sum(counters["graph_break"].values()), max(graphs - 1, 0), graphs
+def graph_counts(recompiles: Recompiles) -> tuple[int, dict[str, int], int]:
+    """(graph breaks, recompilations per compiled function, compiled graphs in all)."""
+    return (sum(counters["graph_break"].values()), dict(recompiles.by_function),
+            counters["stats"]["unique_graphs"])
 
 
 @pytest.mark.parametrize("objective", sorted(COMPILED_OBJECTIVES))
 def test_compiled_run_is_one_graph_per_mode_with_the_eager_losses(request, objective, tmp_path,
-                                                                   monkeypatch):
+                                                                   monkeypatch, recompiles):
+    """The model's frame recompiles for evaluation (eval mode, its batch) and LAMB's update
+    once for its second parameter group: each within the issue's bound of 3."""
     monkeypatch.setenv(BACKEND_ENV, "aot_eager")
     eager = train(request, objective, tmp_path / "eager", compile=False)
-    assert graph_counts() == (0, 0, 0)  # the eager run compiled nothing
+    assert graph_counts(recompiles) == (0, {}, 0)  # the eager run compiled nothing
     compiled = train(request, objective, tmp_path / "compiled", compile=True)
-    breaks, recompiles, graphs = graph_counts()
-    assert breaks == 0 and recompiles <= 3 and graphs >= 1
+    breaks, by_function, graphs = graph_counts(recompiles)
+    print(f"{objective}: {breaks} graph breaks, recompilations {by_function}, {graphs} graphs")
+    assert breaks == 0 and graphs >= 1 and all(n <= 3 for n in by_function.values())
+    fixture, run_config = COMPILED_OBJECTIVES[objective]
+    lamb = run_config(request.getfixturevalue(fixture), tmp_path).optimizer == "lamb"
+    assert ("_lamb_update" in by_function) == lamb, by_function  # compiled with the model
     assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
     assert len(compiled) == STEPS
 
 
 @pytest.mark.slow
-def test_inductor_compiles_the_plm_step(request, tmp_path, monkeypatch):
+def test_inductor_compiles_the_plm_step(request, tmp_path, monkeypatch, recompiles):
     monkeypatch.delenv(BACKEND_ENV, raising=False)
     eager = train(request, "plm", tmp_path / "eager", compile=False)
     compiled = train(request, "plm", tmp_path / "inductor", compile=True)
-    breaks, recompiles, graphs = graph_counts()
-    assert breaks == 0 and recompiles <= 3 and graphs >= 1
+    breaks, by_function, graphs = graph_counts(recompiles)
+    assert breaks == 0 and graphs >= 1 and all(n <= 3 for n in by_function.values())
     assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
 
 

@@ -300,3 +300,33 @@ def test_build_optimizer():
     assert len(adamw.param_groups[0]["params"]) == 1  # only the Linear weight is decayed
     with pytest.raises(ValueError, match="unknown optimizer name 'sgd'.*lamb, adamw"):
         build_optimizer("sgd", model, lr=0.1)
+
+
+def test_the_compiled_update_is_the_eager_one_and_compiles_once():
+    """compile_update (what a compiled run uses): every step equal to eager Lamb's, a skipped
+    step included, and one graph per bucket however the schedule moves lr (a float lr
+    baked into the graph would recompile every step). aot_eager: the graph without C++."""
+    torch._dynamo.reset()
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
+    compiled_model = copy.deepcopy(model)
+    eager, compiled = (Lamb(lamb_param_groups(m), lr=0.01) for m in (model, compiled_model))
+    compiled.compile_update("aot_eager")
+    schedule = torch.optim.lr_scheduler.LambdaLR(compiled, lambda n: 1.0 / (n + 1))
+    eager_schedule = torch.optim.lr_scheduler.LambdaLR(eager, lambda n: 1.0 / (n + 1))
+    torch._dynamo.utils.counters.clear()
+    for step in range(5):
+        g = torch.Generator().manual_seed(step)
+        for p, q in zip(model.parameters(), compiled_model.parameters(), strict=True):
+            p.grad = torch.randn(p.shape, generator=g)
+            q.grad = p.grad.clone()
+        finite = torch.tensor(step != 2)  # step 3 is skipped on the device
+        step_if(eager, finite)
+        step_if(compiled, finite)
+        schedule.step()
+        eager_schedule.step()
+        for p, q in zip(model.parameters(), compiled_model.parameters(), strict=True):
+            assert torch.equal(p, q), step
+    frames = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert frames == 2  # the two groups (trust ratio and decay, and neither): one graph each
+    assert not torch._dynamo.utils.counters["graph_break"]

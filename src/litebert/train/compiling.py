@@ -1,7 +1,8 @@
 """torch.compile for the trained module: when (the run's `compile`), how (in place, one full
 graph, static shapes) and what a failure tells the user (the option that turns it off).
 
-The module is compiled in place (nn.Module.compile), so its state-dict keys, checkpoints
+With the module, a compiled run compiles LAMB's update (one fused graph in place of its
+foreach kernels). The module is compiled in place (nn.Module.compile), so its state-dict keys, checkpoints
 and exports are those of the eager module. It is compiled before DDP wraps it, as torch
 advises; FSDP runs stay eager for now (fully_shard's hooks inside one full graph are not
 tested here), and `compile: true` with `fsdp: true` is refused with that reason.
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from litebert.train.lamb import Lamb
 from litebert.train.run_config import RunConfigError
 
 log = logging.getLogger("litebert")
@@ -51,6 +53,14 @@ def compile_in_place(model: nn.Module) -> None:
              backend(), TURN_OFF)
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
         model.compile(fullgraph=True, dynamic=False, backend=backend())
+
+
+def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:
+    """LAMB's update as one compiled graph per parameter bucket (Lamb.compile_update); AdamW
+    needs nothing here, as a CUDA run builds torch's fused AdamW already."""
+    if isinstance(optimizer, Lamb):
+        log.info("compiling LAMB's update (torch.compile, backend %s)", backend())
+        optimizer.compile_update(backend())
 
 
 @contextlib.contextmanager

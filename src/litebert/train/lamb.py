@@ -11,6 +11,12 @@ and the trust ratios stay on the device (torch.where on the norms), so a step ne
 the host. A step can be skipped on the device too: set `optimizer.found_inf` (a 0-d float
 tensor, nonzero = skip), the attribute torch's GradScaler sets and its fused Adam reads; the
 parameters, moments and step counts are then left as they were, without the host reading it.
+
+`compile_update()` goes one step further, as the Trainer does when its run compiles: the
+per-bucket update becomes one torch.compile graph, which inductor fuses into a few
+multi-tensor kernels (what apex's FusedLAMB writes by hand). The learning rate then enters
+as a 0-d tensor on the device, refilled each step, so a schedule that changes it every step
+reuses one graph.
 """
 
 from __future__ import annotations
@@ -48,6 +54,23 @@ class Lamb(torch.optim.Optimizer):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         trust_ratio=bool(trust_ratio))
         super().__init__(params, defaults)
+        self._update: Callable[..., None] = _lamb_update
+        self._lr: dict[torch.device, torch.Tensor] = {}  # 0-d, one per device; compiled only
+
+    def compile_update(self, backend: str = "inductor") -> None:
+        """The update as one compiled graph per (device, dtype) bucket and group; see the
+        module docstring. Eager and compiled steps compute the same formula."""
+        self._update = torch.compile(_lamb_update, fullgraph=True, dynamic=False,
+                                     backend=backend)
+
+    def _group_lr(self, group: dict, device: torch.device) -> float | torch.Tensor:
+        """The group's lr: as is when eager; compiled, a device tensor filled in place (a
+        kernel argument, no host sync), so its changing value is not baked into the graph."""
+        if self._update is _lamb_update or isinstance(group["lr"], torch.Tensor):
+            return group["lr"]
+        if device not in self._lr:
+            self._lr[device] = torch.zeros((), device=device)
+        return self._lr[device].fill_(group["lr"])
 
     def add_param_group(self, param_group: dict) -> None:
         # Check per-group overrides too, not just the constructor's defaults.
@@ -72,10 +95,11 @@ class Lamb(torch.optim.Optimizer):
                 # `step` is kept for reference only (no bias correction uses it).
                 torch._foreach_add_([steps[i] for i in idx],
                                     1 if keep is None else keep.float())
-                _lamb_update(
+                self._update(
                     [params[i] for i in idx], [grads[i] for i in idx],
                     [exp_avgs[i] for i in idx], [exp_avg_sqs[i] for i in idx],
-                    lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                    lr=self._group_lr(group, params[idx[0]].device), beta1=beta1,
+                    beta2=beta2, eps=group["eps"],
                     weight_decay=group["weight_decay"], trust_ratio=group["trust_ratio"],
                     keep=keep)
         return loss

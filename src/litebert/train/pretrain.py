@@ -37,7 +37,12 @@ from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
-from litebert.train.compiling import compile_errors, compile_in_place, resolved_compile
+from litebert.train.compiling import (
+    compile_errors,
+    compile_in_place,
+    compile_optimizer,
+    resolved_compile,
+)
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
@@ -156,6 +161,8 @@ class Trainer:
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
                                          eps=cfg.eps)
+        if self.compiled:
+            compile_optimizer(self.optimizer)
         self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
                                          warmup_steps=cfg.warmup_steps,
                                          total_steps=cfg.max_steps, power=cfg.power)
