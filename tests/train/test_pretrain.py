@@ -23,6 +23,7 @@ from litebert.model import AlbertForPreTraining
 from litebert.objectives import OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
+from litebert.train.compiling import BACKEND_ENV
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain, resolved_workers
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.state import export_run, load_model_state
@@ -96,15 +97,21 @@ def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
                                    atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize(("objective", "micro"), [("mlm", 4), ("mlm", 2), ("electra", 2)])
-def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path, objective, micro):
+@pytest.mark.parametrize(("objective", "micro", "compiled"),
+                         [("mlm", 4, False), ("mlm", 2, False), ("electra", 2, False),
+                          ("mlm", 2, True), ("electra", 2, True)])
+def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path, monkeypatch, objective,
+                                                     micro, compiled):
     """1 x 8 == 2 x 4 == 4 x 2: every loss part of the objective is divided by its count over
     the global batch (masked tokens differ between micro-batches), not averaged per part;
-    ELECTRA corrupts a row alike wherever it sits."""
+    ELECTRA corrupts a row alike wherever it sits. Compiled (aot_eager), the accumulated
+    run still equals the eager big batch."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    torch._dynamo.reset()
     fields = OBJECTIVE_FIELDS[objective]
     pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False, **fields))
     pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
-                        export=False, **fields))
+                        export=False, compile=compiled, **fields))
     a = load_file(checkpoint.latest(tmp_path / "big") / "model.safetensors")
     b = load_file(checkpoint.latest(tmp_path / "acc") / "model.safetensors")
     for key in a:
@@ -135,11 +142,15 @@ def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) ->
     assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
 
 
-@pytest.mark.parametrize("objective", ["mlm", "electra"])
-def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+@pytest.mark.parametrize(("objective", "compiled"),
+                         [("mlm", False), ("electra", False), ("mlm", True)])
+def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, compiled):
+    """Killed between checkpoints and resumed: every loss and weight bit for bit those of the
+    run never stopped; compiled runs too (model and LAMB update, aot_eager) against each other."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", BACKEND_ENV: "aot_eager"}
     steps = 14
-    extra = ("--no-export", *objective_cli(objective))
+    extra = ("--no-export", "--compile" if compiled else "--no-compile",
+             *objective_cli(objective))
     subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
                    env=env, capture_output=True)
     # killed once step 7 is logged: between checkpoints 6 and 8
@@ -162,13 +173,14 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective):
 
 @pytest.mark.parametrize(("objective", "sharding"), [("mlm", "--no-fsdp"), ("mlm", "--fsdp"),
                                                    ("electra", "--no-fsdp"),
-                                                   ("electra", "--fsdp")])
+                                                   ("electra", "--fsdp"),
+                                                   ("mlm", "--compile")])
 def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, sharding):
     """DDP (or FSDP's fully_shard) over gloo with 2 x micro-batch 4 == 1 process with
-    micro-batch 8, at the same global batch."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    micro-batch 8, at the same global batch; DDP over a compiled model (aot_eager) too."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", BACKEND_ENV: "aot_eager"}
     extra = ("--no-export", *objective_cli(objective))
-    one = _cli(data_dir, tmp_path / "one", 3, *extra)
+    one = _cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile")
     subprocess.run(one, check=True, env=env, capture_output=True)
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",  # a free port
            "--nproc-per-node", "2", "-m", "litebert.cli", *_cli(
