@@ -157,10 +157,7 @@ def test_compile_reads_auto_true_false_and_shows_its_default(capsys):
     assert "compile" in SPEED_FIELDS  # a continued study may switch it
 
 
-def test_auto_compiles_on_cuda_only_and_not_under_fsdp():
+def test_auto_compiles_on_cuda_only():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert (resolved_compile(None, cpu), resolved_compile(None, cuda)) == (False, True)
     assert resolved_compile(True, cpu) and not resolved_compile(False, cuda)
-    assert not resolved_compile(None, cuda, fsdp=True)
-    with pytest.raises(RunConfigError, match="fsdp.*--no-compile"):
-        resolved_compile(True, cuda, fsdp=True)

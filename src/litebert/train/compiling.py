@@ -4,8 +4,10 @@ graph, static shapes) and what a failure tells the user (the option that turns i
 With the module, a compiled run compiles LAMB's update (one fused graph in place of its
 foreach kernels). The module is compiled in place (nn.Module.compile), so its state-dict keys, checkpoints
 and exports are those of the eager module. It is compiled before DDP wraps it, as torch
-advises; FSDP runs stay eager for now (fully_shard's hooks inside one full graph are not
-tested here), and `compile: true` with `fsdp: true` is refused with that reason.
+advises. Under FSDP, dynamo does not trace fully_shard's hooks (a full graph of the root
+fails on them), so each FSDP unit's forward is compiled on its own instead (torchtitan's
+per-block way) and the hooks run eagerly between the graphs; the root's embeddings, heads
+and losses stay eager there.
 
 LITEBERT_COMPILE_BACKEND (an environment variable, for tests and debugging) picks another
 torch.compile backend than inductor: "aot_eager" traces forward and backward like inductor
@@ -31,14 +33,9 @@ BACKEND_ENV = "LITEBERT_COMPILE_BACKEND"
 TURN_OFF = "--no-compile (or `compile: false` in the recipe)"
 
 
-def resolved_compile(setting: bool | None, device: torch.device, fsdp: bool = False) -> bool:
+def resolved_compile(setting: bool | None, device: torch.device) -> bool:
     """The run's `compile`: True/False as given; None (auto) compiles on CUDA, not on a CPU,
     where compiling costs more than it saves on the sizes people train there."""
-    if fsdp:
-        if setting:
-            raise RunConfigError(f"compile: true with fsdp: true is not supported yet; run "
-                                 f"with {TURN_OFF}, or without fsdp")
-        return False
     return device.type == "cuda" if setting is None else setting
 
 
@@ -53,6 +50,16 @@ def compile_in_place(model: nn.Module) -> None:
              backend(), TURN_OFF)
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
         model.compile(fullgraph=True, dynamic=False, backend=backend())
+
+
+def compile_units(units) -> None:
+    """FSDP's way: each unit's forward compiled on its own (one full graph each), so
+    fully_shard's hooks, which dynamo does not trace, run eagerly around them."""
+    log.info("compiling %d FSDP units (torch.compile, backend %s); turn it off with %s",
+             len(units), backend(), TURN_OFF)
+    for module, _ in units:
+        module.forward = torch.compile(module.forward, fullgraph=True, dynamic=False,
+                                       backend=backend())
 
 
 def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:

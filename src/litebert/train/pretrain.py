@@ -41,6 +41,7 @@ from litebert.train.compiling import (
     compile_errors,
     compile_in_place,
     compile_optimizer,
+    compile_units,
     resolved_compile,
 )
 from litebert.train.lamb import build_optimizer, step_if
@@ -154,10 +155,13 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         model = self.objective.build(self.config).to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
-        self.compiled = resolved_compile(cfg.compile, self.info.device, cfg.fsdp)
-        if self.compiled:
+        self.compiled = resolved_compile(cfg.compile, self.info.device)
+        units = self.objective.fsdp_units(model)
+        if self.compiled and cfg.fsdp and self.info.distributed:
+            compile_units(units)
+        elif self.compiled:
             compile_in_place(model)
-        self.model = wrap(model, self.info, cfg.fsdp, self.objective.fsdp_units(model))
+        self.model = wrap(model, self.info, cfg.fsdp, units)
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
                                          eps=cfg.eps)
