@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from litebert.train.pretrain import Trainer, pretrain
-from litebert.train.run_config import RunConfigError
+from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
 from tests.train import test_pretrain
 from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config, tiny_data
 
@@ -24,11 +24,11 @@ def test_document_attention_on_pairs_is_a_run_config_error(data_dir, tmp_path):
         Trainer(run_config(data_dir, tmp_path / "run", attention="document"))
 
 
-def test_an_objective_without_the_layout_refuses_it(data_dir, tmp_path):
-    cfg = run_config(data_dir, tmp_path / "run", attention="unpadded",
-                     **OBJECTIVE_FIELDS["electra"])
-    with pytest.raises(RunConfigError, match="objective 'electra' supports full"):
-        Trainer(cfg)
+def test_an_objective_without_the_layout_refuses_it():
+    """XLNet's two streams lay attention out by permutation; it takes `full` alone."""
+    cfg = load_run_config("xlnet-tiny-cpu", {"attention": "unpadded"})
+    with pytest.raises(RunConfigError, match="objective 'plm' supports full"):
+        check_data_attention(cfg, packed=False)
 
 
 def test_unknown_attention_is_a_run_config_error(data_dir, tmp_path):
@@ -37,23 +37,30 @@ def test_unknown_attention_is_a_run_config_error(data_dir, tmp_path):
         run_config(data_dir, tmp_path / "run", attention="flash")
 
 
-def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path):
-    """Same data, same model: the loss curve of attention 'unpadded' is the padded one's."""
-    full = pretrain(run_config(data_dir, tmp_path / "full", max_steps=3, export=False))
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path, objective):
+    """Same data, same model: the loss curve of attention 'unpadded' is the padded one's
+    (ELECTRA: generator and discriminator both run on the real tokens alone)."""
+    fields = OBJECTIVE_FIELDS[objective]
+    full = pretrain(run_config(data_dir, tmp_path / "full", max_steps=3, export=False,
+                               **fields))
     unpadded = pretrain(run_config(data_dir, tmp_path / "unpadded", max_steps=3, export=False,
-                                   attention="unpadded"))
+                                   attention="unpadded", **fields))
     a, b = read_metrics(tmp_path / "full")[0], read_metrics(tmp_path / "unpadded")[0]
     for x, y in zip(a, b, strict=True):
         assert y["loss"] == pytest.approx(x["loss"], rel=1e-4)
     assert unpadded["eval_loss"] == pytest.approx(full["eval_loss"], rel=1e-4)
 
 
-def test_document_attention_trains_on_packed_data(packed_dir, tmp_path):
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_document_attention_trains_on_packed_data(packed_dir, tmp_path, objective):
     """Packed rows with documents: a run trains and evaluates (its batches carry
     document_ids), and its losses are not the full-attention run's."""
-    full = pretrain(run_config(packed_dir, tmp_path / "full", max_steps=3, export=False))
+    fields = OBJECTIVE_FIELDS[objective]
+    full = pretrain(run_config(packed_dir, tmp_path / "full", max_steps=3, export=False,
+                               **fields))
     document = pretrain(run_config(packed_dir, tmp_path / "doc", max_steps=3, export=False,
-                                   attention="document"))
+                                   attention="document", **fields))
     assert document["eval_loss"] > 0 and document["eval_loss"] != full["eval_loss"]
     losses = [x["loss"] for x in read_metrics(tmp_path / "doc")[0]]
     assert len(losses) == 3 and losses != [x["loss"] for x in read_metrics(tmp_path / "full")[0]]

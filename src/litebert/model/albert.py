@@ -284,6 +284,21 @@ class AlbertModel(AlbertPreTrainedModel):
         # (litebert.data.attention_layout).
         if mems is not None:
             raise ValueError("the ALBERT backbone keeps no memories: pass mems=None")
+        states: list | None = [] if output_hidden_states else None
+        x, layout = self.encode_with(self.encoder, input_ids, attention_mask, token_type_ids,
+                                     position_ids, document_ids, states)  # (B, T, H)
+        pooled = None
+        if self.pooler is not None:
+            pooled = torch.tanh(self.pooler(x[:, self.summary_position]))  # (B, H)
+        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tuple(
+            layout.pad(s) for s in states) if states is not None else None)
+
+    def encode_with(self, encoder: AlbertEncoder, input_ids, attention_mask=None,
+                    token_type_ids=None, position_ids=None, document_ids=None,
+                    states: list | None = None) -> tuple[torch.Tensor, Layout]:
+        """These embeddings, then `encoder` (this model's, or ELECTRA's generator, which reads
+        the discriminator's embeddings) laid out for the batch: padding at most, documents
+        or unpadded rows. The last hidden state (B, T, H) and the layout."""
         if document_ids is None:  # padding at most: the default path
             x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
             layout = Layout(mask=additive_mask(attention_mask, x.dtype))
@@ -292,13 +307,7 @@ class AlbertModel(AlbertPreTrainedModel):
             if position_ids is None and layout.documents is not None:
                 position_ids = self.embeddings.document_positions(layout.documents)
             x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
-        states: list | None = [] if output_hidden_states else None
-        x = layout.pad(self.encoder(layout.unpad(x), layout.mask, states))  # (B, T, H)
-        pooled = None
-        if self.pooler is not None:
-            pooled = torch.tanh(self.pooler(x[:, self.summary_position]))  # (B, H)
-        return BaseModelOutput(last_hidden_state=x, pooler_output=pooled, hidden_states=tuple(
-            layout.pad(s) for s in states) if states is not None else None)
+        return layout.pad(encoder(layout.unpad(x), layout.mask, states)), layout
 
     def fused_attention(self, x) -> bool:
         """FlexAttention / varlen for documents and unpadded rows: on CUDA, unless attention

@@ -18,6 +18,7 @@ from litebert.config import AlbertConfig
 from litebert.model.albert import activation
 from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.heads import documents
 from litebert.model.outputs import ReplacedTokenDetectionOutput
 
 
@@ -54,10 +55,12 @@ class AlbertForReplacedTokenDetection(AlbertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None) -> ReplacedTokenDetectionOutput:
+                labels=None, document_ids=None) -> ReplacedTokenDetectionOutput:
         """input_ids (B, T); labels (B, T) of 0 (original) / 1 (replaced), padding ignored
-        through attention_mask. Returns loss (mean), logits (B, T), last_hidden_state."""
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids)
+        through attention_mask; document_ids as AlbertModel reads them. Returns loss (mean),
+        logits (B, T), last_hidden_state."""
+        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids,
+                          **documents(document_ids))
         logits = self.discriminator_predictions(out.last_hidden_state)  # (B, T)
         loss = None if labels is None else detection_loss(logits, labels, attention_mask)
         return ReplacedTokenDetectionOutput(loss=loss, logits=logits,

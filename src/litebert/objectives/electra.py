@@ -30,15 +30,16 @@ from torch import nn
 
 import litebert.objectives.corruption as C
 from litebert.config import AlbertConfig, ConfigError
+from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForMaskedLM
-from litebert.model.albert import AlbertEncoder, additive_mask
+from litebert.model.albert import AlbertEncoder
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
-from litebert.model.heads import AlbertMLMHead, AlbertSOPHead
+from litebert.model.heads import AlbertMLMHead, AlbertSOPHead, documents
 from litebert.model.hub import save_extra_heads
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.objectives.base import (
@@ -48,6 +49,7 @@ from litebert.objectives.base import (
     RunSettings,
     Stateless,
     own_config,
+    run_attention,
     save_tokenizer,
 )
 from litebert.objectives.electra_eval import (
@@ -208,15 +210,20 @@ class ElectraPretraining(nn.Module):
         return C.draw_slots(ids, candidates, k, keys, c.mask_prob, c.max_seq_length)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                step: int | torch.Tensor | None = None, **_pair_labels) -> ElectraOutput:
+                step: int | torch.Tensor | None = None, document_ids=None,
+                **_pair_labels) -> ElectraOutput:
         """Corrupt the batch (keyed by `step`, by default the `step` buffer; see
-        corruption.py), run both models. attention_mask None: no row is padded."""
+        corruption.py), run both models. attention_mask None: no row is padded.
+        document_ids: both models attend within documents ((B, T)) or run on the real
+        tokens only ((N,)), as the run's `attention` lays the batch out."""
         ids = C.original_ids({"input_ids": input_ids, "labels": labels})  # (B, T)
         real = real_tokens({"input_ids": ids, "attention_mask": attention_mask})  # (B, T)
         slots = self.slots(ids, real, labels, self.step if step is None else step)
-        embeddings = self.discriminator.albert.embeddings
-        x = embeddings(C.generator_input(ids, slots, self.corrupting.mask_id), token_type_ids)
-        h = self.generator.encoder(x, additive_mask(attention_mask, x.dtype))  # (B, T, H_G)
+        backbone = self.discriminator.albert  # its embeddings are the generator's too
+        h, _ = backbone.encode_with(  # (B, T, H_G)
+            self.generator.encoder, C.generator_input(ids, slots, self.corrupting.mask_id),
+            attention_mask, token_type_ids, document_ids=document_ids)
+        embeddings = backbone.embeddings
         picked = h.gather(1, slots.positions[..., None].expand(-1, -1, h.shape[-1]))
         gen_logits = self.generator.predictions(  # (B, N, V)
             picked, embeddings.word_embeddings.weight)
@@ -226,7 +233,8 @@ class ElectraPretraining(nn.Module):
         sampled = C.sample(gen_logits.flatten(0, 1), slots.keys.flatten(),
                            self.corrupting.temperature).view_as(slots.positions)  # (B, N)
         fake, replaced = C.replace(ids, slots, sampled)
-        out = self.discriminator(fake, attention_mask, token_type_ids)
+        out = self.discriminator(fake, attention_mask, token_type_ids,
+                                 **documents(document_ids))
         # Padding says nothing about replacement: weight 0.
         rtd = F.binary_cross_entropy_with_logits(out.logits.float(), replaced, reduction="none")
         rtd_sum = (rtd * real.float()).sum()
@@ -240,6 +248,7 @@ class ElectraObjective(Stateless):
 
     Config: ClassVar[type[ObjectiveConfig]] = ElectraConfig
     sampling: ClassVar[str] = "shuffled"
+    attentions: ClassVar[tuple[str, ...]] = ATTENTIONS  # both models read the layout
 
     def __init__(self, run: RunSettings, data: PretrainingDataset | None = None) -> None:
         self.run = run
@@ -275,7 +284,8 @@ class ElectraObjective(Stateless):
         """The original ids (ELECTRA draws its own slots), or with generator_masking "data"
         the data's masked items (their masks are the slots)."""
         return PretrainingDataset(directory, split, seed=seed,
-                                  masked=self.config.generator_masking == "data")
+                                  masked=self.config.generator_masking == "data",
+                                  attention=run_attention(self.run))
 
     # ---- training ----------------------------------------------------------------------------
 

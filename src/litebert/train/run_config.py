@@ -72,7 +72,8 @@ class PretrainConfig:
                 "way, packed documents included); document = packed data only, within each "
                 "document, positions restarting at each (FlexAttention on CUDA); unpadded = "
                 "the encoder runs on a padded batch's real tokens only (FlashAttention varlen "
-                "on CUDA; on a CPU an explicit mask, slower than full)", choices=ATTENTIONS)
+                "on CUDA; on a CPU an explicit mask, slower than full); MLM and ELECTRA take all "
+                "three, XLNet's plm full only", choices=ATTENTIONS)
     fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
                                "GPUs)")
     compile: bool | None = option(
