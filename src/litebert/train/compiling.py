@@ -2,12 +2,12 @@
 graph, static shapes) and what a failure tells the user (the option that turns it off).
 
 With the module, a compiled run compiles LAMB's update (one fused graph in place of its
-foreach kernels). The module is compiled in place (nn.Module.compile), so its state-dict keys, checkpoints
-and exports are those of the eager module. It is compiled before DDP wraps it, as torch
-advises. Under FSDP, dynamo does not trace fully_shard's hooks (a full graph of the root
-fails on them), so each FSDP unit's forward is compiled on its own instead (torchtitan's
-per-block way) and the hooks run eagerly between the graphs; the root's embeddings, heads
-and losses stay eager there.
+foreach kernels). The module is compiled in place (nn.Module.compile), so its state-dict
+keys, checkpoints and exports are those of the eager module. It is compiled before DDP
+wraps it, as torch advises. Under FSDP, dynamo does not trace fully_shard's hooks (a full
+graph of the root fails on them), so each FSDP unit's forward is compiled on its own
+instead (torchtitan's per-block way) and the hooks run eagerly between the graphs; the
+root's embeddings, heads and losses stay eager there.
 
 LITEBERT_COMPILE_BACKEND (an environment variable, for tests and debugging) picks another
 torch.compile backend than inductor: "aot_eager" traces forward and backward like inductor
