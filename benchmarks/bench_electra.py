@@ -54,7 +54,7 @@ from common import (
 
 from litebert.data.loader import PretrainingDataset, RankSampler
 from litebert.tokenization import Tokenizer
-from litebert.train.pretrain import batches
+from litebert.train.feed import batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 
 Batch = dict[str, torch.Tensor]

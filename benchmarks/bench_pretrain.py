@@ -47,8 +47,9 @@ from common import (
 from litebert.data.loader import SLOT_KEYS, PretrainingDataset, RankSampler
 from litebert.distributed import DistInfo
 from litebert.padding import real_tokens
+from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer
-from litebert.train.pretrain import Trainer, batches
+from litebert.train.pretrain import Trainer
 from litebert.train.run_config import PretrainConfig
 from litebert.train.schedule import build_scheduler
 

@@ -61,8 +61,8 @@ from litebert.data.integrity import open_manifest
 from litebert.data.loader import sampler_for
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
+from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer
-from litebert.train.pretrain import batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.schedule import build_scheduler
 

@@ -20,11 +20,10 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Dataset
 
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
@@ -32,7 +31,7 @@ from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
 from litebert.model.backbone import backbone_class
-from litebert.objectives import Items, resolve
+from litebert.objectives import resolve
 from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
@@ -44,6 +43,7 @@ from litebert.train.compiling import (
     compile_units,
     resolved_compile,
 )
+from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
@@ -83,34 +83,6 @@ def data_has_pairs(data_dir: Path) -> bool:
     """Whether the data's items are segment pairs (B gets the template's second token type):
     every objective but 'none' (packed layouts exist only with 'none')."""
     return load_manifest(data_dir)["config"].get("objective", "sop") != "none"
-
-
-def batches(dataset: Items, sampler, micro: int, workers: int,
-            position: dict[str, int], pin: bool = False):
-    """Micro-batches forever, epoch after epoch, from `position` (updated as they go). Each
-    epoch has its loader: workers then see the dataset's epoch (its items are drawn per
-    (seed, epoch, index), so workers change nothing but speed). pin: page-locked batches,
-    which a CUDA copy with non_blocking=True overlaps with the step."""
-    while True:
-        epoch = position["epoch"]
-        dataset.set_epoch(epoch)
-        sampler.set_epoch(epoch)
-        order = list(sampler)
-        count = len(order) // micro
-        if count == 0:
-            raise DataError(f"{dataset.directory}: {len(dataset)} instances give this rank no "
-                            f"full micro-batch of {micro}; lower micro_batch_size")
-        chunks = [order[i * micro:(i + 1) * micro] for i in range(position["batch"], count)]
-        # Its own generator: creating a loader must not draw from the global RNG, which
-        # drives dropout and is restored exactly on resume.
-        loader: DataLoader = DataLoader(cast(Dataset, dataset), batch_sampler=chunks,
-                                        collate_fn=dataset.collate, num_workers=workers,
-                                        pin_memory=pin,
-                                        generator=torch.Generator().manual_seed(epoch))
-        for batch in loader:
-            position["batch"] += 1
-            yield batch
-        position.update(epoch=epoch + 1, batch=0)
 
 
 def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:

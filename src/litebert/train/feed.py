@@ -1,0 +1,79 @@
+"""Micro-batches for the training loop: one DataLoader for the whole run.
+
+Items are drawn per (seed, epoch, index), so an epoch's items must know their epoch. The
+batch sampler here hands the loader (epoch, index) pairs, epoch after epoch, and the dataset
+wrapper sets each item's epoch where the item is made: in the worker that makes it. So one
+loader serves every epoch, its workers live as long as the run (persistent, with their
+prefetched batches), and an epoch boundary is no pause for new workers to start. Workers
+change nothing but speed: the same items in the same order with any number of them.
+
+The loop's data position (epoch, micro-batch) counts the batches the loop has taken, not
+those the workers have prefetched; a checkpoint saves it, and the sampler starts from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import cast
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from litebert.data.integrity import DataError
+from litebert.objectives import Items
+
+
+class EpochItems:
+    """`items[(epoch, index)]`: item `index` as epoch `epoch` draws it."""
+
+    def __init__(self, items: Items):
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, key: tuple[int, int]) -> dict[str, torch.Tensor]:
+        epoch, index = key
+        self.items.set_epoch(epoch)  # an attribute: the item's draw reads it
+        return self.items[index]
+
+
+class EpochChunks:
+    """Lists of `micro` (epoch, index) pairs from `start` (epoch, micro-batch) on, each epoch
+    in the sampler's order for it, forever; a partial last micro-batch is dropped."""
+
+    def __init__(self, sampler, micro: int, start: dict[str, int]):
+        self.sampler, self.micro, self.start = sampler, micro, dict(start)
+
+    def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        epoch, first = self.start["epoch"], self.start["batch"]
+        while True:
+            self.sampler.set_epoch(epoch)
+            order = list(self.sampler)
+            for i in range(first, len(order) // self.micro):
+                yield [(epoch, int(j)) for j in order[i * self.micro:(i + 1) * self.micro]]
+            epoch, first = epoch + 1, 0
+
+
+def batches(dataset: Items, sampler, micro: int, workers: int,
+            position: dict[str, int], pin: bool = False):
+    """Micro-batches forever from `position` (updated as the loop takes them). pin:
+    page-locked batches, which a CUDA copy with non_blocking=True overlaps with the step."""
+    per_epoch = len(sampler) // micro
+    if per_epoch == 0:
+        raise DataError(f"{dataset.directory}: {len(dataset)} instances give this rank no "
+                        f"full micro-batch of {micro}; lower micro_batch_size")
+    if position["batch"] >= per_epoch:  # saved after an epoch's last micro-batch
+        position.update(epoch=position["epoch"] + 1, batch=0)
+    # Its own generator: creating a loader must not draw from the global RNG, which drives
+    # dropout and is restored exactly on resume.
+    loader: DataLoader = DataLoader(
+        cast(Dataset, EpochItems(dataset)), batch_sampler=EpochChunks(sampler, micro, position),
+        collate_fn=dataset.collate, num_workers=workers, pin_memory=pin,
+        prefetch_factor=4 if workers else None,
+        generator=torch.Generator().manual_seed(position["epoch"]))
+    for batch in loader:
+        position["batch"] += 1
+        if position["batch"] >= per_epoch:
+            position.update(epoch=position["epoch"] + 1, batch=0)
+        yield batch

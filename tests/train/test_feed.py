@@ -1,0 +1,75 @@
+"""One loader for the whole run (train/feed.py): epochs follow each other inside it, items
+know their epoch in the workers, and the data position counts what the loop has taken."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+
+from litebert.data.integrity import DataError
+from litebert.data.loader import RankSampler
+from litebert.train.feed import batches
+
+EPOCH = 1000  # an item's value: epoch * EPOCH + index
+
+
+class Numbered:
+    """Items that say which epoch drew them, as the real ones are keyed by it."""
+
+    directory = Path("numbered")
+
+    def __init__(self, n: int):
+        self.n, self.epoch = n, 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"x": torch.tensor(self.epoch * EPOCH + index)}
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def collate(self, items):
+        return {"x": torch.stack([item["x"] for item in items])}
+
+
+def take(count: int, workers: int, position: dict[str, int], n: int = 10, micro: int = 3):
+    stream = batches(Numbered(n), RankSampler(n, 0, 1, seed=5), micro, workers, position)
+    return [b["x"].tolist() for b in itertools.islice(stream, count)]
+
+
+def test_epochs_follow_each_other_with_their_own_order_and_items():
+    position = {"epoch": 0, "batch": 0}
+    got = take(7, 0, position)  # 3 micro-batches per epoch (10 // 3, the tail dropped)
+    epochs = [{x // EPOCH for x in b} for b in got]
+    assert epochs == [{0}] * 3 + [{1}] * 3 + [{2}]
+    for e in (0, 1):
+        seen = [x % EPOCH for b in got[3 * e:3 * e + 3] for x in b]
+        sampler = RankSampler(10, 0, 1, seed=5)
+        sampler.set_epoch(e)
+        assert seen == list(sampler)[:9]  # the sampler's order of that epoch
+    assert position == {"epoch": 2, "batch": 1}
+
+
+def test_workers_change_nothing_and_live_across_epochs():
+    assert take(8, 2, {"epoch": 0, "batch": 0}) == take(8, 0, {"epoch": 0, "batch": 0})
+
+
+@pytest.mark.parametrize("start", [{"epoch": 1, "batch": 1}, {"epoch": 0, "batch": 3}])
+def test_a_saved_position_continues_where_the_loop_stopped(start):
+    """Mid-epoch, and after an epoch's last micro-batch (how the previous loader saved it)."""
+    straight = take(8, 0, {"epoch": 0, "batch": 0})
+    done = start["epoch"] * 3 + start["batch"]
+    position = dict(start)
+    assert take(8 - done, 0, position) == straight[done:]
+    assert position == {"epoch": 2, "batch": 2}
+
+
+def test_too_few_items_for_a_micro_batch_is_a_data_error():
+    with pytest.raises(DataError, match="numbered: 2 instances give this rank no full "
+                                        "micro-batch of 3"):
+        take(1, 0, {"epoch": 0, "batch": 0}, n=2)
