@@ -33,6 +33,7 @@ bench: setup
 	$(PY) benchmarks/bench_pretrain.py
 	$(PY) benchmarks/bench_electra.py
 	$(PY) benchmarks/bench_xlnet.py
+	$(PY) benchmarks/bench_static_step.py
 	$(PY) benchmarks/bench_finetune.py
 
 lint: setup

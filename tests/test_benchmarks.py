@@ -117,3 +117,17 @@ def test_a_seq_other_than_the_datas_is_a_sentence_naming_both(data):
     assert run.returncode != 0
     assert f"--seq 128: {data['sop']} was built at --max-seq-length {SEQ}" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_static_step_benchmark_prints_each_part_in_both_forms():
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_static_step.py"), "--batch", "2",
+           "--seq", "16", "--slots", "4", "--used", "3", "--steps", "1"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    for part, form in [("MLM forward + backward", "labels (dynamic)"),
+                       ("MLM forward + backward", "slots (static)"),
+                       ("LAMB step", "plain"), ("LAMB step", "gated on the device")]:
+        assert re.search(rf"\| {re.escape(part)} \| {re.escape(form)} \| {NUMBER} \|",
+                         run.stdout), (part, form, run.stdout)
+    assert re.search(rf"static MLM step time over dynamic {NUMBER}x", run.stdout)
