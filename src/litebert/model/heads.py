@@ -120,9 +120,14 @@ def _slot_lm(head, hidden, embeddings, positions, ids, weights):
 
 
 def _mlm(head, hidden, embeddings, labels, slots):
-    """The slot path when the batch has masked_positions, else the labels path."""
+    """The slot path when the batch has masked_positions, else the labels path. A
+    pre-training batch carries both: its slots where the step must not wait on the host (on
+    CUDA, and in a compiled graph, which wants one shape), its labels in a CPU's eager step,
+    where the boolean index costs no sync and scores the masked tokens without the unused
+    slots (about 2% of the tiny step: benchmarks/bench_static_step.py)."""
     positions, ids, weights = slots
-    if positions is not None:
+    eager_cpu = not (hidden.is_cuda or torch.compiler.is_compiling())
+    if positions is not None and (labels is None or not eager_cpu):
         return _slot_lm(head, hidden, embeddings, positions, ids, weights)
     return _masked_lm(head, hidden, embeddings, labels)
 
