@@ -116,3 +116,22 @@ def test_without_probes_mlm_is_set_against_the_papers_average_and_shapes_say_per
     assert "MLM accuracy (ours) against the paper's downstream Avg: the paper has sop at 81% " \
            "and none at 79%; ours sop 29.0% vs none 31.0% — disagrees" in report
     assert report.count("a proxy: the paper reports no MLM accuracy") == 1
+
+
+def test_without_a_pretraining_evaluation_the_runs_last_held_out_figures_are_shown(tmp_path):
+    root = study(tmp_path / "study", names=("none", "sop"))
+    for name, final in (("none", {"eval_mlm_accuracy": 0.11, "eval_mlm_baseline_accuracy": 0.04}),
+                        ("sop", {"eval_plm_accuracy": 0.17, "eval_plm_baseline_accuracy": 0.03})):
+        path = root / "runs" / name / "study.json"
+        rec = json.loads(path.read_text())
+        del rec["results"]["pretraining"]
+        rec["pretraining"] = {"steps": 600, "final_eval": final}
+        path.write_text(json.dumps(rec))
+    report = (write_report(root)[0]).read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| run |"))
+    assert "PLM ours % (baseline)" in header and "PLM paper" not in header
+    assert "MLM paper" in header  # the paper gives MLM figures for these rows
+    sop_row = next(line for line in report.splitlines() if line.startswith("| sop |"))
+    assert "17.0 (3.0)" in sop_row and "| 600 |" in sop_row
+    assert "each run's last in-training evaluation" in report
+    assert "PLM: ours above its baseline in 1 of 1 runs." in report
