@@ -133,5 +133,20 @@ def test_without_a_pretraining_evaluation_the_runs_last_held_out_figures_are_sho
     assert "MLM paper" in header  # the paper gives MLM figures for these rows
     sop_row = next(line for line in report.splitlines() if line.startswith("| sop |"))
     assert "17.0 (3.0)" in sop_row and "| 600 |" in sop_row
-    assert "each run's last in-training evaluation" in report
+    assert "Held-out figures of every run: the run's last in-training evaluation" in report
     assert "PLM: ours above its baseline in 1 of 1 runs." in report
+
+
+def test_runs_without_the_shared_evaluation_are_named_beside_those_with_it(tmp_path):
+    root = study(tmp_path / "study", names=("none", "sop"))
+    path = root / "runs" / "sop" / "study.json"
+    rec = json.loads(path.read_text())
+    del rec["results"]["pretraining"]
+    rec["pretraining"] = {"final_eval": {"eval_mlm_accuracy": 0.2,
+                                         "eval_mlm_baseline_accuracy": 0.04}}
+    path.write_text(json.dumps(rec))
+    report = (write_report(root)[0]).read_text()
+    assert "Held-out figures of sop: the run's last in-training evaluation" in report
+    sop_row = next(line for line in report.splitlines() if line.startswith("| sop |"))
+    none_row = next(line for line in report.splitlines() if line.startswith("| none |"))
+    assert "20.0 (4.0)" in sop_row and "31.0 (5.0)" in none_row

@@ -276,6 +276,17 @@ def _above_baseline(label: str, records: list[Record], metric: str) -> str | Non
     return sentence + "."
 
 
+def held_out_source(records: list[Record]) -> list[str]:
+    """Says which runs' held-out figures are their own last in-training evaluation rather
+    than the study's shared `pretraining` evaluation; nothing when none are."""
+    own = [str(r["name"]) for r in records if not _results(r, "pretraining") and _held_out(r)]
+    if not own:
+        return []
+    which = "every run" if len(own) == len(records) else ", ".join(own)
+    return [f"- Held-out figures of {which}: the run's last in-training evaluation, on its own "
+            "data's held-out split (no shared `pretraining` evaluation)."]
+
+
 def pretraining_sentences(records: list[Record]) -> list[str]:
     out = []
     for metric, label in PRETRAINING.items():
@@ -375,9 +386,7 @@ def write_report(study_dir: Path) -> list[Path]:
     lines = _title(spec, records)
     lines += ["## Pre-training (intrinsic accuracy on held-out data)", "",
               *pretraining_table(records), ""]
-    if any(not _results(r, "pretraining") and _held_out(r) for r in records):
-        lines += ["- Held-out figures are each run's last in-training evaluation, on its own "
-                  "data's held-out split (the study ran no shared `pretraining` evaluation)."]
+    lines += held_out_source(records)
     lines += [f"- {s}" for s in pretraining_sentences(records)] + [""]
     probes = probes_table(records)
     if probes:
