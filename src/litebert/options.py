@@ -4,7 +4,8 @@ once, next to its default, and `--help` cannot drift from the config.
     lr: float = option(1e-3, "peak learning rate")
 
 becomes `--lr X  peak learning rate (default: 0.001)`. The option's type comes from the
-annotation: int, float, str, Path, `X | None`, bool (--flag / --no-flag), a fixed-length
+annotation: int, float, str, Path, `X | None`, bool (--flag / --no-flag), `bool | str` with
+choices (--flag [CHOICE] / --no-flag: on, a named way of being on, or off), a fixed-length
 tuple (one value per element). Fields of other types (dict, list) get no option; `--set`
 reaches them where a command offers it.
 
@@ -53,6 +54,12 @@ def _shown(f: dataclasses.Field) -> str:
     return "none" if value is None else str(value)
 
 
+def _is_flag_or_choice(hint: Any) -> bool:
+    """`bool | str` (or `bool | str | None`): a switch that may also name how it is on."""
+    args = set(typing.get_args(hint)) - {type(None)}
+    return args == {bool, str}
+
+
 def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any] | None:
     """add_argument keywords for one field; None for a type with no flag form."""
     text = f.metadata.get("help")
@@ -63,6 +70,8 @@ def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any] | No
     kw: dict[str, Any] = {"default": None}
     if kind is bool:
         kw["action"] = argparse.BooleanOptionalAction
+    elif _is_flag_or_choice(hint):  # --flag alone means "true"; --no-flag is added beside it
+        kw.update(nargs="?", const="true")
     elif kind in SCALARS:
         kw.update(type=kind, metavar=METAVARS.get(kind))
     elif typing.get_origin(kind) is tuple and len(set(typing.get_args(kind))) == 1 \
@@ -94,7 +103,12 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *,
             continue
         kw = _argument(cls, f, hints[f.name])
         if kw is not None:
-            parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kw)
+            flag = "--" + f.name.replace("_", "-")
+            parser.add_argument(flag, dest=f.name, **kw)
+            if _is_flag_or_choice(hints[f.name]):
+                parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const",
+                                    const="false", help=f"the same as {flag} false "
+                                                        f"(default: {_shown(f)})")
             added.append(f.name)
     return added
 

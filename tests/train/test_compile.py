@@ -20,7 +20,7 @@ from torch._dynamo.utils import counters
 from litebert.cli import main
 from litebert.model import AlbertForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
-from litebert.train.compiling import BACKEND_ENV, resolved_compile
+from litebert.train.compiling import BACKEND_ENV, compile_mode, resolved_compile
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from tests.train import test_pretrain as mlm
@@ -144,8 +144,12 @@ def test_a_compile_failure_names_the_option_that_turns_it_off(plm_data, tmp_path
 
 def test_compile_reads_auto_true_false_and_shows_its_default(capsys):
     assert load_run_config(None, {}).compile is None  # auto
-    for given, read in (("auto", None), ("true", True), (False, False), ("False", False)):
+    for given, read in (("auto", None), ("true", True), (False, False), ("False", False),
+                        ("default", True)):
         assert load_run_config(None, {"compile": given}).compile is read
+    assert load_run_config(None, {"compile": "reduce-overhead"}).compile == "reduce-overhead"
+    assert load_run_config(None, {"compile": "reduce-overhead"}).to_dict()["compile"] == \
+        "reduce-overhead"
     assert load_run_config(None, {}).to_dict()["compile"] == "auto"
     with pytest.raises(RunConfigError, match="compile='sometimes'.*auto, true or false"):
         load_run_config(None, {"compile": "sometimes"})
@@ -153,7 +157,8 @@ def test_compile_reads_auto_true_false_and_shows_its_default(capsys):
     with pytest.raises(SystemExit):
         main(["pretrain", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--compile, --no-compile" in text and "(default: auto)" in text
+    assert "--compile [{auto,true,false,default,reduce-overhead," in text
+    assert "--no-compile the same as --compile false (default: auto)" in text
     assert "compile" in SPEED_FIELDS  # a continued study may switch it
 
 
@@ -161,3 +166,6 @@ def test_auto_compiles_on_cuda_only():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert (resolved_compile(None, cpu), resolved_compile(None, cuda)) == (False, True)
     assert resolved_compile(True, cpu) and not resolved_compile(False, cuda)
+    assert resolved_compile("reduce-overhead", cpu)
+    assert [compile_mode(s) for s in (None, True, False, "default", "reduce-overhead")] == \
+        [None, None, None, None, "reduce-overhead"]

@@ -33,33 +33,42 @@ BACKEND_ENV = "LITEBERT_COMPILE_BACKEND"
 TURN_OFF = "--no-compile (or `compile: false` in the recipe)"
 
 
-def resolved_compile(setting: bool | None, device: torch.device) -> bool:
-    """The run's `compile`: True/False as given; None (auto) compiles on CUDA, not on a CPU,
-    where compiling costs more than it saves on the sizes people train there."""
-    return device.type == "cuda" if setting is None else setting
+def resolved_compile(setting: bool | str | None, device: torch.device) -> bool:
+    """Whether the run compiles: True or a mode compiles, False does not; None (auto)
+    compiles on CUDA, not on a CPU, where compiling costs more than it saves on the sizes
+    people train there."""
+    return device.type == "cuda" if setting is None else setting is not False
+
+
+def compile_mode(setting: bool | str | None) -> str | None:
+    """torch.compile's `mode` for a setting: a named mode, else None (torch's default)."""
+    return setting if isinstance(setting, str) and setting != "default" else None
 
 
 def backend() -> str:
     return os.environ.get(BACKEND_ENV) or "inductor"
 
 
-def compile_in_place(model: nn.Module) -> None:
-    """One graph per shape the run feeds (fullgraph: a graph break is an error, not a slow
-    path); static shapes, as the collators pad each data directory to one length."""
-    log.info("compiling the model (torch.compile, backend %s); turn it off with %s",
-             backend(), TURN_OFF)
+def compile_in_place(model: nn.Module, mode: str | None = None,
+                     dynamic: bool | None = False) -> None:
+    """One full graph (a graph break is an error, not a slow path) per shape the run feeds.
+    dynamic False: static shapes, as the pre-training collators pad each data directory to
+    one length; None: torch's automatic dynamic shapes, for fine-tuning's length-bucketed
+    batches (the first shape static, the dimensions that then change symbolic)."""
+    log.info("compiling the model (torch.compile, backend %s%s); turn it off with %s",
+             backend(), f", mode {mode}" if mode else "", TURN_OFF)
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
-        model.compile(fullgraph=True, dynamic=False, backend=backend())
+        model.compile(fullgraph=True, dynamic=dynamic, backend=backend(), mode=mode)
 
 
-def compile_units(units) -> None:
+def compile_units(units, mode: str | None = None) -> None:
     """FSDP's way: each unit's forward compiled on its own (one full graph each), so
     fully_shard's hooks, which dynamo does not trace, run eagerly around them."""
     log.info("compiling %d FSDP units (torch.compile, backend %s); turn it off with %s",
              len(units), backend(), TURN_OFF)
     for module, _ in units:
         module.forward = torch.compile(module.forward, fullgraph=True, dynamic=False,
-                                       backend=backend())
+                                       backend=backend(), mode=mode)
 
 
 def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:
@@ -70,17 +79,39 @@ def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:
         optimizer.compile_update(backend())
 
 
+def compile_failures() -> tuple[type[BaseException], ...]:
+    """What torch.compile raises when it cannot go on: dynamo's errors (a graph break under
+    fullgraph, an unsupported op, the backend's failure wrapped) and the recompile limit
+    (FailOnRecompileLimitHit, which is no TorchDynamoException: a function that met more
+    shapes, modes or flags than torch._dynamo.config.recompile_limit graphs allow)."""
+    exc = torch._dynamo.exc
+    return (exc.TorchDynamoException,
+            *(getattr(exc, name) for name in ("FailOnRecompileLimitHit",) if hasattr(exc, name)))
+
+
+def failure_sentence(err: BaseException) -> str:
+    """One sentence for a compile failure: what failed, and the way back to eager."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else type(err).__name__
+    if type(err).__name__ == "FailOnRecompileLimitHit":
+        limit = torch._dynamo.config.recompile_limit
+        return (f"torch.compile stopped at its limit of {limit} graphs for one function "
+                f"({first}): the run fed it more input shapes than it may compile; train "
+                f"eagerly with {TURN_OFF}, and set TORCH_LOGS=recompiles to see which inputs "
+                f"changed")
+    return (f"torch.compile failed ({type(err).__name__}: {first}); train eagerly with "
+            f"{TURN_OFF}, or set TORCH_LOGS=graph_breaks,recompiles to see where")
+
+
 @contextlib.contextmanager
 def compile_errors(enabled: bool) -> Iterator[None]:
-    """A torch.compile failure (dynamo, a graph break, the backend) as a RunConfigError that
-    names the way back to eager; compilation happens at the first step and evaluation."""
+    """A torch.compile failure (dynamo, a graph break, the backend, the recompile limit) as a
+    RunConfigError that names the way back to eager; compilation happens at the first step
+    and evaluation, and again at each new shape."""
     if not enabled:
         yield
         return
     try:
         yield
-    except torch._dynamo.exc.TorchDynamoException as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise RunConfigError(
-            f"torch.compile failed ({type(err).__name__}: {first}); train eagerly with "
-            f"{TURN_OFF}, or set TORCH_LOGS=graph_breaks,recompiles to see where") from err
+    except compile_failures() as err:
+        raise RunConfigError(failure_sentence(err)) from err

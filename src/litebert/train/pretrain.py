@@ -39,6 +39,7 @@ from litebert.train import checkpoint
 from litebert.train.compiling import (
     compile_errors,
     compile_in_place,
+    compile_mode,
     compile_optimizer,
     compile_units,
     resolved_compile,
@@ -46,6 +47,7 @@ from litebert.train.compiling import (
 from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
+from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
@@ -92,22 +94,6 @@ def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
     return min(4, max((os.cpu_count() or 1) - 1, 0)) if device.type == "cuda" else 0
 
 
-def resolved_precision(cfg: PretrainConfig, device: torch.device) -> str:
-    """fp32, bf16 or fp16: auto is bf16 on CUDA, fp32 elsewhere."""
-    if cfg.precision == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
-    return cfg.precision
-
-
-def autocast(cfg: PretrainConfig, device: torch.device):
-    precision = resolved_precision(cfg, device)
-    if precision == "fp32":
-        return contextlib.nullcontext(), None
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    scaler = torch.amp.GradScaler(device.type) if precision == "fp16" else None
-    return torch.autocast(device_type=device.type, dtype=dtype), scaler
-
-
 # ---- the loop ------------------------------------------------------------------------------
 
 class Trainer:
@@ -129,10 +115,11 @@ class Trainer:
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
+        mode = compile_mode(cfg.compile)
         if self.compiled and cfg.fsdp and self.info.distributed:
-            compile_units(units)
+            compile_units(units, mode)
         elif self.compiled:
-            compile_in_place(model)
+            compile_in_place(model, mode)
         self.model = wrap(model, self.info, cfg.fsdp, units)
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
@@ -142,15 +129,13 @@ class Trainer:
         self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
                                          warmup_steps=cfg.warmup_steps,
                                          total_steps=cfg.max_steps, power=cfg.power)
-        self.amp, self.scaler = autocast(cfg, self.info.device)
-        if self.info.device.type == "cuda":  # fp32 matmuls (and convolutions) on TF32 cores
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        self.amp, self.scaler = autocast(cfg.precision, self.info.device)
+        allow_tf32(self.info.device)
         # Speed in model FLOPs: the objective's count at the data's sequence length.
         self.flops_per_token = self.objective.flops_per_token(self.config,
                                                               neutral.config.max_seq_length)
-        self.peak = peak_tflops(self.info.device, resolved_precision(cfg, self.info.device),
-                                cfg.peak_tflops)
+        precision = resolved_precision(cfg.precision, self.info.device)
+        self.peak = peak_tflops(self.info.device, precision, cfg.peak_tflops)
         self.accumulation = cfg.accumulation(self.info.world_size)
         # seconds: training time of the logged steps, resumes included (evaluations and
         # checkpoints left out), what a study reports as the run's minutes.

@@ -32,6 +32,14 @@ class RunConfigError(ValueError):
     """A bad recipe file or override; the message names the file/field and the fix."""
 
 
+# torch.compile's modes. "default": inductor's kernels; "reduce-overhead": the same, replayed
+# as CUDA graphs (one launch a step: for small models, where launches cost more than the
+# arithmetic; static shapes only); "max-autotune-no-cudagraphs": matmul kernels tuned at
+# compile time (minutes more of compiling); "max-autotune": both.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
+
+
 @dataclass
 class PretrainConfig:
     model: str = option("tiny", "model size, a preset of litebert.config.PRESETS",
@@ -76,10 +84,13 @@ class PretrainConfig:
                 "three, XLNet's plm full only", choices=ATTENTIONS)
     fsdp: bool = option(False, "shard parameters with torch's fully_shard (large presets, "
                                "GPUs)")
-    compile: bool | None = option(
+    compile: bool | str | None = option(
         None, "torch.compile the model (one static graph; the first steps pay for compiling): "
-              "auto = on CUDA, eager on a CPU; --compile / --no-compile, or in a recipe "
-              "compile: auto | true | false", shown="auto")
+              "auto = on CUDA, eager on a CPU; true = torch's default mode; or a mode: "
+              "reduce-overhead (CUDA graphs, for small models whose step is launch-bound), "
+              "max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / --no-compile, or "
+              "in a recipe compile: auto | true | false | MODE", choices=COMPILE_CHOICES,
+        shown="auto")
     log_every: int = option(10, "steps between metric lines")
     eval_every: int = option(200, "steps between held-out evaluations")
     eval_instances: int = option(2000, "held-out instances per evaluation, at most")
@@ -147,7 +158,7 @@ class PretrainConfig:
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)  # the objective as a mapping: {name: ..., fields}
         out["betas"] = list(self.betas)
-        out["compile"] = "auto" if self.compile is None else self.compile
+        out["compile"] = shown_compile(self.compile)
         return out
 
     @property
@@ -155,14 +166,23 @@ class PretrainConfig:
         return self.objective.name
 
 
-def compile_setting(value: Any) -> bool | None:
-    """`compile` as a recipe, --set or the command line gives it: None (auto), True, False."""
+def compile_setting(value: Any, where: str = "pretrain config") -> bool | str | None:
+    """`compile` as a recipe, --set or the command line gives it: None (auto), False (eager),
+    True (compiled, torch's default mode) or the name of another mode (compiled so)."""
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in ("auto", "true", "false"):
-        return None if text == "auto" else text == "true"
-    raise RunConfigError(f"pretrain config compile={value!r}: choose auto, true or false")
+    if text in ("auto", "true", "false", "default"):
+        return None if text == "auto" else text != "false"
+    if text in COMPILE_MODES:
+        return text
+    raise RunConfigError(f"{where} compile={value!r}: choose auto, true or false, or a "
+                         f"torch.compile mode ({', '.join(COMPILE_MODES[1:])})")
+
+
+def shown_compile(value: bool | str | None) -> bool | str:
+    """A compile setting as a config file writes it: auto, true, false or the mode."""
+    return "auto" if value is None else value
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
