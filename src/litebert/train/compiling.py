@@ -79,6 +79,10 @@ def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:
         optimizer.compile_update(backend())
 
 
+# The recompile limit's exception, by torch release (FailOnCacheLimitHit before 2.6).
+LIMIT_ERRORS = ("FailOnRecompileLimitHit", "FailOnCacheLimitHit")
+
+
 def compile_failures() -> tuple[type[BaseException], ...]:
     """What torch.compile raises when it cannot go on: dynamo's errors (a graph break under
     fullgraph, an unsupported op, the backend's failure wrapped) and the recompile limit
@@ -86,15 +90,16 @@ def compile_failures() -> tuple[type[BaseException], ...]:
     shapes, modes or flags than torch._dynamo.config.recompile_limit graphs allow)."""
     exc = torch._dynamo.exc
     return (exc.TorchDynamoException,
-            *(getattr(exc, name) for name in ("FailOnRecompileLimitHit",) if hasattr(exc, name)))
+            *(getattr(exc, name) for name in LIMIT_ERRORS if hasattr(exc, name)))
 
 
 def failure_sentence(err: BaseException) -> str:
     """One sentence for a compile failure: what failed, and the way back to eager."""
     text = str(err).strip()
     first = text.splitlines()[0] if text else type(err).__name__
-    if type(err).__name__ == "FailOnRecompileLimitHit":
-        limit = torch._dynamo.config.recompile_limit
+    if type(err).__name__ in LIMIT_ERRORS:
+        config = torch._dynamo.config
+        limit = getattr(config, "recompile_limit", None) or config.cache_size_limit
         return (f"torch.compile stopped at its limit of {limit} graphs for one function "
                 f"({first}): the run fed it more input shapes than it may compile; train "
                 f"eagerly with {TURN_OFF}, and set TORCH_LOGS=recompiles to see which inputs "

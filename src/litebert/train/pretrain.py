@@ -29,7 +29,14 @@ from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
-from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
+from litebert.distributed import (
+    DistInfo,
+    all_reduce_sum,
+    barrier,
+    init_distributed,
+    shards,
+    wrap,
+)
 from litebert.model.backbone import backbone_class
 from litebert.objectives import resolve
 from litebert.padding import real_tokens
@@ -116,7 +123,7 @@ class Trainer:
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
         mode = compile_mode(cfg.compile)
-        if self.compiled and cfg.fsdp and self.info.distributed:
+        if self.compiled and shards(self.info, cfg.fsdp):
             compile_units(units, mode)
         elif self.compiled:
             compile_in_place(model, mode)

@@ -1,0 +1,133 @@
+"""One prepared check of every CUDA path litebert has: each run once, measured, in one table.
+
+GPU time comes a few minutes at a time, so this is the one command to spend it on. It runs,
+in order of what matters most (a --budget-s of wall time skips what is left, marked so):
+
+    mlm+sop full        albert-base 32 x 512: eager, compiled; transformers' plain loop
+    mlm+sop unpadded    the same, --attention unpadded (varlen FlashAttention), compiled
+    electra             electra-small 256 x 128: eager, compiled, CUDA graphs
+                        (compile: reduce-overhead); transformers' plain loop
+    plm                 xlnet-tiny 16 x 512 with memories: eager, compiled; transformers
+    mlm document        packed rows, --attention document (FlexAttention), tiny, compiled
+    fsdp                the mlm+sop full row's step under fully_shard, one process
+    checkpoint          a tiny run saved at its middle and resumed, against one straight run
+    finetune sst2       `litebert finetune` on SST-2-like rows (albert-base, random weights,
+                        precision and compile auto); transformers' plain loop on them
+    finetune squad      the same on SQuAD-like windows of 384 tokens
+
+Each row: tokens/s (examples/s for fine-tuning), MFU against the device's dense peak, peak
+GPU memory allocated by torch, the transformers loop's figure in the same process and the
+ratio, and compile seconds (the first step's time less a steady step's). Sides run one after
+another, each freed before the next, so each has its own peak. The table is written, after
+every row, to OUT/gpu_check.json and OUT/gpu_check.md; the exit status is 1 when any row
+failed (its error is the row's status), 2 when the budget skipped some, else 0.
+
+It reads only --data, which `make gpu-check-data` (benchmarks/gpu_check_data.py) builds on a
+machine with a package index; nothing is fetched. --dry-run runs the same code paths on the
+CPU at tiny shapes, compiled with the aot_eager backend (a test runs it, so it cannot rot).
+
+    python benchmarks/gpu_check.py --data gpu-check-data --out runs/gpu-check
+        [--only CHECK ...] [--steps 10] [--warmup 3] [--budget-s 420] [--dry-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from gpu_checks import CHECKS
+from gpu_rows import COLUMNS, Row, Settings, free, header, print_row, write_table
+
+from litebert.train.compiling import BACKEND_ENV
+
+# ---- running them --------------------------------------------------------------------------
+
+Check = Callable[[Settings], list[Row]]
+
+
+def run_checks(checks: dict[str, Check], s: Settings, out: Path, budget_s: float) -> list[Row]:
+    """Each check in order; an error becomes its row's status (the traceback goes to
+    stderr) and the next check runs; once `budget_s` has passed the rest are skipped."""
+    rows: list[Row] = []
+    start = time.perf_counter()
+    print(header(s) + "\n\n| " + " | ".join(COLUMNS) + " |", flush=True)
+    for name, check in checks.items():
+        began = time.perf_counter()
+        if began - start > budget_s:
+            new = [Row(name, "-", "not run", status=f"skipped: over --budget-s {budget_s:g}")]
+        else:
+            try:
+                new = check(s)
+            except Exception as err:  # the table says which check failed and why
+                traceback.print_exc()
+                first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                new = [Row(name, "-", "failed", status=f"error: {type(err).__name__}: "
+                                                       f"{first}"[:300])]
+            free()
+        for row in new:
+            row.seconds = row.seconds or time.perf_counter() - began
+            print_row(row)
+        rows += new
+        write_table(rows, s, out)
+    return rows
+
+
+def exit_status(rows: list[Row]) -> int:
+    if any(r.status.startswith("error") for r in rows):
+        return 1
+    return 2 if any(r.status.startswith("skipped") for r in rows) else 0
+
+
+def settings(args: argparse.Namespace, work: Path) -> Settings:
+    if args.dry_run:
+        os.environ.setdefault(BACKEND_ENV, "aot_eager")  # traces as inductor, runs eagerly
+        device, precision = torch.device("cpu"), "fp32"
+    else:
+        if not torch.cuda.is_available():
+            raise SystemExit("gpu_check: torch sees no CUDA device; pass --dry-run to run the "
+                             "same code paths on the CPU")
+        device, precision = torch.device("cuda", 0), "bf16"
+        torch.cuda.set_device(device)
+    return Settings(data=Path(args.data), work=work, device=device, precision=precision,
+                    dry=args.dry_run, steps=args.steps, warmup=args.warmup)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True,
+                        help="the folder `make gpu-check-data` wrote (required)")
+    parser.add_argument("--out", default="runs/gpu-check",
+                        help="where gpu_check.json and gpu_check.md go (default: %(default)s)")
+    parser.add_argument("--only", nargs="+", choices=list(CHECKS), metavar="CHECK",
+                        help=f"run these checks only: {', '.join(CHECKS)} (default: all)")
+    parser.add_argument("--steps", type=int, default=10,
+                        help="timed steps per side (default: %(default)s)")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps per side first, compiling included "
+                             "(default: %(default)s)")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="wall seconds after which the remaining checks are skipped "
+                             "(default: %(default)s)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the same code paths on the CPU at tiny shapes (default: off)")
+    args = parser.parse_args()
+    if not Path(args.data, "sop", "manifest.json").is_file():
+        raise SystemExit(f"--data {args.data}: no gpu-check data there; build it with "
+                         f"`make gpu-check-data` (benchmarks/gpu_check_data.py)")
+    chosen = {k: v for k, v in CHECKS.items() if not args.only or k in args.only}
+    with tempfile.TemporaryDirectory() as work:
+        s = settings(args, Path(work))
+        rows = run_checks(chosen, s, Path(args.out), args.budget_s)
+    print(f"\nwrote {Path(args.out) / 'gpu_check.md'} and gpu_check.json", flush=True)
+    return exit_status(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
