@@ -243,8 +243,10 @@ def trainer_side(cfg, device: torch.device):
 
 def export_initial(trainer, out: Path) -> Path:
     """The Trainer's initial weights exported as its objective exports them (transformers'
-    directories), for the transformers side to start from."""
-    state = {k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}
+    directories), for the transformers side to start from; gathered first under FSDP."""
+    from litebert.train.state import full_model_state
+
+    state = {k: v.detach().cpu() for k, v in full_model_state(trainer.model).items()}
     return trainer.objective.export(state, trainer.config, trainer.run_dir, out)
 
 

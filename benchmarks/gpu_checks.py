@@ -40,6 +40,7 @@ from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
 from litebert.train.pretrain import model_config, pretrain
 from litebert.train.run_config import PretrainConfig, load_run_config
+from litebert.train.state import is_fsdp
 
 Batch = dict[str, torch.Tensor]
 
@@ -82,8 +83,10 @@ def mlm_rows(s: Settings, check: str, variants: dict[str, object], attention: st
         cfg = mlm_config(s, data, preset, batch, f"{check}-{variant}", compiled,
                          attention=attention, **fields)
         trainer, step = bench_pretrain.litebert_side(cfg, s.device)
+        if cfg.fsdp and not is_fsdp(trainer.model):
+            raise RuntimeError("fsdp: the Trainer's model is not sharded")
         if compare and not initial.exists():
-            trainer.model.save_pretrained(initial)  # the weights both sides start from
+            export_initial(trainer, initial)  # the weights both sides start from
         what = (f"{preset} {batch} x {trainer.train_data.config.max_seq_length}, "
                 f"attention {attention}, {trainer.cfg.optimizer}")
         flops = trainer.flops_per_token
