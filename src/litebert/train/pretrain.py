@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
+from litebert.data.attention_layout import mark_tokens_dynamic
 from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import DistInfo, all_reduce_sum, barrier, init_distributed, wrap
@@ -199,6 +200,8 @@ class Trainer:
         self.objective.begin_step(self.state["step"])
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
+        if self.compiled:  # one graph for every unpadded N (data/attention_layout.py)
+            micro = [mark_tokens_dynamic(b) for b in micro]
         # Each part's denominator, kept on the device (no host sync): (A, P) -> (P,) global.
         counts = torch.stack([self.objective.counts(b) for b in micro])
         totals = all_reduce_sum(counts.sum(0)).clamp(min=1)
