@@ -22,7 +22,7 @@ from litebert.cli import main
 from litebert.model import AlbertForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
 from litebert.train.compiling import BACKEND_ENV, compile_mode, resolved_compile
-from litebert.train.pretrain import pretrain
+from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
 from tests.train import test_pretrain as mlm
@@ -70,6 +70,15 @@ class Recompiles(logging.Handler):
         found = re.search(r"Recompiling function (\S+)", record.getMessage())
         if found:
             self.by_function[found.group(1)] += 1
+
+
+class ListHandler(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 @pytest.fixture
@@ -172,6 +181,38 @@ def test_cross_evaluation_keeps_one_width(varied_data, tmp_path, monkeypatch, re
     assert all("eval_nsp_accuracy" in x for x in lines if "eval_loss" in x)
     said = [r.getMessage() for r in caplog.records if "instead of varlen" in r.getMessage()]
     assert len(said) == 1 and "CUDA only" in said[0], said
+
+
+def test_cuda_graph_mode_marks_each_step_and_copies_what_it_keeps(plm_data, tmp_path,  # noqa: F811
+                                                                   monkeypatch):
+    """compile: reduce-overhead (CUDA graphs; aot_eager ignores the mode and says so): the
+    loop marks the start of each step, once per step with 2 micro-batches, and XLNet keeps
+    copies of its memories, which a replay would overwrite."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    marks = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    ignored = ListHandler()
+    logging.getLogger("torch._dynamo.backends.common").addHandler(ignored)
+    torch._dynamo.reset()
+    try:
+        trainer = Trainer(plm.run_config(plm_data, tmp_path / "graphs", max_steps=4,
+                                         batch_size=8, micro_batch_size=4, eval_every=2,
+                                         compile="reduce-overhead"))
+        result = trainer.run()
+    finally:
+        logging.getLogger("torch._dynamo.backends.common").removeHandler(ignored)
+    assert len(marks) == 4 and result["eval_loss"] > 0
+    assert any("ignoring extra kwargs {'mode': 'reduce-overhead'}" in m for m in ignored.messages)
+    objective = trainer.objective
+    assert objective.copy_memories and len(objective.mems) == 2  # one per micro-batch
+    mems = objective.mems[0]
+    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(objective.kept(mems), mems,
+                                                            strict=True))
+    marks.clear()  # torch's default mode replays no CUDA graph: nothing to mark or copy
+    plain = Trainer(plm.run_config(plm_data, tmp_path / "plain", max_steps=2, compile=True))
+    plain.run()
+    assert not marks and not plain.objective.copy_memories
+    assert plain.objective.kept(mems) is mems
 
 
 @pytest.mark.slow

@@ -43,6 +43,7 @@ from litebert.train.compiling import (
     compile_mode,
     compile_optimizer,
     compile_units,
+    replays_cuda_graphs,
     resolved_compile,
 )
 from litebert.train.feed import batches
@@ -117,6 +118,7 @@ class Trainer:
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
         mode = compile_mode(cfg.compile)
+        self.cuda_graphs = self.compiled and replays_cuda_graphs(mode)
         if self.compiled and cfg.fsdp and self.info.distributed:
             compile_units(units, mode)
         elif self.compiled:
@@ -197,6 +199,8 @@ class Trainer:
         from the device: finiteness, the skip and the token count stay there (skips.py).
         """
         device, world = self.info.device, self.info.world_size
+        if self.cuda_graphs:  # this step's replays may overwrite the last step's outputs
+            torch.compiler.cudagraph_mark_step_begin()
         self.objective.begin_step(self.state["step"])
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
