@@ -168,7 +168,7 @@ def test_unpadded_runs_compile_one_graph_for_every_token_count(varied_data, tmp_
 
 def test_cross_evaluation_keeps_one_width(varied_data, tmp_path, monkeypatch, recompiles,
                                           caplog):
-    """eval_pair_tasks both: the SOP and NSP pairs (here in 12 widths) are padded to the
+    """eval_pair_tasks both: the SOP and NSP pairs (here in 11 widths) are padded to the
     data's length, one graph for them all; with attention unpadded on this CPU's padded
     layout, whose reason is logged once."""
     monkeypatch.setenv(BACKEND_ENV, "aot_eager")
