@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch._dynamo.testing import CompileCounter
 
 from litebert.data.attention_layout import (
     UNPAD_BUCKETS,
@@ -121,10 +122,19 @@ def test_a_row_without_real_tokens_is_not_unpadded():
     assert "document_ids" not in with_unpadded_rows({"input_ids": mask, "attention_mask": mask})
 
 
-def test_only_unpadded_token_counts_are_marked_dynamic():
-    mask = mask_of(np.array([5, 3, 7]), 8)
-    batch = mark_tokens_dynamic(with_unpadded_rows({"input_ids": mask, "attention_mask": mask}))
-    assert batch["document_ids"]._dynamo_weak_dynamic_indices == {0}
-    documents = {"document_ids": torch.zeros(2, 8, dtype=torch.long)}  # (B, T): static
-    assert not hasattr(mark_tokens_dynamic(documents)["document_ids"],
-                       "_dynamo_weak_dynamic_indices")
+def test_unpadded_token_counts_compile_once():
+    """Marked dynamic, three batches of different N run through one graph even with
+    dynamic=False (the Trainer's compile); unmarked, each N compiles anew."""
+    for mark, graphs in ((mark_tokens_dynamic, 1), (lambda batch: batch, 3)):
+        torch._dynamo.reset()
+        counter = CompileCounter()
+        twice = torch.compile(lambda ids: ids * 2, backend=counter, dynamic=False,
+                              fullgraph=True)
+        sizes = set()
+        for lengths in ([5, 3, 7], [2, 3, 4], [1, 1, 1]):
+            mask = mask_of(np.array(lengths), 8)
+            ids = mark(with_unpadded_rows({"input_ids": mask, "attention_mask": mask})
+                       )["document_ids"]
+            twice(ids)
+            sizes.add(len(ids))
+        assert len(sizes) == 3 and counter.frame_count == graphs

@@ -63,8 +63,8 @@ def unpadded_size(real: int, rows: int, width: int) -> int:
 
 def with_unpadded_rows(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """(N,) document_ids for a padded batch (see the module docstring); unchanged when no
-    row is padded, when fewer positions are than the F filler segments need, or when a row
-    has no real token (its segment would be empty)."""
+    row is padded, when fewer positions are padding than the F filler segments need, or
+    when a row has no real token (its segment would be empty)."""
     real = real_tokens(batch)  # (B, T)
     rows, width = real.shape
     count = int(real.sum())  # on the host, in the collator
