@@ -11,7 +11,7 @@ from litebert.model.albert import sharing_tables
 from litebert.model.counts import ablation_rows, count, preset_rows
 from tests.conftest import make_inputs, mlm_labels, randomize, small_config
 
-DESIGN_COUNTS = {  # ../shared/DESIGN.md: backbone, + MLM & SOP heads (vocab 30000)
+DESIGN_COUNTS = {  # the design's counts: backbone, + MLM & SOP heads (vocab 30000)
     "albert-base": (11_683_584, 11_813_810),
     "albert-large": (17_683_968, 17_847_474),
     "albert-xlarge": (58_724_864, 59_021_490),

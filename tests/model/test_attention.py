@@ -1,22 +1,30 @@
 """Document attention for packed rows and unpadded attention for padded batches
-(model/attention.py): each is the same function as running the pieces alone / padded."""
+(model/attention.py): each is the same function as running the pieces alone / padded. The
+unpadded rows' varlen path runs here through a reference op (tests/model/varlen_reference.py);
+without varlen they take the padded layout, and no mask over the whole batch."""
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
 import pytest
 import torch
 
 import litebert
 import litebert.model.attention as attention
-from litebert.data.attention_layout import with_unpadded_rows
+from litebert.data.attention_layout import filler_segments, with_unpadded_rows
+from litebert.model.albert import AlbertEncoder
 from litebert.model.attention import (
     Varlen,
     document_block_mask,
-    document_layout,
     positions_in_documents,
     same_document,
+    unpadded_layout,
+    varlen_blocker,
 )
 from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
+from tests.model.varlen_reference import CALLS, use_reference_varlen
 
 NUMBERINGS = {"from_zero": {}, "after_pad": dict(position_numbering="after_pad",
                                                  pad_token_id=1, max_position_embeddings=66)}
@@ -95,10 +103,19 @@ def padded_batch(batch: int = 4, seq: int = 24):
     return inputs
 
 
+@pytest.fixture
+def reference_varlen(monkeypatch) -> list:
+    """Unpadded rows take varlen on this CPU, through the reference op; its calls."""
+    use_reference_varlen(monkeypatch)
+    CALLS.clear()
+    return CALLS
+
+
 @pytest.mark.parametrize("numbering", list(NUMBERINGS))
-def test_unpadded_encoder_equals_the_padded_path(numbering):
-    """The encoder on the real tokens only ((N,) document_ids from the collator) gives the
-    padded path's hidden states at every real token, in every layer, and its pooler."""
+def test_unpadded_encoder_equals_the_padded_path(numbering, reference_varlen):
+    """The encoder on the real tokens only ((N,) document_ids from the collator, varlen's
+    segments) gives the padded path's hidden states at every real token, in every layer,
+    and its pooler."""
     model = litebert.AlbertModel(small_config(**NUMBERINGS[numbering]), add_pooling_layer=True)
     model = randomize(model).eval()
     inputs = padded_batch()
@@ -110,12 +127,13 @@ def test_unpadded_encoder_equals_the_padded_path(numbering):
     with torch.no_grad():
         want = model(**inputs, output_hidden_states=True)
         got = model(**unpadded, output_hidden_states=True)
+    assert len(reference_varlen) == model.config.num_hidden_layers  # one varlen per layer
     for w, h in zip(want.hidden_states, got.hidden_states, strict=True):
         torch.testing.assert_close(h[real], w[real], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(got.pooler_output, want.pooler_output, atol=1e-5, rtol=1e-5)
 
 
-def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path():
+def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path(reference_varlen):
     config = small_config()
     inputs = padded_batch()
     labels = mlm_labels(inputs)
@@ -128,30 +146,79 @@ def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path():
         out.loss.backward()
         losses.append(out.loss.detach())
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert len(reference_varlen) == 2 * config.num_hidden_layers  # forward and backward
     torch.testing.assert_close(losses[1], losses[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(grads[1], grads[0], atol=1e-5, rtol=1e-4)
 
 
-def test_unpadded_layout_for_varlen_and_its_fp32_fallback():
-    """What the CUDA path hands FlashAttention's varlen kernel (offsets of each row, then of
-    the filler), and that fp32, which it has no kernel for, falls back to the explicit mask
-    with the same output."""
-    inputs = padded_batch()
-    ids = with_unpadded_rows(dict(inputs))["document_ids"]
-    lengths = inputs["attention_mask"].sum(1)
-    layout = document_layout(inputs["attention_mask"], ids, fused=True)
-    assert isinstance(layout.mask, Varlen)
-    offsets = [0, *lengths.cumsum(0).tolist(), len(ids)]
-    assert layout.mask.cu_seqlens.tolist() == offsets
-    assert layout.mask.cu_seqlens.dtype == torch.int32
-    assert layout.mask.max_seqlen >= max(int(lengths.max()), len(ids) - int(lengths.sum()))
+@pytest.mark.parametrize(("rows", "width"), [(4, 24), (8, 64), (32, 128), (256, 128),
+                                             (64, 512)])
+def test_varlen_segments_are_one_to_t_tokens_a_fixed_count(rows, width):
+    """For many batches of one (B, T): cu_seqlens int32 of B + F + 1 offsets from 0 to N,
+    the rows' lengths then F filler segments, each 1 to T tokens; max_seqlen T."""
+    rng = np.random.default_rng(rows * width)
+    F = filler_segments(rows, width)
+    for _ in range(50):
+        lengths = rng.integers(1, width + 1, rows)
+        lengths[rng.integers(rows)] = rng.integers(1, width - F + 1)  # room for the filler
+        mask = (torch.arange(width)[None] < torch.as_tensor(lengths)[:, None]).long()
+        ids = with_unpadded_rows({"input_ids": mask, "attention_mask": mask})["document_ids"]
+        layout = unpadded_layout(mask, len(ids))
+        assert isinstance(layout.mask, Varlen) and layout.mask.max_seqlen == width
+        cu = layout.mask.cu_seqlens
+        assert cu.dtype == torch.int32 and cu.shape == (rows + F + 1,)
+        sizes = cu.diff()
+        assert cu[0] == 0 and cu[-1] == len(ids)
+        assert sizes[:rows].tolist() == lengths.tolist()
+        assert ((sizes >= 1) & (sizes <= width)).all(), sizes[rows:]
+
+
+def test_unpadded_rows_without_varlen_take_the_padded_layout(caplog):
+    """On this CPU (no varlen): the additive (B, 1, 1, T) mask and no unpadding, so nothing
+    of (N, N); the padded path's output exactly; the reason logged once."""
+    attention.log_padded_fallback.cache_clear()
     model = backbone()
-    reference = document_layout(inputs["attention_mask"], ids, fused=False)
-    x = torch.randn(*inputs["input_ids"].shape, 16)
-    with torch.no_grad():
-        fused = model.encoder(layout.unpad(x), layout.mask)
-        plain = model.encoder(reference.unpad(x), reference.mask)
-    torch.testing.assert_close(fused, plain)
+    inputs = padded_batch()
+    unpadded = with_unpadded_rows(dict(inputs))
+    B, T = inputs["input_ids"].shape
+    with torch.no_grad(), caplog.at_level(logging.INFO, logger="litebert"):
+        x, layout = model.encode_with(model.encoder, **unpadded)
+        model.encode_with(model.encoder, **unpadded)
+        want = model(**inputs).last_hidden_state
+    assert layout.unpadding is None and layout.documents is None
+    assert layout.mask.shape == (B, 1, 1, T) and layout.mask.dtype == torch.float32
+    assert torch.equal(x, want)
+    said = [r.getMessage() for r in caplog.records if "instead of varlen" in r.getMessage()]
+    assert len(said) == 1 and "varlen runs on CUDA only" in said[0], said
+
+
+def test_varlen_runs_on_cuda_in_half_precision_without_attention_dropout(monkeypatch):
+    bf16, fp32 = torch.bfloat16, torch.float32
+    assert varlen_blocker("cuda", False, bf16) is None
+    assert varlen_blocker("cuda", False, torch.float16) is None
+    assert "CUDA only" in varlen_blocker("cpu", False, bf16)
+    assert "attention dropout" in varlen_blocker("cuda", True, bf16)
+    assert "no torch.float32 kernel" in varlen_blocker("cuda", False, fp32)
+    # fp32 weights under CUDA autocast in bf16 (its matmuls give varlen bf16 q, k, v)
+    monkeypatch.setattr(torch, "is_autocast_enabled", lambda device: device == "cuda")
+    monkeypatch.setattr(torch, "get_autocast_dtype", lambda device: bf16)
+    assert varlen_blocker("cuda", False, fp32) is None
+    monkeypatch.setattr(attention, "varlen_attn", None)
+    assert "has no torch.nn.attention.varlen" in varlen_blocker("cuda", False, bf16)
+
+
+def test_each_encoder_decides_by_its_own_attention_dropout(reference_varlen):
+    """ELECTRA runs its generator's encoder through the discriminator's encode_with: an
+    encoder with attention dropout takes the padded layout in training, the other varlen."""
+    model = backbone().train()
+    dropping = AlbertEncoder(small_config(attention_probs_dropout_prob=0.1)).train()
+    batch = with_unpadded_rows(padded_batch())
+    _, own = model.encode_with(model.encoder, **batch)
+    _, other = model.encode_with(dropping, **batch)
+    assert isinstance(own.mask, Varlen) and own.unpadding is not None
+    assert other.unpadding is None and other.mask.shape == (4, 1, 1, 24)
+    dropping.eval()
+    assert isinstance(model.encode_with(dropping, **batch)[1].mask, Varlen)  # no dropout now
 
 
 def test_unpadded_ids_need_the_attention_mask():

@@ -17,12 +17,14 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
+import litebert.model.attention as attention
 from litebert.cli import main
 from litebert.model import AlbertForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
 from litebert.train.compiling import BACKEND_ENV, compile_mode, resolved_compile
-from litebert.train.pretrain import pretrain
+from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
+from tests.model.varlen_reference import CALLS, use_reference_varlen
 from tests.train import test_pretrain as mlm
 from tests.train import test_pretrain_plm as plm
 from tests.train.test_pretrain import data_dir as sop_data  # noqa: F401 (a fixture)
@@ -33,6 +35,14 @@ from tests.train.test_pretrain_plm import data_dir as plm_data  # noqa: F401 (a 
 def nsp_data(tmp_path_factory):
     """test_pretrain's data with NSP pairs instead of SOP."""
     return mlm.tiny_data(tmp_path_factory.mktemp("nsp"), objective="nsp")
+
+
+@pytest.fixture(scope="module")
+def varied_data(tmp_path_factory):
+    """Pairs of up to 128 tokens, most of them shorter (short_seq_prob 0.9): unpadded, a batch
+    of 2 takes 5 sizes N (128 to 256 tokens)."""
+    return mlm.tiny_data(tmp_path_factory.mktemp("varied"), max_seq_length=128,
+                         short_seq_prob=0.9)
 
 
 def electra_config(data_dir, out, **kw):
@@ -60,6 +70,15 @@ class Recompiles(logging.Handler):
         found = re.search(r"Recompiling function (\S+)", record.getMessage())
         if found:
             self.by_function[found.group(1)] += 1
+
+
+class ListHandler(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 @pytest.fixture
@@ -107,6 +126,93 @@ def test_compiled_run_is_one_graph_per_mode_with_the_eager_losses(request, objec
     assert ("_lamb_update" in by_function) == lamb, by_function  # compiled with the model
     assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
     assert len(compiled) == STEPS
+
+
+def long_run(data_dir, out, **fields) -> list[dict]:
+    """40 compiled steps (aot_eager) of batches of 2 x 128 with 4 evaluations of 40 held-out
+    instances; the metrics' lines."""
+    torch._dynamo.reset()
+    counters.clear()
+    pretrain(mlm.run_config(data_dir, out, max_steps=40, log_every=10, eval_every=10,
+                            save_every=40, export=False, compile=True, batch_size=2,
+                            micro_batch_size=2, model_overrides={
+                                **mlm.MICRO_MODEL, "max_position_embeddings": 128}, **fields))
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert sum("eval_loss" in x for x in lines) == 4
+    return lines
+
+
+def within_the_recompile_limit(recompiles: Recompiles) -> dict[str, int]:
+    breaks, by_function, graphs = graph_counts(recompiles)
+    assert breaks == 0 and graphs >= 1
+    assert max(by_function.values()) < torch._dynamo.config.recompile_limit, by_function
+    return by_function
+
+
+def test_unpadded_runs_compile_one_graph_for_every_token_count(varied_data, tmp_path,
+                                                               monkeypatch, recompiles):
+    """attention unpadded on varlen's layout (the reference op on this CPU): N, the tokens of
+    the unpadded row, changes from batch to batch and is traced as a symbol, so training
+    and evaluation stay within torch's graphs per function (a graph per N, with the padded
+    path and evaluation beside them, did not)."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    use_reference_varlen(monkeypatch)
+    CALLS.clear()
+    long_run(varied_data, tmp_path / "run", attention="unpadded")
+    by_function = within_the_recompile_limit(recompiles)
+    token_counts = {sum(lengths) for lengths, _ in CALLS}
+    print(f"unpadded: recompilations {by_function}, token counts {sorted(token_counts)}")
+    assert len(token_counts) >= 4  # batches of several N went through one graph
+    assert {max_seqlen for _, max_seqlen in CALLS} == {128}  # T, whatever the filler
+
+
+def test_cross_evaluation_keeps_one_width(varied_data, tmp_path, monkeypatch, recompiles,
+                                          caplog):
+    """eval_pair_tasks both: the SOP and NSP pairs (here in 11 widths) are padded to the
+    data's length, one graph for them all; with attention unpadded on this CPU's padded
+    layout, whose reason is logged once."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    attention.log_padded_fallback.cache_clear()
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        lines = long_run(varied_data, tmp_path / "run", attention="unpadded",
+                         objective={"name": "mlm", "eval_pair_tasks": "both"})
+    by_function = within_the_recompile_limit(recompiles)
+    print(f"eval_pair_tasks both: recompilations {by_function}")
+    assert all("eval_nsp_accuracy" in x for x in lines if "eval_loss" in x)
+    said = [r.getMessage() for r in caplog.records if "instead of varlen" in r.getMessage()]
+    assert len(said) == 1 and "CUDA only" in said[0], said
+
+
+def test_cuda_graph_mode_marks_each_step_and_copies_what_it_keeps(plm_data, tmp_path,  # noqa: F811
+                                                                   monkeypatch):
+    """compile: reduce-overhead (CUDA graphs; aot_eager ignores the mode and says so): the
+    loop marks the start of each step, once per step with 2 micro-batches, and XLNet keeps
+    copies of its memories, which a replay would overwrite."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    marks = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marks.append(1))
+    ignored = ListHandler()
+    logging.getLogger("torch._dynamo.backends.common").addHandler(ignored)
+    torch._dynamo.reset()
+    try:
+        trainer = Trainer(plm.run_config(plm_data, tmp_path / "graphs", max_steps=4,
+                                         batch_size=8, micro_batch_size=4, eval_every=2,
+                                         compile="reduce-overhead"))
+        result = trainer.run()
+    finally:
+        logging.getLogger("torch._dynamo.backends.common").removeHandler(ignored)
+    assert len(marks) == 4 and result["eval_loss"] > 0
+    assert any("ignoring extra kwargs {'mode': 'reduce-overhead'}" in m for m in ignored.messages)
+    objective = trainer.objective
+    assert objective.copy_memories and len(objective.mems) == 2  # one per micro-batch
+    mems = objective.mems[0]
+    assert all(a.data_ptr() != b.data_ptr() for a, b in zip(objective.kept(mems), mems,
+                                                            strict=True))
+    marks.clear()  # torch's default mode replays no CUDA graph: nothing to mark or copy
+    plain = Trainer(plm.run_config(plm_data, tmp_path / "plain", max_steps=2, compile=True))
+    plain.run()
+    assert not marks and not plain.objective.copy_memories
+    assert plain.objective.kept(mems) is mems
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import pytest
 
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
+from tests.model.varlen_reference import CALLS, use_reference_varlen
 from tests.train import test_pretrain
 from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config, tiny_data
 
@@ -37,15 +38,22 @@ def test_unknown_attention_is_a_run_config_error(data_dir, tmp_path):
         run_config(data_dir, tmp_path / "run", attention="flash")
 
 
+@pytest.mark.parametrize("varlen", [False, True], ids=["padded-fallback", "reference-varlen"])
 @pytest.mark.parametrize("objective", ["mlm", "electra"])
-def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path, objective):
-    """Same data, same model: the loss curve of attention 'unpadded' is the padded one's
-    (ELECTRA: generator and discriminator both run on the real tokens alone)."""
+def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path, objective, varlen,
+                                                  monkeypatch):
+    """Same data, same model: the loss curve of attention 'unpadded' is the padded one's,
+    on this CPU's padded fallback and on varlen's segments (the reference op; ELECTRA:
+    generator and discriminator both run on the real tokens alone)."""
     fields = OBJECTIVE_FIELDS[objective]
     full = pretrain(run_config(data_dir, tmp_path / "full", max_steps=3, export=False,
                                **fields))
+    if varlen:
+        use_reference_varlen(monkeypatch)
+    CALLS.clear()
     unpadded = pretrain(run_config(data_dir, tmp_path / "unpadded", max_steps=3, export=False,
                                    attention="unpadded", **fields))
+    assert bool(CALLS) is varlen  # the unpadded path ran, or the padded layout did
     a, b = read_metrics(tmp_path / "full")[0], read_metrics(tmp_path / "unpadded")[0]
     for x, y in zip(a, b, strict=True):
         assert y["loss"] == pytest.approx(x["loss"], rel=1e-4)

@@ -22,11 +22,30 @@ from tests.train.test_pretrain import data_dir, read_metrics, run_config  # noqa
 
 @pytest.mark.parametrize(("name", "family"), [
     ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H100 PCIe", "H100 PCIE"),
-    ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA H200", "H200"),
+    ("NVIDIA H100 NVL", "H100 NVL"), ("NVIDIA H200", "H200"), ("NVIDIA H200 NVL", "H200 NVL"),
     ("NVIDIA A100-SXM4-80GB", "A100"), ("NVIDIA A100 80GB PCIe", "A100"),
     ("NVIDIA GeForce RTX 4090", None), ("Tesla V100-SXM2-16GB", None)])
 def test_device_names_map_to_their_peaks(name, family):
     assert device_family(name) == family
+
+
+@pytest.mark.parametrize(("name", "bf16", "tf32", "fp32"), [
+    ("NVIDIA H200 NVL", 835, 417, 60), ("NVIDIA H200", 989, 494, 67),
+    ("NVIDIA H100 NVL", 835, 417, 60), ("NVIDIA H100 PCIe", 756, 378, 51),
+    ("NVIDIA H100 80GB HBM3", 989, 494, 67), ("NVIDIA A100-SXM4-80GB", 312, 156, 19.5)])
+def test_each_device_has_its_datasheet_dense_peaks(monkeypatch, name, bf16, tf32, fp32):
+    """The dense (no sparsity) figures; an H200 NVL is not an H200 (835, not 989)."""
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: name)
+    cuda, matmul = torch.device("cuda"), torch.backends.cuda.matmul
+    assert peak_tflops(cuda, "bf16") == peak_tflops(cuda, "fp16") == bf16
+    was = matmul.allow_tf32  # a flag object monkeypatch cannot set
+    try:
+        matmul.allow_tf32 = False
+        assert peak_tflops(cuda, "fp32") == fp32  # the FP32 units
+        matmul.allow_tf32 = True
+        assert peak_tflops(cuda, "fp32") == tf32  # TF32 tensor cores
+    finally:
+        matmul.allow_tf32 = was
 
 
 def test_the_peak_is_the_given_one_else_none_off_cuda():

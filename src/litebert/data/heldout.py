@@ -170,14 +170,19 @@ def _examples(held: HeldoutDocuments, rows: np.ndarray, task: int, seed: int) ->
 
 
 def draw_eval_set(held: HeldoutDocuments, *, instances: int = 2000, seed: int = 0,
-                  batch_size: int = 32) -> EvalSet:
-    """The cross-evaluation set of `held`: everything drawn once from `seed`."""
+                  batch_size: int = 32, width: int | None = None) -> EvalSet:
+    """The cross-evaluation set of `held`: everything drawn once from `seed`. Each batch is
+    padded to its longest pair rounded up to 8 (`eval-pretraining`), or to `width` (a
+    training run's evaluation: one shape for a compiled model, which would compile a graph
+    per width, up to max_seq_length / 8 of them, past torch's limit per function; padding
+    is masked, so the scores stay)."""
     if instances < 1 or batch_size < 1:
         raise ValueError(f"instances={instances}, batch_size={batch_size}: must be positive")
     rows, documents = draw_pairs(held, instances, seed)
     examples = [x for i, t in enumerate(PAIR_TASKS) for x in _examples(held, rows[t], i, seed)]
     # Batches of similar length: little padding (a stable sort keeps the order reproducible).
     order = sorted(range(len(examples)), key=lambda i: len(examples[i]["input_ids"]))
-    batches = [pad_batch([examples[i] for i in order[s:s + batch_size]], held.specials[2])
+    batches = [pad_batch([examples[i] for i in order[s:s + batch_size]], held.specials[2],
+                         width=width)
                for s in range(0, len(order), batch_size)]
     return EvalSet(batches=batches, rows=rows, documents=documents)

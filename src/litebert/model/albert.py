@@ -35,7 +35,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.attention import Layout, attend, document_layout, positions_in_documents
+from litebert.model.attention import (
+    Layout,
+    attend,
+    document_layout,
+    positions_in_documents,
+    unpadded_layout,
+    varlen_runs,
+)
 from litebert.model.backbone import DEFAULT_BACKBONE, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.outputs import BaseModelOutput
@@ -174,6 +181,7 @@ class AlbertEncoder(nn.Module):
         E, H = config.embedding_size, config.hidden_size
         self.embedding_hidden_mapping_in = nn.Linear(E, H) if config.has_projection else None
         self.attention_index, self.ffn_index = sharing_tables(config)
+        self.attention_dropout = config.attention_probs_dropout_prob  # every layer's
         self.attentions = nn.ModuleList(
             AlbertAttention(config) for _ in range(max(self.attention_index) + 1))
         self.ffns = nn.ModuleList(AlbertFFN(config) for _ in range(max(self.ffn_index) + 1))
@@ -299,20 +307,42 @@ class AlbertModel(AlbertPreTrainedModel):
         """These embeddings, then `encoder` (this model's, or ELECTRA's generator, which reads
         the discriminator's embeddings) laid out for the batch: padding at most, documents
         or unpadded rows. The last hidden state (B, T, H) and the layout."""
+        if document_ids is not None and document_ids.dim() == 1:
+            if attention_mask is None:
+                raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
+                                 "they list the real tokens it marks")
+            if not self.varlen_runs(encoder, input_ids):
+                document_ids = None  # the padded layout: per-row masks (model/attention.py)
         if document_ids is None:  # padding at most: the default path
             x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
             layout = Layout(mask=additive_mask(attention_mask, x.dtype))
+        elif document_ids.dim() == 1:  # unpadded rows; their positions are the padded path's
+            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+            layout = unpadded_layout(attention_mask, document_ids.shape[0])
         else:
-            layout = document_layout(attention_mask, document_ids, self.fused_attention(input_ids))
+            layout = document_layout(attention_mask, document_ids,
+                                     self.fused_attention(encoder, input_ids))
             if position_ids is None and layout.documents is not None:
                 position_ids = self.embeddings.document_positions(layout.documents)
             x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         return layout.pad(encoder(layout.unpad(x), layout.mask, states)), layout
 
-    def fused_attention(self, x) -> bool:
-        """FlexAttention / varlen for documents and unpadded rows: on CUDA, unless attention
-        dropout is on (they have none)."""
-        return x.is_cuda and not (self.training and self.config.attention_probs_dropout_prob > 0)
+    @staticmethod
+    def attention_dropout(encoder: AlbertEncoder) -> bool:
+        """Whether `encoder` drops attention probabilities now (training, p > 0)."""
+        return encoder.training and encoder.attention_dropout > 0
+
+    def fused_attention(self, encoder: AlbertEncoder, x) -> bool:
+        """FlexAttention for documents: on CUDA, unless attention dropout is on (it has
+        none); else the explicit per-row mask."""
+        return x.is_cuda and not self.attention_dropout(encoder)
+
+    def varlen_runs(self, encoder: AlbertEncoder, x) -> bool:
+        """Whether unpadded rows run on varlen (model/attention.py says when they can):
+        decided from the device, `encoder`'s dropout and the hidden states' dtype, once per
+        compiled graph."""
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        return varlen_runs(x.device.type, self.attention_dropout(encoder), dtype)
 
     # ---- what heads read ---------------------------------------------------------------------
 

@@ -6,25 +6,32 @@ says what the collator adds) and hands `layout.mask` to every attention layer, w
 
     None                 every key (no padding): SDPA's unmasked fast path
     (B, 1, 1, T) float   padding: additive mask, SDPA (the default path; model/albert.py)
-    (B, 1, T, T) bool    documents (or unpadded rows) on a CPU: an explicit mask, SDPA. The
-                         reference path: flex_attention without torch.compile materialises
-                         the scores anyway (and warns), so an explicit mask is as fast here
+    (B, 1, T, T) bool    documents on a CPU: an explicit mask, SDPA. The reference path:
+                         flex_attention without torch.compile materialises the scores
+                         anyway (and warns), so an explicit mask is as fast here
     BlockMask            documents on CUDA: FlexAttention skips the blocks where no query
                          and key share a document, padding included
-    Varlen               unpadded rows on CUDA in bf16/fp16: torch.nn.attention.varlen
-                         (FlashAttention's variable-length kernel), no mask at all
+    Varlen               unpadded rows: torch.nn.attention.varlen (FlashAttention's
+                         variable-length kernel), no mask at all
 
 With document_ids the positions restart at each document, so a document in a packed row is
 numbered, and attended, exactly as it would be alone: the encoder's output for it equals the
 output for that document run by itself (tests/model/test_attention.py). Unpadded rows keep
 the padded path's positions (each row is a document that starts at position 0 anyway).
 
-FlexAttention and varlen have no attention dropout: when it is on in training, documents and
-unpadded rows take the explicit-mask path on CUDA too (same results, quadratic memory).
+FlexAttention and varlen have no attention dropout: when it is on in training, documents take
+the explicit (B, 1, T, T) mask on CUDA too (same results, per-row quadratic memory).
+
+Unpadded rows run on varlen or not at all: where it cannot run (not CUDA, attention dropout
+in training, fp32 hidden states without half-precision autocast, a torch without
+torch.nn.attention.varlen) the batch takes the padded layout, the additive (B, 1, 1, T)
+mask of a batch without document_ids, and the reason is logged once. A mask over all the
+unpadded tokens would be (N, N): at 32 x 512 that is 16k x 16k scores per head.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -32,7 +39,18 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from litebert.data.attention_layout import max_filler
+from litebert.data.attention_layout import filler_segments
+
+# Absent from older torch (the package takes torch >= 2.4): unpadded rows then take the
+# padded layout (varlen_blocker says so).
+try:
+    from torch.nn.attention.varlen import varlen_attn
+except ImportError:
+    varlen_attn = None  # type: ignore[assignment]
+
+log = logging.getLogger("litebert")
+
+HALF = (torch.float16, torch.bfloat16)  # FlashAttention's dtypes
 
 
 def positions_in_documents(document_ids: torch.Tensor) -> torch.Tensor:
@@ -53,13 +71,12 @@ def same_document(document_ids: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class Varlen:
-    """Unpadded rows for FlashAttention's varlen kernel: cu_seqlens (S + 1,) int32 offsets of
-    the S sequences of the unpadded row (the original rows, then the filler), max_seqlen an
-    upper bound on their lengths, and the document ids for the explicit-mask fallback."""
+    """Unpadded rows for FlashAttention's varlen kernel: cu_seqlens (B + F + 1,) int32 offsets
+    of the sequences of the unpadded row (the B original rows, then F filler segments), each
+    1 to max_seqlen = T tokens long."""
 
-    cu_seqlens: torch.Tensor
+    cu_seqlens: torch.Tensor  # (B + F + 1,)
     max_seqlen: int
-    document_ids: torch.Tensor  # (1, N)
 
 
 @dataclass(frozen=True)
@@ -99,38 +116,68 @@ class Layout:
 
 def document_layout(attention_mask: torch.Tensor | None, document_ids: torch.Tensor,
                     fused: bool) -> Layout:
-    """The Layout of a batch with documents ((B, T) ids) or unpadded rows ((N,) ids); `fused`
-    allows FlexAttention / varlen (CUDA, no attention dropout), else explicit masks. (A batch
-    without document_ids has padding at most: the backbone's additive mask.)"""
-    if document_ids.dim() == 1:
-        if attention_mask is None:
-            raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
-                             "they list the real tokens it marks")
-        return unpadded_layout(attention_mask, document_ids, fused)
+    """The Layout of a batch with documents, (B, T) ids; `fused` allows FlexAttention (CUDA,
+    no attention dropout), else an explicit mask. (A batch without document_ids has padding
+    at most: the backbone's additive mask; unpadded rows: unpadded_layout.)"""
     if attention_mask is not None:  # padding is a document of its own
         document_ids = document_ids.masked_fill(attention_mask == 0, -1)
     mask = document_block_mask(document_ids) if fused else same_document(document_ids)
     return Layout(mask=mask, documents=document_ids)
 
 
-def unpadded_layout(attention_mask: torch.Tensor, document_ids: torch.Tensor,
-                    fused: bool) -> Layout:
-    """Unpadded rows: N (from document_ids' shape, the collator's count) tokens gathered
-    without a device sync, real ones first (a stable sort of the padding flags)."""
+def unpadded_layout(attention_mask: torch.Tensor, tokens: int) -> Layout:
+    """Unpadded rows for varlen: N = `tokens` (the (N,) document_ids' length, the collator's
+    count) gathered without a device sync, real ones first (a stable sort of the padding
+    flags). Nothing here depends on N's value, so a compiled graph takes N as a symbol."""
     B, T = attention_mask.shape
-    N = document_ids.shape[0]
-    document_ids = document_ids[None]  # (1, N)
     padding = (attention_mask.flatten() == 0).to(torch.uint8)  # (B*T,)
-    index = torch.argsort(padding, stable=True)[:N]  # (N,): real tokens, then padding
+    index = torch.argsort(padding, stable=True)[:tokens]  # (N,): real tokens, then padding
     unpadding = Unpadding(index=index, rows=B, width=T)
-    if not fused:
-        return Layout(mask=same_document(document_ids), unpadding=unpadding)
     lengths = attention_mask.sum(dim=1, dtype=torch.int32)  # (B,)
-    zero = lengths.new_zeros(1)
-    cu_seqlens = torch.cat([zero, lengths.cumsum(0, dtype=torch.int32), zero + N])  # (B + 2,)
-    # Rows are at most T long, the filler at most one bucket (the collator's rule).
-    longest = min(max(T, max_filler(B, T)), N)
-    return Layout(mask=Varlen(cu_seqlens, longest, document_ids), unpadding=unpadding)
+    ends = lengths.cumsum(0, dtype=torch.int32)  # (B,)
+    cu_seqlens = torch.cat([ends.new_zeros(1), ends,  # (B + F + 1,)
+                            filler_ends(ends[-1], tokens, filler_segments(B, T))])
+    return Layout(mask=Varlen(cu_seqlens, T), unpadding=unpadding)
+
+
+def filler_ends(real: torch.Tensor, tokens: int, segments: int) -> torch.Tensor:
+    """(F,) int32 ends of the F filler segments after `real` () tokens, splitting the
+    N - real filler slots as evenly as they go: the collator leaves at least F and at most
+    F x T of them, so each segment holds 1 to T. On the device, no host sync."""
+    filler = tokens - real  # () int32
+    k = torch.arange(1, segments + 1, dtype=torch.int32, device=real.device)  # (F,)
+    return real + k * (filler // segments) + torch.minimum(k, filler % segments)
+
+
+def varlen_blocker(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> str | None:
+    """Why unpadded rows cannot run on varlen here, or None when they can: CUDA, no attention
+    dropout in training, half precision (the hidden states' dtype, or CUDA autocast's)."""
+    if varlen_attn is None:
+        return f"torch {torch.__version__} has no torch.nn.attention.varlen"
+    if device_type != "cuda":
+        return f"varlen runs on CUDA only, the model is on {device_type}"
+    if attention_dropout:
+        return "attention dropout is on in training and varlen has none"
+    autocast = torch.is_autocast_enabled("cuda") and torch.get_autocast_dtype("cuda") in HALF
+    if dtype not in HALF and not autocast:
+        return f"FlashAttention has no {dtype} kernel (train in bf16 or fp16)"
+    return None
+
+
+@torch.compiler.assume_constant_result  # dynamo runs it while tracing: a constant, logged once
+def varlen_runs(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> bool:
+    """Whether unpadded rows take varlen; when not, the padded layout, and the reason logged
+    once per reason."""
+    reason = varlen_blocker(device_type, attention_dropout, dtype)
+    if reason is not None:
+        log_padded_fallback(reason)
+    return reason is None
+
+
+@cache
+def log_padded_fallback(reason: str) -> None:
+    log.info("attention unpadded: the padded layout (a per-row mask) instead of varlen, as "
+             "%s", reason)
 
 
 def document_block_mask(document_ids: torch.Tensor):
@@ -156,18 +203,15 @@ def compiled_flex_attention():
 def attend(q, k, v, mask, dropout_p: float) -> torch.Tensor:
     """Attention of q, k, v (B, nh, T, hd) under `mask` (see the module docstring)."""
     if isinstance(mask, Varlen):
-        if q.dtype in (torch.float16, torch.bfloat16):
-            return varlen(q, k, v, mask)
-        mask = same_document(mask.document_ids)  # fp32: FlashAttention has no kernel for it
-    elif not isinstance(mask, torch.Tensor | None):  # a BlockMask
+        return varlen(q, k, v, mask)
+    if not isinstance(mask, torch.Tensor | None):  # a BlockMask
         return compiled_flex_attention()(q, k, v, block_mask=mask)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 def varlen(q, k, v, mask: Varlen) -> torch.Tensor:
     """q, k, v (1, nh, N, hd) -> (1, nh, N, hd) through torch's varlen FlashAttention."""
-    from torch.nn.attention.varlen import varlen_attn
-
+    assert varlen_attn is not None  # varlen_runs said so before the layout was made
     q, k, v = (t[0].transpose(0, 1) for t in (q, k, v))  # (N, nh, hd)
     out = varlen_attn(q, k, v, mask.cu_seqlens, mask.cu_seqlens, mask.max_seqlen,
                       mask.max_seqlen)

@@ -83,8 +83,9 @@ class RunSettings(Protocol):
     eval_instances: int
     model_overrides: dict[str, Any]
     objective: Any  # this objective's Config
-    # Optional, so settings made elsewhere (eval-pretraining's) need not have it: `attention`,
-    # PretrainConfig's run option; read it with run_attention(run).
+    # Optional, so settings made elsewhere (eval-pretraining's) need not have them: `attention`
+    # and `compile`, PretrainConfig's run options; read them with run_attention(run) and
+    # run_replays_cuda_graphs(run).
 
 
 class Objective(Protocol):
@@ -181,6 +182,18 @@ def run_attention(run: RunSettings) -> str:
     """The run's `attention` (litebert.data.attention_layout.ATTENTIONS); "full" for settings
     without one."""
     return getattr(run, "attention", "full")
+
+
+# torch.compile modes that replay CUDA graphs (litebert.train.run_config.COMPILE_MODES): each
+# replay writes its outputs where the previous replay's were.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def run_replays_cuda_graphs(run: RunSettings) -> bool:
+    """Whether the run's `compile` replays CUDA graphs: what an objective keeps of a compiled
+    output from one call to the next (XLNet's memories) must then be a copy. False for
+    settings without one."""
+    return getattr(run, "compile", None) in CUDA_GRAPH_MODES
 
 
 def own_config(run: RunSettings, objective: type) -> Any:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from litebert.compat import check_model_reads
+from litebert.data.attention_layout import mark_tokens_dynamic
 from litebert.data.heldout import HeldoutDocuments
 from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo, all_reduce_sum
@@ -104,12 +105,14 @@ def evaluating(model: nn.Module) -> Iterator[None]:
 def heldout_batches(dataset: Any, instances: int, batch_size: int,
                     info: DistInfo) -> Iterator[Batch]:
     """This rank's share of the first `instances` held-out items, collated and on the device.
-    Every rank gets as many batches (FSDP gathers parameters in every forward pass)."""
+    Every rank gets as many batches (FSDP gathers parameters in every forward pass); an
+    unpadded N is marked dynamic, as in the training step (a compiled model then compiles
+    no graph per N; an eager one ignores the mark)."""
     per_rank = min(len(dataset), instances) // info.world_size
     mine = list(range(info.rank, per_rank * info.world_size, info.world_size))
     for i in range(0, len(mine), batch_size):
         batch = dataset.collate([dataset[j] for j in mine[i:i + batch_size]])
-        yield {k: v.to(info.device) for k, v in batch.items()}
+        yield mark_tokens_dynamic({k: v.to(info.device) for k, v in batch.items()})
 
 
 # ---- a model directory on a data directory ---------------------------------------------------

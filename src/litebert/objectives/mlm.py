@@ -107,7 +107,8 @@ class MLMObjective(Stateless):
             self.baseline_token = commonest_training_token(held)
             if self.config.eval_pair_tasks == "both":
                 self.cross_set = draw_eval_set(held, instances=run.eval_instances,
-                                               seed=run.seed, batch_size=run.micro_batch_size)
+                                               seed=run.seed, batch_size=run.micro_batch_size,
+                                               width=held.config.max_seq_length)
 
     def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
         """The data's pairs (or packed text) with its masks: the MLM targets."""

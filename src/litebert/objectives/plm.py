@@ -59,6 +59,7 @@ from litebert.objectives.base import (
     RunSettings,
     TrainingData,
     own_config,
+    run_replays_cuda_graphs,
     save_tokenizer,
 )
 from litebert.objectives.evaluation import (
@@ -125,6 +126,8 @@ class PLMObjective:
             raise ConfigError(f"objective.bi_data reads half of each micro-batch backwards: "
                               f"micro_batch_size={run.micro_batch_size} must be even")
         self.mems: list[tuple[torch.Tensor, ...] | None] = []  # one per micro-batch group
+        # A CUDA graph's next replay overwrites its outputs: memories kept then are copies.
+        self.copy_memories = run_replays_cuda_graphs(run)
         self.group = 0  # the micro-batch of this step that loss_sums sees next
         self.mem_len = 0  # the model's, known once built
         self.shape = (0, 0, 0)  # (layer positions, mem_len, H): one memory per layer applied
@@ -203,7 +206,7 @@ class PLMObjective:
         group, self.group = self.group, self.group + 1
         out = self._forward(model, batch, self._memories(group, batch))
         if self.mem_len:
-            self.mems[group] = out.mems
+            self.mems[group] = self.kept(out.mems)
         plm = out.loss.float() * batch["target_weights"].sum().float().clamp(min=1)
         if not self.config.nsp:
             return plm[None]
@@ -219,6 +222,11 @@ class PLMObjective:
         return model(batch["input_ids"], token_type_ids=batch["token_type_ids"],
                      perm_mask=order, target_positions=batch["target_positions"], mems=mems,
                      use_mems=bool(self.mem_len), labels=labels)
+
+    def kept(self, mems: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """New memories as the next window reads them: copies under CUDA graphs (the next
+        replay would overwrite the outputs themselves), else the outputs."""
+        return tuple(m.clone() for m in mems) if self.copy_memories else mems
 
     def _memories(self, group: int, batch: Batch) -> tuple[torch.Tensor, ...] | None:
         """Group `group`'s memories: zeros of (mem_len, B, H) per layer at the start, as the
@@ -360,7 +368,7 @@ class _PLMEvaluation:
                     mems = zero_memories(objective.shape, self.rows, info.device)
                 with amp:
                     out = objective._forward(model, batch, mems)
-                mems = out.mems if objective.mem_len else None
+                mems = objective.kept(out.mems) if objective.mem_len else None
                 add_plm(sums, out.logits, batch, objective.baseline_token)
                 if objective.config.nsp:
                     add_pair(sums, out.sop_logits, batch["next_sentence_label"])

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from litebert.objectives.base import CUDA_GRAPH_MODES
 from litebert.train.lamb import Lamb
 from litebert.train.run_config import RunConfigError
 
@@ -43,6 +44,14 @@ def resolved_compile(setting: bool | str | None, device: torch.device) -> bool:
 def compile_mode(setting: bool | str | None) -> str | None:
     """torch.compile's `mode` for a setting: a named mode, else None (torch's default)."""
     return setting if isinstance(setting, str) and setting != "default" else None
+
+
+def replays_cuda_graphs(mode: str | None) -> bool:
+    """Whether a compile mode replays CUDA graphs (CUDA graph trees): a replay overwrites the
+    previous replay's outputs, so the loop marks where each step begins
+    (torch.compiler.cudagraph_mark_step_begin) and nothing may hold a compiled output
+    across steps without a copy."""
+    return mode in CUDA_GRAPH_MODES
 
 
 def backend() -> str:

@@ -27,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
+from litebert.data.attention_layout import mark_tokens_dynamic
 from litebert.data.integrity import DataError, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import (
@@ -49,6 +50,7 @@ from litebert.train.compiling import (
     compile_mode,
     compile_optimizer,
     compile_units,
+    replays_cuda_graphs,
     resolved_compile,
 )
 from litebert.train.feed import batches
@@ -123,6 +125,7 @@ class Trainer:
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
         mode = compile_mode(cfg.compile)
+        self.cuda_graphs = self.compiled and replays_cuda_graphs(mode)
         if self.compiled and shards(self.info, cfg.fsdp):
             compile_units(units, mode)
         elif self.compiled:
@@ -203,9 +206,13 @@ class Trainer:
         from the device: finiteness, the skip and the token count stay there (skips.py).
         """
         device, world = self.info.device, self.info.world_size
+        if self.cuda_graphs:  # this step's replays may overwrite the last step's outputs
+            torch.compiler.cudagraph_mark_step_begin()
         self.objective.begin_step(self.state["step"])
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
+        if self.compiled:  # one graph for every unpadded N (data/attention_layout.py)
+            micro = [mark_tokens_dynamic(b) for b in micro]
         # Each part's denominator, kept on the device (no host sync): (A, P) -> (P,) global.
         counts = torch.stack([self.objective.counts(b) for b in micro])
         totals = all_reduce_sum(counts.sum(0)).clamp(min=1)

@@ -7,7 +7,8 @@ and the share of the time spent waiting for data.
   stream at its targets), over 1e12. These are the model's FLOPs, not the hardware's: work
   spent on padding, recomputation or masked-out attention does not count.
 - mfu: tflops / the device's peak at the run's arithmetic. The peaks are the dense (no
-  sparsity) tensor-core figures of NVIDIA's datasheets for the parts people train on; fp32
+  sparsity) tensor-core figures of NVIDIA's datasheets for the parts people train on (A100;
+  H100 SXM, PCIe and NVL; H200 SXM and NVL: PEAK_TFLOPS, each row with its source); fp32
   means TF32 tensor cores when torch lets matmuls use them, else the plain FP32 units.
   `--peak-tflops` sets the peak for any other device, a CPU included; without a known peak
   no mfu is logged (a guess would be worse than nothing).
@@ -27,13 +28,27 @@ import torch
 # differ in these (tests compare everything else).
 TIMING_FIELDS = ("tokens_per_s", "tflops", "mfu", "data_wait_fraction", "train_seconds")
 
-# Dense peak TFLOP/s by (device family, arithmetic): NVIDIA's A100 (SXM), H100 (SXM; PCIe
-# and NVL parts are slower and matched first) and H200 datasheets.
+# Dense peak TFLOP/s by (device family, arithmetic), from NVIDIA's datasheets (the
+# specification tables of nvidia.com/en-us/data-center/a100/, .../h100/ and .../h200/). The
+# Hopper tables quote the tensor-core figures (bf16, fp16, tf32) with 2:4 sparsity; the dense
+# peak is half of that, rounded down to a whole TFLOP/s. fp32 is the plain FP32 units' (no
+# sparsity there).
+# Ordered most specific first: device_family takes the first family whose words are all in
+# the name ("NVIDIA H200 NVL" is an H200 NVL, not an H200).
 PEAK_TFLOPS: dict[str, dict[str, float]] = {
-    "H100 PCIE": {"bf16": 756.0, "fp16": 756.0, "tf32": 378.0, "fp32": 51.0},
-    "H100 NVL": {"bf16": 835.0, "fp16": 835.0, "tf32": 418.0, "fp32": 60.0},
-    "H100": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    # H200 datasheet, H200 NVL column: BF16/FP16 1,671, TF32 835 (sparse), FP32 60.
+    "H200 NVL": {"bf16": 835.0, "fp16": 835.0, "tf32": 417.0, "fp32": 60.0},
+    # H200 datasheet, H200 SXM column: BF16/FP16 1,979, TF32 989 (sparse), FP32 67.
     "H200": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    # H100 datasheet, H100 NVL column: BF16/FP16 1,671, TF32 835 (sparse), FP32 60.
+    "H100 NVL": {"bf16": 835.0, "fp16": 835.0, "tf32": 417.0, "fp32": 60.0},
+    # H100 datasheet, H100 PCIe column: BF16/FP16 1,513, TF32 756 (sparse), FP32 51.
+    "H100 PCIE": {"bf16": 756.0, "fp16": 756.0, "tf32": 378.0, "fp32": 51.0},
+    # H100 datasheet, H100 SXM column ("NVIDIA H100 80GB HBM3"): BF16/FP16 1,979, TF32 989
+    # (sparse), FP32 67.
+    "H100": {"bf16": 989.0, "fp16": 989.0, "tf32": 494.0, "fp32": 67.0},
+    # A100 datasheet (SXM and PCIe alike): BF16/FP16 312, TF32 156 (dense; 624 and 312 with
+    # sparsity), FP32 19.5.
     "A100": {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5},
 }
 
@@ -42,7 +57,7 @@ def device_family(name: str) -> str | None:
     """The PEAK_TFLOPS key a CUDA device name belongs to ("NVIDIA H100 80GB HBM3" -> "H100"),
     the most specific first; None for any other device."""
     upper = name.upper()
-    for family in PEAK_TFLOPS:  # ordered: "H100 PCIE" before "H100"
+    for family in PEAK_TFLOPS:  # ordered: "H200 NVL" before "H200", "H100 PCIE" before "H100"
         if all(word in upper for word in family.split()):
             return family
     return None
