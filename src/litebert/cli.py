@@ -161,7 +161,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 # What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
 EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
                    "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
-                   "max_query_length", "n_best_size", "max_answer_length", "qa_head")
+                   "max_query_length", "n_best_size", "max_answer_length", "qa_head",
+                   "precision", "compile")
 
 
 def cmd_study_list(args: argparse.Namespace) -> None:

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from litebert.options import option
+from litebert.train.precision import PRECISIONS
+from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
 
 if TYPE_CHECKING:
@@ -94,6 +96,17 @@ class FinetuneConfig:
                                        "squared-gradient average", shown=FAMILY)
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")
+    log_every: int = option(50, "steps between training-loss lines (the mean loss since the "
+                                "last one); the only times the loop waits for the device")
+    # Where and how it computes (tasks/runtime.py): the device is torchrun's LOCAL_RANK GPU,
+    # else the GPU, else the CPU.
+    precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on a CPU; fp16 "
+                                    "adds a gradient scaler", choices=PRECISIONS)
+    compile: bool | str | None = option(
+        None, "torch.compile the model (automatic dynamic shapes: batches vary in length and "
+              "size): auto = on CUDA, eager on a CPU; true = torch's default mode; or a mode: "
+              "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
+              "--no-compile", choices=COMPILE_CHOICES, shown="auto")
     seed: int = option(42, "seed of the head's initialisation and the data order")
     seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
     # Generic tasks: column names, and a dev split carved from train when there is no dev.
@@ -146,6 +159,15 @@ class FinetuneConfig:
             self.eval_every = max(1, self.max_steps // 10)
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
+        if self.log_every < 1:
+            raise FinetuneError(f"log_every={self.log_every}: must be at least 1")
+        if self.precision not in PRECISIONS:
+            raise FinetuneError(f"precision={self.precision!r}: choose from "
+                                f"{', '.join(PRECISIONS)}")
+        try:
+            self.compile = compile_setting(self.compile, "finetune config")
+        except RunConfigError as err:
+            raise FinetuneError(str(err)) from None
         if self.qa_head not in ("auto", "span", "beam"):
             raise FinetuneError(f"qa_head={self.qa_head!r}: choose auto, span or beam")
 
