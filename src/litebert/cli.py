@@ -145,17 +145,24 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
+    from litebert.distributed import shutdown
     from litebert.tasks.finetune import FinetuneConfig, finetune
 
     result = finetune(FinetuneConfig(**given(args, FinetuneConfig)))
-    print(json.dumps(result["dev"], indent=2))
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(result["dev"], indent=2))
+    shutdown()  # on success only, as in cmd_pretrain; under torchrun it ends the process
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
+    from litebert.distributed import shutdown
     from litebert.tasks.finetune import FinetuneConfig, evaluate_model
 
     cfg = FinetuneConfig(**given(args, FinetuneConfig))
-    print(json.dumps(evaluate_model(cfg)["dev"], indent=2))
+    result = evaluate_model(cfg)
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(result["dev"], indent=2))
+    shutdown()
 
 
 # What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).

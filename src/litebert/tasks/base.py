@@ -3,10 +3,11 @@ the model family's, see litebert.families, then the recipe's), the errors, and t
 task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
-FinetuneConfig and offers:
+FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
+trains, and offers:
 
     train_rows, train_lengths       encoded training rows and their lengths (for bucketing)
-    collate(rows) -> batch          model inputs incl. labels, padded
+    collate(rows) -> batch          model inputs incl. labels, padded, on the CPU
     build_model() -> model          the head on the pre-trained weights of cfg.model
     evaluate(model, out) -> metrics scores on dev (and prediction files under out)
     score(metrics) -> float         the number "best on dev" maximises
@@ -15,6 +16,11 @@ FinetuneConfig and offers:
     tokenizer                       the model directory's tokenizer
 
 and optionally `write_test_predictions(model, out)` for unlabeled test splits.
+
+Under torchrun every rank calls evaluate and write_test_predictions: an adapter runs its
+batches through `runtime.evaluate_batches`, which shares them among the ranks and gives every
+rank all outputs in order, so each rank computes the same metrics; files are written by rank
+0 alone (`runtime.is_main`). `save` is called on rank 0 only.
 """
 
 from __future__ import annotations
@@ -221,6 +227,7 @@ def model_overrides(cfg: FinetuneConfig) -> dict[str, Any]:
 class TaskAdapter(Protocol):
     primary: str
     tokenizer: Any  # the model directory's litebert.Tokenizer
+    runtime: Any  # the run's litebert.tasks.runtime.Runtime
     train_rows: list
     train_lengths: list[int]
 

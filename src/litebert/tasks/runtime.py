@@ -90,8 +90,13 @@ class Runtime:
         return model
 
     def wrap(self, model: nn.Module) -> nn.Module:
-        """DDP under torchrun (after compiling, as torch advises); the model itself else."""
-        return wrap(model, self.info, fsdp=False)
+        """DDP under torchrun (after compiling, as torch advises); the model itself else.
+
+        DDP is told to find unused parameters: a fine-tuning head can leave some of a
+        pre-trained model out of its loss (XLNet's mask_emb, the query stream's input in
+        pre-training), and DDP would otherwise wait for their gradients forever. They keep
+        no gradient, so AdamW leaves them as one process does."""
+        return wrap(model, self.info, fsdp=False, find_unused=True)
 
     def barrier(self) -> None:
         """Wait for every rank, e.g. until rank 0 has written what the others read."""
