@@ -73,6 +73,21 @@ def test_finetune_exposes_every_field_of_its_config(capsys):
     assert help_entries(["evaluate"], capsys)["--task"].endswith("(required)")
 
 
+@pytest.mark.parametrize("command", ["finetune", "evaluate"])
+def test_finetune_and_evaluate_offer_precision_and_compile(command, capsys):
+    """Both commands choose their arithmetic and compile; fine-tuning its loss lines too."""
+    entries = help_entries([command], capsys)
+    assert entries["--precision"].startswith("arithmetic: auto is bf16 on CUDA")
+    assert entries["--precision"].endswith("(default: auto)")
+    assert entries["--compile"].startswith("torch.compile the model")
+    assert entries["--compile"].endswith("(default: auto)")
+    assert entries["--no-compile"] == "the same as --compile false (default: auto)"
+    if command == "finetune":
+        assert entries["--log-every"].endswith("(default: 50)")
+    else:
+        assert "--log-every" not in entries
+
+
 @pytest.mark.slow
 def test_model_benchmark_runs():
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_model.py"),

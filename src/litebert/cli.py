@@ -145,23 +145,31 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
+    from litebert.distributed import shutdown
     from litebert.tasks.finetune import FinetuneConfig, finetune
 
     result = finetune(FinetuneConfig(**given(args, FinetuneConfig)))
-    print(json.dumps(result["dev"], indent=2))
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(result["dev"], indent=2))
+    shutdown()  # on success only, as in cmd_pretrain; under torchrun it ends the process
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
+    from litebert.distributed import shutdown
     from litebert.tasks.finetune import FinetuneConfig, evaluate_model
 
     cfg = FinetuneConfig(**given(args, FinetuneConfig))
-    print(json.dumps(evaluate_model(cfg)["dev"], indent=2))
+    result = evaluate_model(cfg)
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(result["dev"], indent=2))
+    shutdown()
 
 
 # What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
 EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
                    "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
-                   "max_query_length", "n_best_size", "max_answer_length", "qa_head")
+                   "max_query_length", "n_best_size", "max_answer_length", "qa_head",
+                   "precision", "compile")
 
 
 def cmd_study_list(args: argparse.Namespace) -> None:

@@ -75,9 +75,11 @@ def shards(info: DistInfo, fsdp: bool) -> bool:
 
 
 def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
-         units: Sequence[tuple[nn.Module, bool]] = ()) -> nn.Module:
+         units: Sequence[tuple[nn.Module, bool]] = (), find_unused: bool = False) -> nn.Module:
     """DDP, or FSDP2: fully_shard on each of `units` (module, reshard_after_forward), the
-    objective's choice, and then on the root, which takes every parameter left."""
+    objective's choice, and then on the root, which takes every parameter left.
+    find_unused: DDP looks for parameters the forward did not use after each one (a walk
+    over the autograd graph), for a model with some its loss never reaches."""
     if shards(info, fsdp):
         from torch.distributed.fsdp import fully_shard
 
@@ -88,7 +90,8 @@ def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
     if not info.distributed:
         return model
     ids = [info.device.index] if info.device.type == "cuda" else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids,
+                                               find_unused_parameters=find_unused)
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -2,6 +2,8 @@
 
 - `base.py`: recipes (paper Table 14), FinetuneConfig, errors, the task-adapter protocol
 - `finetune.py`: the one loop (AdamW, warmup + decay, best-on-dev, seeds) and the adapter registry
+- `runtime.py`: where it computes: device, torchrun's ranks (the split of a global batch, the
+  ordered gather of evaluations), precision, compile
 - adapters: `sequence.py` (GLUE, generic classification/regression), `qa.py` (SQuAD),
   `choice.py` (RACE)
 - readers of each benchmark's official layout: `glue.py`, `squad.py`, `race.py`,

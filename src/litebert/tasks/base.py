@@ -3,10 +3,11 @@ the model family's, see litebert.families, then the recipe's), the errors, and t
 task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
-FinetuneConfig and offers:
+FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
+trains, and offers:
 
     train_rows, train_lengths       encoded training rows and their lengths (for bucketing)
-    collate(rows) -> batch          model inputs incl. labels, padded
+    collate(rows) -> batch          model inputs incl. labels, padded, on the CPU
     build_model() -> model          the head on the pre-trained weights of cfg.model
     evaluate(model, out) -> metrics scores on dev (and prediction files under out)
     score(metrics) -> float         the number "best on dev" maximises
@@ -15,6 +16,11 @@ FinetuneConfig and offers:
     tokenizer                       the model directory's tokenizer
 
 and optionally `write_test_predictions(model, out)` for unlabeled test splits.
+
+Under torchrun every rank calls evaluate and write_test_predictions: an adapter runs its
+batches through `runtime.evaluate_batches`, which shares them among the ranks and gives every
+rank all outputs in order, so each rank computes the same metrics; files are written by rank
+0 alone (`runtime.is_main`). `save` is called on rank 0 only.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from litebert.options import option
+from litebert.train.precision import PRECISIONS
+from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
 
 if TYPE_CHECKING:
@@ -94,6 +102,17 @@ class FinetuneConfig:
                                        "squared-gradient average", shown=FAMILY)
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")
+    log_every: int = option(50, "steps between training-loss lines (the mean loss since the "
+                                "last one); the only times the loop waits for the device")
+    # Where and how it computes (tasks/runtime.py): the device is torchrun's LOCAL_RANK GPU,
+    # else the GPU, else the CPU.
+    precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on a CPU; fp16 "
+                                    "adds a gradient scaler", choices=PRECISIONS)
+    compile: bool | str | None = option(
+        None, "torch.compile the model (automatic dynamic shapes: batches vary in length and "
+              "size): auto = on CUDA, eager on a CPU; true = torch's default mode; or a mode: "
+              "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
+              "--no-compile", choices=COMPILE_CHOICES, shown="auto")
     seed: int = option(42, "seed of the head's initialisation and the data order")
     seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
     # Generic tasks: column names, and a dev split carved from train when there is no dev.
@@ -146,6 +165,15 @@ class FinetuneConfig:
             self.eval_every = max(1, self.max_steps // 10)
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
+        if self.log_every < 1:
+            raise FinetuneError(f"log_every={self.log_every}: must be at least 1")
+        if self.precision not in PRECISIONS:
+            raise FinetuneError(f"precision={self.precision!r}: choose from "
+                                f"{', '.join(PRECISIONS)}")
+        try:
+            self.compile = compile_setting(self.compile, "finetune config")
+        except RunConfigError as err:
+            raise FinetuneError(str(err)) from None
         if self.qa_head not in ("auto", "span", "beam"):
             raise FinetuneError(f"qa_head={self.qa_head!r}: choose auto, span or beam")
 
@@ -199,6 +227,7 @@ def model_overrides(cfg: FinetuneConfig) -> dict[str, Any]:
 class TaskAdapter(Protocol):
     primary: str
     tokenizer: Any  # the model directory's litebert.Tokenizer
+    runtime: Any  # the run's litebert.tasks.runtime.Runtime
     train_rows: list
     train_lengths: list[int]
 

@@ -18,6 +18,7 @@ from litebert.tasks.base import FinetuneConfig, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.metrics import race_accuracy
 from litebert.tasks.race import read_race, write_race_predictions
+from litebert.tasks.runtime import Runtime
 from litebert.tokenization import Tokenizer
 
 
@@ -28,8 +29,8 @@ def option_text(question: str, option: str) -> str:
 class RaceTask:
     primary = "all"
 
-    def __init__(self, cfg: FinetuneConfig, training: bool = True):
-        self.cfg = cfg
+    def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
+        self.cfg, self.runtime = cfg, runtime
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         train = reported(read_race(cfg.data, "train")) if training else []
         self.dev = reported(read_race(cfg.data, "dev"))
@@ -56,12 +57,19 @@ class RaceTask:
         return AlbertForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
 
     def evaluate(self, model, out: Path) -> dict[str, float]:
+        """Accuracy on dev (the batches shared by the ranks); the answers kept for the
+        predictions file."""
         predictions = np.zeros(len(self.dev_rows), dtype=np.int64)
         lengths = [max(map(len, r["input_ids"])) for r in self.dev_rows]
-        for ids in length_batches(lengths, max(1, self.cfg.eval_batch_size // 4), None):
-            batch = self.collate([{k: v for k, v in self.dev_rows[i].items() if k != "labels"}
-                                  for i in ids])
-            predictions[ids] = model(**batch).logits.argmax(-1).numpy()
+        batches = length_batches(lengths, max(1, self.cfg.eval_batch_size // 4), None)
+
+        def collate(ids):
+            return self.collate([{k: v for k, v in self.dev_rows[i].items() if k != "labels"}
+                                 for i in ids])
+
+        outputs = self.runtime.evaluate_batches(model, batches, collate, lambda o: [o.logits])
+        for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, 4) float32
+            predictions[ids] = logits.argmax(-1)
         self.last_predictions = predictions.tolist()
         return race_accuracy(predictions, [ex.label for ex in self.dev],
                              [ex.level for ex in self.dev])

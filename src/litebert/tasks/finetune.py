@@ -3,7 +3,9 @@
 A task adapter (see tasks/base.py) loads and encodes the data, builds the model and scores it
 on dev; this module owns the rest: AdamW with warmup + linear decay (and layer-wise lr decay,
 tasks/layer_decay.py), length-bucketed batches, evaluation on dev, the best-on-dev checkpoint
-in OUT/model, OUT/results.json, and `--seeds N` (median and spread over seeds).
+in OUT/model, OUT/results.json, and `--seeds N` (median and spread over seeds). Where it runs
+(device, torchrun's ranks, precision, compile) is tasks/runtime.py's: the loop below steps
+on global batches whose rows the ranks share, and writes files on rank 0 only.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ import numpy as np
 import torch
 
 from litebert.compat import check_model_reads
+from litebert.distributed import all_reduce_sum, rank_and_world, unwrap
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
 from litebert.tasks.batching import length_batches
 from litebert.tasks.layer_decay import layer_decay_groups
+from litebert.tasks.runtime import Runtime
+from litebert.train.compiling import compile_errors
 from litebert.train.lamb import adamw_param_groups, build_optimizer
 from litebert.train.schedule import build_scheduler
 
@@ -40,9 +45,12 @@ OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "layer_decay_rule", "ad
                     "adam_epsilon")  # in results.json
 
 
-def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
+def adapter_for(cfg: FinetuneConfig, training: bool = True,
+                runtime: Runtime | None = None) -> TaskAdapter:
+    """The task's adapter; it evaluates on `runtime` (by default the config's)."""
     module, name = ADAPTERS.get(cfg.task, DEFAULT_ADAPTER).split(":")
-    task = getattr(importlib.import_module(module), name)(cfg, training)
+    runtime = runtime or Runtime.from_config(cfg)
+    task = getattr(importlib.import_module(module), name)(cfg, runtime, training)
     # A model directory whose tokenizer is not the model's stops here, not in an embedding
     # (or, for a summary read from the wrong token, not in silently wrong predictions).
     config = read_config(Path(cfg.model))
@@ -55,42 +63,26 @@ def adapter_for(cfg: FinetuneConfig, training: bool = True) -> TaskAdapter:
 
 def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     """Fine-tune with cfg.seed; keep the best-on-dev model in out/model; return results."""
+    runtime = Runtime.from_config(cfg)
     torch.manual_seed(cfg.seed)
-    task = adapter_for(cfg)
-    model = task.build_model()
+    task = adapter_for(cfg, runtime=runtime)
+    model = runtime.place(task.build_model())  # on the device before the optimizer
     optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay,
                                 betas=(0.9, cfg.adam_beta2), eps=cfg.adam_epsilon,
                                 param_groups=finetune_groups(model, cfg))
     # LambdaLR keeps each group's own lr as its initial_lr: one schedule, the layers' ratios.
     scheduler = build_scheduler(optimizer, "linear", warmup_steps=cfg.warmup_steps,
                                 total_steps=cfg.max_steps)
-    rng = np.random.default_rng(cfg.seed)
-    history: list[dict[str, Any]] = []
-    best: dict[str, Any] | None = None
-    step = 0
+    if runtime.is_main:
+        log.info("fine-tuning %s on %s", cfg.task, runtime.describe())
     start = time.perf_counter()
-    bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step")
-    model.train()
-    while step < cfg.max_steps:
-        for batch_ids in length_batches(task.train_lengths, cfg.batch_size, rng):
-            loss = model(**task.collate([task.train_rows[i] for i in batch_ids])).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                best = _evaluate_and_keep(task, model, step, history, best, out)
-            if step == cfg.max_steps:
-                break
-    bar.close()
-    if best is None:  # the loop evaluates at max_steps at the latest
-        raise RuntimeError(f"fine-tuning {cfg.task}: no evaluation ran in {step} steps")
-    if hasattr(task, "write_test_predictions"):  # GLUE test split(s), with the best model
-        task.write_test_predictions(type(model).from_pretrained(out / "model").eval(), out)
+    with compile_errors(runtime.compiled):  # compiling happens at the first step and eval
+        loop = TrainingLoop(cfg, task, runtime, runtime.wrap(model), optimizer, scheduler, out)
+        history, best = loop.run()
+        if hasattr(task, "write_test_predictions"):  # GLUE test split(s), with the best model
+            runtime.barrier()  # rank 0 has saved it
+            best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
+            task.write_test_predictions(best_model, out)
     results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
@@ -99,8 +91,100 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
                "optimizer": {k: getattr(cfg, k) for k in OPTIMIZER_FIELDS},
                "defaults": cfg.family_defaults,
                "config": dataclasses.asdict(cfg)}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    if runtime.is_main:
+        (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+class TrainingLoop:
+    """The steps of one run over length-bucketed global batches, its loss lines and its
+    evaluations; `run()` returns (history, best)."""
+
+    def __init__(self, cfg: FinetuneConfig, task: TaskAdapter, runtime: Runtime,
+                 model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler,
+                 out: Path):
+        self.cfg, self.task, self.runtime, self.out = cfg, task, runtime, out
+        self.model, self.optimizer, self.scheduler = model, optimizer, scheduler  # DDP's
+        self.history: list[dict[str, Any]] = []
+        self.best: dict[str, Any] | None = None
+        # This rank's shares of the mean losses since the last loss line, (), on the device.
+        self.losses = torch.zeros((), device=runtime.device)
+        self.lr = 0.0  # the last step's (of the first parameter group)
+        self.bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step",
+                            disable=not runtime.is_main)
+
+    def run(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        cfg = self.cfg
+        rng = np.random.default_rng(cfg.seed)  # the same batches on every rank
+        step = logged = 0
+        self.model.train()
+        while step < cfg.max_steps:
+            for batch_ids in length_batches(self.task.train_lengths, cfg.batch_size, rng):
+                self.losses += self.train_step(batch_ids)
+                step += 1
+                self.bar.update(1)
+                evaluating = step % cfg.eval_every == 0 or step == cfg.max_steps
+                if step % cfg.log_every == 0 or evaluating:  # the loop's only host syncs
+                    self.log_loss(step, step - logged)
+                    logged = step
+                if evaluating:
+                    self.evaluate_and_keep(step)
+                if step == cfg.max_steps:
+                    break
+        self.bar.close()
+        if self.best is None:  # the loop evaluates at max_steps at the latest
+            raise RuntimeError(f"fine-tuning {cfg.task}: no evaluation ran in {step} steps")
+        return self.history, self.best
+
+    def train_step(self, batch_ids: list[int]) -> torch.Tensor:
+        """One optimizer step on a global batch, this rank running its rows; this rank's
+        share of the batch's mean loss, (), on the device (nothing read back here)."""
+        runtime, scaler = self.runtime, self.runtime.scaler
+        rows, weight = runtime.rows_of(batch_ids)
+        self.lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
+        batch = runtime.to_device(self.task.collate([self.task.train_rows[i] for i in rows]))
+        with runtime.amp:
+            loss = self.model(**batch).loss.float()  # the mean over this rank's rows
+        # DDP averages gradients over ranks: weight * world makes it the global batch's.
+        scaled = loss * (weight * runtime.info.world_size)
+        (scaler.scale(scaled) if scaler else scaled).backward()
+        if scaler:
+            scaler.unscale_(self.optimizer)  # clip the true gradients
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        if scaler:  # skips a step whose gradients overflowed
+            scaler.step(self.optimizer)
+            scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach() * weight
+
+    def log_loss(self, step: int, steps: int) -> None:
+        """The mean training loss of the last `steps` steps, summed over ranks (every rank
+        takes part), on rank 0's progress bar and log."""
+        mean = float(all_reduce_sum(self.losses)) / steps
+        self.losses.zero_()
+        if self.runtime.is_main:
+            self.bar.set_postfix(loss=f"{mean:.4f}")
+            log.info("step %d: loss %.4f (mean of %d steps), lr %.3g", step, mean, steps,
+                     self.lr)
+
+    def evaluate_and_keep(self, step: int) -> None:
+        """Evaluate on dev (every rank its share), append to history; rank 0 saves the model
+        when it beats the best (every rank holds the same metrics, so agrees on that)."""
+        self.model.eval()
+        with torch.no_grad():
+            metrics = self.task.evaluate(unwrap(self.model), self.out)
+        self.model.train()
+        self.history.append({"step": step, **metrics})
+        score = self.task.score(metrics)
+        if self.runtime.is_main:
+            log.info("step %d: %s", step, json.dumps(metrics))
+        if self.best is None or score > self.best["score"]:
+            self.best = {"step": step, "score": score, "metrics": metrics}
+            if self.runtime.is_main:
+                self.task.save(unwrap(self.model), self.out / "model")
 
 
 def finetune_groups(model: torch.nn.Module, cfg: FinetuneConfig) -> list[dict]:
@@ -108,23 +192,6 @@ def finetune_groups(model: torch.nn.Module, cfg: FinetuneConfig) -> list[dict]:
     split by layer-wise lr multiplier (one group each when cfg.layer_decay is 1)."""
     return layer_decay_groups(model, adamw_param_groups(model, cfg.weight_decay), cfg.lr,
                               cfg.layer_decay, cfg.layer_decay_rule)
-
-
-def _evaluate_and_keep(task: TaskAdapter, model: Any, step: int,
-                       history: list[dict[str, Any]], best: dict[str, Any] | None,
-                       out: Path) -> dict[str, Any]:
-    """Evaluate on dev, append to history; save the model when it beats `best`; the new best."""
-    model.eval()
-    with torch.no_grad():
-        metrics = task.evaluate(model, out)
-    model.train()
-    history.append({"step": step, **metrics})
-    score = task.score(metrics)
-    log.info("step %d: %s", step, json.dumps(metrics))
-    if best is None or score > best["score"]:
-        best = {"step": step, "score": score, "metrics": metrics}
-        task.save(model, out / "model")
-    return best
 
 
 # ---- several seeds -------------------------------------------------------------------------
@@ -145,7 +212,8 @@ def finetune(cfg: FinetuneConfig) -> dict[str, Any]:
                "dev": _median_and_spread([r["dev"] for r in runs]),
                "runs": [{"seed": r["seed"], "dev": r["dev"]} for r in runs],
                "defaults": cfg.family_defaults}
-    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if rank_and_world()[0] == 0:
+        (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -160,15 +228,20 @@ def _median_and_spread(results: list[dict[str, float]]) -> dict[str, dict[str, f
 
 
 def evaluate_model(cfg: FinetuneConfig) -> dict[str, Any]:
-    """`litebert evaluate`: score cfg.model on dev as is; write the prediction files."""
+    """`litebert evaluate`: score cfg.model on dev as is; write the prediction files (rank 0;
+    under torchrun every rank evaluates its share of the batches)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    task = adapter_for(cfg, training=False)
-    model = task.build_model().eval()  # the weights of cfg.model, dropout off
-    with torch.no_grad():
+    runtime = Runtime.from_config(cfg)
+    task = adapter_for(cfg, training=False, runtime=runtime)
+    model = runtime.place(task.build_model()).eval()  # the weights of cfg.model, dropout off
+    with compile_errors(runtime.compiled), torch.no_grad():
         metrics = task.evaluate(model, out)
         if hasattr(task, "write_test_predictions"):
             task.write_test_predictions(model, out)
+    result = {"task": cfg.task, "model": cfg.model, "dev": metrics}
+    if not runtime.is_main:
+        return result
     if hasattr(task, "outputs"):  # SQuAD: predictions.json, null_odds.json
         for name, content in task.outputs.items():
             (out / name).write_text(json.dumps(content, indent=2) + "\n")
@@ -176,6 +249,5 @@ def evaluate_model(cfg: FinetuneConfig) -> dict[str, Any]:
         from litebert.tasks.race import write_race_predictions
 
         write_race_predictions(task.dev, task.last_predictions, out / "predictions.json")
-    result = {"task": cfg.task, "model": cfg.model, "dev": metrics}
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -57,6 +57,7 @@ from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.batching import left_padding, length_batches, pad_for
 from litebert.tasks.metrics import squad_evaluate, squad_v2_official
+from litebert.tasks.runtime import Runtime
 from litebert.tasks.squad import (
     SquadExample,
     SquadFeature,
@@ -141,8 +142,8 @@ def _write_json(path: Path, content) -> Path:
 class SquadTask:
     primary = "f1"
 
-    def __init__(self, cfg: FinetuneConfig, training: bool = True):
-        self.cfg = cfg
+    def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
+        self.cfg, self.runtime = cfg, runtime
         self.version_2 = cfg.task == "squad2"
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         self.beam = uses_beam_head(cfg)
@@ -197,33 +198,41 @@ class SquadTask:
         head = AlbertForBeamQuestionAnswering if self.beam else AlbertForQuestionAnswering
         return head.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
 
-    def _batches(self, model, features: list[SquadFeature]):
-        """(feature indices, their left padding, the model's outputs) per evaluation batch."""
+    def _outputs(self, model, features: list[SquadFeature], fields: tuple[str, ...]):
+        """(feature indices, their left padding, the model's `fields` as arrays) per
+        evaluation batch, the batches shared by the ranks."""
         lengths = [len(f.input_ids) for f in features]
-        for ids in length_batches(lengths, self.cfg.eval_batch_size, None):
-            rows = [self._row(features[i], False) for i in ids]
-            yield ids, left_padding(self.tokenizer, [lengths[i] for i in ids]), \
-                model(**self.collate(rows))
+        batches = length_batches(lengths, self.cfg.eval_batch_size, None)
+
+        def collate(ids):
+            return self.collate([self._row(features[i], False) for i in ids])
+
+        outputs = self.runtime.evaluate_batches(
+            model, batches, collate, lambda out: [getattr(out, name) for name in fields])
+        for ids, arrays in zip(batches, outputs, strict=True):
+            yield ids, left_padding(self.tokenizer, [lengths[i] for i in ids]), arrays
 
     def logits(self, model, features: list[SquadFeature]
                ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Start and end logits of every feature (span head), cut to its own tokens."""
         starts: list = [None] * len(features)
         ends: list = [None] * len(features)
-        for ids, pads, out in self._batches(model, features):
+        fields = ("start_logits", "end_logits")  # (B, T) each
+        for ids, pads, (start, end) in self._outputs(model, features, fields):
             for j, (i, pad) in enumerate(zip(ids, pads, strict=True)):
                 n = len(features[i].input_ids)
-                starts[i] = out.start_logits[j, pad:pad + n].numpy()
-                ends[i] = out.end_logits[j, pad:pad + n].numpy()
+                starts[i] = start[j, pad:pad + n]
+                ends[i] = end[j, pad:pad + n]
         return starts, ends
 
     def beams(self, model, features: list[SquadFeature]) -> list:
         """Every feature's beam (beam head), token indices counted in its own input_ids."""
         beams: list = [None] * len(features)
-        for ids, pads, out in self._batches(model, features):
-            rows = feature_beams(out.start_top_log_probs, out.start_top_index,
-                                 out.end_top_log_probs, out.end_top_index, out.cls_logits,
-                                 pads)
+        fields = ("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                  "end_top_index", "cls_logits")  # (B, S), (B, S), (B, S*E), (B, S*E), (B,)
+        for ids, pads, arrays in self._outputs(model, features, fields):
+            start_lp, start_i, end_lp, end_i, cls = arrays
+            rows = feature_beams(start_lp, start_i, end_lp, end_i, cls, pads)
             for i, beam in zip(ids, rows, strict=True):
                 beams[i] = beam
         return beams
@@ -279,9 +288,10 @@ class SquadTask:
         file in the data directory, with the model's stored threshold; [] without one."""
         if not self.test:
             return []
-        with torch.no_grad():
-            spans, null_odds = self.spans(model, self.test, self._features(self.test))
+        spans, null_odds = self.spans(model, self.test, self._features(self.test))
         folder = Path(out) / "predictions"
+        if not self.runtime.is_main:  # every rank predicts, one writes
+            return []
         if not self.version_2:
             return [_write_json(folder / TEST_PREDICTIONS, spans)]
         threshold = self.threshold if self.model_threshold is None else self.model_threshold

@@ -23,6 +23,7 @@ from litebert.tasks.base import (
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.examples import TextExample
 from litebert.tasks.metrics import glue_metrics, primary_metric
+from litebert.tasks.runtime import Runtime
 from litebert.tokenization import Tokenizer
 
 TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json", ".parquet")
@@ -31,8 +32,8 @@ SPLIT_FOLDERS = {"train": ("train",), "dev": ("dev", "validation")}
 
 
 class SequenceTask:
-    def __init__(self, cfg: FinetuneConfig, training: bool = True):
-        self.cfg = cfg
+    def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
+        self.cfg, self.runtime = cfg, runtime
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         train, self.dev_sets, self.labels = load_data(cfg, training)
         self.regression = self.labels is None
@@ -64,14 +65,19 @@ class SequenceTask:
             self.cfg.model, **labels, **model_overrides(self.cfg))
 
     def predict(self, model, rows: list[dict]) -> np.ndarray:
-        """Class indices (or scores for regression) in the order of `rows`."""
+        """Class indices (or scores for regression) in the order of `rows`, the batches
+        shared by the ranks."""
         out = np.zeros(len(rows), dtype=np.float64 if self.regression else np.int64)
-        for ids in length_batches([len(r["input_ids"]) for r in rows],
-                                  self.cfg.eval_batch_size, None):
-            batch = pad_for(self.tokenizer, [{k: v for k, v in rows[i].items() if k != "labels"}
-                                             for i in ids])
-            logits = model(**batch).logits
-            out[ids] = logits[:, 0].numpy() if self.regression else logits.argmax(-1).numpy()
+        batches = length_batches([len(r["input_ids"]) for r in rows], self.cfg.eval_batch_size,
+                                 None)
+
+        def collate(ids):
+            return pad_for(self.tokenizer, [{k: v for k, v in rows[i].items() if k != "labels"}
+                                            for i in ids])
+
+        outputs = self.runtime.evaluate_batches(model, batches, collate, lambda o: [o.logits])
+        for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, labels) float32
+            out[ids] = logits[:, 0] if self.regression else logits.argmax(-1)
         return out
 
     def evaluate(self, model, out: Path) -> dict[str, float]:
@@ -100,7 +106,12 @@ class SequenceTask:
         """GLUE submission TSVs for the test split(s) present in the task directory."""
         if self.cfg.task not in GLUE:
             return []
-        from litebert.tasks.glue import GLUE_TASKS, read_glue, write_glue_predictions
+        from litebert.tasks.glue import (
+            GLUE_TASKS,
+            read_glue,
+            submission_name,
+            write_glue_predictions,
+        )
 
         data = Path(self.cfg.data)
         jobs = [(self.cfg.task, data, split) for split in (
@@ -116,7 +127,10 @@ class SequenceTask:
                                                                            split))))
             values = predicted.tolist() if self.regression else \
                 [self.labels[i] for i in predicted]
-            written.append(write_glue_predictions(task, split, values, out / "predictions"))
+            path = out / "predictions" / submission_name(task, split)
+            if self.runtime.is_main:  # every rank predicts, one writes
+                path = write_glue_predictions(task, split, values, out / "predictions")
+            written.append(path)
         return written
 
 

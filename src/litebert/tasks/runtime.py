@@ -1,0 +1,180 @@
+"""Where and how a fine-tuning command computes: the device, the ranks, the precision and
+whether the model is compiled, with the helpers that split work across ranks.
+
+One process per device under torchrun (`torchrun --nproc-per-node N -m litebert.cli
+finetune ...`), else one process on the GPU if there is one, else on the CPU. The results
+are one process's:
+
+- training: every rank draws the same global batch (the same seed, the same batches) and
+  runs its rows ids[rank::world]; `rows_of` gives each rank the weight that turns its mean
+  loss into its share of the global batch's mean, so DDP's average of the gradients is the
+  gradient of one process over the whole batch;
+- evaluation: the batches one process would run, in its order; rank r runs batches r, r +
+  world, ... and `evaluate_batches` gathers their outputs back into that order, so
+  predictions and metrics are one process's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from litebert.distributed import (
+    DistInfo,
+    all_gather_objects,
+    barrier,
+    init_distributed,
+    unwrap,
+    wrap,
+)
+from litebert.train.compiling import compile_in_place, compile_mode, resolved_compile
+from litebert.train.precision import allow_tf32, autocast, resolved_precision
+
+if TYPE_CHECKING:
+    from litebert.tasks.base import FinetuneConfig
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+@dataclass
+class Runtime:
+    info: DistInfo  # rank, world size, device
+    precision: str  # fp32 | bf16 | fp16, as resolved for the device
+    compiled: bool
+    mode: str | None  # torch.compile's mode (None: its default)
+    amp: contextlib.AbstractContextManager[Any]  # the forward pass's autocast (or nothing)
+    scaler: torch.amp.GradScaler | None  # fp16's loss scaling, else None
+
+    @classmethod
+    def from_config(cls, cfg: FinetuneConfig) -> Runtime:
+        """Join torchrun's process group if there is one; one Runtime per training run (a
+        GradScaler keeps state from step to step)."""
+        info = init_distributed()
+        amp, scaler = autocast(cfg.precision, info.device)
+        allow_tf32(info.device)
+        return cls(info=info, precision=resolved_precision(cfg.precision, info.device),
+                   compiled=resolved_compile(cfg.compile, info.device),
+                   mode=compile_mode(cfg.compile), amp=amp, scaler=scaler)
+
+    @property
+    def device(self) -> torch.device:
+        return self.info.device
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the one that logs and writes files."""
+        return self.info.is_main
+
+    def describe(self) -> str:
+        ranks = f" x {self.info.world_size} processes" if self.info.distributed else ""
+        how = f", compiled{f' ({self.mode})' if self.mode else ''}" if self.compiled else ""
+        return f"{self.device.type}{ranks}, {self.precision}{how}"
+
+    # ---- the model ---------------------------------------------------------------------
+
+    def place(self, model: ModuleT) -> ModuleT:
+        """The model on the device, compiled in place when the run compiles (its state-dict
+        keys stay). Build the optimizer after this: on CUDA it then picks fused AdamW."""
+        model = model.to(self.device)
+        if self.compiled:
+            # Fine-tuning batches vary in width and size (length buckets, a smaller last
+            # batch): automatic dynamic shapes make the dimensions that change symbolic
+            # after their first change, rather than one graph per shape.
+            compile_in_place(model, self.mode, dynamic=None)
+        return model
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """DDP under torchrun (after compiling, as torch advises); the model itself else.
+
+        DDP is told to find unused parameters: a fine-tuning head can leave some of a
+        pre-trained model out of its loss (XLNet's mask_emb, the query stream's input in
+        pre-training), and DDP would otherwise wait for their gradients forever. They keep
+        no gradient, so AdamW leaves them as one process does."""
+        return wrap(model, self.info, fsdp=False, find_unused=True)
+
+    def barrier(self) -> None:
+        """Wait for every rank, e.g. until rank 0 has written what the others read."""
+        barrier()
+
+    # ---- training ----------------------------------------------------------------------
+
+    def rows_of(self, batch_ids: Sequence[int]) -> tuple[list[int], float]:
+        """This rank's rows of a global batch and their weight (see rank_rows)."""
+        return rank_rows(batch_ids, self.info.rank, self.info.world_size)
+
+    def to_device(self, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A collated batch on the device: through pinned memory on CUDA, so the copy does
+        not wait for the host (the next step's collation overlaps it)."""
+        if self.device.type != "cuda":
+            return dict(batch)
+        return {k: v.pin_memory().to(self.device, non_blocking=True) for k, v in batch.items()}
+
+    # ---- evaluation --------------------------------------------------------------------
+
+    def evaluate_batches(self, model: nn.Module, batches: Sequence[Sequence[int]],
+                         collate: Callable[[Sequence[int]], Mapping[str, torch.Tensor]],
+                         outputs: Callable[[Any], Sequence[torch.Tensor]]
+                         ) -> list[list[np.ndarray]]:
+        """outputs(model(**collate(ids))) for every batch of `batches`, as CPU arrays
+        (floating point as float32), in the order of `batches`, on every rank: each rank
+        runs its own batches (own_outputs), then they are gathered."""
+        mine = self.own_outputs(model, batches, collate, outputs)
+        return in_batch_order(all_gather_objects(mine), len(batches))
+
+    def own_outputs(self, model: nn.Module, batches: Sequence[Sequence[int]],
+                    collate: Callable[[Sequence[int]], Mapping[str, torch.Tensor]],
+                    outputs: Callable[[Any], Sequence[torch.Tensor]]
+                    ) -> dict[int, list[np.ndarray]]:
+        """{batch index: outputs as CPU arrays} of this rank's batches (rank_batches), run
+        with the model unwrapped from DDP (whose forward would wait for a backward), under
+        autocast and without gradients."""
+        model = unwrap(model)
+        mine: dict[int, list[np.ndarray]] = {}
+        with torch.no_grad(), self.amp:
+            for b in rank_batches(len(batches), self.info.rank, self.info.world_size):
+                out = model(**self.to_device(collate(batches[b])))
+                mine[b] = [to_host(x) for x in outputs(out)]
+        return mine
+
+
+# ---- the arithmetic of the split (pure: rank and world given) -----------------------------
+
+def rank_rows(batch_ids: Sequence[int], rank: int, world: int) -> tuple[list[int], float]:
+    """Rank `rank`'s rows of a global batch, ids[rank::world], and the weight n_local /
+    n_global of their mean loss in the batch's mean loss. Scaled by weight * world, each
+    rank's loss makes DDP's average of the gradients the whole batch's gradient (every
+    head's loss is a mean over its rows). A rank left without a row (a last batch smaller
+    than the world) runs the batch's first row with weight 0: it must still join DDP's
+    all-reduce, and adds nothing to it."""
+    rows = list(batch_ids[rank::world])
+    if not rows:
+        return [batch_ids[0]], 0.0
+    return rows, len(rows) / len(batch_ids)
+
+
+def rank_batches(n_batches: int, rank: int, world: int) -> range:
+    """The indices of the evaluation batches rank `rank` runs: rank, rank + world, ..."""
+    return range(rank, n_batches, world)
+
+
+def in_batch_order(parts: Sequence[Mapping[int, Any]], n_batches: int) -> list[Any]:
+    """Every rank's {batch index: outputs} merged into one list in batch order."""
+    merged: dict[int, Any] = {}
+    for part in parts:
+        merged.update(part)
+    missing = sorted(set(range(n_batches)) - set(merged))
+    if missing:  # a rank that skipped a batch: a bug, never a short prediction file
+        raise RuntimeError(f"evaluation: no outputs for batches {missing[:5]}")
+    return [merged[b] for b in range(n_batches)]
+
+
+def to_host(x: torch.Tensor) -> np.ndarray:
+    """A CPU array; floating point as float32 (bf16 and fp16 outputs included)."""
+    x = x.detach()
+    return (x.float() if x.is_floating_point() else x).cpu().numpy()

@@ -1,0 +1,252 @@
+"""Fine-tuning and evaluation beyond one eager fp32 process: two torchrun processes (gloo on
+the CPU) give one process's weights, prediction files and metrics; a compiled run stays
+within torch's recompile limit with the eager run's losses; bf16 and fp16 runs finish."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch._dynamo.utils import counters
+
+import litebert
+from litebert.cli import main
+from litebert.model import AlbertForPermutationLM
+from litebert.tasks.base import FinetuneError
+from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.train.compiling import BACKEND_ENV
+from tests.families.configs import xlnet_config
+from tests.families.test_xlnet_tasks import xlnet_tokenizer as xlnet_tokenizer  # noqa: F401
+from tests.tasks.test_finetune import BAD, GOOD, MICRO, sentence, squad_json, sst2_dir
+from tests.tasks.test_finetune import base_model as base_model  # noqa: F401 (a fixture)
+from tests.train.test_compile import recompiles as recompiles  # noqa: F401 (a fixture)
+
+# 12 steps of 8 over a train set of odd size whose last batch holds one row (in two
+# processes one rank has none), two evaluations, dropout off: the same arithmetic either way.
+SCHEDULE = dict(lr=1e-4, batch_size=8, max_steps=12, warmup_steps=1, eval_every=6,
+                eval_batch_size=4, log_every=4, dropout=0.0, classifier_dropout=0.0)
+RESULT_KEYS = ("task", "best_step", "metric", "dev", "history", "schedule", "optimizer")
+# Weights without a gradient in exact arithmetic: a softmax does not see a bias added to all
+# of its inputs (ALBERT's attention key bias; SQuAD's start and end biases over the tokens;
+# RACE's score bias over the options). Their gradients are rounding noise, which Adam scales
+# up to steps of the lr's order, and which changes with any change of summation order (the
+# thread count of one process too): they are compared as noise, near their initial 0.
+NOISE = {"sst2": (),  # XLNet's attention has no key bias
+         "squad1": ("attention.key.bias", "qa_outputs.bias"),
+         "race": ("attention.key.bias", "classifier.bias")}
+
+
+@pytest.fixture(scope="module")
+def lively_model(base_model, tmp_path_factory):  # noqa: F811
+    """test_finetune's micro ALBERT with larger initial weights: its untrained predictions
+    already differ from example to example, so a prediction file out of order would show."""
+    root = tmp_path_factory.mktemp("lively")
+    tokenizer = litebert.Tokenizer.from_pretrained(base_model)
+    torch.manual_seed(0)
+    config = litebert.AlbertConfig(vocab_size=len(tokenizer), initializer_range=0.2, **MICRO)
+    litebert.AlbertForPreTraining(config).save_pretrained(root)
+    tokenizer.save_pretrained(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def lively_xlnet(xlnet_tokenizer, tmp_path_factory):  # noqa: F811
+    """A micro XLNet, as lively: padded on the left, its summary the last token, and a
+    parameter fine-tuning never uses (mask_emb, pre-training's query stream input)."""
+    root = tmp_path_factory.mktemp("lively-xlnet")
+    torch.manual_seed(0)
+    config = xlnet_config(vocab_size=len(xlnet_tokenizer), initializer_range=0.2, mem_len=16)
+    AlbertForPermutationLM(config).save_pretrained(root)
+    xlnet_tokenizer.save_pretrained(root)
+    return root
+
+
+def race_dir(root, n_middle: int, n_high: int, seed: int = 7):
+    rng = np.random.default_rng(seed)
+    for split, counts in (("train", (n_middle, n_high)), ("dev", (5, 5))):
+        for level, n in zip(("middle", "high"), counts, strict=True):
+            folder = root / split / level
+            folder.mkdir(parents=True)
+            for i in range(n):
+                answer = int(rng.integers(0, 4))
+                options = [str(rng.choice(BAD)) for _ in range(4)]
+                options[answer] = str(rng.choice(GOOD))
+                (folder / f"{i}.txt").write_text(json.dumps({
+                    "id": f"{level}{i}.txt", "article": sentence(rng, True),
+                    "questions": ["the film was _ ."], "options": [options],
+                    "answers": ["ABCD"[answer]]}))
+    return root
+
+
+def task_data(task: str, root):
+    """(data directory, config fields, files to compare) of a small run of `task`: each
+    train set of odd size with a last batch of one row, each evaluation in several
+    batches (an odd number where it can), a test split where the task has one."""
+    if task == "sst2":
+        return sst2_dir(root / "SST-2", n_train=33, n_dev=19), \
+            dict(max_seq_length=32), ["predictions/SST-2.tsv"]
+    if task == "squad1":
+        (root / "train-v1.1.json").write_text(json.dumps(squad_json(False, 25, 5)))
+        (root / "dev-v1.1.json").write_text(json.dumps(squad_json(False, 10, 6)))
+        (root / "test-v1.1.json").write_text(json.dumps(squad_json(False, 5, 9)))
+        return root, dict(max_seq_length=64, doc_stride=16, max_query_length=16), \
+            ["predictions.json", "predictions/test_predictions.json"]
+    return race_dir(root / "RACE", 9, 8), \
+        dict(max_seq_length=64, batch_size=4, eval_batch_size=8), ["predictions.json"]
+
+
+def cli_args(fields: dict) -> list[str]:
+    return [x for k, v in fields.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+
+
+def torchrun(*args: str) -> None:
+    """`litebert ARGS` in two gloo processes."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           "2", "-m", "litebert.cli", *args]
+    run = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-6000:]
+
+
+def assert_same_results(one, two, files: list[str], noise: tuple[str, ...]) -> float:
+    """Both runs' results.json (timing aside) and `files` are equal, the `noise` weights
+    near 0 in both; returns the largest difference between the other weights."""
+    a = json.loads((one / "results.json").read_text())
+    b = json.loads((two / "results.json").read_text())
+    assert {k: a[k] for k in RESULT_KEYS} == {k: b[k] for k in RESULT_KEYS}
+    for name in files:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    mine, theirs = (load_file(run / "model" / "model.safetensors") for run in (one, two))
+    assert mine.keys() == theirs.keys()
+    noisy = [k for k in mine if k.endswith(noise)]
+    assert len(noisy) == len(noise)
+    for k in noisy:
+        assert max(float(mine[k].abs().max()), float(theirs[k].abs().max())) < 1e-5, k
+    return max(float((mine[k] - theirs[k]).abs().max()) for k in mine if k not in noisy)
+
+
+@pytest.mark.parametrize("task, model", [("sst2", "lively_xlnet"), ("squad1", "lively_model"),
+                                         ("race", "lively_model")])
+def test_two_processes_fine_tune_as_one(request, tmp_path, task, model):
+    """SST-2 with XLNet (left padding, a parameter DDP sees unused), SQuAD's span head and
+    RACE's multiple choice with ALBERT."""
+    data, fields, files = task_data(task, tmp_path)
+    fields = {**SCHEDULE, **fields}
+    common = dict(task=task, data=str(data), model=str(request.getfixturevalue(model)))
+    finetune(FinetuneConfig(**common, out=str(tmp_path / "one"), **fields))
+    torchrun("finetune", *cli_args({**common, "out": tmp_path / "two", **fields}))
+    difference = assert_same_results(tmp_path / "one", tmp_path / "two", files, NOISE[task])
+    print(f"{task}: largest weight difference {difference:.2e}")
+    assert difference <= 1e-6
+    for name in files:  # predictions that differ from example to example
+        assert len(set(predictions(tmp_path / "one" / name))) > 1, name
+
+
+def predictions(path) -> list[str]:
+    """The answers of a prediction file: a GLUE submission TSV or a JSON {id: answer}."""
+    if path.suffix == ".tsv":
+        return [line.split("\t")[1] for line in path.read_text().splitlines()[1:]]
+    return list(json.loads(path.read_text()).values())
+
+
+def test_two_processes_evaluate_as_one(lively_model, tmp_path):
+    """`litebert evaluate` under torchrun: the files and metrics of one process."""
+    data, fields, files = task_data("squad1", tmp_path)
+    model = tmp_path / "tuned"
+    finetune(FinetuneConfig(task="squad1", data=str(data), model=str(lively_model),
+                            out=str(model), **{**SCHEDULE, **fields, "max_steps": 2}))
+    common = dict(task="squad1", data=str(data), model=str(model / "model"),
+                  eval_batch_size=4, **fields)
+    evaluate_model(FinetuneConfig(**common, out=str(tmp_path / "one")))
+    torchrun("evaluate", *cli_args({**common, "out": tmp_path / "two"}))
+    for name in ("results.json", *files):
+        assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
+    assert json.loads((tmp_path / "two" / "results.json").read_text())["dev"]["f1"] >= 0
+
+
+def logged_losses(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"step \d+: loss ([0-9.]+)", text)]
+
+
+def test_a_compiled_run_stays_within_the_recompile_limit_with_the_eager_losses(
+        base_model, tmp_path, monkeypatch, caplog, recompiles):  # noqa: F811
+    """40 steps over length-bucketed batches (widths and sizes change, the last batch of an
+    epoch holds one row) with four evaluations: automatic dynamic shapes compile a few
+    graphs per function, never up to torch's limit, and train as the eager model does."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    data = sst2_dir(tmp_path / "SST-2", n_train=97, n_dev=21)
+    fields = dict(task="sst2", data=str(data), model=str(base_model), lr=2e-3, batch_size=16,
+                  max_steps=40, warmup_steps=4, max_seq_length=32, eval_every=10,
+                  eval_batch_size=8, log_every=1, dropout=0.0, classifier_dropout=0.0)
+    losses = {}
+    for compiled in (False, True):
+        torch._dynamo.reset()
+        counters.clear()
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="litebert"):
+            result = finetune(FinetuneConfig(**fields, out=str(tmp_path / str(compiled)),
+                                             compile=compiled))
+        losses[compiled] = logged_losses(caplog.text)
+        assert len(result["history"]) == 4
+    limit = torch._dynamo.config.recompile_limit
+    print(f"recompilations {dict(recompiles.by_function)}, "
+          f"{counters['stats']['unique_graphs']} graphs")
+    assert counters["stats"]["unique_graphs"] >= 1 and not counters["graph_break"]
+    assert recompiles.by_function and max(recompiles.by_function.values()) < limit - 1
+    assert len(losses[True]) == 40
+    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatch,
+                                                precision):  # noqa: F811
+    """Autocast on the CPU: the forward in bf16 (or fp16, with the gradient scaler's
+    scale, unscale and update every step), the weights and their file in fp32."""
+    updates = []
+    update = torch.amp.GradScaler.update
+    monkeypatch.setattr(torch.amp.GradScaler, "update",
+                        lambda self, *a: updates.append(1) or update(self, *a))
+    data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
+    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+                                     out=str(tmp_path / "o"), lr=2e-3, batch_size=8,
+                                     max_steps=6, warmup_steps=1, max_seq_length=32,
+                                     eval_every=3, precision=precision))
+    assert len(updates) == (6 if precision == "fp16" else 0)
+    assert [h["step"] for h in result["history"]] == [3, 6]
+    assert 0 <= result["dev"]["accuracy"] <= 1
+    weights = load_file(tmp_path / "o" / "model" / "model.safetensors")
+    assert {w.dtype for w in weights.values()} == {torch.float32}
+    assert (tmp_path / "o" / "predictions" / "SST-2.tsv").exists()
+    again = evaluate_model(FinetuneConfig(task="sst2", data=str(data),
+                                          model=str(tmp_path / "o" / "model"),
+                                          out=str(tmp_path / "e"), max_seq_length=32,
+                                          precision=precision))
+    assert again["dev"]["accuracy"] == result["dev"]["accuracy"]
+
+
+def test_bad_runtime_settings_are_one_sentence(base_model, tmp_path, monkeypatch,
+                                               capsys):  # noqa: F811
+    given = dict(task="sst2", data="d", model="m", out="o")
+    assert FinetuneConfig(**given).compile is None  # auto
+    assert FinetuneConfig(**given, compile="false").compile is False
+    assert FinetuneConfig(**given, compile="max-autotune").compile == "max-autotune"
+    for field, value, why in (("compile", "sometimes", "choose auto, true or false"),
+                              ("precision", "fp8", "choose from auto, fp32, bf16, fp16"),
+                              ("log_every", 0, "must be at least 1")):
+        with pytest.raises(FinetuneError, match=f"{field}={value!r}: {why}"):
+            FinetuneConfig(**given, **{field: value})
+    # A compile failure: a sentence naming the way back to eager, exit status 2.
+    monkeypatch.setenv(BACKEND_ENV, "no-such-backend")
+    data = sst2_dir(tmp_path / "SST-2", n_train=8, n_dev=4)
+    assert main(["finetune", "--task", "sst2", "--data", str(data), "--model", str(base_model),
+                 "--out", str(tmp_path / "o"), "--max-steps", "1", "--compile"]) == 2
+    err = capsys.readouterr().err
+    assert "torch.compile failed" in err and "--no-compile" in err and "Traceback" not in err
