@@ -8,6 +8,7 @@ mask: at 2 layers of bert-base, 16 x 256, scores of 12 x ~3k x ~3k per layer."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -45,11 +46,16 @@ print(json.dumps({"before": before, "after": after}))
 """
 
 
+# One malloc arena and one thread: the peak RSS of two runs of the same step then differs by a
+# few percent; with glibc's arena per thread it varied by 15% from run to run here.
+STEADY = {"MALLOC_ARENA_MAX": "1", "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "131072"}
+
+
 def peak_kib(layers: int, rows: int, width: int, attention: str, cap_gib: float,
              dropout: float) -> dict[str, int]:
     done = subprocess.run([sys.executable, "-c", CHILD, str(layers), str(rows), str(width),
                            attention, str(cap_gib), str(dropout)], capture_output=True,
-                          text=True, check=False)
+                          text=True, check=False, env={**os.environ, **STEADY})
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
