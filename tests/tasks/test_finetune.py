@@ -183,11 +183,14 @@ def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, ver
     assert again["dev"]["f1"] == pytest.approx(result["dev"]["f1"])
 
 
-def test_race_multiple_choice(base_model, tmp_path):
-    rng = np.random.default_rng(7)
-    for split, n in (("train", 16), ("dev", 6)):
-        for level in ("middle", "high"):
-            folder = tmp_path / "RACE" / split / level
+def race_dir(root, train: tuple[int, int] = (16, 16), dev: tuple[int, int] = (6, 6),
+             seed: int = 7):
+    """A RACE folder: `train` and `dev` questions per level (middle, high), one good option
+    among three bad ones, the question's blank to fill."""
+    rng = np.random.default_rng(seed)
+    for split, counts in (("train", train), ("dev", dev)):
+        for level, n in zip(("middle", "high"), counts, strict=True):
+            folder = root / split / level
             folder.mkdir(parents=True)
             for i in range(n):
                 answer = int(rng.integers(0, 4))
@@ -197,6 +200,11 @@ def test_race_multiple_choice(base_model, tmp_path):
                     "id": f"{level}{i}.txt", "article": sentence(rng, True),
                     "questions": ["the film was _ ."], "options": [options],
                     "answers": ["ABCD"[answer]]}))
+    return root
+
+
+def test_race_multiple_choice(base_model, tmp_path):
+    race_dir(tmp_path / "RACE")
     out = tmp_path / "out"
     result = finetune(FinetuneConfig(task="race", data=str(tmp_path / "RACE"),
                                      model=str(base_model), out=str(out),

@@ -58,6 +58,22 @@ def backend() -> str:
     return os.environ.get(BACKEND_ENV) or "inductor"
 
 
+# Graphs torch.compile may keep per function. torch's default, 8, is a guard against shapes
+# without bound; litebert's are bounded by construction (static widths, unpadded N dynamic),
+# yet a pre-training run may still meet up to 9 forms of one forward: a batch unpadded, with a
+# mask only (fewer padding positions than filler segments) or with none, in training and in
+# evaluation, a smaller last evaluation batch, and the cross evaluation's pairs. 16 leaves
+# room; a run past it still stops with compile_errors' sentence.
+RECOMPILE_LIMIT = 16
+
+
+def allow_bounded_recompiles() -> None:
+    """Raise torch's graphs-per-function limit to RECOMPILE_LIMIT (never lower it)."""
+    config = torch._dynamo.config
+    name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, name, max(getattr(config, name), RECOMPILE_LIMIT))
+
+
 def compile_in_place(model: nn.Module, mode: str | None = None,
                      dynamic: bool | None = False) -> None:
     """One full graph (a graph break is an error, not a slow path) per shape the run feeds.
@@ -66,6 +82,7 @@ def compile_in_place(model: nn.Module, mode: str | None = None,
     batches (the first shape static, the dimensions that then change symbolic)."""
     log.info("compiling the model (torch.compile, backend %s%s); turn it off with %s",
              backend(), f", mode {mode}" if mode else "", TURN_OFF)
+    allow_bounded_recompiles()
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
         model.compile(fullgraph=True, dynamic=dynamic, backend=backend(), mode=mode)
 
@@ -75,6 +92,7 @@ def compile_units(units, mode: str | None = None) -> None:
     fully_shard's hooks, which dynamo does not trace, run eagerly around them."""
     log.info("compiling %d FSDP units (torch.compile, backend %s); turn it off with %s",
              len(units), backend(), TURN_OFF)
+    allow_bounded_recompiles()
     for module, _ in units:
         module.forward = torch.compile(module.forward, fullgraph=True, dynamic=False,
                                        backend=backend(), mode=mode)
