@@ -24,6 +24,7 @@ from litebert.studies.runner import SPEED_FIELDS
 from litebert.train.compiling import (
     BACKEND_ENV,
     RECOMPILE_LIMIT,
+    compile_errors,
     compile_in_place,
     compile_mode,
     resolved_compile,
@@ -296,3 +297,18 @@ def test_auto_compiles_on_cuda_only():
     assert resolved_compile("reduce-overhead", cpu)
     assert [compile_mode(s) for s in (None, True, False, "default", "reduce-overhead")] == \
         [None, None, None, None, "reduce-overhead"]
+
+
+def test_the_recompile_limit_is_a_sentence_naming_no_compile(monkeypatch):
+    """FailOnRecompileLimitHit is no TorchDynamoException: compile_errors catches it too, and
+    says what it means and how to train eagerly."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    torch._dynamo.reset()
+    double = torch.compile(lambda x: x * 2, fullgraph=True, dynamic=False, backend="aot_eager")
+    with torch._dynamo.config.patch(recompile_limit=1), \
+            pytest.raises(RunConfigError) as caught, compile_errors(True):
+        for n in (2, 3, 4):  # a new static shape each time: a graph each
+            double(torch.ones(n))
+    text = str(caught.value)
+    assert "limit of 1 graphs for one function" in text and "--no-compile" in text
+    assert type(caught.value.__cause__).__name__ == "FailOnRecompileLimitHit"
