@@ -131,3 +131,14 @@ def test_the_static_step_benchmark_prints_each_part_in_both_forms():
         assert re.search(rf"\| {re.escape(part)} \| {re.escape(form)} \| {NUMBER} \|",
                          run.stdout), (part, form, run.stdout)
     assert re.search(rf"static MLM step time over dynamic {NUMBER}x", run.stdout)
+
+
+def test_without_data_or_an_index_a_benchmark_says_to_pass_data(tmp_path):
+    """A host with no package index (a GPU node, say) gets a sentence, not a traceback."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pretrain.py"),
+                          "--device", "cpu"], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src"),
+                              "LITEBERT_DATA": str(tmp_path), "PIP_NO_INDEX": "1",
+                              "PIP_FIND_LINKS": ""})
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert "bbc-news could not be fetched" in run.stderr and "--data DIR" in run.stderr
