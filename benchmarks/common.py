@@ -159,17 +159,18 @@ def pick_device(name: str) -> torch.device:
 
 
 def pick_precision(name: str, device: torch.device) -> str:
-    """"fp32" or "bf16"; the names PretrainConfig.precision takes."""
-    if name == "auto":
-        return "bf16" if device.type == "cuda" else "fp32"
-    return name
+    """"fp32" or "bf16" (auto: bf16 on CUDA); the names PretrainConfig.precision takes."""
+    from litebert.train.precision import resolved_precision
+
+    return resolved_precision(name, device)
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager[Any]:
-    """The same mixed precision the Trainer applies (litebert.train.pretrain.autocast)."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    """The same mixed precision litebert's loops apply (litebert.train.precision.autocast),
+    for the transformers sides."""
+    from litebert.train.precision import autocast as litebert_autocast
+
+    return litebert_autocast(precision, device)[0]
 
 
 def describe(device: torch.device) -> str:

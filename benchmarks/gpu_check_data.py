@@ -141,6 +141,9 @@ def main() -> None:
                         help="tokenizer processes (default: the CPUs this process may use, "
                              "%(default)s here)")
     args = parser.parse_args()
+    if args.corpus is not None and not args.corpus.is_file():
+        raise SystemExit(f"--corpus {args.corpus}: no such file; give a text or JSON-lines "
+                         f"corpus, or leave --corpus out to fetch bbc-news")
     corpus = args.corpus or WORK / "bbc-news" / "bbc-news.jsonl"
     if args.corpus is None and not corpus.exists():  # third-party text: kept out of --out
         corpus = fetch("bbc-news", WORK / "bbc-news")

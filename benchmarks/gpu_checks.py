@@ -9,6 +9,7 @@ data, preset and batch (Settings.baselines) and shared by the rows of that shape
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import socket
@@ -23,6 +24,7 @@ import torch
 import torch.distributed as dist
 import transformers
 from common import (
+    autocast,
     export_initial,
     feeding,
     peak_mb,
@@ -248,8 +250,8 @@ def plain_loop(model, rows: list[dict], batch: int, s: Settings,
     longest, clipping at 1.0; `keep` names the inputs the model takes."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
     order = np.random.default_rng(0).permutation(len(rows))
-    amp = torch.autocast(s.device.type, dtype=torch.bfloat16, enabled=s.precision == "bf16")
-    feed = iter(range(10**9))
+    amp = autocast(s.device, s.precision)
+    feed = itertools.count()
 
     def step() -> int:
         i = next(feed) % max(1, len(rows) // batch)

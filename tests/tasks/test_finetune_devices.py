@@ -187,6 +187,22 @@ def test_a_compiled_run_stays_within_the_recompile_limit_with_the_eager_losses(
     assert losses[True] == pytest.approx(losses[False], rel=1e-3)
 
 
+@pytest.mark.parametrize("compile_setting, marks", [("reduce-overhead", 6), (True, 0)])
+def test_cuda_graph_modes_mark_each_step(base_model, tmp_path, monkeypatch,  # noqa: F811
+                                         compile_setting, marks):
+    """compile: reduce-overhead replays CUDA graphs, so each training step is marked as a new
+    one (aot_eager ignores the mode here); the default mode marks nothing."""
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    marked = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marked.append(1))
+    data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
+    torch._dynamo.reset()
+    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model), batch_size=8,
+                            max_steps=6, warmup_steps=1, max_seq_length=32, eval_every=6,
+                            out=str(tmp_path / "out"), compile=compile_setting))
+    assert len(marked) == marks
+
+
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatch,
                                                 precision):  # noqa: F811

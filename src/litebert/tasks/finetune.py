@@ -140,6 +140,8 @@ class TrainingLoop:
         """One optimizer step on a global batch, this rank running its rows; this rank's
         share of the batch's mean loss, (), on the device (nothing read back here)."""
         runtime, scaler = self.runtime, self.runtime.scaler
+        if runtime.cuda_graphs:  # this step's replays may overwrite the last step's outputs
+            torch.compiler.cudagraph_mark_step_begin()
         rows, weight = runtime.rows_of(batch_ids)
         self.lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         batch = runtime.to_device(self.task.collate([self.task.train_rows[i] for i in rows]))

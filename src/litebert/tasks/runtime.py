@@ -33,7 +33,12 @@ from litebert.distributed import (
     unwrap,
     wrap,
 )
-from litebert.train.compiling import compile_in_place, compile_mode, resolved_compile
+from litebert.train.compiling import (
+    compile_in_place,
+    compile_mode,
+    replays_cuda_graphs,
+    resolved_compile,
+)
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 
 if TYPE_CHECKING:
@@ -61,6 +66,12 @@ class Runtime:
         return cls(info=info, precision=resolved_precision(cfg.precision, info.device),
                    compiled=resolved_compile(cfg.compile, info.device),
                    mode=compile_mode(cfg.compile), amp=amp, scaler=scaler)
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """Whether the compiled model replays CUDA graphs (compile: reduce-overhead or
+        max-autotune): the loop then marks where each step begins."""
+        return self.compiled and replays_cuda_graphs(self.mode)
 
     @property
     def device(self) -> torch.device:
