@@ -87,6 +87,7 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 
 def cmd_pretrain(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
+    from litebert.train.preemption import Preempted
     from litebert.train.pretrain import pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
@@ -95,7 +96,13 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
         overrides["objective"] = args.objective
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
-    result = pretrain(cfg)
+    try:
+        result = pretrain(cfg)
+    except Preempted as stop:  # saved: every rank leaves with the status a scheduler reads
+        if os.environ.get("RANK", "0") == "0":
+            print(f"litebert pretrain: {stop}", file=sys.stderr)
+        shutdown(stop.status)
+        raise SystemExit(stop.status) from None
     if result and os.environ.get("RANK", "0") == "0":
         print(json.dumps(result, indent=2))
     # On success only: after an error another rank may wait in a collective, and the

@@ -49,8 +49,9 @@ def init_distributed() -> DistInfo:
     return DistInfo(rank=rank, world_size=world, local_rank=local, device=device)
 
 
-def shutdown() -> None:
-    """Close the process group after a successful run; under torchrun, end the process here.
+def shutdown(status: int = 0) -> None:
+    """Close the process group after a successful (or preempted: `status`, every rank at
+    the same step) run; under torchrun, end the process here with `status`.
 
     Every rank meets at a barrier first, so no rank tears gloo down while another still
     talks to it. A torchrun process then leaves with os._exit: gloo's C++ worker threads can
@@ -65,7 +66,7 @@ def shutdown() -> None:
     if int(os.environ.get("WORLD_SIZE", 1)) > 1 and "TORCHELASTIC_RUN_ID" in os.environ:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(status)
 
 
 def shards(info: DistInfo, fsdp: bool) -> bool:

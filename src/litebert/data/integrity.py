@@ -13,6 +13,7 @@ the arrays (not of the tokenizer files), which are checked instead, with a warni
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -57,6 +58,16 @@ def load_manifest(directory: Path) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a valid manifest ({err}); {_rebuild(directory)}") from None
+
+
+def content_digest(manifest: dict[str, Any]) -> str:
+    """What a data directory holds, as 16 hex digits: a hash of its files' recorded sizes and
+    checksums (and of its build config for manifests without them). Paths and times do not
+    enter: a copied or moved directory has the same digest."""
+    content = manifest.get("files") or {"config": manifest.get("config"),
+                                        "counts": manifest.get("counts")}
+    text = json.dumps(content, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def open_manifest(directory: str | Path) -> dict[str, Any]:

@@ -48,7 +48,7 @@ EVAL_INSTANCES = (2000, 400)  # SOP and NSP pairs each, at most: (full, quick)
 SIMILARITY_BATCHES = 8  # held-out batches of the similarity measurement, at most
 SIMILARITY_BATCH_SIZE = 16
 DONE_FIELDS = ("pretraining", "tokens", "minutes", "results")  # work recorded, kept
-PATH_FIELDS = {"data", "out", "resume"}  # of a PretrainConfig: where, not what
+PATH_FIELDS = {"data", "out", "resume", "restart"}  # of a PretrainConfig: where, not what
 SPEED_FIELDS = {"num_workers", "peak_tflops", "compile"}  # how fast, not what: results stay
 
 

@@ -177,7 +177,8 @@ def write(run_dir: Path, step: int, fill: Callable[[Path], None], train_state: d
             (tmp / "state.json").write_text(json.dumps({**train_state, "files": files},
                                                        indent=2, sort_keys=True) + "\n")
     if rank == 0:
-        prune(run_dir, keep_last)
+        prune(run_dir, keep_last, train_state.get("run_id"),
+              train_state.get("adopts_unnamed", False))
     barrier()  # nobody goes on (or reads the checkpoint) before it is in place
     return final
 
@@ -193,13 +194,39 @@ def _describe_together(directory: Path) -> dict[str, dict[str, Any]]:
     return merged
 
 
-def prune(run_dir: Path, keep_last: int) -> None:
-    """Delete all but the newest `keep_last` checkpoints, and leftovers of killed writes."""
+def prune(run_dir: Path, keep_last: int, run_id: str | None = None,
+          adopts_unnamed: bool = False) -> None:
+    """Delete all but the newest `keep_last` checkpoints of run `run_id` (any, for None),
+    and leftovers of killed writes. Checkpoints of another run are kept, and said once."""
     root = checkpoint_dir(run_dir)
-    old = list_checkpoints(run_dir)[:-keep_last] if keep_last > 0 else []
+    mine: list[Path] = []
+    theirs: list[Path] = []
+    for path in list_checkpoints(run_dir):
+        owner = run_id_of(path)
+        same = owner == run_id or (owner is None and (adopts_unnamed or run_id is None))
+        (mine if same else theirs).append(path)
+    old = mine[:-keep_last] if keep_last > 0 else []
     leftovers = [*root.glob("step-*.tmp"), *root.glob("step-*.old")]
     for path in old + leftovers:
         shutil.rmtree(path, ignore_errors=True)
+    unsaid = [p for p in theirs if p not in _SAID_FOREIGN]
+    if unsaid:
+        _SAID_FOREIGN.update(unsaid)
+        log.warning("kept %s: checkpoint(s) of another run, which pruning never deletes; "
+                    "move or delete them yourself", ", ".join(str(p) for p in unsaid))
+
+
+_SAID_FOREIGN: set[Path] = set()  # foreign checkpoints already named in the log
+
+
+def run_id_of(path: Path) -> str | None:
+    """The id of the run that wrote checkpoint `path` (None: written before runs had ids,
+    or unreadable)."""
+    try:
+        record = json.loads((Path(path) / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record.get("run_id") if isinstance(record, dict) else None
 
 
 def save_full(directory: Path, model_state: dict[str, torch.Tensor],

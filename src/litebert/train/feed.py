@@ -13,6 +13,7 @@ those the workers have prefetched; a checkpoint saves it, and the sampler starts
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from typing import cast
 
@@ -21,6 +22,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from litebert.data.integrity import DataError
 from litebert.objectives import Items
+from litebert.train.preemption import SIGNALS as PREEMPTION_SIGNALS
 
 
 class EpochItems:
@@ -55,6 +57,14 @@ class EpochChunks:
             epoch, first = epoch + 1, 0
 
 
+def ignore_preemption(worker_id: int) -> None:
+    """In a loader worker: a scheduler that signals every process of the job must not kill
+    the workers the step in progress still reads from; the main process decides when to
+    stop (train/preemption.py), and its workers end with it."""
+    for sig in PREEMPTION_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def batches(dataset: Items, sampler, micro: int, workers: int,
             position: dict[str, int], pin: bool = False):
     """Micro-batches forever from `position` (updated as the loop takes them). pin:
@@ -70,7 +80,7 @@ def batches(dataset: Items, sampler, micro: int, workers: int,
     loader: DataLoader = DataLoader(
         cast(Dataset, EpochItems(dataset)), batch_sampler=EpochChunks(sampler, micro, position),
         collate_fn=dataset.collate, num_workers=workers, pin_memory=pin,
-        prefetch_factor=4 if workers else None,
+        prefetch_factor=4 if workers else None, worker_init_fn=ignore_preemption,
         generator=torch.Generator().manual_seed(position["epoch"]))
     for batch in loader:
         position["batch"] += 1

@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.data.attention_layout import mark_tokens_dynamic
-from litebert.data.integrity import DataError, load_manifest
+from litebert.data.integrity import DataError, content_digest, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
 from litebert.distributed import (
     DistInfo,
@@ -57,7 +58,9 @@ from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
-from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
+from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
+from litebert.train.restart import plan_start
+from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
@@ -151,41 +154,21 @@ class Trainer:
         # checkpoints left out), what a study reports as the run's minutes.
         self.state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
                                       "nonfinite_in_row": 0, "tokens": 0, "seconds": 0.0}
-        resume = checkpoint.resolve_resume(self.run_dir, cfg.resume)
-        if resume is not None:
-            self._check_same_model(resume)
+        self.data_digest = content_digest(load_manifest(data_dir))
+        self.start = plan_start(cfg, self.config, self.data_digest)
+        if self.start.checkpoint is not None:
             saved = restore_state(self.model, self.optimizer, self.scheduler, cfg, self.info,
-                                  resume)
+                                  self.start.checkpoint)
             self.state.update({k: saved[k] for k in self.state if k in saved})
             self.objective.load_state_dict(saved["objective_state"])
+            log.info("continuing from %s (step %d)", self.start.checkpoint, self.state["step"])
         self._prepare_run_dir(data_dir)
+        # Lines a killed run logged after the step it continues from are dropped (all of
+        # them when it starts from step 0): no step is ever logged twice.
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
-                                    resume_step=self.state["step"] if resume else None)
+                                    resume_step=self.state["step"])
         self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
-
-    def _check_same_model(self, path: Path) -> None:
-        """A checkpoint of another objective or model (other data, preset or overrides)
-        cannot resume."""
-        record = json.loads((path / "state.json").read_text())
-        saved_objective = record.get("config", {}).get("objective", "mlm")  # before: none
-        if isinstance(saved_objective, dict):  # nested since the objective had fields
-            saved_objective = saved_objective.get("name", "mlm")
-        if saved_objective != self.cfg.objective.name:
-            raise RunConfigError(
-                f"--resume {path}: the checkpoint was trained with objective "
-                f"{saved_objective!r}, this run is {self.cfg.objective.name!r}; resume with "
-                f"the same recipe, or start a new --out")
-        saved = record.get("model_config", {})
-        if saved:  # read as a config: a field added since the checkpoint takes its default
-            saved = AlbertConfig.from_dict(saved, source=str(path / "state.json")).to_dict()
-        now = self.config.to_dict()
-        changed = sorted(k for k in set(saved) | set(now) if saved.get(k) != now.get(k))
-        if changed:
-            k = changed[0]
-            raise RunConfigError(
-                f"--resume {path}: the checkpoint's model differs from this run's ({k}: "
-                f"{saved.get(k)!r} there, {now.get(k)!r} here); resume with the same recipe "
-                f"and data, or start a new --out")
+        self.saved_step = self.state["step"] if self.start.checkpoint else -1
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:
@@ -287,9 +270,14 @@ class Trainer:
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
-        with compile_errors(self.compiled):  # compiling happens at the first step and eval
+        # compiling happens at the first step and evaluation
+        with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
             while state["step"] < cfg.max_steps:
                 last_eval = self._one_step(data, window, bar) or last_eval
+                signum = watch.stop_now()
+                if signum:
+                    bar.close()
+                    self._stop_for(signum)
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
@@ -319,11 +307,29 @@ class Trainer:
         paused = time.perf_counter()  # evaluations and checkpoints are not training time
         metrics = self._evaluate() if due[1] else {}
         if due[2]:
-            save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
-                            self.info, {**self.state, "model_config": self.config.to_dict()},
-                            self.objective.state_dict())
+            self._save()
         window["paused"] += time.perf_counter() - paused
         return metrics
+
+    def _save(self) -> None:
+        """A checkpoint at this step, which says which run wrote it and on what data."""
+        record = {**self.state, "model_config": self.config.to_dict(),
+                  "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
+                  "data_digest": self.data_digest}
+        save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, self.cfg,
+                        self.info, record, self.objective.state_dict())
+        self.saved_step = self.state["step"]
+
+    def _stop_for(self, signum: int) -> None:
+        """Preempted: a checkpoint at this step (unless one was just written), then out."""
+        self._settle()
+        if self.saved_step != self.state["step"]:
+            self._save()
+        self.logger.close()
+        name = signal.Signals(signum).name
+        raise Preempted(f"stopped by {name} after step {self.state['step']}, saved in "
+                        f"{checkpoint.latest(self.run_dir)}; the same command continues from "
+                        f"there (exit status {exit_status(signum)})", exit_status(signum))
 
     def _open_window(self, window: dict[str, Any]) -> None:
         """The log window's sums, on the device until the log line reads them."""

@@ -105,8 +105,13 @@ class PretrainConfig:
         None, "the device's peak TFLOP/s at the run's precision, for the logged mfu; default: "
               "looked up for A100, H100 and H200 GPUs, none elsewhere (no mfu logged)")
     seed: int = option(1234, "seed of the model's initialisation and the data order")
-    resume: str | None = option(None, "'auto' (the newest checkpoint of --out) or a "
-                                      "checkpoint directory")
+    resume: str | None = option(
+        "auto", "where the run starts: auto = the newest intact checkpoint of --out when it "
+                "holds one (the run must agree with it), else step 0; or a checkpoint "
+                "directory to continue from, the schedule (max_steps, lr, ...) free to change")
+    restart: bool = option(False, "start over from step 0: the run in --out moves aside to "
+                                  "OUT.previous-STAMP (nothing is deleted); on a job's first "
+                                  "attempt only, so torchrun's restarts still continue")
     export: bool = option(True, "write RUN_DIR/export (transformers format) at the end")
 
     def __post_init__(self) -> None:

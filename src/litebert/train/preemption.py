@@ -1,0 +1,105 @@
+"""Preemption: SIGTERM or SIGUSR1 ends a run at a step boundary, with a checkpoint there.
+
+A scheduler that reclaims the machines (Slurm's `--signal`, a cluster's preemption, a
+Kubernetes eviction) sends SIGTERM or SIGUSR1 some time before it kills. The first signal
+only raises a flag; the loop finishes the optimizer step it is in, every rank agrees on
+the step to stop after, the checkpoint is written there and the process exits with
+status 128 + the signal's number (143 for SIGTERM, 138 for SIGUSR1): the shell's "killed
+by a signal", which Kubernetes' ExitCode restart policy and a job script's requeue both
+read as "try again". Running the same command again continues from that checkpoint.
+
+A second signal exits at once (same status; the checkpoint in writing is never made
+visible, the previous one stays intact). A copy of the first signal that arrives within
+`ECHO_SECONDS` is not a second one: under torchrun the scheduler often signals the worker
+and torchrun forwards the same signal to it a moment later.
+
+The ranks agree without a host sync in the step: each step starts a non-blocking
+all-reduce (max) of its flag on a gloo group and reads the one started a step before, so
+every rank decides on the same step, one step after the first rank saw the signal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from types import FrameType
+
+import torch
+import torch.distributed as dist
+
+from litebert.distributed import DistInfo
+
+log = logging.getLogger("litebert")
+
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+ECHO_SECONDS = 2.0  # a repeat within this long is the same preemption, forwarded
+
+
+def exit_status(signum: int) -> int:
+    """The status a preempted run exits with: the shell's convention for a signal."""
+    return 128 + signum
+
+
+class Preempted(Exception):
+    """Raised by the loop once it has saved after a preemption signal; `status` is what the
+    process should exit with, the message says where the run can continue from."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class PreemptionWatch:
+    """Installs the handlers for the run (`with PreemptionWatch(info) as watch:`) and
+    answers `watch.stop_now()` once per step, the same on every rank."""
+
+    def __init__(self, info: DistInfo):
+        self.info = info
+        self.signum: int | None = None  # the first signal seen
+        self.first_at = 0.0
+        self.previous: dict[int, object] = {}
+        self.group = None
+        self.pending: tuple[dist.Work, torch.Tensor] | None = None
+
+    def __enter__(self) -> PreemptionWatch:
+        if dist.is_initialized():  # a gloo group of its own: CPU flags, no device sync
+            self.group = dist.new_group(backend="gloo")
+        for sig in SIGNALS:
+            self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        if self.pending is not None:  # every rank started the same all-reduces: finish them
+            self.pending[0].wait()
+            self.pending = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum, self.first_at = signum, time.monotonic()
+            log.warning("%s: finishing this step, then saving a checkpoint and stopping "
+                        "(a second signal stops at once)", signal.Signals(signum).name)
+        elif time.monotonic() - self.first_at > ECHO_SECONDS:
+            sys.stderr.write(f"litebert: a second {signal.Signals(signum).name}: stopping "
+                             f"now, without a checkpoint at this step\n")
+            sys.stderr.flush()
+            os._exit(exit_status(signum))  # nothing may wait here: not even a collective
+
+    def stop_now(self) -> int | None:
+        """The signal to stop for after this step, or None to go on; a collective (every
+        rank calls it once per step)."""
+        if self.group is None:
+            return self.signum
+        mine = torch.tensor([self.signum or 0], dtype=torch.int64)
+        agreed = None
+        if self.pending is not None:  # started a step ago: long done but for a straggler
+            work, flags = self.pending
+            work.wait()
+            agreed = int(flags.item()) or None
+        work = dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=self.group, async_op=True)
+        self.pending = (work, mine)
+        return agreed
