@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
@@ -44,9 +45,24 @@ def init_distributed() -> DistInfo:
     else:
         device = torch.device("cpu")
     if world > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo",
+                                store=attempt_store(world), rank=int(os.environ["RANK"]),
+                                world_size=world)
     rank = dist.get_rank() if dist.is_initialized() else 0
     return DistInfo(rank=rank, world_size=world, local_rank=local, device=device)
+
+
+def attempt_store(world: int) -> dist.Store:
+    """The rendezvous store torchrun's environment names, its keys under this attempt's
+    prefix. torchrun keeps one store for all the restarts of a job (`--max-restarts`); a
+    restarted rank could read the address a rank of the killed attempt wrote there and
+    wait on it ("connectFullMesh failed ... Connection refused", or a hang)."""
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    hosts = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" and \
+        os.environ.get("RANK") == "0"  # else torchrun's agent serves it
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=hosts, timeout=timedelta(minutes=10))
+    return dist.PrefixStore(f"litebert/attempt-{restart}", store)
 
 
 def shutdown(status: int = 0) -> None:

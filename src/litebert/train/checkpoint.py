@@ -146,7 +146,8 @@ def resolve_resume(run_dir: Path, resume: str | None) -> Path | None:
         raise DamagedCheckpoint(f"--resume auto: every checkpoint of {run_dir} is damaged "
                                 f"(see above); restore one, or delete "
                                 f"{checkpoint_dir(run_dir)} to start from step 0")
-    log.info("%s: no checkpoint yet, starting from step 0", run_dir)
+    if rank_and_world()[0] == 0:
+        log.info("%s: no checkpoint yet, starting from step 0", run_dir)
     return None
 
 

@@ -87,7 +87,7 @@ class PreemptionWatch:
             sys.stderr.write(f"litebert: a second {signal.Signals(signum).name}: stopping "
                              f"now, without a checkpoint at this step\n")
             sys.stderr.flush()
-            os._exit(exit_status(signum))  # nothing may wait here: not even a collective
+            os._exit(exit_status(self.signum))  # nothing may wait: not even a collective
 
     def stop_now(self) -> int | None:
         """The signal to stop for after this step, or None to go on; a collective (every

@@ -161,7 +161,9 @@ class Trainer:
                                   self.start.checkpoint)
             self.state.update({k: saved[k] for k in self.state if k in saved})
             self.objective.load_state_dict(saved["objective_state"])
-            log.info("continuing from %s (step %d)", self.start.checkpoint, self.state["step"])
+            if self.info.is_main:
+                log.info("continuing from %s (step %d)", self.start.checkpoint,
+                         self.state["step"])
         self._prepare_run_dir(data_dir)
         # Lines a killed run logged after the step it continues from are dropped (all of
         # them when it starts from step 0): no step is ever logged twice.
