@@ -36,7 +36,11 @@ SAVING_MEMORIES = {**OBJECTIVE, "checkpoint_memories": True}
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plm-pretrain")
+    return build_plm_data(tmp_path_factory.mktemp("plm-pretrain"))
+
+
+def build_plm_data(root):
+    """XLNet streams of 64-token windows from a small corpus, under `root`."""
     corpus = write_corpus(root / "corpus.txt", docs=150)
     tok = train_tokenizer("xlnet", [corpus], root / "tok", vocab_size=200).parent
     out = root / "data"
@@ -170,7 +174,7 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
 
 def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
-    4k .. 4k + 3 and keeps their memories."""
+    4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     opt_in = ("--set", "objective.checkpoint_memories=true")
     subprocess.run(_cli(data_dir, tmp_path / "one", 3, *opt_in), check=True, env=env,
@@ -189,3 +193,10 @@ def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
              for r in (0, 1)]
     torch.testing.assert_close(one["mems.0"], torch.cat([m["mems.0"] for m in ranks], dim=2),
                                atol=1e-5, rtol=1e-4)
+    # The two ranks' memories on one process: a sentence, not one rank's memories kept and
+    # the other's dropped unseen (micro-batches of 4: each rank's file would fit).
+    run = subprocess.run(_cli(data_dir, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
+                              "4", "--resume", "auto"), env=env, capture_output=True,
+                         text=True)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert "saved by 2 processes, one file each, and this run has 1" in run.stderr
