@@ -18,8 +18,9 @@ them in bf16 anyway). They are this objective's state, one (L, M, B, H) set per 
 a step, but checkpoints leave them out unless `checkpoint_memories` is set: at the paper's
 scale they outweigh the model and optimizer many times over (docs/pretraining.md), and state
 per rank ties a resume to the number of processes. A resume without them starts them at zero,
-as the first step does, so each stream loses one window of context; with them a killed run
-resumes bit for bit.
+as the first step does: each stream loses the memory's context for the first window (and the
+part of it that window does not refill for the next); with them a killed run resumes bit for
+bit.
 
 "+NSP" (objective.nsp, the paper's Table 6 ablation; XLNet trains without it): a pair head
 on the <cls> summary also predicts the data's next_sentence_label (B from a random place),
@@ -113,7 +114,8 @@ class PLMConfig(ObjectiveConfig):
     checkpoint_memories: bool = option(
         False, "save the memories in every checkpoint (per rank, in their dtype) so a resume "
                "is bit for bit, on the same number of processes; off, a resume starts them at "
-               "zero (one window of context per stream) and may change the number of processes")
+               "zero (a window's memory context lost per stream) and may change the number of "
+               "processes")
 
     def __post_init__(self) -> None:
         for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
