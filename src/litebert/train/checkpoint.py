@@ -264,10 +264,11 @@ def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
     rank cannot be split or merged: on another number of processes (fewer too, where every
     rank would find a file and the others' state would be lost unseen) an error naming the
     checkpoint."""
-    saved = len(list(Path(path).glob("objective-rank*.safetensors")))
+    saved = [int(p.name[len("objective-rank"):-len(".safetensors")])
+             for p in Path(path).glob("objective-rank*.safetensors")]
     world = rank_and_world()[1]
-    if saved and saved != world:
-        raise DamagedCheckpoint(f"{path}: the objective's state was saved by {saved} "
+    if saved and max(saved) >= world:
+        raise DamagedCheckpoint(f"{path}: the objective's state was saved by {max(saved) + 1} "
                                 f"processes, one file each, and this run has {world}; resume "
                                 f"with the number of processes that wrote it")
     mine = Path(path) / objective_file(rank)
