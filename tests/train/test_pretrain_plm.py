@@ -1,7 +1,7 @@
 """XLNet's permutation LM through the pre-training loop: it learns, it evaluates and exports
 an XLNetLMHeadModel directory, and with memories on it stays exact under gradient
 accumulation, two torchrun processes and kill -9 + resume (the memories are the objective's
-state, saved per rank in every checkpoint)."""
+state, saved per rank in every checkpoint when objective.checkpoint_memories is set)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,16 @@ XLNET_MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, embedding_size=32, num_hidden_groups=2,
                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, mem_len=MEM)
 OBJECTIVE = {"name": "plm", "perm_size": 16}
+SAVING_MEMORIES = {**OBJECTIVE, "checkpoint_memories": True}
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("plm-pretrain")
+    return build_plm_data(tmp_path_factory.mktemp("plm-pretrain"))
+
+
+def build_plm_data(root):
+    """XLNet streams of 64-token windows from a small corpus, under `root`."""
     corpus = write_corpus(root / "corpus.txt", docs=150)
     tok = train_tokenizer("xlnet", [corpus], root / "tok", vocab_size=200).parent
     out = root / "data"
@@ -69,9 +74,8 @@ def test_plm_trains_evaluates_and_exports_an_xlnet_directory(data_dir, tmp_path)
     for key in ("eval_plm_accuracy", "eval_plm_baseline_accuracy"):
         assert 0.0 <= result[key] <= 1.0
     assert result["eval_plm_loss"] == pytest.approx(result["eval_loss"])
-    # The objective's state: one set of memories, (L, M, B, H), saved with the checkpoint.
-    mems = load_file(checkpoint.latest(tmp_path / "run") / "objective-rank0.safetensors")
-    assert mems["mems.0"].shape == (2, MEM, 8, 32) and mems["mems.0"].abs().sum() > 0
+    # The memories are not checkpointed by default.
+    assert not list(checkpoint.latest(tmp_path / "run").glob("objective-rank*"))
     export = tmp_path / "run" / "export"
     config = json.loads((export / "config.json").read_text())
     assert config["model_type"] == "xlnet" and config["architectures"] == ["XLNetLMHeadModel"]
@@ -120,9 +124,10 @@ def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(data_d
 def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, micro):
     """1 x 8 == 2 x 4 == 4 x 2: each micro-batch keeps its own rows' memories, so the same
     streams meet the same memories however the batch is split."""
-    pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False))
+    pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False,
+                        objective=SAVING_MEMORIES))
     pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
-                        export=False))
+                        export=False, objective=SAVING_MEMORIES))
     a = load_file(checkpoint.latest(tmp_path / "big") / "model.safetensors")
     b = load_file(checkpoint.latest(tmp_path / "acc") / "model.safetensors")
     for key in a:
@@ -130,6 +135,7 @@ def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, mi
     mems_a = load_file(checkpoint.latest(tmp_path / "big") / "objective-rank0.safetensors")
     mems_b = load_file(checkpoint.latest(tmp_path / "acc") / "objective-rank0.safetensors")
     whole = mems_a["mems.0"]  # (L, M, 8, H); the groups' rows in order make the same batch
+    assert whole.shape == (2, MEM, 8, 32) and whole.abs().sum() > 0
     split = torch.cat([mems_b[f"mems.{g}"] for g in range(8 // micro)], dim=2)
     torch.testing.assert_close(whole, split, atol=1e-5, rtol=1e-4)
 
@@ -145,14 +151,15 @@ def _cli(data_dir, out, steps, *extra):
 
 
 def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
+    """With objective.checkpoint_memories (set as --set objective.checkpoint_memories=true)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    steps = 10
-    subprocess.run(_cli(data_dir, tmp_path / "straight", steps), check=True, env=env,
+    steps, opt_in = 10, ("--set", "objective.checkpoint_memories=true")
+    subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *opt_in), check=True, env=env,
                    capture_output=True)
     # killed once step 5 is logged: between checkpoints 4 and 6
-    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps), env, tmp_path / "killed",
-                     step=5)
-    subprocess.run(_cli(data_dir, tmp_path / "killed", steps, "--resume", "auto"),
+    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps, *opt_in), env,
+                     tmp_path / "killed", step=5)
+    subprocess.run(_cli(data_dir, tmp_path / "killed", steps, *opt_in, "--resume", "auto"),
                    check=True, env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(tmp_path / "killed")
@@ -167,13 +174,14 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
 
 def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
-    4k .. 4k + 3 and keeps their memories."""
+    4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    subprocess.run(_cli(data_dir, tmp_path / "one", 3), check=True, env=env,
+    opt_in = ("--set", "objective.checkpoint_memories=true")
+    subprocess.run(_cli(data_dir, tmp_path / "one", 3, *opt_in), check=True, env=env,
                    capture_output=True)
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node", "2", "-m", "litebert.cli",
-           *_cli(data_dir, tmp_path / "two", 3, "--micro-batch-size", "4")[3:]]
+           *_cli(data_dir, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     a, _ = load_model_state(checkpoint.latest(tmp_path / "one"))
@@ -185,3 +193,10 @@ def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
              for r in (0, 1)]
     torch.testing.assert_close(one["mems.0"], torch.cat([m["mems.0"] for m in ranks], dim=2),
                                atol=1e-5, rtol=1e-4)
+    # The two ranks' memories on one process: a sentence, not one rank's memories kept and
+    # the other's dropped unseen (micro-batches of 4: each rank's file would fit).
+    run = subprocess.run(_cli(data_dir, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
+                              "4", "--resume", "auto"), env=env, capture_output=True,
+                         text=True)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert "saved by 2 processes, one file each, and this run has 1" in run.stderr

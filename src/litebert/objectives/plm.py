@@ -12,9 +12,15 @@ of the global batch.
 
 Memories: every layer caches the states of the window's reused part, and the next window of
 the same row attends to them (Transformer-XL recurrence). They start as zeros of `mem_len`
-rows, as in the official code, so every step has the same shapes. They are this objective's
-state: one (L, M, B, H) set per micro-batch of a step, saved in every checkpoint of every
-rank, so a killed run resumes bit for bit.
+rows, as in the official code, so every step has the same shapes, and are kept in the dtype
+the forward computes in (bf16 under a bf16 autocast: half of fp32's bytes, and the model reads
+them in bf16 anyway). They are this objective's state, one (L, M, B, H) set per micro-batch of
+a step, but checkpoints leave them out unless `checkpoint_memories` is set: at the paper's
+scale they outweigh the model and optimizer many times over (docs/pretraining.md), and state
+per rank ties a resume to the number of processes. A resume without them starts them at zero,
+as the first step does: each stream loses the memory's context for the first window (and the
+part of it that window does not refill for the next); with them a killed run resumes bit for
+bit.
 
 "+NSP" (objective.nsp, the paper's Table 6 ablation; XLNet trains without it): a pair head
 on the <cls> summary also predicts the data's next_sentence_label (B from a random place),
@@ -34,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +54,7 @@ from litebert.config import AlbertConfig, ConfigError, read_json_object
 from litebert.data.heldout import HeldoutDocuments, commonest_training_token, open_heldout
 from litebert.data.integrity import DataError
 from litebert.data.loader import StreamSampler
-from litebert.distributed import DistInfo
+from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForPermutationLM
 from litebert.model.backbone import backbone_class
@@ -82,6 +89,8 @@ OBJECTIVE_FIELDS_NAME = "litebert_objective.json"  # the run's PLM fields, besid
 TABLE_ROWS = (("plm_accuracy", "plm_baseline_accuracy"), ("plm_loss", None))
 NSP_ROWS = (("nsp_accuracy", "nsp_baseline_accuracy"), ("nsp_loss", None))
 
+log = logging.getLogger("litebert")
+
 
 @dataclass
 class PLMConfig(ObjectiveConfig):
@@ -102,6 +111,11 @@ class PLMConfig(ObjectiveConfig):
     nsp: bool = option(
         False, "also predict from the <cls> summary whether B continues A (the paper's "
                "'+NSP' ablation row; XLNet itself trains without it)")
+    checkpoint_memories: bool = option(
+        False, "save the memories in every checkpoint (per rank, in their dtype) so a resume "
+               "is bit for bit, on the same number of processes; off, a resume starts them at "
+               "zero (a window's memory context lost per stream) and may change the number of "
+               "processes")
 
     def __post_init__(self) -> None:
         for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
@@ -204,9 +218,10 @@ class PLMObjective:
         """(P,): the cross-entropy summed over the micro-batch's targets (and with nsp over
         its sequences); the micro-batch's memories are read and replaced."""
         group, self.group = self.group, self.group + 1
-        out = self._forward(model, batch, self._memories(group, batch))
+        dtype = memory_dtype(batch["input_ids"].device)
+        out = self._forward(model, batch, self._memories(group, batch, dtype))
         if self.mem_len:
-            self.mems[group] = self.kept(out.mems)
+            self.mems[group] = self.kept(out.mems, dtype)
         plm = out.loss.float() * batch["target_weights"].sum().float().clamp(min=1)
         if not self.config.nsp:
             return plm[None]
@@ -223,24 +238,28 @@ class PLMObjective:
                      perm_mask=order, target_positions=batch["target_positions"], mems=mems,
                      use_mems=bool(self.mem_len), labels=labels)
 
-    def kept(self, mems: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        """New memories as the next window reads them: copies under CUDA graphs (the next
-        replay would overwrite the outputs themselves), else the outputs."""
-        return tuple(m.clone() for m in mems) if self.copy_memories else mems
+    def kept(self, mems: tuple[torch.Tensor, ...], dtype: torch.dtype
+             ) -> tuple[torch.Tensor, ...]:
+        """New memories (M, B, H) as the next window reads them, in `dtype`: copies under
+        CUDA graphs (the next replay would overwrite the outputs themselves), else the
+        outputs (cast where the last layer's input came out in another dtype). The model
+        has detached them already: no gradient crosses windows."""
+        return tuple(m.to(dtype, copy=self.copy_memories) for m in mems)
 
-    def _memories(self, group: int, batch: Batch) -> tuple[torch.Tensor, ...] | None:
+    def _memories(self, group: int, batch: Batch, dtype: torch.dtype
+                  ) -> tuple[torch.Tensor, ...] | None:
         """Group `group`'s memories: zeros of (mem_len, B, H) per layer at the start, as the
         official code, so every step has the same shapes."""
         if not self.mem_len:
             return None
         while len(self.mems) <= group:
             self.mems.append(None)
-        mems = self.mems[group]
+        mems, device = self.mems[group], batch["input_ids"].device
         if mems is None:
             B = batch["input_ids"].shape[0]
-            mems = self.mems[group] = zero_memories(self.shape, B, batch["input_ids"].device)
-        elif mems[0].device != batch["input_ids"].device:  # restored from a checkpoint
-            mems = self.mems[group] = tuple(m.to(batch["input_ids"].device) for m in mems)
+            mems = self.mems[group] = zero_memories(self.shape, B, device, dtype)
+        elif mems[0].device != device or mems[0].dtype != dtype:  # restored from a checkpoint
+            mems = self.mems[group] = tuple(m.to(device, dtype) for m in mems)
         return mems
 
     # ---- evaluation --------------------------------------------------------------------------
@@ -318,26 +337,66 @@ class PLMObjective:
     # ---- state -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """Every group's memories, (L, M, B, H) each, on the CPU."""
+        """With checkpoint_memories, every group's memories, (L, M, B, H) each, on the CPU
+        in their dtype; else nothing (the checkpoint gets no file of this objective's)."""
+        if not self.config.checkpoint_memories:
+            return {}
         return {f"mems.{g}": torch.stack(m).cpu() for g, m in enumerate(self.mems)
                 if m is not None}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Called on resume only: the saved memories with checkpoint_memories, else none
+        (they start at zero, which the log says once)."""
         groups = sorted(int(k.split(".")[1]) for k in state if k.startswith("mems."))
         unknown = sorted(k for k in state if not k.startswith("mems."))
         if unknown:
             raise ValueError(f"PLMObjective: the checkpoint holds {', '.join(unknown)}, which "
                              f"this objective does not carry")
-        self.mems = [None] * (max(groups) + 1 if groups else 0)
+        self.mems = []
+        if not (groups and self.config.checkpoint_memories):
+            self._note_lost_memories(bool(groups))
+            return
+        self.mems = [None] * (max(groups) + 1)
         for g in groups:
-            self.mems[g] = tuple(state[f"mems.{g}"].unbind(0))
+            self.mems[g] = tuple(check_rows(state[f"mems.{g}"], self.run.micro_batch_size))
+
+    def _note_lost_memories(self, saved: bool) -> None:
+        """One line on rank 0: a resume without memories reads one window less context."""
+        if not self.mem_len or rank_and_world()[0] != 0:
+            return
+        why = ("objective.checkpoint_memories is false here" if saved else
+               "the checkpoint holds none: objective.checkpoint_memories was false")
+        log.info("resumed without XLNet memories (%s): the first window of each stream reads "
+                 "zeros, as at the start of the run", why)
 
 
-def zero_memories(shape: tuple[int, int, int], rows: int,
-                  device: torch.device) -> tuple[torch.Tensor, ...]:
+def zero_memories(shape: tuple[int, int, int], rows: int, device: torch.device,
+                  dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, ...]:
     """One (M, B, H) tensor of zeros per layer position: the memories before the first window."""
     layers, mem_len, hidden = shape
-    return tuple(torch.zeros(mem_len, rows, hidden, device=device) for _ in range(layers))
+    return tuple(torch.zeros(mem_len, rows, hidden, device=device, dtype=dtype)
+                 for _ in range(layers))
+
+
+def memory_dtype(device: torch.device) -> torch.dtype:
+    """The dtype memories are kept in: the one the forward computes in. The loop runs
+    loss_sums and evaluate inside the run's autocast (bf16 when its precision resolves to
+    bf16, fp16 under fp16, none under fp32), so that autocast's dtype is the run's compute
+    dtype; this package sits below litebert.train and does not resolve precision itself."""
+    if torch.is_autocast_enabled(device.type):
+        return torch.get_autocast_dtype(device.type)
+    return torch.float32
+
+
+def check_rows(mems: torch.Tensor, rows: int) -> tuple[torch.Tensor, ...]:
+    """Saved memories (L, M, B, H) as one (M, B, H) tensor per layer; B must be this run's
+    micro-batch, whose rows read the streams they were saved for."""
+    if mems.shape[2] != rows:
+        raise ValueError(f"the checkpoint's XLNet memories are for micro-batches of "
+                         f"{mems.shape[2]} rows, this run's have {rows}: resume with "
+                         f"micro_batch_size={mems.shape[2]}, or with "
+                         f"objective.checkpoint_memories=false to start them at zero")
+    return tuple(mems.unbind(0))
 
 
 class _PLMEvaluation:
@@ -364,11 +423,12 @@ class _PLMEvaluation:
         mems = None
         with evaluating(model):
             for batch in self.batches(info):
-                if objective.mem_len and mems is None:
-                    mems = zero_memories(objective.shape, self.rows, info.device)
-                with amp:
+                with amp:  # memories in the dtype training keeps them in
+                    dtype = memory_dtype(info.device)
+                    if objective.mem_len and mems is None:
+                        mems = zero_memories(objective.shape, self.rows, info.device, dtype)
                     out = objective._forward(model, batch, mems)
-                mems = objective.kept(out.mems) if objective.mem_len else None
+                mems = objective.kept(out.mems, dtype) if objective.mem_len else None
                 add_plm(sums, out.logits, batch, objective.baseline_token)
                 if objective.config.nsp:
                     add_pair(sums, out.sop_logits, batch["next_sentence_label"])

@@ -288,12 +288,21 @@ def save_objective_state(directory: Path, rank: int, state: dict[str, torch.Tens
 
 
 def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
-    """Rank `rank`'s objective state; {} when the checkpoint has none at all. State saved by
-    other ranks only cannot be split or merged: an error naming the checkpoint."""
+    """Rank `rank`'s objective state; {} when the checkpoint has none at all. State saved per
+    rank cannot be split or merged: on another number of processes (fewer too, where every
+    rank would find a file and the others' state would be lost unseen) an error naming the
+    checkpoint."""
+    saved = [int(p.name[len("objective-rank"):-len(".safetensors")])
+             for p in Path(path).glob("objective-rank*.safetensors")]
+    world = rank_and_world()[1]
+    if saved and max(saved) >= world:
+        raise DamagedCheckpoint(f"{path}: the objective's state was saved by {max(saved) + 1} "
+                                f"processes, one file each, and this run has {world}; resume "
+                                f"with the number of processes that wrote it")
     mine = Path(path) / objective_file(rank)
     if mine.is_file():
         return load_file(mine)
-    if any(Path(path).glob("objective-rank*.safetensors")):
+    if saved:
         raise DamagedCheckpoint(f"{path}: the objective's state was saved by other ranks, "
                                 f"none for rank {rank}; resume with the number of processes "
                                 f"that wrote it")
