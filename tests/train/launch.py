@@ -48,11 +48,11 @@ def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess
     return done
 
 
-def start(command: list[str]) -> subprocess.Popen:
+def start(command: list[str], **popen) -> subprocess.Popen:
     """In a session of its own, so that os.killpg reaches it and every process it starts,
-    as a scheduler signals a whole job."""
-    return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    as a scheduler signals a whole job; `popen`: cwd, env (default ENV)."""
+    return subprocess.Popen(command, **{"env": ENV, **popen}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def wait_for_step(proc: subprocess.Popen, run_dir: Path, step: int, timeout: float = 180):
