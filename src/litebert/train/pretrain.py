@@ -58,13 +58,13 @@ from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
+from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
     restore_state,
-    save_checkpoint,
 )
 from litebert.train.throughput import TimedBatches, peak_tflops, speed_record
 
@@ -162,6 +162,7 @@ class Trainer:
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
                                     resume_step=self.state["step"] if resume else None)
         self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
+        self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
 
     def _check_same_model(self, path: Path) -> None:
         """A checkpoint of another objective or model (other data, preset or overrides)
@@ -266,6 +267,7 @@ class Trainer:
         self.state["skipped_steps"] += skipped
         self.state["nonfinite_in_row"] = in_row
         if longest >= self.cfg.max_nonfinite:
+            self.wait_for_checkpoint()  # every rank read the same counters: all stop here
             last = checkpoint.latest(self.run_dir)
             raise TrainingDiverged(
                 f"{longest} non-finite losses in a row by step {self.state['step']} (skipped, "
@@ -287,9 +289,14 @@ class Trainer:
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
-        with compile_errors(self.compiled):  # compiling happens at the first step and eval
-            while state["step"] < cfg.max_steps:
-                last_eval = self._one_step(data, window, bar) or last_eval
+        try:
+            with compile_errors(self.compiled):  # compiling happens at the first step and eval
+                while state["step"] < cfg.max_steps:
+                    last_eval = self._one_step(data, window, bar) or last_eval
+        except BaseException:
+            self.saver.stop_after_error()
+            raise
+        self.wait_for_checkpoint()
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
@@ -314,16 +321,24 @@ class Trainer:
                for every in (cfg.log_every, cfg.eval_every, cfg.save_every)]
         if any(due):
             self._settle()
+            self.saver.commit_if_written()  # an async checkpoint, once every rank wrote it
         if due[0]:
             self._log(window, result, bar)
         paused = time.perf_counter()  # evaluations and checkpoints are not training time
         metrics = self._evaluate() if due[1] else {}
         if due[2]:
-            save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, cfg,
-                            self.info, {**self.state, "model_config": self.config.to_dict()},
+            self.saver.save(self.model, self.optimizer, self.scheduler,
+                            {**self.state, "model_config": self.config.to_dict()},
                             self.objective.state_dict())
         window["paused"] += time.perf_counter() - paused
         return metrics
+
+    def wait_for_checkpoint(self) -> Path | None:
+        """Make the checkpoint still being written (--async-save) visible once written: a
+        collective, every rank calls it at the same point (a stop all ranks take together);
+        returns its path, None when none was in flight. A process that exits without it
+        leaves that checkpoint uncommitted, the one before intact."""
+        return self.saver.wait()
 
     def _open_window(self, window: dict[str, Any]) -> None:
         """The log window's sums, on the device until the log line reads them."""
