@@ -37,8 +37,7 @@ import logging
 import pickle
 import re
 import shutil
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, cast
@@ -330,8 +329,7 @@ def save_sharded(state_dict: dict[str, Any], directory: Path) -> None:
     several ranks hold alike (DDP's replicas) are written once, by one of them."""
     import torch.distributed.checkpoint as dcp
 
-    with _one_process_intended():
-        dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory))
+    dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory), no_dist=_alone())
 
 
 def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) -> Future:
@@ -341,17 +339,13 @@ def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) 
     group could interleave them differently on different ranks."""
     import torch.distributed.checkpoint as dcp
 
-    with _one_process_intended():
-        return cast(Future, dcp.async_save(state_dict, process_group=group,
-                                           storage_writer=dcp.FileSystemWriter(directory)))
+    return cast(Future, dcp.async_save(state_dict, process_group=group, no_dist=_alone(),
+                                       storage_writer=dcp.FileSystemWriter(directory)))
 
 
-@contextlib.contextmanager
-def _one_process_intended() -> Iterator[None]:
-    """DCP warns when there is no process group; one process without one is intended."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
-        yield
+def _alone() -> bool:
+    """No process group: one process, which DCP then serves without warning about it."""
+    return not torch.distributed.is_initialized()
 
 
 def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
@@ -360,9 +354,8 @@ def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
     import torch.distributed.checkpoint as dcp
 
     _check_metadata(Path(path) / ".metadata")
-    with _one_process_intended():
-        dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
-                 planner=_safe_load_planner())
+    dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
+             planner=_safe_load_planner(), no_dist=_alone())
 
 
 def _safe_load_planner():
