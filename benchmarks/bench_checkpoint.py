@@ -26,6 +26,7 @@ the largest over ranks and its growth over that rank's RSS when the phase began.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -50,7 +51,7 @@ from litebert.train.schedule import build_scheduler
 from litebert.train.state import restore_state, save_checkpoint, start_checkpoint
 
 GB = 1024 ** 3
-COLUMNS = "| phase | layout | seconds | peak RSS per rank GB | over the phase's start GB |"
+COLUMNS = "| phase | layout | seconds | peak RSS per rank GB | transient per rank GB |"
 
 
 # ---- memory ---------------------------------------------------------------------------------
@@ -63,19 +64,28 @@ def status_gb(field: str) -> float:
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def trimmed_rss() -> float:
+    """RSS in GiB after handing freed heap memory back to the system (glibc malloc_trim):
+    what the process holds live, so that a phase's growth is not hidden by memory an
+    earlier phase freed and the allocator kept."""
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return status_gb("VmRSS")
+
+
 def measured(name: str, layout: str, action: Callable[[], Any]) -> dict[str, Any]:
-    """Run `action` on every rank from a common start; its time (the slowest rank's) and
-    every rank's peak RSS (VmHWM reset first) and start RSS."""
+    """Run `action` on every rank from a common start; its time (the slowest rank's), every
+    rank's peak RSS (VmHWM, reset first) and its transient memory: the peak over what the
+    rank held live before and after."""
     barrier()
+    start = trimmed_rss()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := the current RSS
-    start_rss = status_gb("VmRSS")
     began = time.perf_counter()
     action()
     seconds = time.perf_counter() - began
     peak = status_gb("VmHWM")
-    ranks = all_gather_objects((seconds, peak, start_rss))
+    ranks = all_gather_objects((seconds, peak, peak - max(start, trimmed_rss())))
     return {"phase": name, "layout": layout, "seconds": max(r[0] for r in ranks),
-            "peak_gb": [r[1] for r in ranks], "start_gb": [r[2] for r in ranks]}
+            "peak_gb": [r[1] for r in ranks], "transient_gb": [r[2] for r in ranks]}
 
 
 def evict(path: Path) -> None:
@@ -108,8 +118,8 @@ def build_parts(preset: str) -> tuple[torch.nn.Module, Any, Any, int]:
     return model, optimizer, scheduler, sum(p.numel() for p in model.parameters())
 
 
-def write_full(run_dir: Path, step: int, model, optimizer, scheduler, cfg: PretrainConfig,
-               record: dict[str, Any]) -> Path:
+def write_full(run_dir: Path, step: int, cfg: PretrainConfig, record: dict[str, Any],
+               model, optimizer, scheduler) -> Path:
     """The earlier layout as the Trainer wrote it: rank 0 alone, everything whole."""
     def fill(directory: Path) -> None:
         if dist.get_rank() == 0:
@@ -120,18 +130,22 @@ def write_full(run_dir: Path, step: int, model, optimizer, scheduler, cfg: Pretr
                             keep_last=cfg.keep_last)
 
 
-def resume(path: Path, model, optimizer, scheduler, cfg, info, warm: bool) -> Callable:
-    """What a run does on --resume PATH: checksums (shared), then restore_state; the weights
-    zeroed first, so a load that did nothing would show."""
+def resume(path: Path, parts: dict[str, Any], cfg, info, warm: bool) -> Callable:
+    """What a run does on --resume PATH: checksums (shared), then restore_state into a model
+    (its weights zeroed, so a load that did nothing would show) and a fresh optimizer and
+    schedule, as a resuming run builds them (the old ones dropped first)."""
     if not warm:
         evict(path)
     with torch.no_grad():
-        for p in model.parameters():
+        for p in parts["model"].parameters():
             p.zero_()
+    parts["optimizer"] = build_optimizer("lamb", parts["model"], lr=1e-4)
+    parts["scheduler"] = build_scheduler(parts["optimizer"], "polynomial", warmup_steps=10,
+                                         total_steps=1000)
 
     def action() -> None:
         checkpoint.verify(path, checksums=True)
-        restore_state(model, optimizer, scheduler, cfg, info, path)
+        restore_state(parts["model"], parts["optimizer"], parts["scheduler"], cfg, info, path)
     return action
 
 
@@ -150,36 +164,35 @@ def worker(args: argparse.Namespace) -> None:
     run_dir = args.work / "run"
     cfg = PretrainConfig(model=args.preset, out=str(run_dir), keep_last=10)
     model, optimizer, scheduler, params = build_parts(args.preset)
-    before = digest(model, optimizer)
-    state_gb = (params * 3 * 4) / GB  # fp32 weights and LAMB's two moments
+    parts = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
+    del optimizer, scheduler  # held by `parts` alone: a resume replaces them
+    before = digest(model, parts["optimizer"])
     record = {"epoch": 0, "batch": 1, "model_config": {}, "config": cfg.to_dict(),
               "world_size": info.world_size}
-    rows = [measured("save", "full", lambda: write_full(run_dir, 1, model, optimizer,
-                                                        scheduler, cfg, record))]
-    rows.append(measured("resume", "full", resume(checkpoint.checkpoint_dir(run_dir) /
-                                                  "step-00000001", model, optimizer,
-                                                  scheduler, cfg, info, args.warm)))
-    assert digest(model, optimizer) == before, "the full layout's resume lost something"
+    path = checkpoint.checkpoint_dir(run_dir) / "step-00000001"
+    rows = [measured("save", "full", lambda: write_full(run_dir, 1, cfg, record, **parts))]
+    rows.append(measured("resume", "full", resume(path, parts, cfg, info, args.warm)))
+    assert digest(model, parts["optimizer"]) == before, "the full layout's resume lost something"
     rows.append(measured("save", "DCP", lambda: save_checkpoint(
-        run_dir, model, optimizer, scheduler, cfg, info, {**record, "step": 2})))
-    rows.append(measured("resume", "DCP", resume(checkpoint.checkpoint_dir(run_dir) /
-                                                 "step-00000002", model, optimizer,
-                                                 scheduler, cfg, info, args.warm)))
-    assert digest(model, optimizer) == before, "the DCP resume lost something"
-    rows += async_rows(run_dir, model, optimizer, scheduler, cfg, info, record)
+        run_dir, cfg=cfg, info=info, state={**record, "step": 2}, **parts)))
+    path = checkpoint.checkpoint_dir(run_dir) / "step-00000002"
+    rows.append(measured("resume", "DCP", resume(path, parts, cfg, info, args.warm)))
+    assert digest(model, parts["optimizer"]) == before, "the DCP resume lost something"
+    rows += async_rows(run_dir, parts, cfg, info, record)
     sizes = {layout: sum(p.stat().st_size for p in (checkpoint.checkpoint_dir(run_dir) /
                                                     f"step-0000000{step}").iterdir()) / GB
              for layout, step in (("full", 1), ("DCP", 2))}
     if info.is_main:
         (args.work / "result.json").write_text(json.dumps(
             {"preset": args.preset, "nproc": info.world_size, "params": params,
-             "state_gb": state_gb, "checkpoint_gb": sizes, "warm": args.warm,
-             "torch": torch.__version__, "rows": rows}, indent=2))
+             "state_gb": params * 3 * 4 / GB,  # fp32 weights and LAMB's two moments
+             "checkpoint_gb": sizes, "warm": args.warm, "torch": torch.__version__,
+             "rows": rows}, indent=2))
     dist.barrier()
     dist.destroy_process_group()
 
 
-def async_rows(run_dir: Path, model, optimizer, scheduler, cfg, info,
+def async_rows(run_dir: Path, parts: dict[str, Any], cfg, info,
                record: dict[str, Any]) -> list[dict[str, Any]]:
     """--async-save: the time the step is held (the copy into host memory, the small files),
     then the whole save until committed, the main thread idle meanwhile."""
@@ -187,13 +200,13 @@ def async_rows(run_dir: Path, model, optimizer, scheduler, cfg, info,
     held: dict[str, Any] = {}
 
     def start() -> None:
-        held["pending"] = start_checkpoint(run_dir, model, optimizer, scheduler, cfg, info,
-                                           {**record, "step": 3}, background=True,
-                                           group=group)
+        held["pending"] = start_checkpoint(run_dir, cfg=cfg, info=info,
+                                           state={**record, "step": 3}, background=True,
+                                           group=group, **parts)
 
     def whole() -> None:
         held["row"] = measured("async save: the step held", "DCP", start)
-        checkpoint.commit(held["pending"])
+        checkpoint.commit(held.pop("pending"))
     total = measured("async save: until committed", "DCP", whole)
     return [held["row"], total]
 
@@ -203,9 +216,8 @@ def async_rows(run_dir: Path, model, optimizer, scheduler, cfg, info,
 def table(result: dict[str, Any]) -> str:
     lines = [COLUMNS, "|---|---|---|---|---|"]
     for row in result["rows"]:
-        growth = max(p - s for p, s in zip(row["peak_gb"], row["start_gb"], strict=True))
-        lines.append(f"| {row['phase']} | {row['layout']} | {row['seconds']:.2f} | "
-                     f"{max(row['peak_gb']):.1f} | +{growth:.1f} |")
+        lines.append(f"| {row['phase']} | {row['layout']} | {row['seconds']:.1f} | "
+                     f"{max(row['peak_gb']):.1f} | {max(row['transient_gb']):.1f} |")
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ import logging
 import pickle
 import re
 import shutil
+import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -54,6 +55,10 @@ from litebert.distributed import (
 from litebert.files import atomic_directory, damaged_files, describe_files
 
 log = logging.getLogger("litebert")
+# One process saving or loading without a process group is intended (every one-process run
+# checkpoints through DCP); DCP warns about it each time, from the writing thread too.
+warnings.filterwarnings("ignore", category=UserWarning,
+                        message="torch.distributed is disabled, unavailable or uninitialized")
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -329,7 +334,7 @@ def save_sharded(state_dict: dict[str, Any], directory: Path) -> None:
     several ranks hold alike (DDP's replicas) are written once, by one of them."""
     import torch.distributed.checkpoint as dcp
 
-    dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory), no_dist=_alone())
+    dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory))
 
 
 def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) -> Future:
@@ -339,13 +344,8 @@ def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) 
     group could interleave them differently on different ranks."""
     import torch.distributed.checkpoint as dcp
 
-    return cast(Future, dcp.async_save(state_dict, process_group=group, no_dist=_alone(),
+    return cast(Future, dcp.async_save(state_dict, process_group=group,
                                        storage_writer=dcp.FileSystemWriter(directory)))
-
-
-def _alone() -> bool:
-    """No process group: one process, which DCP then serves without warning about it."""
-    return not torch.distributed.is_initialized()
 
 
 def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
@@ -355,7 +355,7 @@ def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
 
     _check_metadata(Path(path) / ".metadata")
     dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
-             planner=_safe_load_planner(), no_dist=_alone())
+             planner=_safe_load_planner())
 
 
 def _safe_load_planner():
