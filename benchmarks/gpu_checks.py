@@ -33,7 +33,6 @@ from common import (
     trainer_side,
 )
 from gpu_rows import Measured, Row, Settings, free, measured_row, timed
-from safetensors.torch import load_file
 
 from litebert.model import AlbertForPreTraining
 from litebert.padding import pad_batch
@@ -42,7 +41,7 @@ from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
 from litebert.train.pretrain import model_config, pretrain
 from litebert.train.run_config import PretrainConfig, load_run_config
-from litebert.train.state import is_fsdp
+from litebert.train.state import is_fsdp, load_model_state
 
 Batch = dict[str, torch.Tensor]
 
@@ -216,8 +215,7 @@ def checkpoint_check(s: Settings) -> list[Row]:
     shutil.copytree(straight, resumed)
     shutil.rmtree(checkpoint.latest(resumed))
     checkpoint_run(s, resumed, resume="auto")
-    weights = [load_file(str(checkpoint.latest(run) / "model.safetensors"))
-               for run in (resumed, straight)]
+    weights = [load_model_state(checkpoint.latest(run))[0] for run in (resumed, straight)]
     diff = max(float((weights[0][k].float() - weights[1][k].float()).abs().max())
                for k in weights[0])
     lines = [json.loads(x) for x in (resumed / "metrics.jsonl").read_text().splitlines()]

@@ -9,6 +9,7 @@ backend aot_eager (LITEBERT_COMPILE_BACKEND), which traces like inductor without
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -142,3 +143,20 @@ def test_without_data_or_an_index_a_benchmark_says_to_pass_data(tmp_path):
                               "PIP_FIND_LINKS": ""})
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "bbc-news could not be fetched" in run.stderr and "--data DIR" in run.stderr
+
+
+@pytest.mark.slow
+def test_bench_checkpoint_runs_at_a_tiny_size(tmp_path):
+    """Both layouts saved and resumed under 2 gloo processes (the benchmark checks that each
+    resume restored the weights and moments), and the table of phases printed."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_checkpoint.py"), "--preset", "tiny",
+           "--json", str(tmp_path / "result.json")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "| phase | layout | seconds | peak RSS per rank GB |" in run.stdout
+    phases = [(r["phase"], r["layout"]) for r in
+              json.loads((tmp_path / "result.json").read_text())["rows"]]
+    assert phases == [("save", "full"), ("resume", "full"), ("save", "DCP"), ("resume", "DCP"),
+                      ("async save: the step held", "DCP"),
+                      ("async save: until committed", "DCP")]

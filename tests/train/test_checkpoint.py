@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
 
 from litebert.cli import main
 from litebert.distributed import DistInfo
@@ -60,12 +59,13 @@ def flip_byte(path: Path) -> None:
 
 
 DAMAGE = {"cut": cut_short, "flip": flip_byte}
+WEIGHTS = "__0_0.distcp"  # one process's checkpoint: the model and optimizer, all in one file
 
 
 def test_state_json_records_every_file_with_size_and_sha256(trained):
     path = step_dir(trained, 6)
     files = json.loads((path / "state.json").read_text())["files"]
-    assert set(files) == {"model.safetensors", "optimizer.pt", "rng-rank0.pt"}
+    assert set(files) == {".metadata", "__0_0.distcp", "scheduler.pt", "rng-rank0.pt"}
     for name, record in files.items():
         data = (path / name).read_bytes()
         assert record == {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
@@ -73,44 +73,43 @@ def test_state_json_records_every_file_with_size_and_sha256(trained):
 
 
 def test_resume_auto_skips_a_checkpoint_cut_short_and_continues(run, data_dir, caplog):
-    # cloned: load_file may map the file, whose bytes are about to change
-    uninterrupted = {k: v.clone() for k, v in
-                     load_file(step_dir(run, 6) / "model.safetensors").items()}
-    cut_short(step_dir(run, 6) / "model.safetensors")
+    uninterrupted, _ = load_model_state(step_dir(run, 6))
+    cut_short(step_dir(run, 6) / WEIGHTS)
     with caplog.at_level(logging.WARNING, logger="litebert"):
         assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 3)
-    assert f"{step_dir(run, 6) / 'model.safetensors'}: " in caplog.text
+    assert f"{step_dir(run, 6) / WEIGHTS}: " in caplog.text
     assert "cut short" in caplog.text
     pretrain(run_config(data_dir, run, export=False, resume="auto"))
     assert [x["step"] for x in read_metrics(run)[0]] == [1, 2, 3, 4, 5, 6]
-    again = load_file(step_dir(run, 6) / "model.safetensors")  # re-written from step 3 on
+    again, _ = load_model_state(step_dir(run, 6))  # re-written from step 3 on
     assert all(torch.equal(uninterrupted[k], again[k]) for k in uninterrupted)
 
 
 def test_resume_auto_finds_a_flipped_byte_by_its_checksum(run, caplog):
-    flip_byte(step_dir(run, 6) / "model.safetensors")
+    flip_byte(step_dir(run, 6) / WEIGHTS)
     assert checkpoint.latest(run) == step_dir(run, 6)  # the size is right: the cheap check passes
     with caplog.at_level(logging.WARNING, logger="litebert"):
         assert checkpoint.resolve_resume(run, "auto") == step_dir(run, 3)
-    assert f"{step_dir(run, 6) / 'model.safetensors'}: sha256 differs" in caplog.text
+    assert f"{step_dir(run, 6) / WEIGHTS}: sha256 differs" in caplog.text
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_resume_from_a_damaged_path_is_an_error_naming_the_file(run, damage):
-    DAMAGE[damage](step_dir(run, 6) / "optimizer.pt")
-    with pytest.raises(DamagedCheckpoint, match="step-00000006/optimizer.pt"):
+@pytest.mark.parametrize("name", ["scheduler.pt", ".metadata"])
+def test_resume_from_a_damaged_path_is_an_error_naming_the_file(run, damage, name):
+    DAMAGE[damage](step_dir(run, 6) / name)
+    with pytest.raises(DamagedCheckpoint, match=f"step-00000006/{name}"):
         checkpoint.resolve_resume(run, str(step_dir(run, 6)))
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
 def test_export_of_a_damaged_checkpoint_is_an_error_naming_the_file(run, tmp_path, capsys,
                                                                     damage):
-    DAMAGE[damage](step_dir(run, 6) / "model.safetensors")
-    with pytest.raises(DamagedCheckpoint, match="step-00000006/model.safetensors"):
+    DAMAGE[damage](step_dir(run, 6) / WEIGHTS)
+    with pytest.raises(DamagedCheckpoint, match=f"step-00000006/{WEIGHTS}"):
         export_run(run, tmp_path / "out")
     assert main(["export", str(run), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "step-00000006/model.safetensors" in err and "Traceback" not in err
+    assert f"step-00000006/{WEIGHTS}" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 
@@ -123,7 +122,7 @@ def test_a_state_json_cut_short_is_skipped(run, caplog):
 
 def test_every_checkpoint_damaged_is_an_error_not_a_fresh_start(run):
     for step in (3, 6):
-        cut_short(step_dir(run, step) / "model.safetensors")
+        cut_short(step_dir(run, step) / WEIGHTS)
     with pytest.raises(DamagedCheckpoint, match="every checkpoint .* is damaged"):
         checkpoint.resolve_resume(run, "auto")
 
@@ -174,8 +173,33 @@ def test_data_position_converts_to_another_number_of_processes():
         _batch_position(saved, cfg, one)
 
 
-def test_load_model_state_reads_a_full_checkpoint(trained):
-    model_state, saved = load_model_state(step_dir(trained, 6))
-    assert saved["step"] == 6 and saved["format"] == "full"
-    expected = load_file(step_dir(trained, 6) / "model.safetensors")
+def write_full_checkpoint(trainer: Trainer) -> Path:
+    """A checkpoint of `trainer` at its step in format "full", as releases before DCP wrote
+    them for one process and DDP: model.safetensors + optimizer.pt, written by rank 0."""
+    def fill(directory: Path) -> None:
+        checkpoint.save_full(directory, trainer.model.state_dict(),
+                             {"optimizer": trainer.optimizer.state_dict(),
+                              "scheduler": trainer.scheduler.state_dict()})
+    record = {**trainer.state, "model_config": trainer.config.to_dict(),
+              "config": trainer.cfg.to_dict(), "world_size": 1, "format": "full"}
+    return checkpoint.write(trainer.run_dir, trainer.state["step"], fill, record)
+
+
+def test_a_full_format_checkpoint_exports_and_resumes_bit_for_bit(trained, data_dir, tmp_path):
+    """Step 3 of the run, rewritten in the earlier layout, reads back as the same weights
+    and, resumed, trains on to the very step 6 the run saved."""
+    out = tmp_path / "full"
+    at_3 = Trainer(run_config(data_dir, out, resume=str(step_dir(trained, 3)), export=False))
+    path = write_full_checkpoint(at_3)
+    assert {p.name for p in path.iterdir()} == {"model.safetensors", "optimizer.pt",
+                                                "rng-rank0.pt", "state.json"}
+    model_state, saved = load_model_state(path)
+    assert saved["step"] == 3 and saved["format"] == "full"
+    expected, _ = load_model_state(step_dir(trained, 3))
+    assert sorted(model_state) == sorted(expected)
     assert all(torch.equal(expected[k], model_state[k]) for k in expected)
+    pretrain(run_config(data_dir, out, resume="auto", export=False))
+    assert json.loads((step_dir(out, 6) / "state.json").read_text())["format"] == "sharded"
+    a, _ = load_model_state(step_dir(trained, 6))
+    b, _ = load_model_state(step_dir(out, 6))
+    assert all(torch.equal(a[k], b[k]) for k in a)

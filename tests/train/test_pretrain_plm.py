@@ -128,8 +128,8 @@ def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, mi
                         objective=SAVING_MEMORIES))
     pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
                         export=False, objective=SAVING_MEMORIES))
-    a = load_file(checkpoint.latest(tmp_path / "big") / "model.safetensors")
-    b = load_file(checkpoint.latest(tmp_path / "acc") / "model.safetensors")
+    a, _ = load_model_state(checkpoint.latest(tmp_path / "big"))
+    b, _ = load_model_state(checkpoint.latest(tmp_path / "acc"))
     for key in a:
         torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=1e-4, msg=key)
     mems_a = load_file(checkpoint.latest(tmp_path / "big") / "objective-rank0.safetensors")
@@ -166,10 +166,12 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
     assert [x["step"] for x in resumed] == list(range(1, steps + 1))
     for a, b in zip(straight, resumed, strict=True):
         assert a["loss"] == b["loss"], (a["step"], a["loss"], b["loss"])  # bit for bit
-    for name in ("model.safetensors", "objective-rank0.safetensors"):
-        a = load_file(checkpoint.latest(tmp_path / "straight") / name)
-        b = load_file(checkpoint.latest(tmp_path / "killed") / name)
-        assert all(torch.equal(a[k], b[k]) for k in a), name
+    weights = [load_model_state(checkpoint.latest(tmp_path / r))[0] for r in ("straight",
+                                                                             "killed")]
+    mems = [load_file(checkpoint.latest(tmp_path / r) / "objective-rank0.safetensors")
+            for r in ("straight", "killed")]
+    for a, b in (weights, mems):
+        assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):

@@ -5,21 +5,26 @@
                             "format", and "files": the size and sha256 of every other file
         rng-rank{R}.pt      rank R's torch CPU (and CUDA) generator states
         objective-rank{R}.safetensors   rank R's objective state (memories, ...), if any
-      "format": "full" (one process, DDP), written by rank 0:
+      "format": "sharded" (every run: one process, DDP, FSDP), torch.distributed.checkpoint:
+        .metadata, __R_0.distcp   model + optimizer, keyed by the model's own parameter
+                            names; rank R writes file R: its FSDP shards, or under DDP its
+                            half of the tensors every rank holds (DCP gives each replicated
+                            tensor to one rank). Loadable on any number of processes.
+        scheduler.pt        LR-scheduler state
+      "format": "full" (written by earlier releases for one process and DDP; still read):
         model.safetensors   the training model's own state dict (our parameter names)
         optimizer.pt        optimizer + LR-scheduler state
-      "format": "sharded" (FSDP), torch.distributed.checkpoint, every rank its own shard:
-        .metadata, __R_0.distcp   model + optimizer, loadable on any number of processes
-        scheduler.pt        LR-scheduler state
 
 Every rank writes into `step-N.tmp/`; rank 0 adds state.json once all have finished and
 renames the directory into place (litebert.files.atomic_directory), so a kill at any moment
-leaves the previous checkpoints intact and `.tmp` directories are never listed. Opening a
-checkpoint compares its files' sizes with state.json; resuming and exporting compare their
-checksums too, so a copy cut short or a flipped byte is an error naming the file, and
-`--resume auto` skips such a checkpoint for the newest intact one. Nothing is unpickled
-freely: `.pt` files are read with weights_only=True, DCP's pickled `.metadata` through an
-allowlist of the classes it is made of.
+leaves the previous checkpoints intact and `.tmp` directories are never listed. Writing is
+start() then commit(): between the two a background thread may still be writing the model
+and optimizer (async saving), and the checkpoint stays invisible until commit() has hashed
+it. Opening a checkpoint compares its files' sizes with state.json; resuming and exporting
+compare their checksums too, so a copy cut short or a flipped byte is an error naming the
+file, and `--resume auto` skips such a checkpoint for the newest intact one. Nothing is
+unpickled freely: `.pt` files are read with weights_only=True, DCP's pickled `.metadata`
+through an allowlist of the classes it is made of.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ import re
 import shutil
 import warnings
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -49,6 +55,10 @@ from litebert.distributed import (
 from litebert.files import atomic_directory, damaged_files, describe_files
 
 log = logging.getLogger("litebert")
+# One process saving or loading without a process group is intended (every one-process run
+# checkpoints through DCP); DCP warns about it each time, from the writing thread too.
+warnings.filterwarnings("ignore", category=UserWarning,
+                        message="torch.distributed is disabled, unavailable or uninitialized")
 
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -158,30 +168,72 @@ def _warn(message: str) -> None:
 
 # ---- writing --------------------------------------------------------------------------------
 
-def write(run_dir: Path, step: int, fill: Callable[[Path], None], train_state: dict[str, Any],
-          keep_last: int = 3) -> Path:
+@dataclasses.dataclass
+class Pending:
+    """A checkpoint started but not committed: its files are going into `directory`
+    (step-N.tmp). `writing` is the future of a background write still under way, if any."""
+
+    run_dir: Path
+    final: Path
+    directory: Path
+    train_state: dict[str, Any]
+    keep_last: int
+    writing: Future | None
+    # Rank 0's atomic_directory, left open: closing it renames the directory into place.
+    stack: contextlib.ExitStack
+
+    def written(self) -> bool:
+        """Whether this rank's files are all on disk (commit() would not wait)."""
+        return self.writing is None or self.writing.done()
+
+
+def write(run_dir: Path, step: int, fill: Callable[[Path], Future | None],
+          train_state: dict[str, Any], keep_last: int = 3) -> Path:
     """Checkpoint `step`, written by all ranks together (every rank calls this).
 
     `fill(directory)` writes this rank's files there; each rank adds its RNG state. Once all
     are done the ranks hash the files between them, rank 0 records them in state.json and
     renames the directory into place, then deletes all but the newest `keep_last`.
     """
+    return commit(start(run_dir, step, fill, train_state, keep_last))
+
+
+def start(run_dir: Path, step: int, fill: Callable[[Path], Future | None],
+          train_state: dict[str, Any], keep_last: int = 3) -> Pending:
+    """The first half of write(): make `step-N.tmp`, fill it and add this rank's RNG state.
+    `fill` may return a future (a write it left to a thread); commit() waits for it. A
+    collective: every rank calls it."""
     rank, _ = rank_and_world()
     final = checkpoint_dir(run_dir) / f"step-{step:08d}"
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:  # on an error here rank 0 removes step-N.tmp
         tmp = stack.enter_context(atomic_directory(final)) if rank == 0 else None
         tmp = Path(broadcast_object(str(tmp) if tmp else None))  # where rank 0 made it
-        fill(tmp)
+        writing = fill(tmp)
         torch.save(rng_state(), tmp / rng_file(rank))
-        files = _describe_together(tmp)
+        pending = Pending(Path(run_dir), final, tmp, train_state, keep_last, writing,
+                          stack.pop_all())  # handed on: nothing left to undo here
+    return pending
+
+
+def commit(pending: Pending) -> Path:
+    """The second half of write(): wait for this rank's files, hash them all between the
+    ranks, record them in state.json, rename the directory into place and prune. A
+    collective: every rank calls it at the same point. If a write failed (or anything here
+    does), the `.tmp` directory is removed and the error raised: the previous checkpoints are
+    untouched."""
+    rank, _ = rank_and_world()
+    with pending.stack:  # leaving it renames step-N.tmp into place (rank 0)
+        if pending.writing is not None:
+            pending.writing.result()  # raises what the background write raised
+        files = _describe_together(pending.directory)
         if rank == 0:
-            (tmp / "state.json").write_text(json.dumps({**train_state, "files": files},
-                                                       indent=2, sort_keys=True) + "\n")
+            (pending.directory / "state.json").write_text(json.dumps(
+                {**pending.train_state, "files": files}, indent=2, sort_keys=True) + "\n")
     if rank == 0:
-        prune(run_dir, keep_last, train_state.get("run_id"),
-              train_state.get("adopts_unnamed", False))
+        prune(pending.run_dir, pending.keep_last, pending.train_state.get("run_id"),
+              pending.train_state.get("adopts_unnamed", False))
     barrier()  # nobody goes on (or reads the checkpoint) before it is in place
-    return final
+    return pending.final
 
 
 def _describe_together(directory: Path) -> dict[str, dict[str, Any]]:
@@ -232,6 +284,9 @@ def run_id_of(path: Path) -> str | None:
 
 def save_full(directory: Path, model_state: dict[str, torch.Tensor],
               optim_state: dict[str, Any]) -> None:
+    """The files of format "full" (one writer, every reader loads them whole). Runs no
+    longer write it; it stays beside its reader so that tests and the checkpoint benchmark
+    can make one as earlier releases did."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
     save_file(tensors, directory / "model.safetensors", {"format": "pt"})
     torch.save(optim_state, directory / "optimizer.pt")
@@ -312,10 +367,22 @@ def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
 # ---- sharded (torch.distributed.checkpoint) -------------------------------------------------
 
 def save_sharded(state_dict: dict[str, Any], directory: Path) -> None:
-    """This rank's shards of `state_dict`; a collective, every rank calls it."""
+    """This rank's share of `state_dict`; a collective, every rank calls it. Tensors that
+    several ranks hold alike (DDP's replicas) are written once, by one of them."""
     import torch.distributed.checkpoint as dcp
 
     dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory))
+
+
+def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) -> Future:
+    """save_sharded, but returning once `state_dict` is copied to host memory: a thread
+    writes the copy meanwhile (the future says when it is done). Its collectives go over
+    `group`, which must not be the one training uses: two threads issuing collectives on one
+    group could interleave them differently on different ranks."""
+    import torch.distributed.checkpoint as dcp
+
+    return cast(Future, dcp.async_save(state_dict, process_group=group,
+                                       storage_writer=dcp.FileSystemWriter(directory)))
 
 
 def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
@@ -324,10 +391,8 @@ def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
     import torch.distributed.checkpoint as dcp
 
     _check_metadata(Path(path) / ".metadata")
-    with warnings.catch_warnings():  # one process without a process group is intended
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
-        dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
-                 planner=_safe_load_planner())
+    dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
+             planner=_safe_load_planner())
 
 
 def _safe_load_planner():

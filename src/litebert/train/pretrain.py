@@ -61,13 +61,13 @@ from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
 from litebert.train.restart import plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
+from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
     restore_state,
-    save_checkpoint,
 )
 from litebert.train.throughput import TimedBatches, peak_tflops, speed_record
 
@@ -171,6 +171,7 @@ class Trainer:
                                     resume_step=self.state["step"])
         self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
         self.saved_step = self.state["step"] if self.start.checkpoint else -1
+        self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:
@@ -251,6 +252,7 @@ class Trainer:
         self.state["skipped_steps"] += skipped
         self.state["nonfinite_in_row"] = in_row
         if longest >= self.cfg.max_nonfinite:
+            self.wait_for_checkpoint()  # every rank read the same counters: all stop here
             last = checkpoint.latest(self.run_dir)
             raise TrainingDiverged(
                 f"{longest} non-finite losses in a row by step {self.state['step']} (skipped, "
@@ -272,14 +274,18 @@ class Trainer:
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
-        # compiling happens at the first step and evaluation
-        with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
-            while state["step"] < cfg.max_steps:
-                last_eval = self._one_step(data, window, bar) or last_eval
-                signum = watch.stop_now()
-                if signum:
-                    bar.close()
-                    self._stop_for(signum)
+        try:  # compiling happens at the first step and evaluation
+            with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
+                while state["step"] < cfg.max_steps:
+                    last_eval = self._one_step(data, window, bar) or last_eval
+                    signum = watch.stop_now()
+                    if signum:
+                        bar.close()
+                        self._stop_for(signum)
+        except BaseException:
+            self.saver.stop_after_error()
+            raise
+        self.wait_for_checkpoint()
         bar.close()
         if not last_eval:
             # Nothing left to train (a finished run resumed): still report where it stands.
@@ -304,6 +310,7 @@ class Trainer:
                for every in (cfg.log_every, cfg.eval_every, cfg.save_every)]
         if any(due):
             self._settle()
+            self.saver.commit_if_written()  # an async checkpoint, once every rank wrote it
         if due[0]:
             self._log(window, result, bar)
         paused = time.perf_counter()  # evaluations and checkpoints are not training time
@@ -318,15 +325,24 @@ class Trainer:
         record = {**self.state, "model_config": self.config.to_dict(),
                   "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
                   "data_digest": self.data_digest}
-        save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, self.cfg,
-                        self.info, record, self.objective.state_dict())
+        self.saver.save(self.model, self.optimizer, self.scheduler, record,
+                        self.objective.state_dict())
         self.saved_step = self.state["step"]
 
+    def wait_for_checkpoint(self) -> Path | None:
+        """Make the checkpoint still being written (--async-save) visible once written: a
+        collective, every rank calls it at the same point (a stop all ranks take together);
+        returns its path, None when none was in flight. A process that exits without it
+        leaves that checkpoint uncommitted, the one before intact."""
+        return self.saver.wait()
+
     def _stop_for(self, signum: int) -> None:
-        """Preempted: a checkpoint at this step (unless one was just written), then out."""
+        """Preempted: a checkpoint at this step (unless one was just written), committed,
+        then out with the status a scheduler reads."""
         self._settle()
         if self.saved_step != self.state["step"]:
             self._save()
+        self.wait_for_checkpoint()
         self.logger.close()
         name = signal.Signals(signum).name
         raise Preempted(f"stopped by {name} after step {self.state['step']}, saved in "

@@ -96,6 +96,13 @@ class PretrainConfig:
     eval_instances: int = option(2000, "held-out instances per evaluation, at most")
     save_every: int = option(200, "steps between checkpoints")
     keep_last: int = option(3, "checkpoints kept")
+    async_save: bool = option(
+        False, "write checkpoints in a background thread from a copy in host memory, so "
+               "training goes on meanwhile; a checkpoint becomes visible once written and "
+               "checksummed (by the next log line that finds it done, the next save or the "
+               "run's end). A crash loses at most the checkpoint in flight; the one before "
+               "stays intact. Costs a second copy of the model and optimizer state in host "
+               "memory while it is written")
     max_nonfinite: int = option(10, "non-finite losses in a row that stop the run")
     num_workers: int | None = option(
         None, "DataLoader worker processes that read, mask and collate batches; default: 4 "

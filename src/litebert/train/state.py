@@ -1,14 +1,19 @@
 """Training state <-> checkpoints: what the Trainer saves, restores and exports.
 
-Without FSDP, rank 0 saves the model and optimizer whole (checkpoint format "full"). Under
-FSDP nothing is gathered: every rank saves and loads its own shard with
-torch.distributed.checkpoint (format "sharded"), which reshards on load, so such a run can
-resume on another number of processes, and `litebert export` reads it in one process without
-a process group. The file layout and integrity checks are checkpoint.py's.
+Every run saves through torch.distributed.checkpoint (format "sharded"), one process, DDP or
+FSDP alike: all ranks write in parallel (under FSDP their own shards; under DDP each a share
+of the tensors all of them hold, each tensor once), and on resume each rank reads what it
+needs straight into its existing parameters and optimizer state, with no second copy.
+Keys are the model's own parameter names (torch's get_state_dict drops DDP's `module.`),
+so a checkpoint resumes under one process, DDP or FSDP whatever wrote it, on any number of
+processes, and `litebert export` reads it in one process without a process group.
+Checkpoints of format "full" (earlier releases: model.safetensors + optimizer.pt) are still
+read. The file layout and integrity checks are checkpoint.py's.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, cast
 
@@ -50,35 +55,35 @@ def save_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCon
                     objective_state: dict[str, torch.Tensor] | None = None) -> Path:
     """Checkpoint the run at state["step"]; every rank calls this at the same step, with its
     own objective state (Objective.state_dict)."""
-    sharded = is_fsdp(model)
+    return checkpoint.commit(start_checkpoint(run_dir, model, optimizer, scheduler, cfg, info,
+                                              state, objective_state))
+
+
+def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainConfig,
+                     info: DistInfo, state: dict[str, Any],
+                     objective_state: dict[str, torch.Tensor] | None = None,
+                     background: bool = False, group=None) -> checkpoint.Pending:
+    """save_checkpoint up to the commit (checkpoint.commit makes it visible). `background`:
+    the model and optimizer are copied to host memory and written by a thread, their
+    collectives over `group` (see checkpoint.save_sharded_async); the rest is written now."""
     record = {**state, "config": cfg.to_dict(), "world_size": info.world_size,
-              "format": "sharded" if sharded else "full"}
-    fill = (_sharded_writer if sharded else _full_writer)(model, optimizer, scheduler, info)
+              "format": "sharded"}
 
-    def fill_all(directory: Path) -> None:
-        fill(directory)
-        checkpoint.save_objective_state(directory, info.rank, objective_state or {})
-    return checkpoint.write(run_dir, state["step"], fill_all, record, keep_last=cfg.keep_last)
-
-
-def _full_writer(model, optimizer, scheduler, info: DistInfo):
-    def fill(directory: Path) -> None:
-        if info.is_main:  # DDP ranks hold identical copies
-            checkpoint.save_full(directory, full_model_state(model),
-                                 {"optimizer": optimizer.state_dict(),
-                                  "scheduler": scheduler.state_dict()})
-    return fill
-
-
-def _sharded_writer(model, optimizer, scheduler, info: DistInfo):
-    def fill(directory: Path) -> None:
+    def fill(directory: Path) -> Future | None:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
-        model_state, optim_state = get_state_dict(model, optimizer)  # local shards only
-        checkpoint.save_sharded({"model": model_state, "optimizer": optim_state}, directory)
+        model_state, optim_state = get_state_dict(model, optimizer)  # this rank's, no copy
+        both = {"model": model_state, "optimizer": optim_state}
+        writing = None
+        if background:
+            writing = checkpoint.save_sharded_async(both, directory, group)
+        else:
+            checkpoint.save_sharded(both, directory)
         if info.is_main:
             torch.save(scheduler.state_dict(), directory / "scheduler.pt")
-    return fill
+        checkpoint.save_objective_state(directory, info.rank, objective_state or {})
+        return writing
+    return checkpoint.start(run_dir, state["step"], fill, record, keep_last=cfg.keep_last)
 
 
 # ---- resuming -------------------------------------------------------------------------------
@@ -119,8 +124,10 @@ def _load_full(model, optimizer, scheduler, path: Path) -> None:
 
 
 def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
-    """DCP fills this run's own state dicts (its shards, or whole tensors without FSDP)
-    from whatever sharding the checkpoint was saved with."""
+    """DCP fills this run's own state dicts in place (its shards, or whole tensors without
+    FSDP) from whatever sharding the checkpoint was saved with. A fresh optimizer has no
+    state yet: get_state_dict makes it with one step at learning rate 0, which the load then
+    overwrites."""
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
     model_state, optim_state = get_state_dict(model, optimizer)
