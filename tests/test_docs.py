@@ -8,6 +8,7 @@ markdown file must be the GitHub slug of one of its headings.
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -148,3 +149,19 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert pages, "docs/ holds no pages"
     missing = [p.name for p in pages if p.resolve() not in linked]
     assert not missing, f"docs pages the README does not link: {missing}"
+
+
+def test_the_slurm_script_and_the_cluster_commands_are_valid_bash(tmp_path):
+    """docs/distributed.md's blocks are meant to be copied: each must at least parse, and
+    the Slurm script must ask for what its text promises."""
+    text = (DOCS / "distributed.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    (script,) = [b for b in blocks if b.startswith("#!/bin/bash\n#SBATCH")]
+    for name in ("--signal=B:USR1@300", "--requeue", "--open-mode=append"):
+        assert f"#SBATCH {name}" in script
+    assert "trap save_and_requeue USR1" in script and "scontrol requeue" in script
+    for number, block in enumerate(blocks):
+        path = tmp_path / f"block{number}.sh"
+        path.write_text(block, encoding="utf-8")
+        checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert checked.returncode == 0, (block[:200], checked.stderr)

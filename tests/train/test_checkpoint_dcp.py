@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from torch.distributed.checkpoint.state_dict import get_state_dict
 
 from litebert.train import checkpoint
+from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer, pretrain
-from litebert.train.state import load_model_state
+from litebert.train.state import ensure_optimizer_state, load_model_state
 from litebert.train.throughput import TIMING_FIELDS
 from tests.train import test_pretrain
 from tests.train.test_pretrain import _cli, _torchrun, kill_once_logged, read_metrics, run_config
@@ -198,3 +200,28 @@ def test_a_run_killed_during_an_async_save_resumes_from_the_one_before(data_dir,
     b, _ = load_model_state(checkpoint.latest(killed))
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not (checkpoint.checkpoint_dir(killed) / "step-00000004.tmp").exists()  # cleared
+
+
+@pytest.mark.parametrize("name", ["lamb", "adamw"])
+def test_an_optimizer_given_its_state_before_a_step_steps_as_without(name):
+    """ensure_optimizer_state writes what the first step would: the same update follows,
+    and get_state_dict then finds state to read instead of stepping at lr 0 itself."""
+    def stepped(prefill: bool):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3))
+        optimizer = build_optimizer(name, model, lr=0.1)
+        if prefill:
+            ensure_optimizer_state(optimizer)
+            before = [p.detach().clone() for p in model.parameters()]
+            _, saved = get_state_dict(model, optimizer)
+            assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(),
+                                                         strict=True))
+            assert all(float(s["step"]) == 0 for s in saved["state"].values())
+        model(torch.randn(5, 4)).pow(2).sum().backward()
+        optimizer.step()
+        return [p.detach() for p in model.parameters()], optimizer.state_dict()["state"]
+
+    (plain, plain_state), (filled, filled_state) = stepped(False), stepped(True)
+    assert all(torch.equal(a, b) for a, b in zip(plain, filled, strict=True))
+    for k, state in plain_state.items():
+        assert all(torch.equal(state[x], filled_state[k][x]) for x in state)

@@ -24,6 +24,7 @@ from litebert.config import AlbertConfig
 from litebert.distributed import DistInfo
 from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
+from litebert.train.lamb import Lamb
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
 
 
@@ -72,6 +73,7 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
     def fill(directory: Path) -> Future | None:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
+        ensure_optimizer_state(optimizer)  # a run saving before its first update
         model_state, optim_state = get_state_dict(model, optimizer)  # this rank's, no copy
         both = {"model": model_state, "optimizer": optim_state}
         writing = None
@@ -102,6 +104,24 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
             "objective_state": checkpoint.load_objective_state(path, info.rank)}
 
 
+def ensure_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
+    """Give an optimizer that has not stepped yet the state its first step would create:
+    zero moments and a step count of 0 per parameter (Lamb and AdamW keep the same three),
+    which that step would then find, unchanged. Without it get_state_dict creates the state
+    itself with a step at learning rate 0 on zero gradients: a gradient-sized buffer more,
+    and the optimizer's arithmetic, on every resume (and a step count of 1 at a save before
+    any step was taken)."""
+    if optimizer.state or not isinstance(optimizer, (Lamb, torch.optim.AdamW)):
+        return
+    for group in optimizer.param_groups:
+        # where each keeps its step count: Lamb and a fused or capturable AdamW on the device
+        on_device = isinstance(optimizer, Lamb) or group.get("fused") or group.get("capturable")
+        for p in group["params"]:
+            optimizer.state[p] = {
+                "step": torch.zeros((), device=p.device if on_device else "cpu"),
+                "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+
+
 def _load_full(model, optimizer, scheduler, path: Path) -> None:
     model_state = checkpoint.load_model_file(path)
     optim_state = checkpoint.load_pt(Path(path) / "optimizer.pt")
@@ -125,11 +145,11 @@ def _load_full(model, optimizer, scheduler, path: Path) -> None:
 
 def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
     """DCP fills this run's own state dicts in place (its shards, or whole tensors without
-    FSDP) from whatever sharding the checkpoint was saved with. A fresh optimizer has no
-    state yet: get_state_dict makes it with one step at learning rate 0, which the load then
-    overwrites."""
+    FSDP) from whatever sharding the checkpoint was saved with, into the fresh optimizer's
+    zero moments (ensure_optimizer_state)."""
     from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+    ensure_optimizer_state(optimizer)
     model_state, optim_state = get_state_dict(model, optimizer)
     # Two kinds of DCP state dict under one roof: Any, not their join (object).
     loaded: dict[str, Any] = {"model": model_state, "optimizer": optim_state}
