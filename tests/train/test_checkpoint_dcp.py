@@ -111,8 +111,11 @@ def test_a_ddp_checkpoint_resumes_under_fsdp(data_dir, ddp_run, tmp_path):
 # ---- --async-save ---------------------------------------------------------------------------
 
 def trained_state(data_dir, path: Path) -> tuple[dict, dict]:
-    """(model, optimizer) state dicts of checkpoint `path`, as a run resuming it holds them."""
-    trainer = Trainer(run_config(data_dir, path.parent.parent, resume=str(path), export=False))
+    """(model, optimizer) state dicts of checkpoint `path`, as a run resuming it holds them
+    (in a directory of its own: resuming from PATH in its run would move the later ones
+    aside, as a branch)."""
+    reader = path.parent.parent.with_name(f"{path.parent.parent.name}-reading-{path.name}")
+    trainer = Trainer(run_config(data_dir, reader, resume=str(path), export=False))
     return trainer.model.state_dict(), trainer.optimizer.state_dict()
 
 

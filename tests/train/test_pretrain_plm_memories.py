@@ -20,6 +20,7 @@ from litebert.files import describe_files
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import load_run_config, parse_override
+from litebert.train.state import load_model_state
 from tests.train.test_pretrain_plm import (
     MEM,
     SAVING_MEMORIES,
@@ -121,14 +122,14 @@ def test_a_run_saved_on_two_processes_resumes_on_one(data_dir, tmp_path, caplog)
     for name in ("two", "one"):
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="litebert"):
-            pretrain(run_config(data_dir, tmp_path / name, max_steps=5, resume="auto",
-                                **same))
+            pretrain(run_config(data_dir, tmp_path / name, max_steps=5,  # a longer schedule
+                                resume=str(checkpoint.latest(tmp_path / name)), **same))
         assert sum(NOTE in r.getMessage() for r in caplog.records) == 1, caplog.text
     a, b = losses(tmp_path / "two"), losses(tmp_path / "one")
     assert sorted(a) == sorted(b) == [1, 2, 3, 4, 5]
     assert [a[s] for s in a] == pytest.approx([b[s] for s in a], rel=1e-4)
-    ours = load_file(checkpoint.latest(tmp_path / "two") / "model.safetensors")
-    theirs = load_file(checkpoint.latest(tmp_path / "one") / "model.safetensors")
+    ours = load_model_state(checkpoint.latest(tmp_path / "two"))[0]
+    theirs = load_model_state(checkpoint.latest(tmp_path / "one"))[0]
     for key in ours:
         torch.testing.assert_close(ours[key], theirs[key], atol=1e-5, rtol=0, msg=key)
 
@@ -149,7 +150,8 @@ def test_memories_are_kept_and_saved_in_the_compute_dtype(data_dir, tmp_path, pr
     assert all(m.shape == (MEM, 8, 32) and not m.requires_grad for m in mems)
     saved = load_file(checkpoint.latest(tmp_path / "run") / "objective-rank0.safetensors")
     assert saved["mems.0"].dtype == dtype and saved["mems.0"].abs().sum() > 0
-    resumed = Trainer(run_config(data_dir, tmp_path / "run", resume="auto",
+    resumed = Trainer(run_config(data_dir, tmp_path / "run",  # one step more
+                                 resume=str(checkpoint.latest(tmp_path / "run")),
                                  **{**cfg, "max_steps": 3}))
     resumed.run()
     assert [m.dtype for m in resumed.objective.mems[0]] == [dtype, dtype]

@@ -256,7 +256,7 @@ def prune(run_dir: Path, keep_last: int, run_id: str | None = None,
     theirs: list[Path] = []
     for path in list_checkpoints(run_dir):
         owner = run_id_of(path)
-        same = owner == run_id or (owner is None and (adopts_unnamed or run_id is None))
+        same = run_id is None or owner == run_id or (owner is None and adopts_unnamed)
         (mine if same else theirs).append(path)
     old = mine[:-keep_last] if keep_last > 0 else []
     leftovers = [*root.glob("step-*.tmp"), *root.glob("step-*.old")]
