@@ -47,6 +47,7 @@ from litebert.distributed import (
     rank_and_world,
 )
 from litebert.files import atomic_directory, damaged_files, describe_files
+from litebert.write_errors import explained_write, human_size, tree_size
 
 log = logging.getLogger("litebert")
 
@@ -167,11 +168,15 @@ def write(run_dir: Path, step: int, fill: Callable[[Path], None], train_state: d
     """
     rank, _ = rank_and_world()
     final = checkpoint_dir(run_dir) / f"step-{step:08d}"
-    with contextlib.ExitStack() as stack:
+    # A failed write (full disk...) is one sentence on every rank (explained_checkpoint): the
+    # inner block's inside atomic_directory, which then removes the partial directory; the
+    # outer one's for state.json and the rename.
+    with explained_checkpoint(run_dir, final, step), contextlib.ExitStack() as stack:
         tmp = stack.enter_context(atomic_directory(final)) if rank == 0 else None
         tmp = Path(broadcast_object(str(tmp) if tmp else None))  # where rank 0 made it
-        fill(tmp)
-        torch.save(rng_state(), tmp / rng_file(rank))
+        with explained_checkpoint(run_dir, final, step):
+            fill(tmp)
+            save_pt(rng_state(), tmp / rng_file(rank))
         files = _describe_together(tmp)
         if rank == 0:
             (tmp / "state.json").write_text(json.dumps({**train_state, "files": files},
@@ -180,6 +185,32 @@ def write(run_dir: Path, step: int, fill: Callable[[Path], None], train_state: d
         prune(run_dir, keep_last)
     barrier()  # nobody goes on (or reads the checkpoint) before it is in place
     return final
+
+
+def explained_checkpoint(run_dir: Path, final: Path, step: int
+                         ) -> contextlib.AbstractContextManager[None]:
+    """A block of writing checkpoint `step` (to become `final`), entered by every rank: a
+    failed write in it is a WriteFailed on all of them naming the checkpoint, about the size
+    of the newest one as the space needed, and the newest intact one to resume from."""
+    def needed() -> str | int | None:
+        newest = latest(run_dir)
+        if newest is not None:
+            return tree_size(newest)
+        written = tree_size(final.with_name(final.name + ".tmp"))  # gone once it is removed
+        return f"more than the {human_size(written)} written before it failed" if written \
+            else None
+    return explained_write(final, f"checkpoint step {step}", needed=needed,
+                           after=lambda: resume_advice(run_dir), together=True)
+
+
+def resume_advice(run_dir: Path) -> str:
+    """What a run stopped by a failed write can resume from: its newest intact checkpoint."""
+    newest = latest(run_dir)
+    if newest is None:
+        return ("nothing complete was damaged, but no checkpoint was written before it: free "
+                "some space, then start the run again")
+    return (f"nothing complete was damaged and the newest intact checkpoint is {newest}: free "
+            f"some space, then rerun with --resume auto")
 
 
 def _describe_together(directory: Path) -> dict[str, dict[str, Any]]:
@@ -206,7 +237,38 @@ def save_full(directory: Path, model_state: dict[str, torch.Tensor],
               optim_state: dict[str, Any]) -> None:
     tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
     save_file(tensors, directory / "model.safetensors", {"format": "pt"})
-    torch.save(optim_state, directory / "optimizer.pt")
+    save_pt(optim_state, directory / "optimizer.pt")
+
+
+def save_pt(obj: Any, path: Path) -> None:
+    """torch.save to `path` through a Python file: torch's own file writer reports a failed
+    write (a full disk) as "unexpected pos", the OS error lost; this raises that OSError."""
+    with open(path, "wb") as file:
+        stream = _KeepsWriteError(file)
+        try:
+            torch.save(obj, stream)
+        except RuntimeError:
+            if stream.error is None:
+                raise
+            raise stream.error from None
+
+
+class _KeepsWriteError:
+    """A writable stream that remembers the OSError of a failed write (torch.save replaces
+    it with a RuntimeError of its own)."""
+
+    def __init__(self, file: Any) -> None:
+        self.file, self.error = file, None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as err:
+            self.error = err
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 def load_model_file(path: Path) -> dict[str, torch.Tensor]:

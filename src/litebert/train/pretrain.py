@@ -61,6 +61,7 @@ from litebert.train.run_config import PretrainConfig, RunConfigError, check_data
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
+    explained_export,
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
     restore_state,
@@ -365,9 +366,10 @@ class Trainer:
     def _finish(self) -> None:
         if self.cfg.export:
             model_state = full_model_state(self.model)  # a collective under FSDP
-            if self.info.is_main:
-                self.objective.export(model_state, self.config, self.run_dir,
-                                      self.run_dir / "export")
+            export = self.run_dir / "export"
+            with explained_export(self.run_dir, export, model_state, together=True):
+                if self.info.is_main:
+                    self.objective.export(model_state, self.config, self.run_dir, export)
         self.logger.close()
         barrier()
 
