@@ -49,7 +49,7 @@ class WriteFailed(OSError):
 
     def __init__(self, message: str, code: int | None, agreed: bool = False) -> None:
         super().__init__(message)
-        self.errno = code  # type: ignore[assignment]  # OSError's field; None when unknown
+        self.errno = code  # OSError's field; None when the library hid it
         self.agreed = agreed
 
 

@@ -35,7 +35,7 @@ import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -246,7 +246,7 @@ def save_pt(obj: Any, path: Path) -> None:
     with open(path, "wb") as file:
         stream = _KeepsWriteError(file)
         try:
-            torch.save(obj, stream)
+            torch.save(obj, cast(IO[bytes], stream))  # it only writes and flushes
         except RuntimeError:
             if stream.error is None:
                 raise
@@ -258,7 +258,8 @@ class _KeepsWriteError:
     it with a RuntimeError of its own)."""
 
     def __init__(self, file: Any) -> None:
-        self.file, self.error = file, None
+        self.file = file
+        self.error: OSError | None = None
 
     def write(self, data: Any) -> int:
         try:
