@@ -243,14 +243,18 @@ def save_full(directory: Path, model_state: dict[str, torch.Tensor],
 def save_pt(obj: Any, path: Path) -> None:
     """torch.save to `path` through a Python file: torch's own file writer reports a failed
     write (a full disk) as "unexpected pos", the OS error lost; this raises that OSError."""
-    with open(path, "wb") as file:
-        stream = _KeepsWriteError(file)
-        try:
-            torch.save(obj, cast(IO[bytes], stream))  # it only writes and flushes
-        except RuntimeError:
-            if stream.error is None:
-                raise
-            raise stream.error from None
+    try:
+        with open(path, "wb") as file:
+            stream = _KeepsWriteError(file)
+            try:
+                torch.save(obj, cast(IO[bytes], stream))  # it only writes and flushes
+            except RuntimeError:
+                if stream.error is None:
+                    raise
+                raise stream.error from None
+    except OSError as err:
+        err.filename = str(path)  # which of a checkpoint's files, for the message
+        raise
 
 
 class _KeepsWriteError:
