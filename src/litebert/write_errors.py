@@ -113,8 +113,9 @@ def as_os_error(err: BaseException) -> OSError | None:
 def explain(err: OSError, path: str | Path, what: str, needed: Needed | Callable[[], Needed],
             after: Advice) -> str:
     """The sentence for a write of `what` at `path` that failed with `err`."""
-    if err.filename and Path(err.filename).name != Path(path).name:
-        what = f"{what}'s {Path(err.filename).name}"  # the one file of several that failed
+    failed = Path(err.filename).name if err.filename else None
+    if failed and not failed.startswith(Path(path).name):  # not `path` or its `.tmp` twin
+        what = f"{what}'s {failed}"  # the one file of several that failed
     free = free_bytes(path)
     said_free = "how much is free is unknown" if free is None else f"{human_size(free)} free"
     if err.errno in SPACE_ERRORS:
