@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import bz2
+import errno
+import fcntl
 import gzip
 import json
+import logging
 import lzma
+import multiprocessing
 import os
+import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
+from litebert import files
 from litebert.cli import main
 from litebert.files import (
+    AtomicFile,
     DamagedInputError,
     InputFileError,
     MissingInputError,
@@ -19,6 +30,7 @@ from litebert.files import (
     atomic_write,
     damaged_files,
     describe_files,
+    exclusive,
     expand_inputs,
     is_temporary,
     open_text,
@@ -190,3 +202,102 @@ def test_exclusive_makes_a_second_process_wait_for_the_first(tmp_path):
         log.write_text("parent\n")
     assert proc.wait(timeout=600) == 0  # a loaded machine imports slowly
     assert log.read_text() == "parent\nchild\n"
+
+
+# ---- filesystems without flock: an O_EXCL lock file ---------------------------------------------
+
+def no_flock(*args):
+    """flock on Lustre mounted without it, or NFS without a lock daemon."""
+    raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+
+def hold_and_record(lock, log, name) -> None:
+    """In a forked process: hold the lock for a moment, saying when it came and went."""
+    with exclusive(lock, "work"):
+        with open(log, "a") as f:
+            f.write(f"{name} in\n")
+        time.sleep(0.4)
+        with open(log, "a") as f:
+            f.write(f"{name} out\n")
+
+
+@pytest.fixture
+def without_flock(monkeypatch):
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    monkeypatch.setattr(files, "LOCK_POLL_SECONDS", 0.05)
+
+
+def test_without_flock_two_processes_take_turns_on_a_lock_file(tmp_path, without_flock):
+    lock, log = tmp_path / ".work.lock", tmp_path / "order.txt"
+    fork = multiprocessing.get_context("fork")  # inherits the patched flock
+    procs = [fork.Process(target=hold_and_record, args=(lock, log, name)) for name in "ab"]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    assert log.read_text().splitlines() in (["a in", "a out", "b in", "b out"],
+                                            ["b in", "b out", "a in", "a out"])
+    assert not (tmp_path / ".work.lock.excl").exists()
+
+
+def test_without_flock_a_waiter_says_so_and_goes_on_when_the_lock_file_goes(
+        tmp_path, without_flock, caplog):
+    excl = tmp_path / ".work.lock.excl"
+    excl.write_text("some-other-host 1\n")  # a holder this host cannot check: waited for
+    done = threading.Event()
+
+    def worker() -> None:
+        with exclusive(tmp_path / ".work.lock", "work"):
+            done.set()
+
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        assert not done.wait(0.5)  # still waiting
+        assert "another process (some-other-host 1) is writing it; waiting" in caplog.text
+        excl.unlink()
+        thread.join(30)
+    assert done.is_set() and not excl.exists()
+
+
+def test_without_flock_a_lock_file_of_a_dead_process_is_taken_over(tmp_path, without_flock,
+                                                                     caplog):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    excl = tmp_path / ".work.lock.excl"
+    excl.write_text(f"{socket.gethostname()} {dead.pid}\n")
+    with caplog.at_level(logging.INFO, logger="litebert"), \
+            exclusive(tmp_path / ".work.lock", "work"):
+        assert excl.read_text() == f"{socket.gethostname()} {os.getpid()}\n"
+    assert f"taking over the lock {excl}, left by process {dead.pid}" in caplog.text
+    assert not excl.exists()
+
+
+def test_another_flock_error_is_not_taken_for_a_missing_flock(tmp_path, monkeypatch):
+    def broken(*args):
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    monkeypatch.setattr(fcntl, "flock", broken)
+    with pytest.raises(OSError, match="Bad file descriptor"), \
+            exclusive(tmp_path / ".work.lock", "work"):
+        pass
+
+
+def test_a_failed_atomic_append_removes_its_temporary_and_names_the_file(tmp_path):
+    class FullDisk:
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def close(self):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # flushing fails too
+
+    target = AtomicFile(tmp_path / "tokens.bin")
+    target.write(b"x" * 10)
+    target.file.close()
+    target.file = FullDisk()
+    with pytest.raises(OSError) as caught:
+        target.write(b"x" * 10)
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "tokens.bin")
+    assert list(tmp_path.iterdir()) == []

@@ -454,10 +454,12 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(message)s")
     from litebert.data.sources import FetchError
     from litebert.train.pretrain import TrainingDiverged
+    from litebert.write_errors import WriteFailed
 
     try:
         args.func(args)
-    except (ConfigError, ValueError, FileNotFoundError, FetchError, TrainingDiverged) as err:
+    except (ConfigError, ValueError, FileNotFoundError, FetchError, TrainingDiverged,
+            WriteFailed) as err:
         print(f"litebert {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

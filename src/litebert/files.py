@@ -12,19 +12,29 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import glob
 import gzip
 import hashlib
 import io
 import json
+import logging
 import lzma
 import os
 import shutil
+import socket
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: exclusive() runs its block unguarded
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger("litebert")
 
 class InputFileError(ValueError):
     """An input that is missing or not what its name says; the message names the file."""
@@ -221,42 +231,68 @@ class AtomicFile:
     """A file written under a temporary name in its directory and renamed into place by
     `commit()`, so that `path` is either absent/old or complete, never half-written.
 
-    For streams of appends (data building); `atomic_write` is the one-shot form.
+    For streams of appends (data building); `atomic_write` is the one-shot form. A write or
+    commit that fails removes the temporary (on a full disk it holds the space others need)
+    and raises the OSError with `filename` set to `path`, the name a user knows.
     """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = temporary_name(self.path)
-        self.file: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
+        with _named(self.path):
+            self.file: IO[bytes] = open(self.tmp, "wb")  # noqa: SIM115 (closed in commit/discard)
 
     def write(self, data: bytes) -> None:
-        self.file.write(data)
+        try:
+            self.file.write(data)
+        except OSError as err:
+            self.discard()
+            err.filename = str(self.path)
+            raise
 
     def commit(self) -> Path:
-        self.file.close()
-        _fsync(self.tmp)
-        os.replace(self.tmp, self.path)
+        try:
+            self.file.close()  # flushes the buffer: a full disk can show here
+            _fsync(self.tmp)
+            os.replace(self.tmp, self.path)
+        except OSError as err:
+            self.discard()
+            err.filename = str(self.path)
+            raise
         return self.path
 
     def discard(self) -> None:
-        self.file.close()
+        with contextlib.suppress(OSError):  # flushing what is left fails again on a full disk
+            self.file.close()
         self.tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """An OSError from the block names `path` (not the temporary it was written under)."""
+    try:
+        yield
+    except OSError as err:
+        err.filename = str(path)
+        raise
 
 
 def atomic_write(path: str | Path, content: bytes | str | Callable[[Path], Any]) -> Path:
     """Write `path` atomically (see AtomicFile). `content` is bytes, text (UTF-8), or a
-    function that writes a file at the path it is given (e.g. safetensors' save_file)."""
+    function that writes a file at the path it is given (e.g. safetensors' save_file). An
+    OSError names `path`; the temporary is removed whatever happens."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_name(path)
     try:
-        if callable(content):
-            content(tmp)
-        else:
-            tmp.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
-        _fsync(tmp)
-        os.replace(tmp, path)
+        with _named(path):
+            if callable(content):
+                content(tmp)
+            else:
+                tmp.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+            _fsync(tmp)
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
@@ -302,27 +338,112 @@ def exclusive(path: str | Path, what: str) -> Iterator[None]:
     """Hold an exclusive lock on the lock file `path` (created beside the work it guards) for
     the block: two processes writing the same directory (two `study run --only` on one
     machine, say) take turns instead of deleting each other's temporaries. Waiting is said
-    in the log. POSIX advisory locks; where there are none, the block runs unguarded."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
+    in the log. POSIX advisory locks (flock); on a filesystem without them (Lustre mounted
+    without flock, NFS without a lock daemon) a lock file created with O_EXCL instead
+    (`path` + ".excl", see _lock_file). Not POSIX at all: the block runs unguarded."""
+    if fcntl is None:
         yield
         return
     lock = Path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            import logging
+        if _flock(handle, what):
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+            return
+    with _lock_file(lock.with_name(lock.name + ".excl"), what):
+        yield
 
-            logging.getLogger("litebert").info("%s: another process is writing it; waiting",
-                                               what)
-            fcntl.flock(handle, fcntl.LOCK_EX)
+
+# What flock raises where the filesystem has no such locks (rather than "held by another").
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+LOCK_POLL_SECONDS = 1.0  # how often a waiter looks whether an O_EXCL lock file is gone
+
+
+def _flock(handle: IO[bytes], what: str) -> bool:
+    """Take flock on `handle`, waiting (said in the log) while another process holds it;
+    False when the filesystem has no flock at all."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.info("%s: another process is writing it; waiting", what)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    except OSError as err:
+        if err.errno not in _NO_FLOCK:
+            raise
+        log.debug("%s: no flock on this filesystem (%s); using a lock file", what, err)
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _lock_file(path: Path, what: str) -> Iterator[None]:
+    """Hold `path`, created with O_CREAT | O_EXCL (atomic on every filesystem, NFS included)
+    and holding "HOST PID", for the block; removed after it. While another process holds
+    it, wait (said once in the log). A lock left by a dead process on this host is taken
+    over (said in the log); one from another host cannot be checked, so it is waited for,
+    and the log names it so that a user can delete it."""
+    said = False
+    while True:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            holder, inode = _lock_holder(path)
+            if holder is not None and _is_stale(holder):
+                log.warning("%s: taking over the lock %s, left by process %s on this host, "
+                            "which has ended", what, path, holder[1])
+                _remove_if_same(path, inode)
+                continue
+            if not said:
+                log.info("%s: another process (%s) is writing it; waiting for the lock file %s "
+                         "to go", what, " ".join(map(str, holder or ("unknown",))), path)
+                said = True
+            time.sleep(LOCK_POLL_SECONDS)
+    try:
+        os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
+        os.close(fd)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _lock_holder(path: Path) -> tuple[tuple[str, int] | None, int | None]:
+    """((host, pid) written in lock file `path`, or None while it is being written or is
+    unreadable; its inode, or None when it is gone already)."""
+    inode = None
+    try:
+        inode = path.stat().st_ino
+        host, pid = path.read_text(encoding="utf-8").split()
+        return (host, int(pid)), inode
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError):  # empty (its holder is writing it) or not ours
+        return None, inode
+
+
+def _is_stale(holder: tuple[str, int]) -> bool:
+    """Whether `holder` is a process of this host that has ended."""
+    if holder[0] != socket.gethostname():
+        return False
+    try:
+        os.kill(holder[1], 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # exists, another user's
+        return False
+    return False
+
+
+def _remove_if_same(path: Path, inode: int | None) -> None:
+    """Remove the stale lock `path` unless another waiter replaced it since it was read (a
+    different inode). Two waiters taking over at the same instant can still race in the
+    moment between the check and the removal; the cost is two writers, as without a lock."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_ino == inode:
+            path.unlink()
 
 
 def _fsync(path: Path) -> None:

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from litebert import files
 from litebert.cli import main
 from litebert.data import builder as shards
 from litebert.data.builder import BuildConfig, build
-from litebert.data.integrity import DataError
+from litebert.data.integrity import DataError, verify_data
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
 from litebert.files import is_temporary
 from litebert.tokenization import Tokenizer
+from litebert.write_errors import WriteFailed, human_size
 from tests.data.builds import small_build, write_corpus
 
 
@@ -257,3 +262,62 @@ def test_xlnet_pairs_put_word_starts_on_their_own_tokens(xlnet_build):
         expected[first:first + b_len] = ds.word_starts[b_start:b_start + b_len]
         assert starts.tolist() == expected.tolist()
         assert not (starts & ~maskable).any()
+
+
+# ---- a write that fails: a full disk ---------------------------------------------------------
+
+class FillsUp:
+    """A file that takes `room` bytes, then fails as a full disk does (ENOSPC)."""
+
+    def __init__(self, file, room: int):
+        self.file, self.room = file, room
+
+    def write(self, data) -> int:
+        if len(data) > self.room:
+            self.file.write(bytes(data)[:self.room])
+            self.room = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.file.write(data)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def full_disk_at(monkeypatch, name: str, room: int) -> None:
+    """The data file `name` (written atomically: `.NAME.tmp-PID` first) fills the disk."""
+    real = open
+
+    def opener(path, mode="r", *args, **kwargs):
+        file = real(path, mode, *args, **kwargs)
+        if "w" in mode and Path(path).name.startswith(f".{name}.tmp-"):
+            return FillsUp(file, room)
+        return file
+
+    monkeypatch.setattr(files, "open", opener, raising=False)
+
+
+def test_a_full_disk_while_building_is_one_sentence_and_leaves_no_arrays(
+        tmp_path, corpus_and_tokenizer, monkeypatch, capsys):
+    corpus, tok = corpus_and_tokenizer
+    out = tmp_path / "data"
+    args = ["data", "build", str(corpus), "--tokenizer", str(tok), "--out", str(out),
+            "--max-seq-length", "64", "--workers", "1", "--format", "bert"]
+    full_disk_at(monkeypatch, "tokens.bin", room=1000)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"litebert data: error: could not write the data directory's "
+                          f"tokens.bin to {out}: no space left on the device (it needs about "
+                          f"its inputs' {human_size(corpus.stat().st_size)} or more, ")
+    assert err.endswith("free there); the arrays written so far were removed and it has no "
+                        "manifest, so nothing uses it: free some space, then run `litebert "
+                        "data build` again")
+    assert sorted(p.name for p in out.iterdir()) == []  # no arrays, temporaries, manifest
+
+    full_disk_at(monkeypatch, "train.instances.bin", room=0)  # pass 2 this time
+    with pytest.raises(WriteFailed, match="the data directory's train.instances.bin to "):
+        small_build(tmp_path, corpus_and_tokenizer)
+    assert sorted(p.name for p in out.iterdir()) == []
+    monkeypatch.undo()
+    assert main(args) == 0
+    assert (out / "manifest.json").is_file() and verify_data(out)

@@ -4,12 +4,17 @@ checked whenever it is opened, checksums on resume and export; damaged ones are 
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import hashlib
 import json
 import logging
 import os
 import pickle
 import shutil
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -22,6 +27,7 @@ from litebert.train.checkpoint import DamagedCheckpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import _batch_position, export_run, load_model_state
+from litebert.write_errors import WriteFailed, human_size, tree_size
 from tests.train import test_pretrain
 from tests.train.test_pretrain import read_metrics, run_config
 
@@ -203,3 +209,133 @@ def test_a_full_format_checkpoint_exports_and_resumes_bit_for_bit(trained, data_
     a, _ = load_model_state(step_dir(trained, 6))
     b, _ = load_model_state(step_dir(out, 6))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+# ---- a write that fails: a full disk, an I/O error ---------------------------------------------
+
+ENOSPC_TEXT = "Error while serializing: I/O error: No space left on device (os error 28)"
+
+
+def leftovers(run: Path) -> list[str]:
+    """What a failed write could leave beside the complete checkpoints: partial directories."""
+    return sorted(p.name for p in checkpoint.checkpoint_dir(run).iterdir()
+                  if not checkpoint._STEP_DIR.match(p.name))
+
+
+def target_name(f) -> str:
+    """The path torch.save writes to: a path, a file, or save_pt's wrapper of a file."""
+    return str(getattr(f, "name", None) or getattr(getattr(f, "file", None), "name", f))
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_resumes(
+        data_dir, tmp_path, monkeypatch, capsys):
+    """The disk fills while DCP writes the second checkpoint's tensors: `litebert pretrain`
+    says so in one line, the first checkpoint is intact and nothing partial is left; once
+    there is space the same command continues and finishes."""
+    run = tmp_path / "run"
+    args = test_pretrain._cli(data_dir, run, 6, "--no-export")[3:]  # checkpoints at 2, 4, 6
+    real = torch.save
+
+    def full_disk(obj, f, *rest, **kwargs):
+        if "step-00000004" in target_name(f):
+            f.write(b"\0" * 100)  # the part that fitted
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(obj, f, *rest, **kwargs)
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    first = step_dir(run, 2)
+    assert err.startswith(f"litebert pretrain: error: could not write checkpoint step 4 to "
+                          f"{step_dir(run, 4)}: no space left on the device (it needs about "
+                          f"{human_size(tree_size(first))}, ")
+    assert "free there); nothing complete was damaged and the newest intact checkpoint is " \
+           f"{first}: free some space, then run the same command again" in err
+    checkpoint.verify(first, checksums=True)
+    assert leftovers(run) == [] and checkpoint.list_checkpoints(run) == [first]
+
+    monkeypatch.setattr(torch, "save", real)  # space again
+    assert main(args) == 0
+    assert checkpoint.latest(run) == step_dir(run, 6)
+    assert [x["step"] for x in read_metrics(run)[0]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_an_io_error_at_the_first_checkpoint_says_there_is_none_to_resume(data_dir, tmp_path,
+                                                                         monkeypatch):
+    run = tmp_path / "run"
+    cfg = run_config(data_dir, run, max_steps=4, save_every=2, eval_every=100, export=False)
+    real, calls = torch.save, []
+
+    def failing_disk(obj, f, *args, **kwargs):
+        calls.append(f)
+        if len(calls) == 1:  # step 2's first tensor file
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", failing_disk)
+    with pytest.raises(WriteFailed) as caught:
+        pretrain(cfg)
+    assert str(caught.value).startswith(
+        f"could not write checkpoint step 2 to {step_dir(run, 2)}: Input/output error (EIO; ")
+    assert "free there); nothing complete was damaged, but no checkpoint was written before " \
+           "it: free some space, then start the run again" in str(caught.value)
+    assert caught.value.errno == errno.EIO
+    assert leftovers(run) == [] and checkpoint.list_checkpoints(run) == []
+    monkeypatch.setattr(torch, "save", real)
+    pretrain(dataclasses.replace(cfg, resume="auto"))
+    assert checkpoint.latest(run) == step_dir(run, 4)
+
+
+def test_a_sharded_save_that_fails_is_translated_from_dcp(tmp_path, monkeypatch):
+    """DCP wraps a rank's failed write in a CheckpointException (raised on every rank): the
+    sentence is the same as for any other checkpoint file."""
+    state = {"model": {"w": torch.arange(1000.0)}}
+
+    def fill(directory: Path) -> None:
+        checkpoint.save_sharded(state, directory)
+
+    with warnings.catch_warnings():  # DCP in one process without a process group: intended
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        first = checkpoint.write(tmp_path, 1, fill, {"step": 1})
+        monkeypatch.setattr(torch, "save", lambda *a, **k: (_ for _ in ()).throw(
+            OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+        with pytest.raises(WriteFailed, match=r"^could not write checkpoint step 2 to .*"
+                           r"step-00000002: no space left on the device \(it needs about "):
+            checkpoint.write(tmp_path, 2, fill, {"step": 1})
+    checkpoint.verify(first, checksums=True)
+    assert leftovers(tmp_path) == [] and checkpoint.list_checkpoints(tmp_path) == [first]
+
+
+RANK1_FULL_DISK = """\
+import errno, os, sys, torch
+from litebert.cli import main
+if os.environ["RANK"] == "1":  # rank 1 alone, at rng-rank1.pt of step 4
+    real = torch.save
+    def full_disk(obj, f, *args, **kwargs):
+        name = str(getattr(f, "name", None) or getattr(getattr(f, "file", None), "name", f))
+        if "step-00000004" in name and "rng-rank1" in name:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(obj, f, *args, **kwargs)
+    torch.save = full_disk
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_full_disk_on_one_rank_stops_every_rank_with_the_same_sentence(data_dir, tmp_path):
+    """Under torchrun only rank 1's write fails: no rank waits for it, both say why."""
+    script = tmp_path / "rank1_full_disk.py"
+    script.write_text(RANK1_FULL_DISK)
+    run = tmp_path / "run"
+    args = test_pretrain._cli(data_dir, run, 6, "--no-export", "--micro-batch-size", "4")[3:]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc-per-node", "2", str(script), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+    said = [line for line in done.stderr.splitlines() if "litebert pretrain: error:" in line]
+    assert done.returncode != 0 and len(said) == 2, done.stderr[-6000:]
+    assert said[0] == said[1]
+    assert (f"error: rank 1 of 2: could not write checkpoint step 4's rng-rank1.pt to "
+            f"{step_dir(run, 4)}: no space left on the device (it needs about ") in said[0]
+    assert f"the newest intact checkpoint is {step_dir(run, 2)}: free some space" in said[0]
+    checkpoint.verify(step_dir(run, 2), checksums=True)
+    assert leftovers(run) == [] and checkpoint.list_checkpoints(run) == [step_dir(run, 2)]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
 import math
+import os
 import struct
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from litebert.train import checkpoint
 from litebert.train.metrics import (
     METRICS_NAME,
     TENSORBOARD_DIR,
@@ -18,6 +22,12 @@ from litebert.train.metrics import (
     MetricsLogger,
     read_metrics,
 )
+from litebert.train.pretrain import pretrain
+from litebert.write_errors import WriteFailed
+from tests.train import test_pretrain
+from tests.train.test_pretrain import run_config
+
+data_dir = test_pretrain.data_dir  # the pre-training corpus fixture (built once for this module)
 
 
 def train_record(step: int) -> dict:
@@ -169,3 +179,61 @@ def test_tensorboard_purges_after_resume_step(tmp_path):
     # TensorBoard hides events with step >= 3 written before this marker
     assert starts == [3]
     assert len(list((tmp_path / TENSORBOARD_DIR).glob("events.out.tfevents.*"))) == 2
+
+
+# ---- a write that fails: a full disk ---------------------------------------------------------
+
+def full_disk_after(monkeypatch, records: int) -> None:
+    """Writes to metrics.jsonl take `records` records, then the disk fills up half-way through
+    the next one (the kernel takes what fits, the next write fails), as a real disk does."""
+    real, state = os.write, {"records": 0, "full": False}
+
+    def write(fd: int, data) -> int:
+        if not os.readlink(f"/proc/self/fd/{fd}").endswith(METRICS_NAME):
+            return real(fd, data)
+        if state["full"]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if state["records"] == records:
+            state["full"] = True
+            return real(fd, bytes(data)[:len(data) // 2])
+        state["records"] += 1
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_a_full_disk_leaves_whole_lines_and_logging_goes_on_after(tmp_path, monkeypatch):
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    for step in (1, 2):
+        logger.log(train_record(step))
+    before = (tmp_path / METRICS_NAME).read_bytes()
+    full_disk_after(monkeypatch, 0)
+    with pytest.raises(WriteFailed) as caught:
+        logger.log(train_record(3))
+    assert str(caught.value).startswith(
+        f"could not write metrics.jsonl to {tmp_path / METRICS_NAME}: no space left on the "
+        f"device (it needs about ")
+    assert "free there); nothing complete was damaged, but no checkpoint was written" \
+        in str(caught.value)
+    assert (tmp_path / METRICS_NAME).read_bytes() == before  # the half line is cut off again
+    monkeypatch.undo()
+    logger.log(train_record(3))
+    logger.close()
+    assert [x["step"] for x in lines(tmp_path)] == [1, 2, 3]
+
+
+def test_a_full_disk_while_logging_names_the_checkpoint_and_the_run_resumes(tmp_path,
+                                                                           monkeypatch,
+                                                                           data_dir):
+    run = tmp_path / "run"
+    cfg = run_config(data_dir, run, max_steps=6, save_every=2, eval_every=100, export=False)
+    full_disk_after(monkeypatch, 4)  # steps 1-4 logged, step 5 fails
+    with pytest.raises(WriteFailed) as caught:
+        pretrain(cfg)
+    newest = checkpoint.checkpoint_dir(run) / "step-00000004"
+    assert f"the newest intact checkpoint is {newest}: free some space, then rerun with " \
+           f"--resume auto" in str(caught.value)
+    assert [x["step"] for x in lines(run)] == [1, 2, 3, 4]
+    monkeypatch.undo()
+    pretrain(dataclasses.replace(cfg, resume="auto"))
+    assert [x["step"] for x in read_metrics(run)[0]] == [1, 2, 3, 4, 5, 6]

@@ -60,7 +60,7 @@ import numpy as np
 from litebert.data.arrays import ArrayWriter
 from litebert.data.arrays import memmap as _memmap
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
-from litebert.data.integrity import MANIFEST, record_files
+from litebert.data.integrity import MANIFEST, explained_build, record_files, remove_build_outputs
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.data.packing import PACKINGS, PackedSplit, Packer, assemble_packed, pack_documents
 from litebert.data.streams import end_of_document_id, write_streams
@@ -69,7 +69,6 @@ from litebert.files import (
     damaged_files,
     exclusive,
     expand_inputs,
-    is_temporary,
 )
 from litebert.options import option
 from litebert.progress import progress
@@ -505,7 +504,9 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     tokenizer = Tokenizer.from_pretrained(tokenizer_dir)
     key = cache_key(inputs, tokenizer.fingerprint, cfg)
     with exclusive(out.with_name(f".{out.name}.lock"), str(out)):  # one writer at a time
-        return _build_locked(inputs, tokenizer, tokenizer_dir, out, cfg, workers, force, key)
+        with explained_build(out, expand_inputs(inputs, "corpus input")):
+            return _build_locked(inputs, tokenizer, tokenizer_dir, out, cfg, workers, force,
+                                 key)
 
 
 def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out: Path,
@@ -522,7 +523,7 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
         log.warning("%s: same config but damaged files (%s); rebuilding", out, "; ".join(damaged))
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
-    _remove_previous(out)
+    remove_build_outputs(out)  # static masks when building dynamic ones, temporaries
     start = time.time()
     stats = CorpusStats()
     counts = tokenize_corpus(inputs, tokenizer, tokenizer_dir, out, cfg, workers, stats)
@@ -540,14 +541,6 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
     }
     atomic_write_json(out / MANIFEST, manifest)
     return manifest
-
-
-def _remove_previous(out: Path) -> None:
-    """Files an earlier (maybe killed) build left: temporaries and arrays this one may not
-    rewrite (static masks when building dynamic ones)."""
-    for path in out.iterdir():
-        if path.is_file() and (path.name.endswith(".bin") or is_temporary(path)):
-            path.unlink()
 
 
 def _build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,

@@ -13,15 +13,18 @@ the arrays (not of the tokenizer files), which are checked instead, with a warni
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from litebert.files import damaged_files, describe_files, is_temporary
+from litebert.write_errors import WriteFailed, explained_write, human_size
 
 log = logging.getLogger("litebert")
 
@@ -42,6 +45,33 @@ def record_files(directory: str | Path) -> dict[str, dict[str, Any]]:
     names += [p.relative_to(directory).as_posix() for p in (directory / "tokenizer").rglob("*")
               if p.is_file() and not is_temporary(p)]
     return describe_files(directory, names)
+
+
+def remove_build_outputs(out: Path) -> None:
+    """The arrays (*.bin) and temporaries a build of `out` writes: what an earlier (maybe
+    killed) build left before a new one starts, or what a failed build wrote."""
+    for path in out.iterdir():
+        if path.is_file() and (path.name.endswith(".bin") or is_temporary(path)):
+            path.unlink()
+
+
+@contextlib.contextmanager
+def explained_build(out: Path, inputs: Iterable[Path]) -> Iterator[None]:
+    """Building `out`: a failed write (a full disk) is a WriteFailed naming the file, and the
+    arrays written so far are removed (the directory has no manifest yet, so they are no use,
+    and they hold the space). The space needed is a rough guess: arrays of token ids take
+    about as many bytes as the text they come from."""
+    sizes = [Path(p).stat().st_size for p in inputs]  # bytes of each (maybe compressed) input
+    needed = f"about its inputs' {human_size(sum(sizes))} or more"
+    after = ("the arrays written so far were removed and it has no manifest, so nothing uses "
+             "it: free some space, then run `litebert data build` again")
+    try:
+        with explained_write(out, "the data directory", needed=needed, after=after):
+            yield
+    except WriteFailed:
+        with contextlib.suppress(OSError):
+            remove_build_outputs(out)
+        raise
 
 
 def load_manifest(directory: Path) -> dict[str, Any]:

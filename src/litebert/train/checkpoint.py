@@ -40,8 +40,9 @@ import shutil
 import warnings
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import IO, Any, cast
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -53,6 +54,7 @@ from litebert.distributed import (
     rank_and_world,
 )
 from litebert.files import atomic_directory, damaged_files, describe_files
+from litebert.write_errors import explained_write, human_size, tree_size
 
 log = logging.getLogger("litebert")
 # One process saving or loading without a process group is intended (every one-process run
@@ -208,8 +210,10 @@ def start(run_dir: Path, step: int, fill: Callable[[Path], Future | None],
     with contextlib.ExitStack() as stack:  # on an error here rank 0 removes step-N.tmp
         tmp = stack.enter_context(atomic_directory(final)) if rank == 0 else None
         tmp = Path(broadcast_object(str(tmp) if tmp else None))  # where rank 0 made it
-        writing = fill(tmp)
-        torch.save(rng_state(), tmp / rng_file(rank))
+        # A failed write (full disk...) is one sentence on every rank (explained_checkpoint).
+        with explained_checkpoint(run_dir, final, step):
+            writing = fill(tmp)
+            save_pt(rng_state(), tmp / rng_file(rank))
         pending = Pending(Path(run_dir), final, tmp, train_state, keep_last, writing,
                           stack.pop_all())  # handed on: nothing left to undo here
     return pending
@@ -219,21 +223,52 @@ def commit(pending: Pending) -> Path:
     """The second half of write(): wait for this rank's files, hash them all between the
     ranks, record them in state.json, rename the directory into place and prune. A
     collective: every rank calls it at the same point. If a write failed (or anything here
-    does), the `.tmp` directory is removed and the error raised: the previous checkpoints are
-    untouched."""
+    does), the `.tmp` directory is removed and the error raised, one sentence on every rank:
+    the previous checkpoints are untouched."""
     rank, _ = rank_and_world()
-    with pending.stack:  # leaving it renames step-N.tmp into place (rank 0)
-        if pending.writing is not None:
-            pending.writing.result()  # raises what the background write raised
-        files = _describe_together(pending.directory)
-        if rank == 0:
-            (pending.directory / "state.json").write_text(json.dumps(
-                {**pending.train_state, "files": files}, indent=2, sort_keys=True) + "\n")
+    explained = partial(explained_checkpoint, pending.run_dir, pending.final,
+                        pending.train_state["step"])
+    # The inner block's inside the atomic directory, which then removes step-N.tmp; the
+    # outer one's for the rename.
+    with explained(), pending.stack:  # leaving the stack renames step-N.tmp (rank 0)
+        with explained():
+            if pending.writing is not None:
+                pending.writing.result()  # raises what the background write raised
+            files = _describe_together(pending.directory)
+            if rank == 0:
+                (pending.directory / "state.json").write_text(json.dumps(
+                    {**pending.train_state, "files": files}, indent=2, sort_keys=True) + "\n")
     if rank == 0:
         prune(pending.run_dir, pending.keep_last, pending.train_state.get("run_id"),
               pending.train_state.get("adopts_unnamed", False))
     barrier()  # nobody goes on (or reads the checkpoint) before it is in place
     return pending.final
+
+
+def explained_checkpoint(run_dir: Path, final: Path, step: int
+                         ) -> contextlib.AbstractContextManager[None]:
+    """A block of writing checkpoint `step` (to become `final`), entered by every rank: a
+    failed write in it is a WriteFailed on all of them naming the checkpoint, about the size
+    of the newest one as the space needed, and the newest intact one to resume from."""
+    def needed() -> str | int | None:
+        newest = latest(run_dir)
+        if newest is not None:
+            return tree_size(newest)
+        written = tree_size(final.with_name(final.name + ".tmp"))  # gone once it is removed
+        return f"more than the {human_size(written)} written before it failed" if written \
+            else None
+    return explained_write(final, f"checkpoint step {step}", needed=needed,
+                           after=lambda: resume_advice(run_dir), together=True)
+
+
+def resume_advice(run_dir: Path) -> str:
+    """What a run stopped by a failed write can resume from: its newest intact checkpoint."""
+    newest = latest(run_dir)
+    if newest is None:
+        return ("nothing complete was damaged, but no checkpoint was written before it: free "
+                "some space, then start the run again")
+    return (f"nothing complete was damaged and the newest intact checkpoint is {newest}: free "
+            f"some space, then run the same command again: it continues from there")
 
 
 def _describe_together(directory: Path) -> dict[str, dict[str, Any]]:
@@ -289,7 +324,43 @@ def save_full(directory: Path, model_state: dict[str, torch.Tensor],
     can make one as earlier releases did."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
     save_file(tensors, directory / "model.safetensors", {"format": "pt"})
-    torch.save(optim_state, directory / "optimizer.pt")
+    save_pt(optim_state, directory / "optimizer.pt")
+
+
+def save_pt(obj: Any, path: Path) -> None:
+    """torch.save to `path` through a Python file: torch's own file writer reports a failed
+    write (a full disk) as "unexpected pos", the OS error lost; this raises that OSError."""
+    try:
+        with open(path, "wb") as file:
+            stream = _KeepsWriteError(file)
+            try:
+                torch.save(obj, cast(IO[bytes], stream))  # it only writes and flushes
+            except RuntimeError:
+                if stream.error is None:
+                    raise
+                raise stream.error from None
+    except OSError as err:
+        err.filename = str(path)  # which of a checkpoint's files, for the message
+        raise
+
+
+class _KeepsWriteError:
+    """A writable stream that remembers the OSError of a failed write (torch.save replaces
+    it with a RuntimeError of its own)."""
+
+    def __init__(self, file: Any) -> None:
+        self.file = file
+        self.error: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as err:
+            self.error = err
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 def load_model_file(path: Path) -> dict[str, torch.Tensor]:

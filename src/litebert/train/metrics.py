@@ -12,15 +12,22 @@ JSON has no spelling for them and Python's `NaN` token breaks strict readers (jq
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import math
 import numbers
+import os
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from litebert.files import atomic_write
+from litebert.train.checkpoint import resume_advice
+from litebert.write_errors import explained_write, tree_size
 
 log = logging.getLogger("litebert")
 
@@ -53,9 +60,14 @@ def tensorboard_tag(name: str) -> str:
 class MetricsLogger:
     """Appends records to RUN_DIR/metrics.jsonl and RUN_DIR/tensorboard/.
 
-    enabled=False (non-zero ranks of a distributed run) makes every method a no-op and
-    creates nothing. resume_step=N drops what a killed run logged after its last checkpoint
+    enabled=False (non-zero ranks of a distributed run) makes it write nothing and create
+    nothing. resume_step=N drops what a killed run logged after its last checkpoint
     (steps > N), which the resumed run is about to log again.
+
+    Every rank of a process group creates it and calls log() with the same records: when the
+    file cannot be written (a full disk), every rank raises the same WriteFailed, which names
+    the newest checkpoint to resume from, instead of the others waiting for rank 0. A record
+    whose append failed is cut off again, so the file holds whole lines only.
     """
 
     def __init__(self, run_dir: str | Path, *, enabled: bool = True,
@@ -63,27 +75,38 @@ class MetricsLogger:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / METRICS_NAME
         self.enabled = enabled
-        self._file = None
+        self._file: io.FileIO | None = None
         self._writer = None
-        if not enabled:
-            return
+        with self._explained(lambda: tree_size(self.path)):  # a repair rewrites the file
+            if enabled:
+                self._open(resume_step)
+        if enabled and tensorboard:
+            self._writer = _summary_writer(self.run_dir / TENSORBOARD_DIR, resume_step)
+
+    def _open(self, resume_step: int | None) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.path.exists():
             _repair(self.path, resume_step)
-        self._file = open(self.path, "a", encoding="utf-8")  # kept open: one flush per log
-        if tensorboard:
-            self._writer = _summary_writer(self.run_dir / TENSORBOARD_DIR, resume_step)
+        # Unbuffered, appending: each record goes out in os.write calls of its own, nothing
+        # waits in a buffer to be flushed (half) later. Kept open for the run.
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 (closed in close())
+
+    def _explained(self, needed: int | Callable[[], int]) -> AbstractContextManager[None]:
+        """A write of metrics.jsonl: every rank enters it (see the class docstring)."""
+        return explained_write(self.path, METRICS_NAME, needed=needed, together=True,
+                               after=lambda: resume_advice(self.run_dir))
 
     def log(self, record: dict[str, Any]) -> None:
-        """Write one record now: a JSON line (flushed) and a TensorBoard scalar per number."""
-        if not self.enabled:
-            return
-        if self._file is None:
+        """Write one record now: a JSON line and a TensorBoard scalar per number. Every rank
+        calls it (the others write nothing, but agree on whether rank 0 could)."""
+        if self.enabled and self._file is None:
             raise RuntimeError(f"{self.path}: MetricsLogger.log after close()")
         clean = plain_record(record)
         line = json.dumps({k: _json_value(v) for k, v in clean.items()}, allow_nan=False)
-        self._file.write(line + "\n")
-        self._file.flush()
+        data = (line + "\n").encode("utf-8")
+        with self._explained(len(data)):
+            if self._file is not None:
+                _append(self._file, data)
         if self._writer is not None:
             step = clean["step"]
             for name, value in clean.items():
@@ -109,6 +132,21 @@ class MetricsLogger:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _append(file: io.FileIO, data: bytes) -> None:
+    """Append `data` whole or not at all: a write that fails part-way (the disk filled up in
+    the middle of a line) is cut off again, so no half line is left for the next record to
+    be glued onto."""
+    start = os.fstat(file.fileno()).st_size  # bytes; appends always go to the end
+    try:
+        view = memoryview(data)
+        while view:  # a write may take only part of the bytes before the disk is full
+            view = view[os.write(file.fileno(), view):]
+    except OSError:
+        with contextlib.suppress(OSError):  # shrinking a file needs no space
+            os.ftruncate(file.fileno(), start)
+        raise
 
 
 def _summary_writer(directory: Path, resume_step: int | None):

@@ -65,6 +65,7 @@ from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
+    explained_export,
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
     restore_state,
@@ -257,7 +258,7 @@ class Trainer:
             raise TrainingDiverged(
                 f"{longest} non-finite losses in a row by step {self.state['step']} (skipped, "
                 f"the weights left as they were); stopped. The last good checkpoint is {last} "
-                f"(resume with --resume auto after lowering lr or checking the data)")
+                f"(continue from it with `--resume {last} --lr LOWER`, or check the data)")
 
     def run(self) -> dict[str, float]:
         cfg, state = self.cfg, self.state
@@ -389,9 +390,10 @@ class Trainer:
     def _finish(self) -> None:
         if self.cfg.export:
             model_state = full_model_state(self.model)  # a collective under FSDP
-            if self.info.is_main:
-                self.objective.export(model_state, self.config, self.run_dir,
-                                      self.run_dir / "export")
+            export = self.run_dir / "export"
+            with explained_export(self.run_dir, export, model_state, together=True):
+                if self.info.is_main:
+                    self.objective.export(model_state, self.config, self.run_dir, export)
         self.logger.close()
         barrier()
 

@@ -14,6 +14,7 @@ read. The file layout and integrity checks are checkpoint.py's.
 from __future__ import annotations
 
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
 from litebert.train.lamb import Lamb
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
+from litebert.write_errors import explained_write
 
 
 def is_fsdp(model: nn.Module) -> bool:
@@ -82,7 +84,7 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
         else:
             checkpoint.save_sharded(both, directory)
         if info.is_main:
-            torch.save(scheduler.state_dict(), directory / "scheduler.pt")
+            checkpoint.save_pt(scheduler.state_dict(), directory / "scheduler.pt")
         checkpoint.save_objective_state(directory, info.rank, objective_state or {})
         return writing
     return checkpoint.start(run_dir, state["step"], fill, record, keep_last=cfg.keep_last)
@@ -212,5 +214,24 @@ def export_run(run_dir: str | Path, out_dir: str | Path | None = None,
         raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
     model_state, saved = load_model_state(found[-1])
     config = AlbertConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
-    return saved_objective(saved).export(model_state, config, run_dir,
-                                         Path(out_dir or run_dir / "export"), unroll=unroll)
+    out = Path(out_dir or run_dir / "export")
+    with explained_export(run_dir, out, model_state):
+        return saved_objective(saved).export(model_state, config, run_dir, out, unroll=unroll)
+
+
+def explained_export(run_dir: Path, out_dir: Path, model_state: dict[str, torch.Tensor],
+                     together: bool = False) -> AbstractContextManager[None]:
+    """Writing the export of RUN_DIR to `out_dir`: a failed write is a WriteFailed naming it,
+    about the weights' size as the space needed (bytes; the tokenizer adds little) and the
+    checkpoint to export again from. Each of its files is written atomically, so what an
+    earlier export wrote is either still there whole or replaced whole. together: every
+    rank enters the block (only rank 0 writes), see explained_write."""
+    def after() -> str:
+        newest = checkpoint.latest(run_dir)
+        if newest is None:
+            return "free some space, then run it again"
+        return (f"nothing complete was damaged and the newest intact checkpoint is {newest}: "
+                f"free some space, then run `litebert export {run_dir}` to write it again")
+    needed = sum(t.numel() * t.element_size() for t in model_state.values())
+    return explained_write(out_dir, "the export", needed=needed, after=after,
+                           together=together)
