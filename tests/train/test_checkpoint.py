@@ -229,15 +229,15 @@ def target_name(f) -> str:
 
 def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_resumes(
         data_dir, tmp_path, monkeypatch, capsys):
-    """The disk fills while DCP writes the second checkpoint's tensors: `litebert pretrain`
-    says so in one line, the first checkpoint is intact and nothing partial is left; once
-    there is space the same command continues and finishes."""
+    """The disk fills while the second checkpoint is written (its scheduler.pt, after DCP's
+    tensor files): `litebert pretrain` says so in one line, the first checkpoint is intact
+    and nothing partial is left; once there is space the same command continues."""
     run = tmp_path / "run"
     args = test_pretrain._cli(data_dir, run, 6, "--no-export")[3:]  # checkpoints at 2, 4, 6
     real = torch.save
 
     def full_disk(obj, f, *rest, **kwargs):
-        if "step-00000004" in target_name(f):
+        if "step-00000004" in target_name(f) and "scheduler.pt" in target_name(f):
             f.write(b"\0" * 100)  # the part that fitted
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(obj, f, *rest, **kwargs)
@@ -246,7 +246,8 @@ def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_resumes(
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     first = step_dir(run, 2)
-    assert err.startswith(f"litebert pretrain: error: could not write checkpoint step 4 to "
+    assert err.startswith(f"litebert pretrain: error: could not write checkpoint step 4's "
+                          f"scheduler.pt to "
                           f"{step_dir(run, 4)}: no space left on the device (it needs about "
                           f"{human_size(tree_size(first))}, ")
     assert "free there); nothing complete was damaged and the newest intact checkpoint is " \

@@ -231,8 +231,8 @@ def test_a_full_disk_while_logging_names_the_checkpoint_and_the_run_resumes(tmp_
     with pytest.raises(WriteFailed) as caught:
         pretrain(cfg)
     newest = checkpoint.checkpoint_dir(run) / "step-00000004"
-    assert f"the newest intact checkpoint is {newest}: free some space, then rerun with " \
-           f"--resume auto" in str(caught.value)
+    assert f"the newest intact checkpoint is {newest}: free some space, then run the same " \
+           f"command again" in str(caught.value)
     assert [x["step"] for x in lines(run)] == [1, 2, 3, 4]
     monkeypatch.undo()
     pretrain(dataclasses.replace(cfg, resume="auto"))

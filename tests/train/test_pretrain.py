@@ -142,7 +142,9 @@ def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) ->
 
 
 @pytest.mark.parametrize(("objective", "compiled"),
-                         [("mlm", False), ("electra", False), ("mlm", True)])
+                         # one process's eager MLM resume: also test_preemption's SIGTERM test
+                         [pytest.param("mlm", False, marks=pytest.mark.slow),
+                          ("electra", False), ("mlm", True)])
 def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, compiled):
     """Killed between checkpoints and resumed: every loss and weight bit for bit those of the
     run never stopped; compiled runs too (model and LAMB update, aot_eager) against each other."""
@@ -170,12 +172,19 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, comp
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize(("objective", "sharding"), [("mlm", "--no-fsdp"), ("mlm", "--fsdp"),
+# MLM with DDP and with FSDP eager: also tests/test_distributed.py (two nodes); the default
+# suite keeps one compiled run of each wrapper.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(("objective", "sharding"), [pytest.param("mlm", "--no-fsdp", marks=SLOW),
+                                                   pytest.param("mlm", "--fsdp", marks=SLOW),
                                                    ("electra", "--no-fsdp"),
                                                    ("electra", "--fsdp"),
                                                    ("mlm", "--compile"),
                                                    ("mlm", "--compile --fsdp"),
-                                                   ("electra", "--compile --fsdp")])
+                                                   pytest.param("electra", "--compile --fsdp",
+                                                                marks=SLOW)])
 def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, sharding):
     """DDP (or FSDP's fully_shard) over gloo with 2 x micro-batch 4 == 1 process with
     micro-batch 8, at the same global batch; compiled too (aot_eager): DDP over the compiled

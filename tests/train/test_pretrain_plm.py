@@ -198,7 +198,7 @@ def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
     # The two ranks' memories on one process: a sentence, not one rank's memories kept and
     # the other's dropped unseen (micro-batches of 4: each rank's file would fit).
     run = subprocess.run(_cli(data_dir, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
-                              "4", "--resume", "auto"), env=env, capture_output=True,
-                         text=True)
+                              "4", "--resume", str(checkpoint.latest(tmp_path / "two"))),
+                         env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "saved by 2 processes, one file each, and this run has 1" in run.stderr

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from safetensors import SafetensorError
-from safetensors.torch import load_file
 
 from litebert.cli import main
 from litebert.files import is_temporary
 from litebert.model import AlbertForPreTraining, hub
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
+from litebert.train.state import load_model_state
 from litebert.write_errors import WriteFailed, human_size
 from tests.train import test_pretrain
 from tests.train.test_pretrain import run_config
@@ -42,7 +42,7 @@ def test_a_full_disk_while_exporting_is_one_sentence_and_the_export_comes_later(
         pretrain(run_config(data_dir, run, max_steps=4, save_every=2, eval_every=100))
     newest = checkpoint.latest(run)
     assert newest is not None and newest.name == "step-00000004"
-    weights = load_file(newest / "model.safetensors")
+    weights = load_model_state(newest)[0]
     size = sum(t.numel() * t.element_size() for t in weights.values())  # bytes
     assert str(caught.value).startswith(
         f"could not write the export to {export}: no space left on the device (it needs "

@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from types import FrameType
 
@@ -67,8 +68,9 @@ class PreemptionWatch:
     def __enter__(self) -> PreemptionWatch:
         if dist.is_initialized():  # a gloo group of its own: CPU flags, no device sync
             self.group = dist.new_group(backend="gloo")
-        for sig in SIGNALS:
-            self.previous[sig] = signal.signal(sig, self._handle)
+        if threading.current_thread() is threading.main_thread():  # else Python refuses
+            for sig in SIGNALS:
+                self.previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
