@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
+from litebert.cpus import usable_cpus
 from litebert.options import add_options, given
 
 
@@ -229,9 +230,9 @@ def _add_study_commands(sub) -> None:
     p.add_argument("--only", nargs="+", metavar="RUN",
                    help="run only these runs, e.g. to spread a study over machines "
                         "(default: all)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="tokenizer processes of the data builds (default: the CPU count, "
-                        "%(default)s here)")
+    p.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+                   help="tokenizer processes of the data builds (default: the CPUs this "
+                        "process may use, %(default)s here)")
     p.set_defaults(func=cmd_study_run)
     p = ssub.add_parser("report", help="report.md, results.json and plots of a study directory")
     p.add_argument("dir", help="a study directory (from `litebert study run`)")
@@ -291,8 +292,9 @@ def _add_train_commands(sub) -> None:
                    help="directory of every stage's output, reused (default: %(default)s)")
     p.add_argument("--max-steps", type=int,
                    help="pre-training steps (default: the objective's recipe's)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="tokenizer processes (default: the CPU count, %(default)s here)")
+    p.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+                   help="tokenizer processes (default: the CPUs this process may use, %(default)s "
+                        "here)")
     p.add_argument("--objective", default="mlm", choices=("mlm", "electra", "plm"),
                    help="mlm = ALBERT (MLM + SOP, the tiny-cpu recipe); electra = ELECTRA's "
                         "replaced-token detection (the electra-tiny-cpu recipe), in "
@@ -360,8 +362,9 @@ def _add_data_commands(sub) -> None:
                         "files (required)")
     p.add_argument("--out", required=True, help="the data directory to write (required)")
     add_options(p, BuildConfig)
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
-                   help="tokenizer processes (default: the CPU count, %(default)s here)")
+    p.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+                   help="tokenizer processes (default: the CPUs this process may use, %(default)s "
+                        "here)")
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the directory holds this very build (default: off)")
     p.set_defaults(func=cmd_data_build)

@@ -11,13 +11,13 @@ import functools
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from litebert.cpus import usable_cpus
 from litebert.files import atomic_write
 from litebert.tokenization.albert_text import SPIECE_NAME
 from litebert.tokenization.base import (
@@ -59,7 +59,7 @@ class Tokenizer:
         self._backend = backend
         self.path = path
         self.settings = backend.settings
-        self.num_threads = os.cpu_count() or 1
+        self.num_threads = usable_cpus()
         self._special = {name: _first_id(backend, names)
                          for name, names in backend.special_names.items()}
         self._fingerprint: str | None = None

@@ -8,10 +8,10 @@ import dataclasses
 import io
 import itertools
 import json
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from litebert.cpus import usable_cpus
 from litebert.files import atomic_write
 from litebert.readers import expand, training_lines
 from litebert.tokenization.albert_text import SPIECE_NAME, preprocess_text
@@ -74,7 +74,7 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
             input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
             seed_sentencepiece_size=seed_sentencepiece_size,
             max_sentence_length=max_sentence_length,
-            num_threads=num_threads or os.cpu_count() or 1, minloglevel=2)
+            num_threads=num_threads or usable_cpus(), minloglevel=2)
     except (RuntimeError, OSError) as err:  # the C++ trainer's status, e.g. too few characters
         raise TokenizerError(f"SentencePiece training failed: {err}") from None
     out_dir = Path(out_dir)

@@ -16,7 +16,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import shutil
 import signal
 import time
@@ -28,6 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
+from litebert.cpus import usable_cpus
 from litebert.data.attention_layout import mark_tokens_dynamic
 from litebert.data.integrity import DataError, content_digest, load_manifest
 from litebert.data.loader import open_training_data, sampler_for
@@ -104,7 +104,7 @@ def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
     """num_workers, or its default: 4 on CUDA (at most the CPUs less one), 0 on a CPU."""
     if cfg.num_workers is not None:
         return cfg.num_workers
-    return min(4, max((os.cpu_count() or 1) - 1, 0)) if device.type == "cuda" else 0
+    return min(4, max(usable_cpus() - 1, 0)) if device.type == "cuda" else 0
 
 
 # ---- the loop ------------------------------------------------------------------------------
