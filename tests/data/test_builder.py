@@ -50,6 +50,21 @@ def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
 
 
+def test_pass_2_maps_the_indexes_instead_of_reading_them_whole(tmp_path, corpus_and_tokenizer,
+                                                               monkeypatch):
+    """sentences.bin grows with the corpus (about 11 GB at 160 GB of text): the build reads
+    it, and documents.bin, through a memory map, with the same output."""
+    _, read = small_build(tmp_path, corpus_and_tokenizer, "read")
+
+    def whole(*args, **kwargs):
+        raise AssertionError("an index read whole into memory")
+
+    monkeypatch.setattr(np, "fromfile", whole)
+    _, mapped = small_build(tmp_path, corpus_and_tokenizer, "mapped")
+    for name in ("train.instances.bin", "heldout.instances.bin", "sentences.bin"):
+        assert (read / name).read_bytes() == (mapped / name).read_bytes(), name
+
+
 def test_same_config_is_a_cache_hit_and_a_new_one_rebuilds(tmp_path, corpus_and_tokenizer):
     first, out = small_build(tmp_path, corpus_and_tokenizer)
     stamp = (out / "tokens.bin").stat().st_mtime_ns
