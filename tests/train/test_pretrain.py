@@ -143,8 +143,9 @@ def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) ->
 
 @pytest.mark.parametrize(("objective", "compiled"),
                          # one process's eager MLM resume: also test_preemption's SIGTERM test
+                         # and the compiled one (40 s) in the slow target: the suite's budget
                          [pytest.param("mlm", False, marks=pytest.mark.slow),
-                          ("electra", False), ("mlm", True)])
+                          ("electra", False), pytest.param("mlm", True, marks=pytest.mark.slow)])
 def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, compiled):
     """Killed between checkpoints and resumed: every loss and weight bit for bit those of the
     run never stopped; compiled runs too (model and LAMB update, aot_eager) against each other."""
@@ -181,7 +182,7 @@ SLOW = pytest.mark.slow
                                                    pytest.param("mlm", "--fsdp", marks=SLOW),
                                                    ("electra", "--no-fsdp"),
                                                    ("electra", "--fsdp"),
-                                                   ("mlm", "--compile"),
+                                                   pytest.param("mlm", "--compile", marks=SLOW),
                                                    ("mlm", "--compile --fsdp"),
                                                    pytest.param("electra", "--compile --fsdp",
                                                                 marks=SLOW)])
