@@ -10,6 +10,7 @@ import sys
 import pytest
 import torch
 
+from litebert.distributed import init_distributed
 from litebert.train import checkpoint
 from litebert.train.state import load_model_state
 from tests.train import test_pretrain
@@ -55,3 +56,13 @@ def test_two_nodes_train_as_one_process(data_dir, tmp_path, sharding):
     names = {p.name for p in checkpoint.latest(tmp_path / "two").iterdir()}
     assert {"rng-rank0.pt", "rng-rank1.pt", "state.json"} <= names
     assert all(os.listdir(tmp_path / f"node{r}") == ["tmp"] for r in (0, 1))  # cwd untouched
+
+
+def test_processes_started_without_torchrun_variables_get_a_sentence(monkeypatch):
+    """WORLD_SIZE set by hand (or a scheduler) without the rest: what to set, no KeyError."""
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for name in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="WORLD_SIZE=2 but RANK, MASTER_ADDR, MASTER_PORT "
+                                         "unset: start the processes with torchrun"):
+        init_distributed()

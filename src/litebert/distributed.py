@@ -57,6 +57,11 @@ def attempt_store(world: int) -> dist.Store:
     prefix. torchrun keeps one store for all the restarts of a job (`--max-restarts`); a
     restarted rank could read the address a rank of the killed attempt wrote there and
     wait on it ("connectFullMesh failed ... Connection refused", or a hang)."""
+    missing = [name for name in ("RANK", "MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
+    if missing:
+        raise ValueError(f"WORLD_SIZE={world} but {', '.join(missing)} unset: start the "
+                         f"processes with torchrun, or set RANK, MASTER_ADDR and MASTER_PORT "
+                         f"as torchrun does")
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     hosts = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" and \
         os.environ.get("RANK") == "0"  # else torchrun's agent serves it

@@ -36,6 +36,7 @@ except ImportError:  # not POSIX: exclusive() runs its block unguarded
 
 log = logging.getLogger("litebert")
 
+
 class InputFileError(ValueError):
     """An input that is missing or not what its name says; the message names the file."""
 

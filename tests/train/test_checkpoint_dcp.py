@@ -43,7 +43,7 @@ def resumed_copy(run: Path, to: Path, step: int) -> Path:
     """A copy of `run` without its checkpoints after `step`, as a run killed there leaves it."""
     shutil.copytree(run, to)
     for path in checkpoint.list_checkpoints(to):
-        if int(path.name.split("-")[1]) > step:
+        if checkpoint.step_of(path) > step:
             shutil.rmtree(path)
     return to
 

@@ -77,6 +77,14 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
 
 
+def step_of(path: Path) -> int:
+    """The step of checkpoint directory `path` (step-00000100 -> 100)."""
+    found = _STEP_DIR.match(Path(path).name)
+    if found is None:
+        raise CheckpointNotFound(f"{path}: not a checkpoint directory (step-NNNNNNNN)")
+    return int(found.group(1))
+
+
 def list_checkpoints(run_dir: Path) -> list[Path]:
     """Complete checkpoints (intact or not), oldest first."""
     root = checkpoint_dir(run_dir)

@@ -158,13 +158,7 @@ class Trainer:
         self.data_digest = content_digest(load_manifest(data_dir))
         self.start = plan_start(cfg, self.config, self.data_digest)
         if self.start.checkpoint is not None:
-            saved = restore_state(self.model, self.optimizer, self.scheduler, cfg, self.info,
-                                  self.start.checkpoint)
-            self.state.update({k: saved[k] for k in self.state if k in saved})
-            self.objective.load_state_dict(saved["objective_state"])
-            if self.info.is_main:
-                log.info("continuing from %s (step %d)", self.start.checkpoint,
-                         self.state["step"])
+            self._restore(self.start.checkpoint)
         self._prepare_run_dir(data_dir)
         # Lines a killed run logged after the step it continues from are dropped (all of
         # them when it starts from step 0): no step is ever logged twice.
@@ -173,6 +167,16 @@ class Trainer:
         self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
         self.saved_step = self.state["step"] if self.start.checkpoint else -1
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
+
+    def _restore(self, path: Path) -> None:
+        """Model, optimizer, schedule, RNG, data position and the objective's state of
+        checkpoint `path` (plan_start chose it and checked that it is this run's)."""
+        saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
+                              path)
+        self.state.update({k: saved[k] for k in self.state if k in saved})
+        self.objective.load_state_dict(saved["objective_state"])
+        if self.info.is_main:
+            log.info("continuing from %s (step %d)", path, self.state["step"])
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:

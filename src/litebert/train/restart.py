@@ -110,8 +110,8 @@ def _supersede_later(run_dir: Path, chosen: Path) -> None:
             f"--resume {chosen}: {run_dir} already holds the checkpoints of a run "
             f"({found[-1].name} the newest); continue that one (leave out --resume), pass "
             f"--restart to move it aside first, or choose another --out")
-    step = _step_of(chosen)
-    later = [p for p in found if _step_of(p) > step]
+    later = [p for p in found if checkpoint.step_of(p) > checkpoint.step_of(chosen)] \
+        if inside else []
     if later and rank_and_world()[0] == 0:
         aside = checkpoint.checkpoint_dir(run_dir) / f"superseded-{_stamp()}"
         aside.mkdir()
@@ -123,10 +123,6 @@ def _supersede_later(run_dir: Path, chosen: Path) -> None:
         log.warning("--resume %s: the %d later checkpoint(s) of %s and a copy of its "
                     "metrics moved to %s", chosen, len(later), run_dir, aside)
     barrier()
-
-
-def _step_of(path: Path) -> int:
-    return int(path.name.split("-")[-1])
 
 
 # ---- agreement ------------------------------------------------------------------------------
