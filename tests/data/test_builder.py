@@ -17,7 +17,7 @@ import torch
 
 from litebert import files
 from litebert.cli import main
-from litebert.data import builder as shards
+from litebert.data import splits
 from litebert.data.builder import BuildConfig, build
 from litebert.data.integrity import DataError, verify_data
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
@@ -81,7 +81,7 @@ def test_interrupted_build_never_looks_complete(tmp_path, corpus_and_tokenizer, 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(shards, "write_instances", crash)
+    monkeypatch.setattr(splits, "write_instances", crash)
     with pytest.raises(KeyboardInterrupt):
         small_build(tmp_path, corpus_and_tokenizer, seed=99)  # a different config: rebuild
     with pytest.raises(DataError, match="no manifest.json"):
@@ -262,7 +262,7 @@ def test_xlnet_pairs_put_word_starts_on_their_own_tokens(xlnet_build):
     """With <cls> last, A starts at position 0: word starts (hence whole-word masks) sit on
     A's and B's own pieces, never on a separator or <cls> (the old offset 1 put them one
     token to the right)."""
-    from litebert.data.builder import assemble
+    from litebert.data.splits import assemble
 
     ds = PretrainingDataset(xlnet_build)
     tok = Tokenizer.from_pretrained(xlnet_build / "tokenizer")

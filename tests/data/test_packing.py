@@ -11,16 +11,11 @@ import pytest
 import torch
 
 from litebert.cli import main
-from litebert.data.builder import (
-    BuildConfig,
-    build,
-    cache_key,
-    open_packed,
-    split_documents,
-)
+from litebert.data.builder import BuildConfig, build, cache_key
 from litebert.data.loader import PretrainingDataset
 from litebert.data.packing import Packer, assemble_packed, pack_documents, separator_positions
 from litebert.data.report import stats
+from litebert.data.splits import open_packed, split_documents
 from litebert.tokenization import PairTemplate, Tokenizer
 from tests.data.builds import key_before_pairs_and_packing, small_build
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from litebert.cli import main
-from litebert.data.builder import BuildConfig, cache_key, split_documents
+from litebert.data.builder import BuildConfig, cache_key
 from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset
+from litebert.data.splits import split_documents
 from litebert.data.streams import (
     SENTENCE_START,
     WORD_START,

@@ -16,9 +16,10 @@ import transformers
 
 from litebert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining
 from litebert.cli import main
-from litebert.data.builder import BuildConfig, build, split_documents
+from litebert.data.builder import BuildConfig, build
 from litebert.data.heldout import PAIR_TASKS as TASKS
 from litebert.data.heldout import draw_eval_set, open_heldout
+from litebert.data.splits import split_documents
 from litebert.objectives.mlm_eval import (
     RESULT_KEYS,
     evaluate_pretraining,

@@ -2,7 +2,9 @@
 
 - `sources.py`: the corpora a package registry carries (the readers of corpus files are
   `litebert.readers`, below this package)
-- `builder.py`: `litebert data build`, memory-mapped token arrays, instances, manifest, cache
+- `build_config.py`: the options of `litebert data build`; `builder.py`: the build, pass 1
+  (token arrays), the manifest and the cache; `splits.py`: pass 2 (instances, static masks);
+  `pool.py`: the process pool both passes share
 - `instances.py`: segment pairs (SOP / NSP / none); `packing.py`: RoBERTa's packed text
   (full-sentences, doc-sentences); `masking.py`: whole-word n-gram masking
 - `loader.py`: the Dataset, the samplers (shuffled per rank, or per-row streams), the collator

@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from litebert.data.builder import BuildConfig, _memmap, assemble, split_documents
+from litebert.data.arrays import memmap as _memmap
+from litebert.data.build_config import BuildConfig
 from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.integrity import DataError, open_manifest
 from litebert.data.masking import MaskingConfig, mask_tokens
+from litebert.data.splits import assemble, split_documents
 from litebert.padding import pad_batch
 from litebert.tokenization import Tokenizer
 from litebert.tokenization.base import PairTemplate

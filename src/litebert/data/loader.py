@@ -37,12 +37,14 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
+from litebert.data.arrays import memmap as _memmap
 from litebert.data.attention_layout import check_attention, lay_out
-from litebert.data.builder import SPLITS, BuildConfig, _memmap, assemble, open_packed
+from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
 from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
+from litebert.data.splits import assemble, open_packed
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}

@@ -176,7 +176,7 @@ def packed_document_ids(lengths: np.ndarray, template: PairTemplate) -> np.ndarr
 
 @dataclass(frozen=True)
 class PackedSplit:
-    """The packed instances of one split (memory-mapped by builder.open_packed)."""
+    """The packed instances of one split (memory-mapped by splits.open_packed)."""
 
     spans: np.ndarray  # (P, 2) int64: token start and length of each span
     index: np.ndarray  # (I + 1,) int64: first span of each instance, then P

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from litebert.data.builder import _memmap
+from litebert.data.arrays import memmap as _memmap
 from litebert.data.loader import PretrainingDataset
 from litebert.data.masking import word_spans
 from litebert.data.packing import separator_positions

@@ -49,7 +49,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from litebert.data.builder import SPLITS, BuildConfig
+from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.integrity import DataError, open_manifest
 from litebert.data.streams import Stream, count_windows, open_stream
 from litebert.tokenization import Tokenizer

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from litebert.data import report
-from litebert.data.builder import SPLITS
+from litebert.data.build_config import SPLITS
 from litebert.data.integrity import load_manifest
 from litebert.data.streams import end_of_document_id, measure_stream
 from litebert.objectives.plm_data import PLMDataset
