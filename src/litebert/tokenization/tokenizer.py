@@ -205,6 +205,16 @@ class Tokenizer:
         ids.setflags(write=False)
         return ids
 
+    @functools.cached_property
+    def word_start_ids(self) -> np.ndarray:
+        """(V,) bool, read-only: the ids that begin a word wherever they stand ("▁" pieces,
+        WordPiece tokens without "##", byte-level BPE tokens with "Ġ"). With "the first token
+        of every text" this gives every word start encode_batch_flat reports, so a data
+        directory derives them instead of storing them (litebert.data.word_starts)."""
+        table = np.array(self._backend.word_start, dtype=bool)
+        table.setflags(write=False)
+        return table
+
     @property
     def fingerprint(self) -> str:
         """sha256 of everything the backend read (its model / vocabulary / merges) and the
