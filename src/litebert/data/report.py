@@ -6,6 +6,9 @@ exist only when an item is read, those of a sample (`pairs_sampled`) drawn as at
 their A: nsp's negatives, and for sop the one-sentence chunks that
 sop_single_sentence='random' pairs with another document (always label 1).
 
+`disk` (every packing, XLNet's too): the bytes of each file the manifest records and its
+bytes per token of the corpus, the arrays first, then the tokenizer copy as one line.
+
 `padding_fraction` (every packing) is the share of pad positions when every instance is
 padded to max_seq_length: 1 - tokens in instances / (instances * max_seq_length), over all
 instances (static pairs, packed text) or the sample (dynamic pairs). Packed splits also
@@ -73,7 +76,8 @@ def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str,
     train = PretrainingDataset(directory, "train")
     manifest = train.manifest
     out: dict[str, Any] = {"config": manifest["config"], "counts": manifest["counts"],
-                           "corpus": manifest["corpus"], "splits": {}}
+                           "corpus": manifest["corpus"], "disk": disk_usage(manifest),
+                           "splits": {}}
     for split in ("train", "heldout"):
         ds = train if split == "train" else PretrainingDataset(directory, split)
         entry: dict[str, Any] = {"instances": len(ds)}
@@ -83,6 +87,20 @@ def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str,
     if len(train):
         out["masking"] = _masking_stats(train, sample, seed)
     return out
+
+
+def disk_usage(manifest: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """{file: {"bytes", "bytes_per_token"}} of the files the manifest records, largest first,
+    the tokenizer's files summed as "tokenizer/", then "total"; per token of the corpus."""
+    tokens = max(int(manifest["counts"]["tokens"]), 1)
+    sizes: dict[str, int] = {}
+    for name, record in manifest.get("files", {}).items():
+        key = "tokenizer/" if name.startswith("tokenizer/") else name
+        sizes[key] = sizes.get(key, 0) + int(record["size"])
+    ordered = sorted(sizes.items(), key=lambda kv: (kv[0] == "tokenizer/", -kv[1]))
+    ordered.append(("total", sum(sizes.values())))
+    return {name: {"bytes": size, "bytes_per_token": round(size / tokens, 4)}
+            for name, size in ordered}
 
 
 def _instance_stats(ds: PretrainingDataset, sample: int, seed: int) -> dict[str, Any]:

@@ -88,7 +88,7 @@ def stream_stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> di
     manifest = load_manifest(directory)
     eod = end_of_document_id(Tokenizer.from_pretrained(directory / "tokenizer"))
     out: dict[str, Any] = {"config": manifest["config"], "counts": manifest["counts"],
-                           "corpus": manifest["corpus"],
+                           "corpus": manifest["corpus"], "disk": report.disk_usage(manifest),
                            "items": {"epoch": 0, "seed": train.seed,
                                      "num_predict": train.num_predict,
                                      "perm_size": train.perm_size, **train.spans},
