@@ -144,6 +144,7 @@ class Backend(Protocol):
     path: Path  # the file it was read from
     settings: TextSettings
     pieces: list[str]  # token of each id
+    word_start: np.ndarray  # (V,) bool: the id begins a word wherever it stands
 
     def content(self) -> bytes:
         """Everything the backend read, for the fingerprint."""

@@ -211,7 +211,7 @@ class Tokenizer:
         WordPiece tokens without "##", byte-level BPE tokens with "Ġ"). With "the first token
         of every text" this gives every word start encode_batch_flat reports, so a data
         directory derives them instead of storing them (litebert.data.word_starts)."""
-        table = np.array(self._backend.word_start, dtype=bool)
+        table = np.asarray(self._backend.word_start, dtype=np.bool_).copy()
         table.setflags(write=False)
         return table
 
