@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import litebert
@@ -119,3 +121,18 @@ def test_packages_import_one_way():
     assert layer_violations(packages) == []
     cycle = find_cycle({p: t & set(packages) for p, t in packages.items()})
     assert cycle is None, " -> ".join(cycle)
+
+
+def test_the_data_builds_workers_do_not_import_torch():
+    """Each worker of `data build` imports the build's modules: torch would cost every one
+    of them seconds and about 220 MB. The top-level names are imported when first used."""
+    code = ("import sys\n"
+            "import litebert.data.builder, litebert.data.splits, litebert.tokenization\n"
+            "import litebert.readers, litebert.write_errors\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"
+            "import litebert\n"
+            "print(litebert.AlbertModel.__module__, 'torch' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines() == ["[]", "litebert.model.albert True"]

@@ -1,30 +1,39 @@
 """litebert: ALBERT ("A Lite BERT") as a fast, complete PyTorch toolkit."""
 
-from litebert.config import PRESETS, AlbertConfig, ConfigError
-from litebert.families import FAMILIES
-from litebert.model import (
-    AlbertForMaskedLM,
-    AlbertForMultipleChoice,
-    AlbertForPermutationLM,
-    AlbertForPreTraining,
-    AlbertForQuestionAnswering,
-    AlbertForReplacedTokenDetection,
-    AlbertForSequenceClassification,
-    AlbertForTokenClassification,
-    AlbertModel,
-    AutoModel,
-    AutoModelForMaskedLM,
-    AutoModelForMultipleChoice,
-    AutoModelForPreTraining,
-    AutoModelForQuestionAnswering,
-    AutoModelForReplacedTokenDetection,
-    AutoModelForSequenceClassification,
-    AutoModelForTokenClassification,
-    CheckpointError,
-    XLNetModel,
-    unroll,
-)
-from litebert.tokenization import Tokenizer
+import importlib
+from typing import Any
+
+# Where each top-level name lives. They are imported when first used (PEP 562), not when the
+# package is: every process that imports any litebert module runs this file first, and the
+# data build's worker processes, which need only numpy and the tokenizers, would otherwise
+# each import torch (about 2 s and 220 MB per worker) for nothing.
+_EXPORTS = {
+    "PRESETS": "litebert.config", "AlbertConfig": "litebert.config",
+    "ConfigError": "litebert.config", "FAMILIES": "litebert.families",
+    "Tokenizer": "litebert.tokenization",
+    **dict.fromkeys((
+        "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
+        "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
+        "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
+        "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
+        "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
+        "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
+        "AutoModelForTokenClassification", "CheckpointError", "XLNetModel", "unroll"),
+        "litebert.model"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'litebert' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __version__ = "0.1.0"
 __all__ = [

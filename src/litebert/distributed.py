@@ -18,6 +18,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from litebert.write_errors import WriteFailed
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -156,3 +158,17 @@ def all_gather_objects(obj: Any) -> list[Any]:
     out: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(out, obj)
     return out
+
+
+def agree_on_write(mine: WriteFailed | None) -> WriteFailed | None:
+    """Every rank's outcome of a write, gathered (a collective: every rank calls it): the
+    first failing rank's WriteFailed, marked agreed, on every rank; None when none failed.
+    The `agree` of litebert.write_errors.explained_write under torchrun."""
+    outcomes = all_gather_objects(None if mine is None else (str(mine), mine.errno))
+    world = rank_and_world()[1]
+    for rank, outcome in enumerate(outcomes):
+        if outcome is not None:
+            message, code = outcome
+            where = f"rank {rank} of {world}: " if world > 1 else ""
+            return WriteFailed(where + message, code, agreed=True)
+    return None

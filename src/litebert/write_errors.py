@@ -8,8 +8,10 @@ needs and the space free (or the errno's meaning), and what to do next. The CLI 
 `litebert CMD: error: ...`.
 
 Under torchrun a write that fails on one rank must not leave the others waiting in the next
-collective: with `together=True` every rank gathers every rank's outcome when the block ends
-and, if any failed, all raise the same sentence.
+collective: with `agree=litebert.distributed.agree_on_write` every rank gathers every rank's
+outcome when the block ends and, if any failed, all raise the same sentence. (The agreement
+is passed in, not imported: this module serves the data build's workers too, which must not
+import torch.)
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from safetensors import SafetensorError
-
-from litebert.distributed import all_gather_objects, rank_and_world
 
 # Errors meaning "not enough room": the disk itself, or the user's share of it.
 SPACE_ERRORS = {errno.ENOSPC: "no space left on the device",
@@ -51,6 +51,10 @@ class WriteFailed(OSError):
         super().__init__(message)
         self.errno = code  # OSError's field; None when the library hid it
         self.agreed = agreed
+
+
+# Every rank's outcome of a write -> the one all raise (None: all went well).
+Agreement = Callable[["WriteFailed | None"], "WriteFailed | None"]
 
 
 def free_bytes(path: str | Path) -> int | None:
@@ -137,40 +141,28 @@ def explain(err: OSError, path: str | Path, what: str, needed: Needed | Callable
 def explained_write(path: str | Path, what: str, *,
                     needed: Needed | Callable[[], Needed] = None,
                     after: Advice = "free some space, then run it again",
-                    together: bool = False) -> Iterator[None]:
+                    agree: Agreement | None = None) -> Iterator[None]:
     """Run the block; a failed write in it (see as_os_error) becomes a WriteFailed naming
     `path` and `what`, with `needed` and `after` (computed only then when callables).
 
-    together=True: every rank of the process group must enter and leave this block at the
-    same point; they agree on the outcome when it ends (one all_gather, also when all went
-    well) and every rank raises the first failing rank's sentence. A WriteFailed that ranks
-    agreed on already (a nested block's) passes through without another gathering.
+    agree (litebert.distributed.agree_on_write): every rank of the process group must enter
+    and leave this block at the same point; they agree on the outcome when it ends (one
+    all_gather, also when all went well) and every rank raises the first failing rank's
+    sentence. A WriteFailed that ranks agreed on already (a nested block's) passes through
+    without another gathering.
     """
     try:
         yield
     except BaseException as err:
-        if isinstance(err, WriteFailed) and (err.agreed or not together):
+        if isinstance(err, WriteFailed) and (err.agreed or agree is None):
             raise
         found = err if isinstance(err, WriteFailed) else as_os_error(err)
         if found is None:
             raise
         mine = found if isinstance(found, WriteFailed) else WriteFailed(
             explain(found, path, what, needed, after), found.errno)
-        raise ((agree(mine) or mine) if together else mine) from err
-    if together:
+        raise ((agree(mine) or mine) if agree else mine) from err
+    if agree:
         failed = agree(None)
         if failed is not None:
             raise failed
-
-
-def agree(mine: WriteFailed | None) -> WriteFailed | None:
-    """Every rank's outcome of a write, gathered (a collective: every rank calls it): the
-    first failing rank's WriteFailed, marked agreed, on every rank; None when none failed."""
-    outcomes = all_gather_objects(None if mine is None else (str(mine), mine.errno))
-    world = rank_and_world()[1]
-    for rank, outcome in enumerate(outcomes):
-        if outcome is not None:
-            message, code = outcome
-            where = f"rank {rank} of {world}: " if world > 1 else ""
-            return WriteFailed(where + message, code, agreed=True)
-    return None

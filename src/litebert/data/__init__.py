@@ -12,8 +12,10 @@
 - `report.py`: `data inspect` and `data stats`
 """
 
+
+# The loader (PretrainingDataset, the samplers, collate) is imported from litebert.data.loader:
+# not here, because it imports torch and every build worker imports this package.
 from litebert.data.builder import BuildConfig, build
 from litebert.data.integrity import DataError
-from litebert.data.loader import PretrainingDataset, RankSampler, collate
 
-__all__ = ["BuildConfig", "DataError", "PretrainingDataset", "RankSampler", "build", "collate"]
+__all__ = ["BuildConfig", "DataError", "build"]

@@ -48,6 +48,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from litebert.distributed import (
+    agree_on_write,
     all_gather_objects,
     barrier,
     broadcast_object,
@@ -266,7 +267,7 @@ def explained_checkpoint(run_dir: Path, final: Path, step: int
         return f"more than the {human_size(written)} written before it failed" if written \
             else None
     return explained_write(final, f"checkpoint step {step}", needed=needed,
-                           after=lambda: resume_advice(run_dir), together=True)
+                           after=lambda: resume_advice(run_dir), agree=agree_on_write)
 
 
 def resume_advice(run_dir: Path) -> str:

@@ -25,6 +25,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from litebert.distributed import agree_on_write
 from litebert.files import atomic_write
 from litebert.train.checkpoint import resume_advice
 from litebert.write_errors import explained_write, tree_size
@@ -93,7 +94,7 @@ class MetricsLogger:
 
     def _explained(self, needed: int | Callable[[], int]) -> AbstractContextManager[None]:
         """A write of metrics.jsonl: every rank enters it (see the class docstring)."""
-        return explained_write(self.path, METRICS_NAME, needed=needed, together=True,
+        return explained_write(self.path, METRICS_NAME, needed=needed, agree=agree_on_write,
                                after=lambda: resume_advice(self.run_dir))
 
     def log(self, record: dict[str, Any]) -> None:

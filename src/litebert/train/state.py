@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.distributed import DistInfo
+from litebert.distributed import DistInfo, agree_on_write
 from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
 from litebert.train.lamb import Lamb
@@ -234,4 +234,4 @@ def explained_export(run_dir: Path, out_dir: Path, model_state: dict[str, torch.
                 f"free some space, then run `litebert export {run_dir}` to write it again")
     needed = sum(t.numel() * t.element_size() for t in model_state.values())
     return explained_write(out_dir, "the export", needed=needed, after=after,
-                           together=together)
+                           agree=agree_on_write if together else None)
