@@ -234,3 +234,14 @@ def test_stream_take_gives_the_iterated_order_at_any_position():
         order = list(sampler)
         assert sampler.take(0, len(sampler)).tolist() == order
         assert sampler.take(13, 21).tolist() == order[13:21]
+
+
+def test_an_iteration_keeps_its_epochs_order():
+    sampler = RankSampler(50, 0, 1, seed=2)
+    sampler.set_epoch(1)
+    walk = iter(sampler)
+    first = next(walk)
+    sampler.set_epoch(2)  # as a DataLoader's owner may, before the iteration has ended
+    expected = RankSampler(50, 0, 1, seed=2)
+    expected.set_epoch(1)
+    assert [first, *walk] == list(expected)

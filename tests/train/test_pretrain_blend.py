@@ -52,3 +52,8 @@ def test_a_blended_run_resumes_exactly_and_keeps_its_weights(two_directories, tm
     with pytest.raises(RunConfigError, match=r"data weights: \[0.7, 0.3\] there, \[0.5, 0.5\] "
                                              r"here"):
         Trainer(run_config(a, run, data=f"{a}:1,{b}:1", export=False))
+
+
+def test_a_bad_blend_is_a_run_config_error():
+    with pytest.raises(RunConfigError, match="--data a:1,b: give every directory a weight"):
+        run_config("a:1,b", "out")

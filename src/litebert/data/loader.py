@@ -29,6 +29,7 @@ a file cut short is a DataError naming it, not a shape error in the middle of tr
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -332,7 +333,8 @@ class RankSampler(Sampler[int]):  # sampling "shuffled"
         return self._order[1]
 
     def __iter__(self):
-        return _iterate(self)
+        # A copy: the iteration keeps this epoch's order though set_epoch comes meanwhile.
+        return _iterate(copy.copy(self))
 
 
 def _iterate(sampler) -> Iterator[int]:

@@ -162,7 +162,7 @@ class PretrainConfig:
             try:
                 parse_data(self.data)
             except DataError as err:
-                raise RunConfigError(f"pretrain config data: {err}") from None
+                raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
         try:
             resolve_warmup(self.max_steps, self.warmup_steps)  # the bounds, as in fine-tuning
         except ValueError as err:
