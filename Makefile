@@ -36,6 +36,7 @@ bench: setup
 	$(PY) benchmarks/bench_static_step.py
 	$(PY) benchmarks/bench_finetune.py
 	$(PY) benchmarks/bench_checkpoint.py
+	$(PY) benchmarks/bench_sampler.py
 
 # The prepared GPU check (benchmarks/gpu_check.py): `make gpu-check-data` here, where a package
 # index is reachable, builds its data (~35 MB) and fetches the wheels a GPU host's Python may

@@ -152,3 +152,96 @@ def test_static_masks_beyond_max_predictions_per_seq_are_a_data_error(tmp_path,
                                         rf"masked positions, more than .*"
                                         rf"max_predictions_per_seq={stored - 1}"):
         PretrainingDataset(directory, "train")
+
+
+# ---- the shuffled sampler -------------------------------------------------------------------
+
+def shares(n: int, world: int, seed: int = 5, epoch: int = 0) -> list[np.ndarray]:
+    """Each rank's whole epoch, from take()."""
+    out = []
+    for rank in range(world):
+        sampler = RankSampler(n, rank, world, seed=seed)
+        sampler.set_epoch(epoch)
+        out.append(sampler.take(0, len(sampler)))
+    return out
+
+
+@pytest.mark.parametrize(("n", "world"), [(1, 1), (2, 2), (103, 2), (100, 4), (1000, 3)])
+def test_ranks_take_disjoint_shares_of_one_permutation(n, world):
+    per_rank = shares(n, world)
+    assert {len(s) for s in per_rank} == {n // world}
+    everything = np.concatenate(per_rank)
+    assert len(np.unique(everything)) == len(everything) == n // world * world
+    assert ((everything >= 0) & (everything < n)).all()
+    # Rank r holds positions r, r + world, ... of the global order: interleaved back, one
+    # order whose first usable positions are a world-size-independent permutation prefix.
+    interleaved = np.stack(per_rank, axis=1).reshape(-1)
+    assert np.array_equal(interleaved, shares(n, 1)[0][:len(interleaved)])
+
+
+def test_the_order_is_fixed_per_epoch_and_new_every_epoch():
+    a, again, other = shares(1000, 2, epoch=3), shares(1000, 2, epoch=3), shares(1000, 2, epoch=4)
+    assert all(np.array_equal(x, y) for x, y in zip(a, again, strict=True))
+    assert np.mean(a[0] == other[0]) < 0.05
+    unshuffled = RankSampler(10, 1, 2, shuffle=False)
+    assert list(unshuffled) == [1, 3, 5, 7, 9]
+
+
+def test_take_and_iteration_agree_and_a_resume_continues_the_epoch(monkeypatch):
+    monkeypatch.setattr("litebert.data.loader.TAKE_BLOCK", 7)  # blocks inside the epoch
+    sampler = RankSampler(103, 1, 2, seed=9)
+    sampler.set_epoch(2)
+    straight = list(sampler)
+    assert straight == sampler.take(0, len(sampler)).tolist()
+    assert sampler.take(20, 28).tolist() == straight[20:28]  # a resume at position 20
+    with pytest.raises(IndexError):
+        sampler.take(50, 52)  # len 51
+
+
+def test_micro_batches_continue_exactly_across_world_sizes():
+    """2 ranks x micro-batch 4, stopped after 3 micro-batches (24 instances), continue as
+    4 ranks x 2 at micro-batch 24 / (4 * 2) = 3 (litebert.train.state._batch_position):
+    together they read exactly the global order one process would."""
+    n, seed = 200, 11
+    one = RankSampler(n, 0, 1, seed=seed).take(0, n)
+
+    def global_slice(world: int, micro: int, batch: int) -> np.ndarray:
+        rows = [RankSampler(n, r, world, seed=seed).take(batch * micro, (batch + 1) * micro)
+                for r in range(world)]
+        return np.stack(rows, axis=1).reshape(-1)  # (micro * world,) in global order
+
+    before = np.concatenate([global_slice(2, 4, i) for i in range(3)])
+    after = np.concatenate([global_slice(4, 2, i) for i in range(3, 7)])
+    assert np.array_equal(np.concatenate([before, after]), one[:24 + 32])
+
+
+def test_version_1_keeps_the_order_of_checkpoints_written_before_the_record():
+    for rank in range(2):
+        old = RankSampler(103, rank, 2, seed=5, version=1)
+        old.set_epoch(1)
+        order = torch.randperm(103, generator=torch.Generator().manual_seed(5 + 1))
+        assert list(old) == order[:102][rank::2].tolist()  # the previous release's formula
+        assert old.take(10, 14).tolist() == order[:102][rank::2][10:14].tolist()
+    assert not np.array_equal(RankSampler(103, 0, 2, seed=5).take(0, 51),
+                              RankSampler(103, 0, 2, seed=5, version=1).take(0, 51))
+    with pytest.raises(ValueError, match="sampler_version=3: this release knows"):
+        RankSampler(10, 0, 1, version=3)
+
+
+def test_stream_take_gives_the_iterated_order_at_any_position():
+    for mirrored in (False, True):
+        sampler = StreamSampler(100, 1, 2, rows=4, groups=2, mirrored=mirrored)
+        order = list(sampler)
+        assert sampler.take(0, len(sampler)).tolist() == order
+        assert sampler.take(13, 21).tolist() == order[13:21]
+
+
+def test_an_iteration_keeps_its_epochs_order():
+    sampler = RankSampler(50, 0, 1, seed=2)
+    sampler.set_epoch(1)
+    walk = iter(sampler)
+    first = next(walk)
+    sampler.set_epoch(2)  # as a DataLoader's owner may, before the iteration has ended
+    expected = RankSampler(50, 0, 1, seed=2)
+    expected.set_epoch(1)
+    assert [first, *walk] == list(expected)

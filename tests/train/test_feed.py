@@ -6,12 +6,16 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from litebert.data.integrity import DataError
 from litebert.data.loader import RankSampler
-from litebert.train.feed import batches
+from litebert.distributed import DistInfo
+from litebert.train.feed import EpochChunks, batches
+from litebert.train.run_config import PretrainConfig
+from litebert.train.state import _batch_position
 
 EPOCH = 1000  # an item's value: epoch * EPOCH + index
 
@@ -73,3 +77,43 @@ def test_too_few_items_for_a_micro_batch_is_a_data_error():
     with pytest.raises(DataError, match="numbered: 2 instances give this rank no full "
                                         "micro-batch of 3"):
         take(1, 0, {"epoch": 0, "batch": 0}, n=2)
+
+
+class Unlisted(RankSampler):
+    """A sampler that may not be listed: the feed must ask for its micro-batches only."""
+
+    def __iter__(self):
+        raise AssertionError("the feed listed a whole epoch of the sampler")
+
+
+def test_chunks_ask_the_sampler_for_their_positions_only(monkeypatch):
+    monkeypatch.setattr(EpochChunks, "BLOCK", 2)  # blocks end inside an epoch
+    chunks = EpochChunks(Unlisted(10, 0, 1, seed=5), 3, {"epoch": 1, "batch": 1})
+    got = list(itertools.islice(chunks, 4))  # 2 of epoch 1, 2 of epoch 2
+    order = {e: RankSampler(10, 0, 1, seed=5) for e in (1, 2)}
+    for e, sampler in order.items():
+        sampler.set_epoch(e)
+    expected = [[(1, j) for j in order[1].take(3 * i, 3 * i + 3).tolist()] for i in (1, 2)]
+    expected += [[(2, j) for j in order[2].take(3 * i, 3 * i + 3).tolist()] for i in (0, 1)]
+    assert got == expected
+
+
+def test_a_position_saved_by_2_ranks_continues_exactly_on_4():
+    """2 ranks x micro-batch 4 stop after 3 micro-batches; 4 ranks x 2 convert the position
+    (_batch_position) and their chunks continue the global order one rank would read."""
+    n, seed = 64, 3
+    saved = {"epoch": 0, "batch": 3, "world_size": 2, "config": {"micro_batch_size": 4}}
+    cfg = PretrainConfig(micro_batch_size=2, batch_size=8)
+    batch = _batch_position(saved, cfg, DistInfo(0, 4, 0, torch.device("cpu")))
+    assert batch == 3
+
+    def global_order(world: int, micro: int, start: int, count: int) -> list[int]:
+        ranks = [list(itertools.islice(EpochChunks(RankSampler(n, r, world, seed=seed), micro,
+                                                   {"epoch": 0, "batch": start}), count))
+                 for r in range(world)]
+        # micro-batch i of every rank together: rank-interleaved positions of the order
+        rows = np.array([[[j for _, j in chunk] for chunk in rank] for rank in ranks])
+        return rows.transpose(1, 2, 0).reshape(-1).tolist()  # (count, micro, world)
+
+    one = RankSampler(n, 0, 1, seed=seed).take(0, n).tolist()
+    assert global_order(2, 4, 0, 3) + global_order(4, 2, batch, 2) == one[:24 + 16]

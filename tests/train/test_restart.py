@@ -140,3 +140,26 @@ def test_pruning_deletes_only_this_runs_checkpoints(tmp_path, caplog):
     names = [p.name for p in checkpoint.list_checkpoints(tmp_path)]
     assert names == ["step-00000002", "step-00000003", "step-00000050"]
     assert caplog.text.count("step-00000050: checkpoint(s) of another run") == 1  # said once
+
+
+def test_a_checkpoint_of_the_previous_sampler_continues_in_its_order(data_dir, tmp_path,
+                                                                     monkeypatch):
+    """state.json without sampler_version: written when every epoch was one torch.randperm
+    (version 1); the run continues with that order, bit for bit."""
+    with monkeypatch.context() as patch:
+        patch.setattr("litebert.train.pretrain.SAMPLER_VERSION", 1)
+        pretrain(run_config(data_dir, tmp_path / "old", export=False))
+    run = tmp_path / "run"
+    shutil.copytree(tmp_path / "old", run)
+    shutil.rmtree(checkpoint.latest(run))
+    state = checkpoint.latest(run) / "state.json"
+    record = json.loads(state.read_text())
+    assert record.pop("sampler_version") == 1
+    state.write_text(json.dumps(record))
+    trainer = Trainer(run_config(data_dir, run, export=False))
+    assert trainer.state["sampler_version"] == 1
+    trainer.run()
+    a, b = weights(tmp_path / "old"), weights(run)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((checkpoint.latest(run) / "state.json").read_text())[
+        "sampler_version"] == 1

@@ -29,7 +29,9 @@ a file cut short is a DataError naming it, not a shape error in the middle of tr
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,7 @@ from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
 from litebert.data.masking import mask_tokens
 from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
+from litebert.data.permutation import FeistelPermutation
 from litebert.data.splits import assemble, open_packed
 from litebert.padding import pad_batch
 
@@ -267,22 +270,42 @@ def prediction_slots(labels: torch.Tensor, slots: int) -> dict[str, torch.Tensor
     return dict(zip(SLOT_KEYS, (positions, ids, used.float()), strict=True))
 
 
+# The shuffled sampler's order, recorded in every checkpoint (state.json "sampler_version"):
+# 1 = one torch.randperm of all instances per epoch (checkpoints written before the version was
+# recorded); 2 = a keyed Feistel permutation computed on demand (litebert.data.permutation).
+# A run continues with the version its checkpoint was written with, so its order stays exact.
+SAMPLER_VERSION = 2
+SAMPLER_VERSIONS = (1, 2)
+TAKE_BLOCK = 1 << 16  # positions computed at once when the sampler is iterated
+
+
 class RankSampler(Sampler[int]):  # sampling "shuffled"
     """A disjoint, deterministic share of the indices for each rank, reshuffled per epoch.
 
-    Every rank draws the same permutation (seed + epoch) and keeps every world_size-th index
-    from its rank on; the tail is dropped so all ranks take the same number of steps.
+    All ranks share one permutation of the N indices per epoch (seed, epoch), the "global
+    order"; rank r takes its positions r, r + world, r + 2 world, ... of it, and the tail is
+    dropped so all ranks take the same number of steps. So micro-batch i of all ranks
+    together is the same slice of the global order whatever the number of ranks
+    (litebert.train.state._batch_position relies on it). `take(start, stop)` gives a rank's
+    indices at its positions [start, stop) and computes only those: with version 2 a
+    micro-batch costs memory of its size, whatever N (version 1, kept to continue its
+    checkpoints exactly, draws the whole permutation once per epoch).
     Rank and world size default to torchrun's RANK and WORLD_SIZE.
     """
 
     def __init__(self, length: int, rank: int | None = None, world_size: int | None = None,
-                 seed: int = 0, shuffle: bool = True):
+                 seed: int = 0, shuffle: bool = True, version: int = SAMPLER_VERSION):
         self.length = length
         self.rank = int(os.environ.get("RANK", 0)) if rank is None else rank
         self.world = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
         if not 0 <= self.rank < self.world:
             raise ValueError(f"rank {self.rank} is outside world size {self.world}")
-        self.seed, self.shuffle, self.epoch = seed, shuffle, 0
+        if version not in SAMPLER_VERSIONS:
+            raise ValueError(f"sampler_version={version!r}: this release knows "
+                             f"{SAMPLER_VERSIONS}; continue the run with the release that "
+                             f"wrote it")
+        self.seed, self.shuffle, self.epoch, self.version = seed, shuffle, 0, version
+        self._order: tuple[int, torch.Tensor] | None = None  # version 1: (epoch, (N,) order)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -290,14 +313,34 @@ class RankSampler(Sampler[int]):  # sampling "shuffled"
     def __len__(self) -> int:
         return self.length // self.world
 
-    def __iter__(self):
-        if self.shuffle:
+    def take(self, start: int, stop: int) -> np.ndarray:
+        """(stop - start,) int64: this rank's indices at its positions [start, stop) of the
+        epoch (0 <= start <= stop <= len(self))."""
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"positions [{start}, {stop}) outside [0, {len(self)})")
+        positions = np.arange(start, stop, dtype=np.int64) * self.world + self.rank  # global
+        if not self.shuffle or not len(positions):
+            return positions
+        if self.version == 1:
+            return self._randperm()[torch.from_numpy(positions)].numpy()
+        return FeistelPermutation(self.length, self.seed, self.epoch)(positions)
+
+    def _randperm(self) -> torch.Tensor:
+        """Version 1's (N,) order of this epoch, drawn once per epoch."""
+        if self._order is None or self._order[0] != self.epoch:
             g = torch.Generator().manual_seed(self.seed + self.epoch)
-            order = torch.randperm(self.length, generator=g)
-        else:
-            order = torch.arange(self.length)
-        usable = len(self) * self.world
-        return iter(order[:usable][self.rank::self.world].tolist())
+            self._order = (self.epoch, torch.randperm(self.length, generator=g))
+        return self._order[1]
+
+    def __iter__(self):
+        # A copy: the iteration keeps this epoch's order though set_epoch comes meanwhile.
+        return _iterate(copy.copy(self))
+
+
+def _iterate(sampler) -> Iterator[int]:
+    """A sampler's indices one by one, computed TAKE_BLOCK at a time."""
+    for start in range(0, len(sampler), TAKE_BLOCK):
+        yield from sampler.take(start, min(start + TAKE_BLOCK, len(sampler))).tolist()
 
 
 class StreamSampler(Sampler[int]):
@@ -307,7 +350,8 @@ class StreamSampler(Sampler[int]):
     The items are cut into world_size x groups x rows streams of consecutive indices, in the
     data's order. Step s gives batch row r of micro-batch g on rank k item
     start(k, g, r) + s, so each row reads its stream's next segment every step; the order
-    is the same in every epoch. Iterating yields the indices micro-batch by micro-batch.
+    is the same in every epoch. Iterating yields the indices micro-batch by micro-batch;
+    `take(start, stop)` computes those at the positions [start, stop) of that sequence.
 
     mirrored (sampling "mirrored-streams", XLNet's bi_data): the items are two halves of
     equal length, the windows of a text read forwards and then of the same text read
@@ -331,6 +375,16 @@ class StreamSampler(Sampler[int]):
         per_row = rows // 2 if mirrored else rows  # forward streams per micro-batch
         self.streams = world_size * groups * per_row
         self.steps = self.half // self.streams  # segments per stream; the tail is dropped
+        self.starts = self._starts(per_row)  # (G * R,) first item of each row's stream
+
+    def _starts(self, per_row: int) -> np.ndarray:
+        mine = np.arange(self.groups * per_row) + self.rank * self.groups * per_row
+        starts = mine * self.steps  # (G * R',) first item of each of this rank's streams
+        if self.mirrored:  # each micro-batch: its forward rows, then their mirrors
+            backward = self.half + (self.streams - 1 - mine) * self.steps
+            starts = np.concatenate([starts.reshape(self.groups, per_row),
+                                     backward.reshape(self.groups, per_row)], axis=1)
+        return starts.reshape(-1).astype(np.int64)
 
     def set_epoch(self, epoch: int) -> None:
         """Streams read the data in order, the same every epoch."""
@@ -338,26 +392,28 @@ class StreamSampler(Sampler[int]):
     def __len__(self) -> int:
         return self.steps * self.groups * self.rows
 
+    def take(self, start: int, stop: int) -> np.ndarray:
+        """(stop - start,) int64: the indices at positions [start, stop) of the order: position
+        p is step p // (G R), row p % (G R) of that step."""
+        if not 0 <= start <= stop <= len(self):
+            raise IndexError(f"positions [{start}, {stop}) outside [0, {len(self)})")
+        positions = np.arange(start, stop, dtype=np.int64)
+        per_step = len(self.starts)
+        return self.starts[positions % per_step] + positions // per_step
+
     def __iter__(self):
-        per_row = self.rows // 2 if self.mirrored else self.rows
-        mine = np.arange(self.groups * per_row) + self.rank * self.groups * per_row
-        starts = mine * self.steps  # (G * R',) first item of each of this rank's streams
-        if self.mirrored:  # each micro-batch: its forward rows, then their mirrors
-            backward = self.half + (self.streams - 1 - mine) * self.steps
-            starts = np.concatenate([starts.reshape(self.groups, per_row),
-                                     backward.reshape(self.groups, per_row)], axis=1)
-            starts = starts.reshape(-1)  # (G * R,)
-        return iter((starts[None, :] + np.arange(self.steps)[:, None]).reshape(-1).tolist())
+        return _iterate(self)
 
 
 def sampler_for(sampling: str, length: int, rank: int, world_size: int, rows: int,
-                groups: int, seed: int) -> Sampler[int]:
+                groups: int, seed: int,
+                version: int = SAMPLER_VERSION) -> RankSampler | StreamSampler:
     """The sampler an objective's `sampling` asks for (rows = micro-batch size, groups =
-    micro-batches per step)."""
+    micro-batches per step; version: the shuffled order's, SAMPLER_VERSION)."""
     if sampling in ("streams", "mirrored-streams"):
         return StreamSampler(length, rank, world_size, rows, groups,
                              mirrored=sampling == "mirrored-streams")
     if sampling == "shuffled":
-        return RankSampler(length, rank, world_size, seed=seed)
+        return RankSampler(length, rank, world_size, seed=seed, version=version)
     raise ValueError(f"sampling={sampling!r}: choose 'shuffled', 'streams' or "
                      "'mirrored-streams'")

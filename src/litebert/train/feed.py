@@ -42,7 +42,12 @@ class EpochItems:
 
 class EpochChunks:
     """Lists of `micro` (epoch, index) pairs from `start` (epoch, micro-batch) on, each epoch
-    in the sampler's order for it, forever; a partial last micro-batch is dropped."""
+    in the sampler's order for it, forever; a partial last micro-batch is dropped.
+
+    The sampler computes only the positions asked for (`sampler.take`), BLOCK micro-batches at
+    a time: an epoch start or a resume costs the first block, never the whole epoch's order."""
+
+    BLOCK = 256  # micro-batches computed at once: a few hundred KB, one numpy call
 
     def __init__(self, sampler, micro: int, start: dict[str, int]):
         self.sampler, self.micro, self.start = sampler, micro, dict(start)
@@ -50,10 +55,13 @@ class EpochChunks:
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
         epoch, first = self.start["epoch"], self.start["batch"]
         while True:
-            self.sampler.set_epoch(epoch)
-            order = list(self.sampler)
-            for i in range(first, len(order) // self.micro):
-                yield [(epoch, int(j)) for j in order[i * self.micro:(i + 1) * self.micro]]
+            per_epoch = len(self.sampler) // self.micro
+            for block in range(first, per_epoch, self.BLOCK):
+                stop = min(block + self.BLOCK, per_epoch)
+                self.sampler.set_epoch(epoch)  # take() reads it
+                rows = self.sampler.take(block * self.micro, stop * self.micro)
+                for row in rows.reshape(-1, self.micro).tolist():  # (micro,) each
+                    yield [(epoch, j) for j in row]
             epoch, first = epoch + 1, 0
 
 

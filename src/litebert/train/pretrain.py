@@ -29,8 +29,9 @@ from litebert.compat import check_model_reads
 from litebert.config import AlbertConfig
 from litebert.cpus import usable_cpus
 from litebert.data.attention_layout import mark_tokens_dynamic
-from litebert.data.integrity import DataError, content_digest, load_manifest
-from litebert.data.loader import open_training_data, sampler_for
+from litebert.data.blend import data_digest, open_items, parse_data
+from litebert.data.integrity import DataError, load_manifest
+from litebert.data.loader import SAMPLER_VERSION, open_training_data, sampler_for
 from litebert.distributed import (
     DistInfo,
     all_reduce_sum,
@@ -116,11 +117,12 @@ class Trainer:
         if cfg.data is None:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
-        self.run_dir, data_dir = Path(cfg.out), Path(cfg.data)
+        spec = parse_data(cfg.data)  # one directory or a blend; the first is evaluation's
+        self.run_dir, data_dir = Path(cfg.out), spec.first
         neutral = open_training_data(data_dir, cfg.seed)
         check_data_attention(cfg, neutral.config.packed)
         self.objective = resolve(cfg.objective.name)(cfg, neutral)
-        self.train_data = self.objective.dataset(data_dir, "train", cfg.seed)
+        self.train_data = open_items(spec, self.objective, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         self.config = model_config(cfg, data_dir)
         torch.manual_seed(cfg.seed)
@@ -153,9 +155,11 @@ class Trainer:
         self.accumulation = cfg.accumulation(self.info.world_size)
         # seconds: training time of the logged steps, resumes included (evaluations and
         # checkpoints left out), what a study reports as the run's minutes.
+        # sampler_version: the shuffled order's; a resumed run keeps its checkpoint's.
         self.state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
-                                      "nonfinite_in_row": 0, "tokens": 0, "seconds": 0.0}
-        self.data_digest = content_digest(load_manifest(data_dir))
+                                      "nonfinite_in_row": 0, "tokens": 0, "seconds": 0.0,
+                                      "sampler_version": SAMPLER_VERSION}
+        self.data_digest = data_digest(spec, self.train_data)
         self.start = plan_start(cfg, self.config, self.data_digest)
         if self.start.checkpoint is not None:
             self._restore(self.start.checkpoint)
@@ -268,7 +272,7 @@ class Trainer:
         cfg, state = self.cfg, self.state
         sampler = sampler_for(self.objective.sampling, len(self.train_data), self.info.rank,
                               self.info.world_size, cfg.micro_batch_size, self.accumulation,
-                              cfg.seed)
+                              cfg.seed, version=state["sampler_version"])
         device = self.info.device
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
                                     resolved_workers(cfg, device), state,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.config import AlbertConfig
+from litebert.data.blend import data_differences
 from litebert.distributed import barrier, broadcast_object, rank_and_world
 from litebert.train import checkpoint
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
@@ -143,8 +144,8 @@ def check_agreement(record: dict[str, Any], cfg: PretrainConfig, model: AlbertCo
         differ += [(f"model.{k}", saved.get(k), current.get(k))
                    for k in sorted(set(saved) | set(current))
                    if saved.get(k) != current.get(k) and f"model_overrides.{k}" not in said]
-    if record.get("data_digest") not in (None, data_digest):
-        differ.append(("data (its files' checksums)", record["data_digest"], data_digest))
+    if record.get("data_digest") not in (None, data_digest):  # a blend's: each part, weights
+        differ += data_differences(record["data_digest"], data_digest)
     if not differ:
         return
     listed = "; ".join(f"{k}: {a!r} there, {b!r} here" for k, a, b in differ)

@@ -13,6 +13,8 @@ import yaml
 
 from litebert.config import PRESETS
 from litebert.data.attention_layout import ATTENTIONS, check_attention
+from litebert.data.blend import parse_data
+from litebert.data.integrity import DataError
 from litebert.files import named_yaml, yaml_names
 from litebert.objectives import (
     OBJECTIVES,
@@ -52,7 +54,10 @@ class PretrainConfig:
     model_overrides: dict[str, Any] = option(
         help="AlbertConfig fields that replace the preset's; overrides of a recipe's are "
              "merged key by key into it", factory=dict)
-    data: str | None = option(None, "a directory written by `litebert data build`")
+    data: str | None = option(
+        None, "a directory written by `litebert data build`, or a blend of several: "
+              "DIR:WEIGHT,DIR:WEIGHT (weights normalised to sum 1; DIR,DIR weighs each by its "
+              "size); evaluation reads the first (litebert.data.blend)")
     out: str = option("runs/pretrain", "the run directory: checkpoints, metrics, export")
     # Batch: `batch_size` sequences per optimizer step over all ranks, reached with
     # micro-batches of `micro_batch_size` per rank and gradient accumulation.
@@ -153,6 +158,11 @@ class PretrainConfig:
         for ok, name, why in checks:
             if not ok:
                 raise RunConfigError(f"pretrain config {name}={getattr(self, name)!r}: {why}")
+        if self.data is not None:
+            try:
+                parse_data(self.data)
+            except DataError as err:
+                raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
         try:
             resolve_warmup(self.max_steps, self.warmup_steps)  # the bounds, as in fine-tuning
         except ValueError as err:

@@ -95,7 +95,9 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
 def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistInfo,
                   path: Path) -> dict[str, Any]:
     """Load checkpoint `path` into the parts; returns its state.json with the data position
-    ("batch") counted in this run's micro-batches."""
+    ("batch") counted in this run's micro-batches and the order its data was read in
+    ("sampler_version": 1 for checkpoints that predate the record, see
+    litebert.data.loader.SAMPLER_VERSION), which the run keeps so that it continues exactly."""
     saved = checkpoint.verify(path)  # sizes; resolve_resume has compared the checksums
     if saved.get("format") == "sharded":
         _load_sharded(model, optimizer, scheduler, path)
@@ -103,6 +105,7 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
         _load_full(model, optimizer, scheduler, path)
     checkpoint.set_rng_state(checkpoint.load_rng(path, info.rank))
     return {**saved, "batch": _batch_position(saved, cfg, info),
+            "sampler_version": saved.get("sampler_version", 1),
             "objective_state": checkpoint.load_objective_state(path, info.rank)}
 
 
@@ -163,9 +166,10 @@ def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
 
 def _batch_position(saved: dict[str, Any], cfg: PretrainConfig, info: DistInfo) -> int:
     """The saved position ("batch": micro-batches per rank into the epoch) in this run's
-    micro-batches. All ranks share one permutation and rank r takes every world-th index
-    (RankSampler), so micro-batch i of all ranks together is the same slice of it whatever
-    the number of ranks: a position converts exactly when the sizes divide."""
+    micro-batches. All ranks share one permutation and rank r takes every world-th position of
+    it (RankSampler, either sampler version; a blend's items are laid out before the shuffle,
+    litebert.data.blend), so micro-batch i of all ranks together is the same slice of it
+    whatever the number of ranks: a position converts exactly when the sizes divide."""
     then = saved.get("world_size", info.world_size) * saved.get("config", {}).get(
         "micro_batch_size", cfg.micro_batch_size)
     now = info.world_size * cfg.micro_batch_size
