@@ -24,6 +24,7 @@ from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.integrity import DataError, open_manifest
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.data.splits import assemble, split_documents
+from litebert.data.word_starts import WordStarts
 from litebert.padding import pad_batch
 from litebert.tokenization import Tokenizer
 from litebert.tokenization.base import PairTemplate
@@ -39,7 +40,7 @@ class HeldoutDocuments:
     directory: Path
     config: BuildConfig
     tokens: np.ndarray  # (N,) token ids of the whole corpus
-    word_starts: np.ndarray  # (N,) bool
+    word_starts: WordStarts  # [a:b] -> (b - a,) bool
     offsets: np.ndarray  # (S + 1,) int64 token offset of every sentence, then N
     docs: np.ndarray  # (D_heldout, 2) first and one-past-last sentence of each held-out doc
     masking: MaskingConfig
@@ -69,10 +70,10 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
     specials = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0)
     if specials[0] is None or specials[1] is None:
         raise DataError(f"{d / 'tokenizer'}: the tokenizer has no [CLS] or [SEP] id")
+    tokens = _memmap(d / "tokens.bin", manifest["counts"]["token_dtype"])
     return HeldoutDocuments(
-        directory=d, config=config,
-        tokens=_memmap(d / "tokens.bin", manifest["counts"]["token_dtype"]),
-        word_starts=_memmap(d / "word_starts.bin", np.uint8).view(bool), offsets=offsets,
+        directory=d, config=config, tokens=tokens,
+        word_starts=WordStarts(tokens, offsets, tokenizer.word_start_ids), offsets=offsets,
         docs=bounds[heldout], masking=config.masks(tokenizer),
         specials=(int(specials[0]), int(specials[1]), int(specials[2])),
         template=tokenizer.template,

@@ -48,6 +48,7 @@ from litebert.data.masking import mask_tokens
 from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
 from litebert.data.permutation import FeistelPermutation
 from litebert.data.splits import assemble, open_packed
+from litebert.data.word_starts import WordStarts
 from litebert.padding import pad_batch
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
@@ -87,7 +88,9 @@ class PretrainingDataset(Dataset):
         self.masking = self.config.masks(tokenizer)  # replacements: the directory's tokenizer's
         d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
         self.tokens = _memmap(d / "tokens.bin", dtype)
-        self.word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
+        # What chunk_pair reads: (S + 1,) sentence offsets, (D_split, 2) document ranges.
+        self.offsets = _memmap(d / "sentences.bin", np.int64)
+        self.word_starts = WordStarts(self.tokens, self.offsets, tokenizer.word_start_ids)
         self.split = split
         self.instance_config = self.config.instance_config(self.template)
         self.rows: np.ndarray | None = None  # (I, 5) FIELDS: static pairs
@@ -102,8 +105,6 @@ class PretrainingDataset(Dataset):
         else:
             self.rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
             self.length = len(self.rows)
-        # What chunk_pair reads: (S + 1,) sentence offsets, (D_split, 2) document ranges.
-        self.offsets = _memmap(d / "sentences.bin", np.int64)
         self.docs = (_memmap(d / f"{split}.documents.bin", np.int64).reshape(-1, 2)
                      if self.chunks is not None else np.zeros((0, 2), dtype=np.int64))
         if self.config.masking == "static":

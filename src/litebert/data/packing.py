@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from litebert.data.word_starts import WordStarts
 from litebert.tokenization.base import PairTemplate
 
 PACKINGS = ("pairs", "full-sentences", "doc-sentences", "xlnet")  # xlnet: litebert.data.streams
@@ -141,7 +142,7 @@ def separator_positions(lengths: np.ndarray, first: int = 1) -> np.ndarray:
     return first + np.cumsum(lengths[:-1]) + np.arange(len(lengths) - 1)
 
 
-def assemble_packed(tokens: np.ndarray, word_starts: np.ndarray, spans: np.ndarray,
+def assemble_packed(tokens: np.ndarray, word_starts: WordStarts | np.ndarray, spans: np.ndarray,
                     template: PairTemplate):
     """cls span sep span ... sep (span sep ... sep cls when the template's cls is last): ids,
     token types (all 0), word starts and maskable flags, as assemble() gives them for a
