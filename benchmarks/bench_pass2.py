@@ -1,0 +1,107 @@
+"""Pass 2 of `litebert data build` alone: instances/s of `build_splits` by layout and workers.
+
+A corpus of the requested size is generated from real text (bbc-news sentences re-assembled
+into documents of 5-40 sentences, as benchmarks/bench_data.py does) and tokenized once (pass
+1, a normal `data build`). Each measurement then runs `litebert.data.splits.build_splits` on
+that directory in a fresh process and times it: pairs (SOP, static pairs), full-sentences
+packing, and pairs with static masking at dupe factor 2. instances/s counts the instances of
+both splits (every dupe copy). `--before-src` times another checkout's `src` (e.g. the code
+before pass 2 ran in the workers) in the same table, interleaved with this one.
+
+    python benchmarks/bench_pass2.py [--size-mb 200] [--workers 1 2] [--before-src DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench_data import generate, real_sentences
+
+from litebert.data.builder import BuildConfig, build
+from litebert.tokenization import train_sentencepiece
+
+WORK = Path(os.environ.get("LITEBERT_DATA", Path.home() / ".cache" / "litebert")) / "bench"
+LAYOUTS = {  # name: BuildConfig fields beside max_seq_length 512
+    "pairs sop": {},
+    "full-sentences": {"objective": "none", "packing": "full-sentences"},
+    "pairs sop, static masks x2": {"masking": "static", "dupe_factor": 2},
+}
+
+# Run in a fresh process, so that the timed code is the one on its PYTHONPATH.
+CHILD = """
+import json, sys, time
+from pathlib import Path
+from litebert.data.build_config import BuildConfig
+from litebert.data.splits import build_splits
+from litebert.tokenization import Tokenizer
+out, fields, workers = Path(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+manifest = json.loads((out / "manifest.json").read_text())
+tokenizer = Tokenizer.from_pretrained(out / "tokenizer")
+cfg = BuildConfig(max_seq_length=512, format="bert", **fields)
+start = time.perf_counter()
+splits = build_splits(out, cfg, tokenizer, manifest["counts"]["token_dtype"], workers)
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "instances": sum(s["instances"] for s in splits.values())}))
+"""
+
+
+def pass_one(work: Path, size_mb: int, data: Path | None, workers: int) -> Path:
+    """A data directory of a generated corpus of size_mb (built once, then a cache hit)."""
+    sentences = real_sentences(work, data)
+    tokenizer = work / "tokenizer"
+    if not (tokenizer / "spiece.model").exists():
+        text = work / "bbc-sentences.txt"
+        text.write_text("\n".join(sentences), encoding="utf-8")
+        train_sentencepiece([text], tokenizer, vocab_size=30000)
+    corpus = work / f"corpus-{size_mb}mb.txt"
+    generate(corpus, sentences, size_mb)
+    out = work / f"pass2-{size_mb}mb"
+    build([corpus], tokenizer, out, BuildConfig(max_seq_length=512, format="bert"),
+          workers=workers)
+    return out
+
+
+def time_pass_two(src: Path, out: Path, fields: dict, workers: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(out), json.dumps(fields),
+                           str(workers)], env=env, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mb", type=int, default=200)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--work", type=Path, default=WORK)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="bbc-news.jsonl, for a host with no package index")
+    parser.add_argument("--before-src", type=Path, default=None,
+                        help="another checkout's src/ to time beside this one (e.g. main's)")
+    parser.add_argument("--layouts", nargs="+", default=list(LAYOUTS), choices=list(LAYOUTS))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    out = pass_one(args.work, args.size_mb, args.data, max(args.workers))
+    tokens = json.loads((out / "manifest.json").read_text())["counts"]["tokens"]
+    sides = [("this", Path(__file__).resolve().parents[1] / "src")]
+    if args.before_src:
+        sides.insert(0, ("before", args.before_src.resolve()))
+    print(f"pass 2 of a {args.size_mb} MB corpus ({tokens:,} tokens), length 512; "
+          f"{os.cpu_count()} CPUs\n")
+    print("| layout | code | workers | seconds | instances | instances/s |")
+    print("|---|---|---|---|---|---|")
+    for layout in args.layouts:
+        for workers in args.workers:
+            for side, src in sides:  # interleaved: drift in the machine hits both alike
+                r = time_pass_two(src, out, LAYOUTS[layout], workers)
+                print(f"| {layout} | {side} | {workers} | {r['seconds']:.1f} | "
+                      f"{r['instances']:,} | {r['instances'] / r['seconds']:,.0f} |",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
