@@ -26,7 +26,7 @@ from litebert.data.packing import (
     sentence_table,
     table_spans,
 )
-from litebert.data.pool import ordered_map
+from litebert.data.pool import ordered_map, shared_pools
 from litebert.data.streams import end_of_document_id, stream_block, write_streams
 from litebert.files import temporary_name
 from litebert.progress import progress
@@ -64,7 +64,8 @@ def write_instances(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig,
     writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
     dropped: list[int] = []  # tokens of each skipped chunk
     with split_documents_file(out, split, docs, keep=dynamic) as docs_path:
-        tasks = ((str(out), str(docs_path), split, copy, block, cfg.seed, icfg, dynamic)
+        tasks = ((str(out), str(docs_path), split, copy, block, block + DOCS_PER_TASK,
+                  cfg.seed, icfg, dynamic)
                  for copy in range(cfg.dupe_factor) for block in range(0, len(docs),
                                                                        DOCS_PER_TASK))
         for rows, block_dropped in _blocks(instance_block, tasks, workers, f"pairs {split}",
@@ -78,18 +79,18 @@ def write_instances(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig,
     return counts
 
 
-def instance_block(out: str, docs_path: str, split: str, copy: int, block: int, seed: int,
-                   icfg: InstanceConfig, dynamic: bool) -> tuple[np.ndarray, list[int]]:
-    """A worker's task: the instances (or chunks) of documents block .. block +
-    DOCS_PER_TASK of the split's document ranges in `docs_path`, and the tokens of each
-    chunk skipped."""
+def instance_block(out: str, docs_path: str, split: str, copy: int, block: int, stop: int,
+                   seed: int, icfg: InstanceConfig, dynamic: bool
+                   ) -> tuple[np.ndarray, list[int]]:
+    """A worker's task: the instances (or chunks) of documents block .. stop of the split's
+    document ranges in `docs_path`, and the tokens of each chunk skipped."""
     offsets = _memmap(Path(out) / "sentences.bin", np.int64)
     docs = _memmap(Path(docs_path), np.int64).reshape(-1, 2)
     make = document_chunks if dynamic else document_instances
     rng = np.random.default_rng([seed, 2, SPLITS.index(split), copy, block])
     dropped: list[int] = []
     rows = [make(doc, offsets, docs, icfg, rng, dropped)
-            for doc in range(block, min(block + DOCS_PER_TASK, len(docs)))]
+            for doc in range(block, min(stop, len(docs)))]
     return np.concatenate(rows), dropped
 
 
@@ -272,15 +273,16 @@ def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     heldout = split_documents(len(bounds), cfg)
     mcfg = cfg.masks(tokenizer)  # random replacements: tokenizer.replacement_ids only
     result = {}
-    for split, chosen in (("train", ~heldout), ("heldout", heldout)):
-        docs = bounds[chosen]
-        counts = SPLIT_WRITERS[cfg.packing](out, split, docs, cfg, tokenizer, token_dtype,
-                                            workers)
-        result[split] = {"documents": int(len(docs)), **counts}
-        _warn_skipped(split, result[split])
-        if cfg.masking == "static":
-            result[split]["masked_tokens"] = write_static_masks(
-                out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
+    with shared_pools():  # one pool for every map below
+        for split, chosen in (("train", ~heldout), ("heldout", heldout)):
+            docs = bounds[chosen]
+            counts = SPLIT_WRITERS[cfg.packing](out, split, docs, cfg, tokenizer, token_dtype,
+                                                workers)
+            result[split] = {"documents": int(len(docs)), **counts}
+            _warn_skipped(split, result[split])
+            if cfg.masking == "static":
+                result[split]["masked_tokens"] = write_static_masks(
+                    out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
     return result
 
 
