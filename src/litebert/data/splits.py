@@ -1,6 +1,14 @@
 """Pass 2 of `litebert data build`: each split's instances (static pairs), chunks (dynamic
 pairs), packed instances or XLNet streams, and static masks, from the arrays pass 1 wrote
-(see litebert.data.builder for the directory's layout)."""
+(see litebert.data.builder for the directory's layout).
+
+Everything runs in the workers (ordered_map, one shared pool), by blocks: DOCS_PER_TASK
+documents, or INSTANCES_PER_BLOCK instances for static masks. A task is a small description
+(directory, split, copy, block); the worker maps the arrays itself and returns the block's
+rows, which this process appends in order. Each block's RNG is seeded by (seed, purpose,
+split, copy, block), never by the worker, so the files do not depend on the workers.
+Full-sentences packing runs on from one block into the next: the workers make each block's
+sentence table and this process packs it, a step per instance (litebert.data.packing)."""
 
 from __future__ import annotations
 
