@@ -6,7 +6,9 @@ into documents of 5-40 sentences, as benchmarks/bench_data.py does) and tokenize
 that directory in a fresh process and times it: pairs (SOP, static pairs), full-sentences
 packing, and pairs with static masking at dupe factor 2. instances/s counts the instances of
 both splits (every dupe copy). `--before-src` times another checkout's `src` (e.g. the code
-before pass 2 ran in the workers) in the same table, interleaved with this one.
+before pass 2 ran in the workers) in the same table, interleaved with this one. Pass 2
+writes into a directory beside the built one whose pass-1 files are links to it, so the
+built directory stays a cache hit.
 
     python benchmarks/bench_pass2.py [--size-mb 200] [--workers 1 2] [--before-src DIR]
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +29,7 @@ from litebert.data.builder import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 
 WORK = Path(os.environ.get("LITEBERT_DATA", Path.home() / ".cache" / "litebert")) / "bench"
+PASS_ONE = ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin")
 LAYOUTS = {  # name: BuildConfig fields beside max_seq_length 512
     "pairs sop": {},
     "full-sentences": {"objective": "none", "packing": "full-sentences"},
@@ -66,10 +70,24 @@ def pass_one(work: Path, size_mb: int, data: Path | None, workers: int) -> Path:
     return out
 
 
+def scratch_directory(base: Path) -> Path:
+    """A directory whose pass-1 files link to `base`'s: pass 2 writes its files there, and
+    `base` stays as built (a cache hit the next time)."""
+    run = base.with_name(base.name + "-run")
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir()
+    for name in (*PASS_ONE, "tokenizer", "manifest.json"):
+        (run / name).symlink_to(base / name)
+    return run
+
+
 def time_pass_two(src: Path, out: Path, fields: dict, workers: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run([sys.executable, "-c", CHILD, str(out), json.dumps(fields),
-                           str(workers)], env=env, check=True, capture_output=True, text=True)
+                           str(workers)], env=env, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"pass 2 failed ({src}, {fields}, {workers} workers):\n"
+                         f"{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -85,8 +103,9 @@ def main() -> None:
     parser.add_argument("--layouts", nargs="+", default=list(LAYOUTS), choices=list(LAYOUTS))
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    out = pass_one(args.work, args.size_mb, args.data, max(args.workers))
-    tokens = json.loads((out / "manifest.json").read_text())["counts"]["tokens"]
+    base = pass_one(args.work, args.size_mb, args.data, max(args.workers))
+    tokens = json.loads((base / "manifest.json").read_text())["counts"]["tokens"]
+    out = scratch_directory(base)
     sides = [("this", Path(__file__).resolve().parents[1] / "src")]
     if args.before_src:
         sides.insert(0, ("before", args.before_src.resolve()))
