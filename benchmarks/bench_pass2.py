@@ -4,11 +4,12 @@ A corpus of the requested size is generated from real text (bbc-news sentences r
 into documents of 5-40 sentences, as benchmarks/bench_data.py does) and tokenized once (pass
 1, a normal `data build`). Each measurement then runs `litebert.data.splits.build_splits` on
 that directory in a fresh process and times it: pairs (SOP, static pairs), full-sentences
-packing, and pairs with static masking at dupe factor 2. instances/s counts the instances of
-both splits (every dupe copy). `--before-src` times another checkout's `src` (e.g. the code
-before pass 2 ran in the workers) in the same table, interleaved with this one. Pass 2
-writes into a directory beside the built one whose pass-1 files are links to it, so the
-built directory stays a cache hit.
+packing, pairs with static masking at dupe factor 2, and XLNet's streams (a copy of each
+split's tokens; their instances are the windows read from them). instances/s counts the
+instances of both splits (every dupe copy). `--before-src` times another checkout's `src`
+(e.g. the code before pass 2 ran in the workers) in the same table, interleaved with this
+one. Pass 2 writes into a directory beside the built one whose pass-1 files are links to
+it, so the built directory stays a cache hit.
 
     python benchmarks/bench_pass2.py [--size-mb 200] [--workers 1 2] [--before-src DIR]
 """
@@ -34,6 +35,7 @@ LAYOUTS = {  # name: BuildConfig fields beside max_seq_length 512
     "pairs sop": {},
     "full-sentences": {"objective": "none", "packing": "full-sentences"},
     "pairs sop, static masks x2": {"masking": "static", "dupe_factor": 2},
+    "xlnet streams": {"objective": "none", "packing": "xlnet"},  # instances: its windows
 }
 
 # Run in a fresh process, so that the timed code is the one on its PYTHONPATH.
