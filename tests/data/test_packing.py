@@ -13,11 +13,19 @@ import torch
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build, cache_key
 from litebert.data.loader import PretrainingDataset
-from litebert.data.packing import Packer, assemble_packed, pack_documents, separator_positions
+from litebert.data.packing import (
+    assemble_packed,
+    long_sentences,
+    pack_table,
+    sentence_table,
+    separator_positions,
+    table_spans,
+)
 from litebert.data.report import stats
 from litebert.data.splits import open_packed, split_documents
 from litebert.tokenization import PairTemplate, Tokenizer
 from tests.data.builds import key_before_pairs_and_packing, small_build
+from tests.data.packing_reference import Packer, pack_documents
 
 PACKED = ("full-sentences", "doc-sentences")
 CLS, SEP = 1, 2
@@ -29,11 +37,27 @@ OFFSETS = np.array([0, 3, 7, 9, 14, 26, 27])
 DOCS = np.array([[0, 2], [2, 3], [3, 6]])  # first and one-past-last sentence
 
 
+def pack(docs: np.ndarray, offsets: np.ndarray, max_seq_length: int, cross: bool,
+         block: int = 256) -> tuple[np.ndarray, np.ndarray, int]:
+    """(P, 2) spans, (I,) spans per instance and the sentences cut, as pass 2 packs a split:
+    a table per block of documents, the open instance carried from one into the next
+    (full-sentences), or each block afresh (doc-sentences)."""
+    spans, firsts, used, cut = [], [], 0, 0
+    for at in range(0, len(docs), block):
+        table = sentence_table(docs[at:at + block], offsets, max_seq_length, cross)
+        begins, used = pack_table(table, used if cross else 0)
+        block_spans, first = table_spans(table, begins)
+        firsts.append(sum(len(s) for s in spans) + first)
+        spans.append(block_spans)
+        cut += long_sentences(table)
+    spans_all = np.concatenate(spans)
+    index = np.append(np.concatenate(firsts), len(spans_all))
+    return spans_all, np.diff(index), cut
+
+
 def packed(cross_documents: bool) -> list[list[tuple[int, int]]]:
     """Spans of each instance of the corpus above at max_seq_length 10."""
-    parts = list(pack_documents(DOCS, OFFSETS, Packer(10, cross_documents)))
-    spans = np.concatenate([s for s, _ in parts])
-    counts = np.concatenate([c for _, c in parts])
+    spans, counts, _ = pack(DOCS, OFFSETS, 10, cross_documents)
     ends = np.cumsum(counts)
     return [[tuple(s) for s in spans[end - n:end].tolist()]
             for end, n in zip(ends.tolist(), counts.tolist(), strict=True)]
@@ -59,23 +83,47 @@ def test_doc_sentences_layout_by_hand():
     assert packed(False) == [[(0, 7)], [(7, 2)], [(9, 8)], [(17, 8)], [(25, 2)]]
 
 
-def test_packer_counts_cut_sentences_and_never_overfills():
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 40, 500)
+def random_split(rng, sentences: int, docs: int, longest: int):
+    """Sentence offsets and (D, 2) document ranges of random lengths 1 .. longest."""
+    lengths = rng.integers(1, longest + 1, sentences)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    firsts = np.concatenate([[0], np.sort(rng.choice(np.arange(1, 500), 60, replace=False)),
-                             [500]])
-    docs = np.stack([firsts[:-1], firsts[1:]], axis=1)
+    firsts = np.concatenate([[0], np.sort(rng.choice(np.arange(1, sentences), docs - 1,
+                                                     replace=False)), [sentences]])
+    return lengths, offsets, np.stack([firsts[:-1], firsts[1:]], axis=1)
+
+
+def test_packing_counts_cut_sentences_and_never_overfills():
+    rng = np.random.default_rng(0)
+    lengths, offsets, docs = random_split(rng, 500, 60, 39)
     for cross in (True, False):
-        packer = Packer(24, cross)
-        parts = list(pack_documents(docs, offsets, packer))
-        spans = np.concatenate([s for s, _ in parts])
-        counts = np.concatenate([c for _, c in parts])
+        spans, counts, cut = pack(docs, offsets, 24, cross, block=7)
         per_instance = np.add.reduceat(spans[:, 1], np.cumsum(counts) - counts)
         assert np.all(per_instance + counts + 1 <= 24)  # cls, text, a sep after each span
-        assert packer.cut_sentences == int((lengths > 22).sum())
+        assert cut == int((lengths > 22).sum())
         covered = np.concatenate([np.arange(s, s + n) for s, n in spans.tolist()])
         assert np.array_equal(covered, np.arange(offsets[-1]))  # in order, each once
+
+
+def reference(docs, offsets, max_seq_length, cross):
+    packer = Packer(max_seq_length, cross)
+    parts = list(pack_documents(docs, offsets, packer))
+    return (np.concatenate([s for s, _ in parts]), np.concatenate([c for _, c in parts]),
+            packer.cut_sentences)
+
+
+@pytest.mark.parametrize("cross", [True, False])
+@pytest.mark.parametrize("seed, longest, docs, block, seq", [
+    (1, 40, 80, 7, 24), (2, 12, 400, 3, 16), (3, 200, 50, 5, 64), (4, 9, 300, 1, 12),
+    (5, 30, 30, 256, 512), (6, 70, 200, 4, 32), (7, 5, 100, 1, 512)])
+def test_block_packing_is_the_reference_packers(cross, seed, longest, docs, block, seq):
+    """The same spans and instances as the Packer fed sentence by sentence, whatever the
+    blocks: instances running over several blocks, sentences cut into many pieces, long
+    sentences at block and document starts, documents of one token."""
+    rng = np.random.default_rng(seed)
+    _, offsets, ranges = random_split(rng, 4 * docs, docs, longest)
+    got, want = pack(ranges, offsets, seq, cross, block), reference(ranges, offsets, seq, cross)
+    for mine, theirs in zip(got, want, strict=True):
+        assert np.array_equal(mine, theirs)
 
 
 # ---- built directories -----------------------------------------------------------------------

@@ -101,19 +101,20 @@ def document_instances(doc: int, sent_offsets: np.ndarray, docs: np.ndarray,
     dropped: if given, the token count of every chunk skipped (sop_single_sentence='skip')
     is appended to it.
     """
-    first = int(docs[doc, 0])
+    bounds, lengths = _sentences(doc, sent_offsets, docs)
     target = _target(cfg, rng)
     out: list[Row] = []
 
     def take(start: int, count: int) -> int:
-        pair = _pair(first + start, count, doc, target, sent_offsets, docs, cfg, rng)
+        pair = _pair(bounds[start:start + count + 1], doc, target, sent_offsets, docs, cfg,
+                     rng)
         if pair is None:
-            _note_drop(dropped, sent_offsets, first + start, count)
+            _note_drop(dropped, bounds, start, count)
             return 0
         out.append(_truncate(*pair[0], cfg.max_tokens, rng))
         return pair[1]
 
-    _pack(_lengths(doc, sent_offsets, docs), target, take)
+    _pack(lengths, target, take)
     return np.asarray(out, dtype=np.int64).reshape(-1, len(FIELDS))
 
 
@@ -124,17 +125,18 @@ def document_chunks(doc: int, sent_offsets: np.ndarray, docs: np.ndarray,
     the packing of `document_instances` with no pair drawn, so no sentence is put back.
     Chunks of one sentence are left out when cfg.skips_single (noted in `dropped`)."""
     first = int(docs[doc, 0])
+    bounds, lengths = _sentences(doc, sent_offsets, docs)
     target = _target(cfg, rng)
     out: list[tuple[int, int, int, int]] = []
 
     def take(start: int, count: int) -> int:
         if count == 1 and cfg.skips_single:
-            _note_drop(dropped, sent_offsets, first + start, count)
+            _note_drop(dropped, bounds, start, count)
         else:
             out.append((first + start, count, doc, target))
         return 0
 
-    _pack(_lengths(doc, sent_offsets, docs), target, take)
+    _pack(lengths, target, take)
     return np.asarray(out, dtype=np.int64).reshape(-1, len(CHUNK_FIELDS))
 
 
@@ -144,7 +146,8 @@ def chunk_pair(chunk: np.ndarray, sent_offsets: np.ndarray, docs: np.ndarray,
     split point, order, nsp partner and truncation, by the rules of `document_instances`
     (the sentences nsp would put back are left out, see the module's docstring)."""
     start, count, doc, target = (int(x) for x in chunk)
-    pair = _pair(start, count, doc, target, sent_offsets, docs, cfg, rng)
+    bounds = sent_offsets[start:start + count + 1].tolist()
+    pair = _pair(bounds, doc, target, sent_offsets, docs, cfg, rng)
     if pair is None:  # document_chunks stores no chunk that skips
         raise ValueError(f"chunk {tuple(chunk)}: one sentence, which sop_single_sentence="
                          "'skip' should have left out at build time")
@@ -158,9 +161,14 @@ def _target(cfg: InstanceConfig, rng: np.random.Generator) -> int:
     return cfg.max_tokens
 
 
-def _lengths(doc: int, sent_offsets: np.ndarray, docs: np.ndarray) -> list[int]:
+def _sentences(doc: int, sent_offsets: np.ndarray, docs: np.ndarray
+               ) -> tuple[list[int], list[int]]:
+    """The document's sentence offsets (k + 1: its end last) and lengths (k), as Python
+    lists: the per-chunk steps below read a few of them, and a list read costs a fraction
+    of a numpy scalar's."""
     first, last = int(docs[doc, 0]), int(docs[doc, 1])
-    return np.diff(sent_offsets[first:last + 1]).tolist()
+    bounds = sent_offsets[first:last + 1]
+    return bounds.tolist(), np.diff(bounds).tolist()
 
 
 def _pack(lengths: list[int], target: int, take: Callable[[int, int], int]) -> None:
@@ -176,23 +184,24 @@ def _pack(lengths: list[int], target: int, take: Callable[[int, int], int]) -> N
         i += 1
 
 
-def _note_drop(dropped: list[int] | None, offsets: np.ndarray, chunk: int, count: int) -> None:
+def _note_drop(dropped: list[int] | None, bounds: list[int], chunk: int, count: int) -> None:
     if dropped is not None:
-        dropped.append(int(offsets[chunk + count]) - int(offsets[chunk]))
+        dropped.append(bounds[chunk + count] - bounds[chunk])
 
 
-def _pair(chunk: int, count: int, doc: int, target: int, offsets: np.ndarray,
-          docs: np.ndarray, cfg: InstanceConfig, rng: np.random.Generator
-          ) -> tuple[Row, int] | None:
-    """((a_start, a_len, b_start, b_len, label), sentences to put back) for one chunk; None
-    for a chunk of one sentence that sop_single_sentence='skip' leaves out."""
-    start, end = int(offsets[chunk]), int(offsets[chunk + count])
+def _pair(bounds: list[int], doc: int, target: int, offsets: np.ndarray, docs: np.ndarray,
+          cfg: InstanceConfig, rng: np.random.Generator) -> tuple[Row, int] | None:
+    """((a_start, a_len, b_start, b_len, label), sentences to put back) for one chunk, given
+    the token offsets of its sentences and its end (`bounds`, count + 1); None for a chunk
+    of one sentence that sop_single_sentence='skip' leaves out."""
+    count = len(bounds) - 1
+    start, end = bounds[0], bounds[-1]
     if cfg.objective == "none":
         return (start, end - start, 0, 0, -1), 0
     if count == 1 and cfg.skips_single:
         return None
     a_end = int(rng.integers(1, count)) if count >= 2 else 1
-    split = int(offsets[chunk + a_end])
+    split = bounds[a_end]
     if count == 1 or (cfg.objective == "nsp" and rng.random() < 0.5):
         b_start, b_len = _random_b(doc, target - (split - start), offsets, docs, rng)
         return (start, split - start, b_start, b_len, 1), count - a_end

@@ -35,13 +35,19 @@ documents lie between them):
     {split}.spans.bin       (P, 2) int64: token start and length of each span
     {split}.span_index.bin  (I + 1,) int64: first span of each instance, then P
 
-Packing reads sentence offsets only (never token ids), in order, one block of documents at
-a time; it draws nothing at random, so the output does not depend on the workers.
+Packing reads sentence offsets only (never token ids), a block of documents at a time, and
+draws nothing at random, so the output does not depend on the workers. It is a greedy fill,
+so it depends on sentence lengths alone: `sentence_table` (vectorised, in the workers)
+finds for every sentence of a block where an instance begun there must stop, and
+`pack_table` follows those stops one instance at a time. Doc-sentences starts each block
+afresh; full-sentences carries the tokens of the instance still open from one block into
+the next (splits.write_packed), which gives exactly the packing of a fill sentence by
+sentence across the whole split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,89 +56,111 @@ from litebert.data.word_starts import WordStarts
 from litebert.tokenization.base import PairTemplate
 
 PACKINGS = ("pairs", "full-sentences", "doc-sentences", "xlnet")  # xlnet: litebert.data.streams
-DOCS_PER_BLOCK = 256  # documents packed between two writes
+
+@dataclass(frozen=True)
+class SentenceTable:
+    """The sentences of a block of documents as packing sees them: positions are tokens of
+    the block's text (its documents one after the other, no separators), 0 .. n_tokens.
+
+    Packing is greedy and reads lengths only, so it is all in `fit`: fit[i] is the first
+    sentence that no longer fits an instance begun at sentence i. `costs` counts a
+    separator before every document: 1 (full-sentences), or more than an instance holds
+    (doc-sentences: no instance crosses a document, so each block starts afresh)."""
+
+    lengths: np.ndarray  # (n,) tokens of each sentence
+    doc_first: np.ndarray  # (n,) bool: the sentence begins a document
+    starts: np.ndarray  # (n + 1,) position of each sentence, then the block's end
+    costs: np.ndarray  # (n + 1,) starts plus the separators before each sentence
+    fit: np.ndarray  # (n,) first sentence that does not fit an instance begun at i (n: none)
+    doc_tokens: np.ndarray  # (d,) token start of each document in tokens.bin
+    room: int  # tokens of text and separators an instance holds (max_seq_length - 2)
+    separator: int  # the cost of a separator (see above)
 
 
-class Packer:
-    """Packs sentences, fed document by document in order, into instances of at most
-    max_seq_length tokens; completed instances wait until `take()`."""
-
-    def __init__(self, max_seq_length: int, cross_documents: bool):
-        self.room = max_seq_length - 2  # text and document separators: cls ... sep
-        self.cross_documents = cross_documents
-        self.open: list[list[int]] = []  # [token start, length] spans of the open instance
-        self.used = 0  # tokens of the open instance, separators between documents included
-        self.spans: list[list[int]] = []  # spans of the completed instances
-        self.counts: list[int] = []  # spans per completed instance
-        self.cut_sentences = 0  # sentences longer than an instance, cut into pieces
-
-    def add_document(self, sentence_offsets: list[int]) -> None:
-        """One document: the token offsets of its k sentences, then its end (k + 1)."""
-        new_document = True
-        for start, end in zip(sentence_offsets[:-1], sentence_offsets[1:], strict=True):
-            self._add_sentence(start, end - start, new_document)
-            new_document = False
-        if not self.cross_documents:
-            self.close()
-
-    def _add_sentence(self, start: int, length: int, new_document: bool) -> None:
-        if length <= self.room:  # whole: here, or at the start of the next instance
-            if self._separator(new_document) + length > self.room - self.used:
-                self.close()
-            self._append(start, length, new_document)
-            return
-        self.cut_sentences += 1
-        while length > 0:  # longer than an instance: fill the room left, then whole rooms
-            fits = self.room - self.used - self._separator(new_document)
-            if fits <= 0:
-                self.close()
-                continue
-            take = min(length, fits)
-            self._append(start, take, new_document)
-            new_document = False
-            start, length = start + take, length - take
-            if length:
-                self.close()
-
-    def _separator(self, new_document: bool) -> int:
-        """1 when text of a new document joins an instance that already holds text."""
-        return int(new_document and bool(self.open))
-
-    def _append(self, start: int, length: int, new_document: bool) -> None:
-        if new_document or not self.open:
-            self.used += self._separator(new_document)
-            self.open.append([start, length])
-        else:  # the same document, so the very next tokens of tokens.bin
-            self.open[-1][1] += length
-        self.used += length
-
-    def close(self) -> None:
-        """Complete the open instance (if it holds anything)."""
-        if self.open:
-            self.spans.extend(self.open)
-            self.counts.append(len(self.open))
-            self.open, self.used = [], 0
-
-    def take(self) -> tuple[np.ndarray, np.ndarray]:
-        """(P_b, 2) spans and (I_b,) spans per instance completed since the last take."""
-        spans = np.asarray(self.spans, dtype=np.int64).reshape(-1, 2)
-        counts = np.asarray(self.counts, dtype=np.int64)
-        self.spans, self.counts = [], []
-        return spans, counts
+def document_sentences(docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) sentence index of every sentence of `docs` ((d, 2) sentence ranges), in order,
+    and (d,) where each document's first sentence is in that list."""
+    counts = docs[:, 1] - docs[:, 0]
+    begins = np.cumsum(counts) - counts  # (d,)
+    return np.arange(int(counts.sum())) + np.repeat(docs[:, 0] - begins, counts), begins
 
 
-def pack_documents(docs: np.ndarray, offsets: np.ndarray, packer: Packer
-                   ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """A split's documents through `packer`, a block of DOCS_PER_BLOCK documents at a time:
-    yields what Packer.take returns, the last time with the open instance closed.
-    docs: (D_split, 2) sentence ranges; offsets: (S + 1,) token offset of every sentence,
-    then N (memory-mapped is fine: it is read block by block)."""
-    for block in range(0, len(docs), DOCS_PER_BLOCK):
-        for first, last in docs[block:block + DOCS_PER_BLOCK].tolist():
-            packer.add_document(offsets[first:last + 1].tolist())
-        yield packer.take()
-    packer.close()
-    yield packer.take()
+def sentence_table(docs: np.ndarray, offsets: np.ndarray, max_seq_length: int,
+                   cross_documents: bool) -> SentenceTable:
+    """The table of a block of documents: docs (d, 2) sentence ranges, offsets (S + 1,) the
+    token offset of every sentence, then N (memory-mapped is fine)."""
+    room = max_seq_length - 2  # text and document separators: cls ... sep
+    separator = 1 if cross_documents else room + 1
+    ids, begins = document_sentences(docs)
+    lengths = offsets[ids + 1] - offsets[ids]  # (n,)
+    doc_first = np.zeros(len(ids), dtype=bool)
+    doc_first[begins] = True
+    starts = np.concatenate(([0], np.cumsum(lengths)))
+    costs = starts + separator * np.concatenate(([0], np.cumsum(doc_first)))
+    # Begun at i, the instance holds i's text (its separator is not needed) and `room` more.
+    fit = np.searchsorted(costs, costs[:-1] + separator * doc_first + room, side="right") - 1
+    return SentenceTable(lengths, doc_first, starts, costs, fit,
+                         np.asarray(offsets[docs[:, 0]], dtype=np.int64), room, separator)
+
+
+def pack_table(table: SentenceTable, used: int) -> tuple[list[int], int]:
+    """Greedy packing of a block, entered with an instance of `used` tokens open (0: none):
+    the positions where instances begin (0 when entered with none), and the tokens of the
+    instance still open at its end. Sentences stay whole; one longer than `room` fills the
+    room left, then whole rooms, and its last piece is packed with the sentences after it.
+    A step per instance: plain Python over memoryviews (cheap scalar reads)."""
+    lengths, firsts, starts, costs, fit = (
+        np.ascontiguousarray(a).data for a in (table.lengths, table.doc_first, table.starts,
+                                               table.costs, table.fit))
+    room, sep, n = table.room, table.separator, len(table.lengths)
+    begins = [0] if used == 0 else []
+    m = 0  # the next sentence
+    while m < n:
+        own_sep = sep * firsts[m] if used == 0 else 0  # a fresh instance needs none
+        j = fit[m] if used == 0 else bisect.bisect_right(costs, costs[m] + room - used) - 1
+        if j >= n:  # the rest of the block fits: the instance stays open
+            return begins, used + costs[n] - costs[m] - own_sep
+        before = used + costs[j] - costs[m] - (own_sep if j > m else 0)  # tokens open
+        if lengths[j] <= room:  # j starts the next instance
+            begins.append(starts[j])
+            m, used = j, 0
+            continue
+        pos, left = starts[j], lengths[j]  # a sentence longer than an instance
+        fits = room - before - (sep * firsts[j] if before else 0)
+        if fits > 0:
+            pos, left = pos + fits, left - fits
+        begins.append(pos)
+        while left > room:
+            pos, left = pos + room, left - room
+            begins.append(pos)
+        m, used = j + 1, left
+    return begins, used
+
+
+def table_spans(table: SentenceTable, begins: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(P_b, 2) spans (token start in tokens.bin, length) of a block packed at `begins`, and
+    (k,) the span each of those instances begins with: an instance's text is one stretch of
+    the block, cut into a span per document."""
+    doc_begins = table.starts[:-1][table.doc_first]  # (d,) where each document starts
+    points = np.union1d(doc_begins, np.asarray(begins, dtype=np.int64))  # (P_b,) span starts
+    lengths = np.diff(np.append(points, table.starts[-1]))
+    doc = np.searchsorted(doc_begins, points, side="right") - 1
+    spans = np.stack([table.doc_tokens[doc] + points - doc_begins[doc], lengths], axis=1)
+    return spans, np.searchsorted(points, begins).astype(np.int64)
+
+
+def pack_block(docs: np.ndarray, offsets: np.ndarray, max_seq_length: int
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Doc-sentences packing of a block of documents, which never crosses a document:
+    spans, the first span of each instance (both as table_spans), and the sentences cut."""
+    table = sentence_table(docs, offsets, max_seq_length, cross_documents=False)
+    begins, _ = pack_table(table, 0)
+    return (*table_spans(table, begins), long_sentences(table))
+
+
+def long_sentences(table: SentenceTable) -> int:
+    """Sentences longer than an instance holds (cut into pieces)."""
+    return int(np.count_nonzero(table.lengths > table.room))
 
 
 def separator_positions(lengths: np.ndarray, first: int = 1) -> np.ndarray:

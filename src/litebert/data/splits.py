@@ -1,11 +1,20 @@
 """Pass 2 of `litebert data build`: each split's instances (static pairs), chunks (dynamic
 pairs), packed instances or XLNet streams, and static masks, from the arrays pass 1 wrote
-(see litebert.data.builder for the directory's layout)."""
+(see litebert.data.builder for the directory's layout).
+
+Everything runs in the workers (ordered_map, one shared pool), by blocks: DOCS_PER_TASK
+documents, or INSTANCES_PER_BLOCK instances for static masks. A task is a small description
+(directory, split, copy, block); the worker maps the arrays itself and returns the block's
+rows, which this process appends in order. Each block's RNG is seeded by (seed, purpose,
+split, copy, block), never by the worker, so the files do not depend on the workers.
+Full-sentences packing runs on from one block into the next: the workers make each block's
+sentence table and this process packs it, a step per instance (litebert.data.packing)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +22,21 @@ import numpy as np
 from litebert.data.arrays import ArrayWriter
 from litebert.data.arrays import memmap as _memmap
 from litebert.data.build_config import SPLITS, BuildConfig
-from litebert.data.instances import document_chunks, document_instances
+from litebert.data.instances import InstanceConfig, document_chunks, document_instances
 from litebert.data.masking import MaskingConfig, mask_tokens
-from litebert.data.packing import PackedSplit, Packer, assemble_packed, pack_documents
-from litebert.data.pool import ordered_map
-from litebert.data.streams import end_of_document_id, write_streams
+from litebert.data.packing import (
+    PackedSplit,
+    SentenceTable,
+    assemble_packed,
+    long_sentences,
+    pack_block,
+    pack_table,
+    sentence_table,
+    table_spans,
+)
+from litebert.data.pool import ordered_map, shared_pools
+from litebert.data.streams import end_of_document_id, stream_block, write_streams
+from litebert.files import temporary_name
 from litebert.progress import progress
 from litebert.tokenization.base import PairTemplate
 
@@ -40,51 +59,131 @@ def split_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
     return heldout
 
 
-def write_instances(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                    cfg: BuildConfig, template: PairTemplate) -> dict[str, int]:
+def write_instances(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig,
+                    template: PairTemplate, workers: int) -> dict[str, int]:
     """All instances (static pairs) or chunks (dynamic pairs) of one split, dupe_factor
-    copies, in document order (the sampler shuffles). RNG per (seed, split, copy, block of
-    DOCS_PER_TASK documents). Returns the split's counts for the manifest: "instances" (the
-    items of an epoch), and what sop_single_sentence='skip' left out."""
+    copies, in document order (the sampler shuffles), a block of DOCS_PER_TASK documents
+    per task with its own RNG (seed, 2, split, copy, block). Returns the split's counts for
+    the manifest: "instances" (the items of an epoch), and what sop_single_sentence='skip'
+    left out."""
     dynamic = cfg.pairs == "dynamic"
     name, width = ("chunks", 4) if dynamic else ("instances", 5)
-    make = document_chunks if dynamic else document_instances
-    writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
     icfg = cfg.instance_config(template)
-    split_id = SPLITS.index(split)
+    writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
     dropped: list[int] = []  # tokens of each skipped chunk
-    for copy in range(cfg.dupe_factor):
-        for block in range(0, len(docs), DOCS_PER_TASK):
-            rng = np.random.default_rng([cfg.seed, 2, split_id, copy, block])
-            for doc in range(block, min(block + DOCS_PER_TASK, len(docs))):
-                writer.append(make(doc, offsets, docs, icfg, rng, dropped))
+    with split_documents_file(out, split, docs, keep=dynamic) as docs_path:
+        tasks = ((str(out), str(docs_path), split, copy, block, block + DOCS_PER_TASK,
+                  cfg.seed, icfg, dynamic)
+                 for copy in range(cfg.dupe_factor) for block in range(0, len(docs),
+                                                                       DOCS_PER_TASK))
+        for rows, block_dropped in _blocks(instance_block, tasks, workers, f"pairs {split}",
+                                           cfg.dupe_factor * _num_blocks(len(docs))):
+            writer.append(rows)
+            dropped += block_dropped
     writer.close()
-    if dynamic:  # chunk_pair draws random Bs from the split's documents, by row
-        write_array(out / f"{split}.documents.bin", docs)
     counts = {"instances": writer.count // width}
     if icfg.skips_single:
         counts.update(skipped_chunks=len(dropped), skipped_tokens=sum(dropped))
     return counts
 
 
-def write_packed(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                 cfg: BuildConfig) -> dict[str, int]:
+def instance_block(out: str, docs_path: str, split: str, copy: int, block: int, stop: int,
+                   seed: int, icfg: InstanceConfig, dynamic: bool
+                   ) -> tuple[np.ndarray, list[int]]:
+    """A worker's task: the instances (or chunks) of documents block .. stop of the split's
+    document ranges in `docs_path`, and the tokens of each chunk skipped."""
+    offsets = _memmap(Path(out) / "sentences.bin", np.int64)
+    docs = _memmap(Path(docs_path), np.int64).reshape(-1, 2)
+    make = document_chunks if dynamic else document_instances
+    rng = np.random.default_rng([seed, 2, SPLITS.index(split), copy, block])
+    dropped: list[int] = []
+    rows = [make(doc, offsets, docs, icfg, rng, dropped)
+            for doc in range(block, min(stop, len(docs)))]
+    return np.concatenate(rows), dropped
+
+
+@contextlib.contextmanager
+def split_documents_file(out: Path, split: str, docs: np.ndarray, keep: bool
+                         ) -> Iterator[Path]:
+    """The split's (D_split, 2) document ranges in a file the workers map (random Bs come
+    from any document of the split): {split}.documents.bin when the directory keeps it
+    (dynamic pairs), else a temporary file removed afterwards."""
+    if keep:
+        write_array(out / f"{split}.documents.bin", docs)
+        yield out / f"{split}.documents.bin"
+        return
+    path = temporary_name(out / f"{split}.split-documents.bin")
+    try:
+        np.ascontiguousarray(docs, dtype=np.int64).tofile(path)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def write_packed(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+                 ) -> dict[str, int]:
     """Packed instances of one split (litebert.data.packing), dupe_factor copies (the same
     packing, masked anew when masking is static). Returns the split's counts: "instances",
     "spans" and "cut_sentences" (sentences longer than an instance, cut into pieces)."""
     spans = ArrayWriter(out / f"{split}.spans.bin", np.int64)
     index = ArrayWriter(out / f"{split}.span_index.bin", np.int64)
-    index.append([0])
-    packer = Packer(cfg.max_seq_length, cfg.packing == "full-sentences")
+    pack = _pack_across if cfg.packing == "full-sentences" else _pack_within
     for _ in range(cfg.dupe_factor):
-        packer.cut_sentences = 0
-        for block_spans, counts in pack_documents(docs, offsets, packer):
-            index.append(spans.count // 2 + np.cumsum(counts))
+        cut_sentences = 0
+        for block_spans, first_spans, cut in pack(out, split, docs, cfg, workers):
+            index.append(spans.count // 2 + first_spans)
             spans.append(block_spans)
+            cut_sentences += cut
+    index.append([spans.count // 2])  # the end of the last instance (P)
     spans.close()
     index.close()
     return {"instances": index.count - 1, "spans": spans.count // 2,
-            "cut_sentences": packer.cut_sentences}
+            "cut_sentences": cut_sentences}
+
+
+def _pack_within(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+                 ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """doc-sentences: no instance crosses a document, so each block is packed by a worker
+    on its own."""
+    tasks = ((str(out), docs[block:block + DOCS_PER_TASK], cfg.max_seq_length)
+             for block in range(0, len(docs), DOCS_PER_TASK))
+    yield from _blocks(packed_block, tasks, workers, f"packing {split}",
+                       _num_blocks(len(docs)))
+
+
+def _pack_across(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+                 ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
+    """full-sentences: an instance may run on into the next block, so the workers make each
+    block's table and the packing itself, a step per instance, runs here, carrying the
+    tokens of the open instance from one block into the next."""
+    tasks = ((str(out), docs[block:block + DOCS_PER_TASK], cfg.max_seq_length)
+             for block in range(0, len(docs), DOCS_PER_TASK))
+    used = 0
+    for table in _blocks(table_block, tasks, workers, f"packing {split}",
+                         _num_blocks(len(docs))):
+        begins, used = pack_table(table, used)
+        yield (*table_spans(table, begins), long_sentences(table))
+
+
+def packed_block(out: str, docs: np.ndarray, max_seq_length: int
+                 ) -> tuple[np.ndarray, np.ndarray, int]:
+    """A worker's task: doc-sentences packing of a block of documents (pack_block)."""
+    return pack_block(docs, _memmap(Path(out) / "sentences.bin", np.int64), max_seq_length)
+
+
+def table_block(out: str, docs: np.ndarray, max_seq_length: int) -> SentenceTable:
+    """A worker's task: the full-sentences table of a block of documents."""
+    return sentence_table(docs, _memmap(Path(out) / "sentences.bin", np.int64),
+                          max_seq_length, cross_documents=True)
+
+
+def _num_blocks(num_docs: int) -> int:
+    return -(-num_docs // DOCS_PER_TASK)
+
+
+def _blocks(fn, tasks: Iterable[tuple], workers: int, desc: str, total: int) -> Iterator:
+    """fn over the tasks in the workers, results in task order, with a progress bar."""
+    return progress(ordered_map(fn, tasks, workers), desc=desc, total=total, unit="blocks")
 
 
 def open_packed(directory: Path, split: str) -> PackedSplit:
@@ -173,41 +272,45 @@ def _block_inputs(d: Path, split: str, start: int, template: PairTemplate, token
 
 
 def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
-                  workers: int) -> dict[str, dict[str, int]]:
-    # Mapped, not read: at 160 GB of text sentences.bin alone is about 11 GB (S + 1 int64).
-    offsets = _memmap(out / "sentences.bin", np.int64)
+                 workers: int) -> dict[str, dict[str, int]]:
+    """Pass 2: each split's instances, chunks, packed instances or stream, and static masks,
+    in `workers` processes (see the module's docstring); returns the manifest's counts."""
+    # Mapped, not read: at 160 GB of text documents.bin holds tens of millions of documents.
     documents = _memmap(out / "documents.bin", np.int64)
     bounds = np.stack([documents[:-1], documents[1:]], axis=1)  # (D, 2) sentence ranges
     heldout = split_documents(len(bounds), cfg)
     mcfg = cfg.masks(tokenizer)  # random replacements: tokenizer.replacement_ids only
     result = {}
-    for split, chosen in (("train", ~heldout), ("heldout", heldout)):
-        docs = bounds[chosen]
-        counts = SPLIT_WRITERS[cfg.packing](out, split, docs, offsets, cfg, tokenizer,
-                                            token_dtype)
-        result[split] = {"documents": int(len(docs)), **counts}
-        _warn_skipped(split, result[split])
-        if cfg.masking == "static":
-            result[split]["masked_tokens"] = write_static_masks(
-                out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
+    with shared_pools():  # one pool for every map below
+        for split, chosen in (("train", ~heldout), ("heldout", heldout)):
+            docs = bounds[chosen]
+            counts = SPLIT_WRITERS[cfg.packing](out, split, docs, cfg, tokenizer, token_dtype,
+                                                workers)
+            result[split] = {"documents": int(len(docs)), **counts}
+            _warn_skipped(split, result[split])
+            if cfg.masking == "static":
+                result[split]["masked_tokens"] = write_static_masks(
+                    out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
     return result
 
 
-def _pairs_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                 cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
-    return write_instances(out, split, docs, offsets, cfg, tokenizer.template)
+def _pairs_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+                 token_dtype: str, workers: int) -> dict[str, int]:
+    return write_instances(out, split, docs, cfg, tokenizer.template, workers)
 
 
-def _packed_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                  cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
-    return write_packed(out, split, docs, offsets, cfg)
+def _packed_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+                  token_dtype: str, workers: int) -> dict[str, int]:
+    return write_packed(out, split, docs, cfg, workers)
 
 
-def _stream_split(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                  cfg: BuildConfig, tokenizer, token_dtype: str) -> dict[str, int]:
-    return write_streams(out, split, docs, offsets, _memmap(out / "tokens.bin", token_dtype),
-                         _memmap(out / "word_starts.bin", np.uint8),
-                         end_of_document_id(tokenizer), cfg.max_seq_length, cfg.reuse_length)
+def _stream_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+                  token_dtype: str, workers: int) -> dict[str, int]:
+    tasks = ((str(out), docs[block:block + DOCS_PER_TASK], token_dtype,
+              end_of_document_id(tokenizer)) for block in range(0, len(docs), DOCS_PER_TASK))
+    blocks = _blocks(stream_block, tasks, workers, f"stream {split}", _num_blocks(len(docs)))
+    return write_streams(out, split, blocks, np.dtype(token_dtype), cfg.max_seq_length,
+                         cfg.reuse_length)
 
 
 # What pass 2 writes for each split, by BuildConfig.packing (litebert.data.packing.PACKINGS).

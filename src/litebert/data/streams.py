@@ -34,15 +34,16 @@ stays flat); it draws nothing at random, so the files do not depend on the worke
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from litebert.data.arrays import ArrayWriter, memmap
+from litebert.data.packing import document_sentences
 
 WORD_START, SENTENCE_START = 1, 2  # bits of {split}.stream_flags.bin
-DOCS_PER_BLOCK = 256  # documents written between two appends
 SCAN = 512  # tokens read per step when looking for a sentence boundary (doubled each step)
 MEASURE_BLOCK = 1 << 20  # tokens read per step by measure_stream (memory stays flat)
 
@@ -53,33 +54,43 @@ def count_windows(length: int, seq_len: int, reuse_len: int) -> int:
     return (length - seq_len) // reuse_len + 1 if length >= seq_len else 0
 
 
-def write_streams(out: Path, split: str, docs: np.ndarray, offsets: np.ndarray,
-                  tokens: np.ndarray, word_starts: np.ndarray, eod_id: int,
-                  seq_len: int, reuse_len: int) -> dict[str, int]:
-    """The stream of one split. docs: (D_split, 2) sentence ranges; offsets: (S + 1,) token
-    offset of every sentence, then N; tokens, word_starts: (N,) of the whole corpus
-    (memory-mapped is fine). Returns the split's counts: "tokens" (N_s) and "instances"
+def write_streams(out: Path, split: str, blocks: Iterable[tuple[np.ndarray, np.ndarray]],
+                  token_dtype: np.dtype, seq_len: int, reuse_len: int) -> dict[str, int]:
+    """The stream of one split from its blocks of documents in order, each (ids, flags) as
+    stream_block makes them. Returns the split's counts: "tokens" (N_s) and "instances"
     (its windows, each read once per epoch)."""
-    ids = ArrayWriter(out / f"{split}.stream.bin", tokens.dtype)
+    ids = ArrayWriter(out / f"{split}.stream.bin", token_dtype)
     flags = ArrayWriter(out / f"{split}.stream_flags.bin", np.uint8)
-    for block in range(0, len(docs), DOCS_PER_BLOCK):
-        parts = [_document(first, last, offsets, tokens, word_starts, eod_id)
-                 for first, last in docs[block:block + DOCS_PER_BLOCK].tolist()]
-        ids.append(np.concatenate([p[0] for p in parts]))
-        flags.append(np.concatenate([p[1] for p in parts]))
+    for block_ids, block_flags in blocks:
+        ids.append(block_ids)
+        flags.append(block_flags)
     ids.close()
     flags.close()
     return {"tokens": ids.count, "instances": count_windows(ids.count, seq_len, reuse_len)}
 
 
-def _document(first: int, last: int, offsets: np.ndarray, tokens: np.ndarray,
-              word_starts: np.ndarray, eod_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, flags) of one document (sentences first .. last - 1) and its closing token."""
-    lo, hi = int(offsets[first]), int(offsets[last])
-    ids = np.append(tokens[lo:hi], eod_id).astype(tokens.dtype)  # (n + 1,)
-    flags = np.append(word_starts[lo:hi].astype(np.uint8) * WORD_START,
-                      WORD_START | SENTENCE_START).astype(np.uint8)
-    flags[np.asarray(offsets[first:last]) - lo] |= SENTENCE_START  # (k,) sentence starts
+def stream_block(out: str, docs: np.ndarray, token_dtype: str, eod_id: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A worker's task: (ids, flags) of a block of documents (docs: (d, 2) sentence
+    ranges) of the data directory `out`, each document followed by `eod_id`; tokens.bin,
+    word_starts.bin and sentences.bin are mapped, and only the block's bytes are read."""
+    directory = Path(out)
+    tokens = memmap(directory / "tokens.bin", token_dtype)
+    word_starts = memmap(directory / "word_starts.bin", np.uint8)
+    offsets = memmap(directory / "sentences.bin", np.int64)
+    lo, hi = offsets[docs[:, 0]], offsets[docs[:, 1]]  # (d,) token range of each document
+    sizes = hi - lo + 1  # (d,) with its closing token
+    begins = np.cumsum(sizes) - sizes  # (d,) where each document starts in the block
+    closers = begins + sizes - 1  # (d,)
+    source = np.arange(int(sizes.sum())) + np.repeat(lo - begins, sizes)  # (n,) token index
+    source[closers] = 0  # any valid index: overwritten below
+    ids = tokens[source]
+    ids[closers] = eod_id
+    flags = word_starts[source] * np.uint8(WORD_START)
+    flags[closers] = WORD_START | SENTENCE_START
+    sentences, doc_begins = document_sentences(docs)  # (k,) every sentence of the block
+    doc = np.repeat(np.arange(len(docs)), np.diff(np.append(doc_begins, len(sentences))))
+    flags[offsets[sentences] - lo[doc] + begins[doc]] |= SENTENCE_START
     return ids, flags
 
 
