@@ -36,6 +36,7 @@ from litebert.data.packing import (
 )
 from litebert.data.pool import ordered_map, shared_pools
 from litebert.data.streams import end_of_document_id, stream_block, write_streams
+from litebert.data.word_starts import WordStarts
 from litebert.files import temporary_name
 from litebert.progress import progress
 from litebert.tokenization.base import PairTemplate
@@ -214,7 +215,7 @@ def assemble(tokens, word_starts, row, template: PairTemplate):
 
 
 def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildConfig,
-                       template: PairTemplate, token_dtype: str, workers: int) -> int:
+                       tokenizer, token_dtype: str, workers: int) -> int:
     """Pass 2b (static masking): positions and replacement ids of every instance, in blocks
     of INSTANCES_PER_BLOCK with one RNG each, spread over the workers."""
     if cfg.packed:
@@ -225,8 +226,8 @@ def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildCon
     index = ArrayWriter(out / f"{split}.mask_index.bin", np.int64)
     index.append([0])
     seed = (cfg.seed, 3, SPLITS.index(split))
-    tasks = ((str(out), split, start, seed, mcfg, template, token_dtype, cfg.packed)
-             for start in range(0, num_rows, INSTANCES_PER_BLOCK))
+    tasks = ((str(out), split, start, seed, mcfg, tokenizer.template, token_dtype, cfg.packed,
+              tokenizer.word_start_ids) for start in range(0, num_rows, INSTANCES_PER_BLOCK))
     blocks = progress(ordered_map(mask_block, tasks, workers), desc=f"masking {split}",
                       total=-(-num_rows // INSTANCES_PER_BLOCK), unit="blocks")
     for block_masks, counts in blocks:
@@ -239,14 +240,15 @@ def write_static_masks(out: Path, split: str, mcfg: MaskingConfig, cfg: BuildCon
 
 
 def mask_block(out: str, split: str, start: int, seed: tuple, mcfg: MaskingConfig,
-               template: PairTemplate, token_dtype: str, packed: bool = False
-               ) -> tuple[np.ndarray, np.ndarray]:
+               template: PairTemplate, token_dtype: str, packed: bool,
+               word_start_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Masks of instances start .. start + INSTANCES_PER_BLOCK: (M, 2) rows of (position,
-    replacement id) and the number of masks of each instance."""
+    replacement id) and the number of masks of each instance. word_start_ids: the
+    tokenizer's (V,) table that word starts are derived from (litebert.data.word_starts)."""
     rng = np.random.default_rng([*seed, start])
     parts, counts = [], []
     for ids, starts, maskable in _block_inputs(Path(out), split, start, template,
-                                               token_dtype, packed):
+                                               token_dtype, packed, word_start_ids):
         masked, _, positions = mask_tokens(ids, starts, maskable, mcfg, rng)
         parts.append(np.stack([positions, masked[positions]], axis=1))
         counts.append(len(positions))
@@ -254,10 +256,11 @@ def mask_block(out: str, split: str, start: int, seed: tuple, mcfg: MaskingConfi
 
 
 def _block_inputs(d: Path, split: str, start: int, template: PairTemplate, token_dtype: str,
-                  packed: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                  packed: bool, word_start_ids: np.ndarray
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(ids, word starts, maskable) of instances start .. start + INSTANCES_PER_BLOCK."""
     tokens = _memmap(d / "tokens.bin", token_dtype)
-    word_starts = _memmap(d / "word_starts.bin", np.uint8).view(bool)
+    word_starts = WordStarts(tokens, _memmap(d / "sentences.bin", np.int64), word_start_ids)
     stop = start + INSTANCES_PER_BLOCK
     if packed:
         split_spans = open_packed(d, split)
@@ -290,7 +293,7 @@ def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
             _warn_skipped(split, result[split])
             if cfg.masking == "static":
                 result[split]["masked_tokens"] = write_static_masks(
-                    out, split, mcfg, cfg, tokenizer.template, token_dtype, workers)
+                    out, split, mcfg, cfg, tokenizer, token_dtype, workers)
     return result
 
 
@@ -307,7 +310,8 @@ def _packed_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tok
 def _stream_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
                   token_dtype: str, workers: int) -> dict[str, int]:
     tasks = ((str(out), docs[block:block + DOCS_PER_TASK], token_dtype,
-              end_of_document_id(tokenizer)) for block in range(0, len(docs), DOCS_PER_TASK))
+              end_of_document_id(tokenizer), tokenizer.word_start_ids)
+             for block in range(0, len(docs), DOCS_PER_TASK))
     blocks = _blocks(stream_block, tasks, workers, f"stream {split}", _num_blocks(len(docs)))
     return write_streams(out, split, blocks, np.dtype(token_dtype), cfg.max_seq_length,
                          cfg.reuse_length)

@@ -69,14 +69,14 @@ def write_streams(out: Path, split: str, blocks: Iterable[tuple[np.ndarray, np.n
     return {"tokens": ids.count, "instances": count_windows(ids.count, seq_len, reuse_len)}
 
 
-def stream_block(out: str, docs: np.ndarray, token_dtype: str, eod_id: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def stream_block(out: str, docs: np.ndarray, token_dtype: str, eod_id: int,
+                 word_start_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A worker's task: (ids, flags) of a block of documents (docs: (d, 2) sentence
-    ranges) of the data directory `out`, each document followed by `eod_id`; tokens.bin,
-    word_starts.bin and sentences.bin are mapped, and only the block's bytes are read."""
+    ranges) of the data directory `out`, each document followed by `eod_id`; tokens.bin and
+    sentences.bin are mapped, and only the block's bytes are read. Word starts come from
+    the tokenizer's (V,) word_start_ids and the sentence starts (litebert.data.word_starts)."""
     directory = Path(out)
     tokens = memmap(directory / "tokens.bin", token_dtype)
-    word_starts = memmap(directory / "word_starts.bin", np.uint8)
     offsets = memmap(directory / "sentences.bin", np.int64)
     lo, hi = offsets[docs[:, 0]], offsets[docs[:, 1]]  # (d,) token range of each document
     sizes = hi - lo + 1  # (d,) with its closing token
@@ -86,11 +86,11 @@ def stream_block(out: str, docs: np.ndarray, token_dtype: str, eod_id: int
     source[closers] = 0  # any valid index: overwritten below
     ids = tokens[source]
     ids[closers] = eod_id
-    flags = word_starts[source] * np.uint8(WORD_START)
+    flags = word_start_ids[ids] * np.uint8(WORD_START)
     flags[closers] = WORD_START | SENTENCE_START
     sentences, doc_begins = document_sentences(docs)  # (k,) every sentence of the block
     doc = np.repeat(np.arange(len(docs)), np.diff(np.append(doc_begins, len(sentences))))
-    flags[offsets[sentences] - lo[doc] + begins[doc]] |= SENTENCE_START
+    flags[offsets[sentences] - lo[doc] + begins[doc]] |= WORD_START | SENTENCE_START
     return ids, flags
 
 
