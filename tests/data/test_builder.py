@@ -341,3 +341,24 @@ def test_a_full_disk_while_building_is_one_sentence_and_leaves_no_arrays(
     monkeypatch.undo()
     assert main(args) == 0
     assert (out / "manifest.json").is_file() and verify_data(out)
+
+
+def test_token_histogram_and_the_commonest_training_token(tmp_path, corpus_and_tokenizer):
+    """token_counts.bin counts tokens.bin; the manifest's commonest training token is what
+    the scan of an older directory (no such count in its manifest) finds."""
+    from litebert.data.heldout import commonest_training_token, open_heldout
+
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer, heldout_fraction=0.3)
+    tokens = np.fromfile(out / "tokens.bin", dtype=np.uint16)
+    histogram = np.fromfile(out / "token_counts.bin", dtype=np.int64)
+    assert len(histogram) == manifest["tokenizer"]["vocab_size"]
+    assert np.array_equal(histogram, np.bincount(tokens, minlength=len(histogram)))
+    assert "token_counts.bin" in manifest["files"]
+    recorded = manifest["counts"]["commonest_training_token"]
+    assert commonest_training_token(open_heldout(out)) == recorded
+    manifest["counts"]["commonest_training_token"] = recorded + 1  # the record is what is read
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert commonest_training_token(open_heldout(out)) == recorded + 1
+    del manifest["counts"]["commonest_training_token"]  # as an older build wrote it
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert commonest_training_token(open_heldout(out)) == recorded
