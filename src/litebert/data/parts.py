@@ -32,10 +32,12 @@ from litebert.readers.lines import WHOLE, count_lines, line_boundary
 from litebert.readers.parquet import row_group_sizes
 from litebert.readers.text import document_boundary
 
-# 16 MB: a few seconds of one worker's tokenizing, so 2 x workers parts in flight balance the
-# load even on a 50 MB corpus (4 parts), and 160 GB is 10,000 parts; the per-part cost (an
-# open, a seek, a scan to the next blank line, 4 temporary arrays) is milliseconds.
-PART_BYTES = 16 << 20
+# 8 MB: a few seconds of one worker's tokenizing. Small enough that the last parts leave
+# workers idle only briefly (16 MB gave a 50 MB corpus 4 parts, 16+16+16+2: with 2 workers
+# one waited a third of the time); large enough that the per-part cost (an open, a seek, a
+# scan to the next blank line, 4 temporary arrays, a histogram sent back) stays milliseconds
+# and 160 GB stays 20,000 parts (a shard's manifest keeps a line of report per part).
+PART_BYTES = 8 << 20
 MAX_LINE_CHARS = 100_000  # what read_documents cuts lines at (its default max_line_chars)
 TEXT_KINDS = ("bert", "paragraphs")  # their readers note a file that holds no text
 
