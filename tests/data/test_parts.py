@@ -12,7 +12,7 @@ import pytest
 
 from litebert.data import parts
 from litebert.data.builder import BuildConfig, build
-from litebert.data.parts import plan_parts, shard_parts
+from litebert.data.parts import document_span, plan_parts, shard_parts
 from litebert.data.pass1 import encode_documents
 from litebert.readers import CorpusStats, read_documents
 from litebert.readers.text import document_boundary
@@ -26,12 +26,14 @@ ARRAYS = ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
 
 def messy_bert(path, seed=0):
     """BERT format with what a boundary must survive: a BOM, CRLF and whitespace-only lines,
-    runs of blank lines, an invalid UTF-8 line, one-sentence documents (noted by file:line)."""
+    runs of blank lines, an invalid UTF-8 line, one-sentence documents (noted by file:line),
+    a document that spans several parts."""
     clean = write_corpus(path, docs=60, seed=seed).read_bytes()
     docs = clean.split(b"\n\n")
     docs[3] = docs[3].replace(b"\n", b"\r\n")
     docs[7] += b"\n \t\n\n"
     docs[11] = docs[11] + b"\nBad \xff byte here."
+    docs[20] = b"\n".join(docs[20:30])  # a document longer than several parts
     path.write_bytes(b"\xef\xbb\xbf" + b"\n\n".join(docs))
     return path
 
@@ -63,6 +65,7 @@ def test_document_boundary_moves_to_the_next_blank_line(tmp_path):
     assert document_boundary(path, 1, 100) == 10  # mid "One." -> the blank line after Two.
     assert document_boundary(path, 11, 100) == 18  # "Three." starts at 11: its blank line
     assert document_boundary(path, 19, 100) == len(path.read_bytes())  # no blank line left
+    assert document_boundary(path, 1, 100, until=5) == 5  # gives up at `until`
 
 
 def test_parts_are_fixed_by_the_inputs_and_shards_tile_them(corpora, monkeypatch):
@@ -71,6 +74,9 @@ def test_parts_are_fixed_by_the_inputs_and_shards_tile_them(corpora, monkeypatch
     bert = [p for p in planned if p.kind == "bert"]
     assert len(bert) > 5 and bert[0].first and bert[-1].last
     assert [p.stop for p in bert[:-1]] == [p.start for p in bert[1:]]
+    spans = [document_span(p) for p in bert]
+    assert [b for _, b in spans[:-1]] == [a for a, _ in spans[1:]]  # they tile the file
+    assert any(a == b for a, b in spans)  # a part inside the long document reads nothing
     assert sum(p.kind == "parquet" for p in planned) > 1
     chosen = [shard_parts(planned, i, 3) for i in range(3)]
     assert [p for c in chosen for p in c] == planned and all(chosen)

@@ -130,8 +130,14 @@ def document_span(part: Part) -> tuple[int, int]:
         with open(part.path, "rb") as f:
             return line_boundary(f, part.start), line_boundary(f, part.stop)
     path = Path(part.path)
-    return (document_boundary(path, part.start, MAX_LINE_CHARS),
-            document_boundary(path, part.stop, MAX_LINE_CHARS))
+    with open(path, "rb") as f:
+        stop = line_boundary(f, part.stop)
+    # A part inside one long document owns nothing: looking for its start stops at its end,
+    # so a file of huge documents is scanned once in all, not once per part.
+    start = document_boundary(path, part.start, MAX_LINE_CHARS, until=stop)
+    if start == stop:
+        return stop, stop
+    return start, document_boundary(path, part.stop, MAX_LINE_CHARS)
 
 
 def part_lines(part: Part, span: tuple[int, int]) -> int:

@@ -99,23 +99,24 @@ def _read_paragraphs(path: Path, stats: CorpusStats, max_chars: int,
         stats.note("empty_documents", str(path), "no text in the file")
 
 
-def document_boundary(path: Path, offset: int, max_chars: int) -> int:
+def document_boundary(path: Path, offset: int, max_chars: int, until: int | None = None) -> int:
     """Where the first "bert" document that starts at or after `offset` may be read from:
     the start of the first blank line (as `_read_bert` sees one) from the first line start
-    at or after `offset` on, or the end of the file (0 at 0). A reader that starts there has the
-    state of one that read the file from its beginning (no document open), so spans cut
-    there read exactly the documents of the whole file."""
+    at or after `offset` on, or the end of the file (0 at 0). A reader that starts there has
+    the state of one that read the file from its beginning (no document open), so spans cut
+    there read exactly the documents of the whole file. With `until` (a line start), the
+    search gives up there and returns it: a span that ends at `until` then holds nothing."""
     if offset <= 0:
         return 0
     limit = 4 * max_chars  # as lines() reads: a longer line is cut, never blank
     with open(path, "rb", buffering=1 << 20) as f:
         at = line_boundary(f, offset)
-        while raw := f.readline(limit):
+        while (until is None or at < until) and (raw := f.readline(limit)):
             whole = len(raw) < limit or raw.endswith(b"\n")
             if whole and is_blank(raw, max_chars):
                 return at
             at += len(raw) + (0 if whole else skip_line(f))
-    return at
+    return at if until is None else min(at, until)
 
 
 def sniff(path: Path, max_line_chars: int = 100_000) -> str:
