@@ -20,6 +20,10 @@ saved dataset's folder is one input). Memory does not grow with the corpus: text
 by line in bounded pieces, tables a record batch at a time, and a document longer than
 MAX_DOCUMENT_SENTENCES is cut. Bad input is repaired or skipped, never fatal, and counted in
 `CorpusStats` (with the first examples as file:line) so that a long job reports what it lost.
+
+Every reader also reads one *part* of a file (its `span` argument: byte ranges of text and
+JSON lines, row groups of Parquet): `litebert data build`'s workers each read their own
+parts (litebert.data.parts), and the parts' documents and reports add up to this module's.
 """
 
 from __future__ import annotations

@@ -51,10 +51,14 @@ class ParquetTable:
 
 
 def row_group_sizes(path: Path) -> list[int]:
-    """The uncompressed bytes of each row group of a Parquet file (to plan parts by)."""
+    """The uncompressed bytes of each row group of a Parquet file (to plan parts by); none
+    for a file that cannot be opened, which is then read whole and reported by the reader."""
     import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(path).metadata
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError):  # pyarrow's errors; ParquetTable says what is wrong
+        return []
     return [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
 
 
