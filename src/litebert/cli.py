@@ -59,7 +59,27 @@ def cmd_data_build(args: argparse.Namespace) -> None:
 
     cfg = BuildConfig(**given(args, BuildConfig))
     manifest = build(args.inputs, args.tokenizer, args.out, cfg, workers=args.workers,
-                     force=args.force)
+                     force=args.force, shard=args.shard)
+    shown = ("config_hash", "shard", "counts", "splits", "seconds")
+    print(json.dumps({k: manifest[k] for k in shown if k in manifest}, indent=2))
+    print(manifest.get("corpus_summary", ""))
+
+
+def shard_option(text: str) -> tuple[int, int]:
+    """--shard I/N: shard I (from 0) of N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: write the shard as I/N, e.g. 0/8") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be in 0..N-1 (shards count from 0)")
+    return i, n
+
+
+def cmd_data_merge(args: argparse.Namespace) -> None:
+    from litebert.data.merge import merge
+
+    manifest = merge(args.parts, args.out, workers=args.workers, force=args.force)
     print(json.dumps({k: manifest[k] for k in ("config_hash", "counts", "splits", "seconds")},
                      indent=2))
     print(manifest.get("corpus_summary", ""))
@@ -350,7 +370,7 @@ def _add_eval_pretraining(sub) -> None:
 def _add_data_commands(sub) -> None:
     from litebert.data.builder import BuildConfig
 
-    data = sub.add_parser("data", help="pre-training data: build, inspect, stats")
+    data = sub.add_parser("data", help="pre-training data: build, merge, inspect, stats")
     dsub = data.add_subparsers(dest="data_command", required=True)
     p = dsub.add_parser("build", help="corpus -> memory-mapped token shards + instances")
     p.add_argument("inputs", nargs="+",
@@ -367,7 +387,22 @@ def _add_data_commands(sub) -> None:
                         "here)")
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the directory holds this very build (default: off)")
+    p.add_argument("--shard", type=shard_option, default=None, metavar="I/N",
+                   help="build only shard I (0 to N-1) of N: pass 1 of a contiguous, "
+                        "byte-balanced run of the corpus, into a shard directory for `data "
+                        "merge` (e.g. one Slurm array task each) (default: the whole build)")
     p.set_defaults(func=cmd_data_build)
+    p = dsub.add_parser("merge", help="shard directories of `data build --shard I/N` -> one "
+                                      "data directory (as a single build writes it)")
+    p.add_argument("parts", nargs="+", metavar="PARTS",
+                   help="the shard directories, or one directory holding them")
+    p.add_argument("--out", required=True, help="the data directory to write (required)")
+    p.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
+                   help="processes of pass 2 (default: the CPUs this process may use, "
+                        "%(default)s here)")
+    p.add_argument("--force", action="store_true",
+                   help="merge again even when --out holds this very build (default: off)")
+    p.set_defaults(func=cmd_data_merge)
     p = dsub.add_parser("inspect", help="decoded instances with their masks (--packing "
                                         "xlnet: windows with their parts and targets)")
     p.add_argument("dir", help="a data directory (from `litebert data build`)")

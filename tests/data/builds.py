@@ -36,14 +36,14 @@ def small_build(tmp_path, corpus_and_tokenizer, name="data", workers=1, **cfg):
 
 
 def key_before_pairs_and_packing(corpus, tokenizer_fingerprint: str) -> str:
-    """The cache key of a default build as it was computed before the `pairs`,
-    `sop_single_sentence`, `packing` and `reuse_len` fields existed: at their defaults they
-    must stay out of the key, so that directories built back then are still cache hits."""
+    """The cache key of a default build computed without the `pairs`, `sop_single_sentence`,
+    `packing` and `reuse_len` fields: at their defaults they must stay out of the key, so
+    that adding a field changes no existing key."""
     old = {k: v for k, v in dataclasses.asdict(BuildConfig()).items()
            if k not in ("pairs", "sop_single_sentence", "packing", "reuse_len")}
     h = hashlib.sha256(json.dumps(old, sort_keys=True).encode())
-    st = corpus.stat()
     h.update(tokenizer_fingerprint.encode())
-    h.update(f"{corpus.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()
+    h.update(f"{corpus.stat().st_size}\0{digest}\n".encode())
     h.update(f"{FORMAT}-{VERSION}".encode())
     return h.hexdigest()[:16]

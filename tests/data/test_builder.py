@@ -17,7 +17,7 @@ import torch
 
 from litebert import files
 from litebert.cli import main
-from litebert.data import splits
+from litebert.data import parts, splits
 from litebert.data.builder import BuildConfig, build
 from litebert.data.integrity import DataError, verify_data
 from litebert.data.loader import PretrainingDataset, RankSampler, collate
@@ -42,12 +42,17 @@ def test_build_writes_a_complete_directory(tmp_path, corpus_and_tokenizer):
         assert manifest["splits"][split]["instances"] == len(rows) // 5 > 0
 
 
-def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer):
-    _, one = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, masking="static")
-    _, two = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2, masking="static")
+def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer, monkeypatch):
+    monkeypatch.setattr(parts, "PART_BYTES", 4000)  # parts that cut the corpus mid-way
+    assert len(parts.plan_parts([corpus_and_tokenizer[0]], "bert")) > 3
+    first, one = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, masking="static")
+    second, two = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2,
+                              masking="static")
     for name in ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
-                 "train.instances.bin", "train.masks.bin", "heldout.instances.bin"):
+                 "token_counts.bin", "train.instances.bin", "train.masks.bin",
+                 "heldout.instances.bin"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name
+    assert first["counts"] == second["counts"] and first["corpus"] == second["corpus"]
 
 
 def test_pass_2_maps_the_indexes_instead_of_reading_them_whole(tmp_path, corpus_and_tokenizer,
@@ -336,3 +341,24 @@ def test_a_full_disk_while_building_is_one_sentence_and_leaves_no_arrays(
     monkeypatch.undo()
     assert main(args) == 0
     assert (out / "manifest.json").is_file() and verify_data(out)
+
+
+def test_token_histogram_and_the_commonest_training_token(tmp_path, corpus_and_tokenizer):
+    """token_counts.bin counts tokens.bin; the manifest's commonest training token is what
+    the scan of an older directory (no such count in its manifest) finds."""
+    from litebert.data.heldout import commonest_training_token, open_heldout
+
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer, heldout_fraction=0.3)
+    tokens = np.fromfile(out / "tokens.bin", dtype=np.uint16)
+    histogram = np.fromfile(out / "token_counts.bin", dtype=np.int64)
+    assert len(histogram) == manifest["tokenizer"]["vocab_size"]
+    assert np.array_equal(histogram, np.bincount(tokens, minlength=len(histogram)))
+    assert "token_counts.bin" in manifest["files"]
+    recorded = manifest["counts"]["commonest_training_token"]
+    assert commonest_training_token(open_heldout(out)) == recorded
+    manifest["counts"]["commonest_training_token"] = recorded + 1  # the record is what is read
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert commonest_training_token(open_heldout(out)) == recorded + 1
+    del manifest["counts"]["commonest_training_token"]  # as an older build wrote it
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert commonest_training_token(open_heldout(out)) == recorded

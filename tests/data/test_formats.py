@@ -12,10 +12,10 @@ from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from tests.readers.tables import documents, write_all
 
-# Manifest fields that name the inputs (their paths; their sizes and mtimes in the cache key;
-# the reader's report, with file:line examples and the format's name) or the clock. Everything
-# else must be equal, "files" (every data file's sha256) included.
-INPUT_FIELDS = ("inputs", "config_hash", "corpus", "corpus_summary", "seconds")
+# Manifest fields that name the inputs (their paths; their sizes and sha256, also in the cache
+# key; the reader's report, with file:line examples and the format's name) or the clock.
+# Everything else must be equal, "files" (every data file's sha256) included.
+INPUT_FIELDS = ("inputs", "input_files", "config_hash", "corpus", "corpus_summary", "seconds")
 COUNTS = ("documents", "sentences", "characters", "skipped", "repaired")
 
 

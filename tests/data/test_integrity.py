@@ -37,7 +37,7 @@ def flip_one_byte(path, offset=100):
 def test_manifest_records_every_data_file(built):
     manifest, out = built
     files = manifest["files"]
-    assert {"tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
+    assert {"tokens.bin", "token_counts.bin", "word_starts.bin", "sentences.bin", "documents.bin",
             "train.instances.bin", "train.masks.bin", "train.mask_index.bin",
             "heldout.instances.bin", "heldout.masks.bin", "heldout.mask_index.bin",
             "tokenizer/spiece.model", "tokenizer/tokenizer_config.json",

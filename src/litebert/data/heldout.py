@@ -83,7 +83,12 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
 
 def commonest_training_token(held: HeldoutDocuments) -> int:
     """The commonest token of the training split, specials excluded: the MLM baseline
-    predicts it everywhere. All tokens minus the held-out documents' (contiguous spans)."""
+    predicts it everywhere. `data build` records it in the manifest's counts (from its token
+    histogram); a directory built before that is scanned: all tokens minus the held-out
+    documents' (contiguous spans)."""
+    recorded = open_manifest(held.directory)["counts"].get("commonest_training_token")
+    if recorded is not None:
+        return int(recorded)
     size = held.vocab_size  # the manifest's: check_compatible holds the model to it
 
     def count(values: np.ndarray) -> np.ndarray:  # (size,); an id beyond it counts nowhere

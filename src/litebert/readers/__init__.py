@@ -20,6 +20,10 @@ saved dataset's folder is one input). Memory does not grow with the corpus: text
 by line in bounded pieces, tables a record batch at a time, and a document longer than
 MAX_DOCUMENT_SENTENCES is cut. Bad input is repaired or skipped, never fatal, and counted in
 `CorpusStats` (with the first examples as file:line) so that a long job reports what it lost.
+
+Every reader also reads one *part* of a file (its `span` argument: byte ranges of text and
+JSON lines, row groups of Parquet): `litebert data build`'s workers each read their own
+parts (litebert.data.parts), and the parts' documents and reports add up to this module's.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ READERS: dict[str, Format] = {f.name: f for f in (BERT, PARAGRAPHS, JSONL, PARQU
 FORMATS = ("auto", *READERS)
 
 __all__ = ["FORMATS", "MAX_DOCUMENT_SENTENCES", "READERS", "CorpusError", "CorpusStats",
-           "Document", "EmptyCorpusError", "Format", "Table", "detect_format", "expand",
-           "is_folder_input",
+           "Document", "EmptyCorpusError", "Format", "Table", "count_document", "detect_format",
+           "empty_corpus", "expand", "is_folder_input",
            "open_table", "read_documents", "split_sentences", "text_to_sentences",
            "training_lines"]
 
@@ -149,17 +153,27 @@ def _stream(files: list[Path], inputs: list[str | Path], fmt: str, text_field: s
         for doc in READERS[kind].read(path, stats, max_chars, text_field=text_field,
                                       label_field=label_field):
             found += 1
-            stats.documents += 1
-            stats.sentences += len(doc.sentences)
-            stats.characters += sum(map(len, doc.sentences))
-            if len(doc.sentences) == 1:
-                stats.note("one_sentence_documents", doc.source)
+            count_document(stats, doc)
             yield doc
     if not found:
-        why = "; ".join(stats.problems()) or "the files hold no text"
-        names = ", ".join(map(str, inputs))
-        raise EmptyCorpusError(f"empty corpus: no documents in {names} "
-                               f"({stats.files} file{'s' * (stats.files != 1)} read; {why})")
+        raise empty_corpus(stats, inputs)
+
+
+def count_document(stats: CorpusStats, doc: Document) -> None:
+    """What every document read adds to the corpus totals."""
+    stats.documents += 1
+    stats.sentences += len(doc.sentences)
+    stats.characters += sum(map(len, doc.sentences))
+    if len(doc.sentences) == 1:
+        stats.note("one_sentence_documents", doc.source)
+
+
+def empty_corpus(stats: CorpusStats, inputs: list[str | Path]) -> EmptyCorpusError:
+    """The error of a corpus in which reading found no document."""
+    why = "; ".join(stats.problems()) or "the files hold no text"
+    names = ", ".join(map(str, inputs))
+    return EmptyCorpusError(f"empty corpus: no documents in {names} "
+                            f"({stats.files} file{'s' * (stats.files != 1)} read; {why})")
 
 
 def training_lines(files: Iterable[Path], text_field: str = "text") -> Iterator[str]:

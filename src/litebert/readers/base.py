@@ -104,11 +104,28 @@ class Table(Protocol):
         ...
 
 
+class GroupedTable(Table, Protocol):
+    """A table that a `data build` reads by parts of row groups (Parquet)."""
+
+    def groups(self, columns: list[str], span: tuple[int, int]
+               ) -> Iterator[tuple[Path, pa.RecordBatch]]:
+        """The batches of the row groups [first, stop) of `span`."""
+        ...
+
+    def rows_before(self, group: int) -> int:
+        """Rows in the row groups before `group`."""
+        ...
+
+
 class ReadFn(Protocol):
-    """A format's reader. Every reader gets the record fields; the text formats ignore them."""
+    """A format's reader. Every reader gets the record fields; the text formats ignore them.
+    `span`: read one part of the file (litebert.data.parts): byte offsets of an uncompressed
+    text or JSON-lines file, row groups of a Parquet file, or (0, -1) the whole file; with
+    a span, a file-level note that the file held no text is left to the caller."""
 
     def __call__(self, path: Path, stats: CorpusStats, max_chars: int, *, text_field: str,
-                 label_field: str | None) -> Iterator[Document]: ...
+                 label_field: str | None,
+                 span: tuple[int, int] | None = None) -> Iterator[Document]: ...
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,26 @@ read a record batch at a time so that memory stays flat however large the file i
 Records are numbered from 1 within each file, so a document's source reads "file:row" as a
 JSON line's reads "file:line". The text column must hold strings; a nested column (a list,
 a struct) or a number is an error naming the column and its type, and a column that is not
-there is an error naming the file and the columns it has.
+there is an error naming the file and the columns it has. A Parquet file can be read by
+spans of row groups (a `data build` worker's part, litebert.data.parts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from litebert.files import compression_of
-from litebert.readers.base import CorpusError, CorpusStats, Document, ReadFn, Table
+from litebert.readers.base import (
+    CorpusError,
+    CorpusStats,
+    Document,
+    GroupedTable,
+    ReadFn,
+    Table,
+)
+from litebert.readers.lines import WHOLE, Span
 from litebert.readers.sentences import record_documents
 
 BATCH_ROWS = 1024  # rows decoded at a time: a batch of long documents stays a few MB
@@ -47,12 +56,20 @@ def check_column(table: Table, name: str, role: str, *, text: bool) -> None:
                           f"the columns are {table.schema.names}")
 
 
-def records(table: Table, columns: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """("file:row", {column: value}) for every row, a batch decoded at a time."""
+def records(table: Table, columns: list[str],
+            span: Span | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """("file:row", {column: value}) for every row, a batch decoded at a time; with a `span`
+    of row groups (a Parquet file's part, see `ParquetTable.groups`), the rows of those
+    groups, numbered as in the whole file."""
+    if span is None or span == WHOLE:
+        batches, first = table.batches(columns), 0
+    else:
+        grouped = cast(GroupedTable, table)  # only Parquet files are planned by row groups
+        batches, first = grouped.groups(columns, span), grouped.rows_before(span[0])
     current, row = None, 0
-    for file, batch in table.batches(columns):
+    for file, batch in batches:
         if file != current:
-            current, row = file, 0
+            current, row = file, first
         values = batch.to_pydict()  # column -> list of Python values, one batch only
         for i in range(batch.num_rows):
             row += 1
@@ -63,16 +80,17 @@ def reader(open_table: Callable[[Path], Table]) -> ReadFn:
     """The corpus reader of a columnar format that `open_table` opens."""
 
     def read(path: Path, stats: CorpusStats, max_chars: int, *, text_field: str,
-             label_field: str | None) -> Iterator[Document]:
+             label_field: str | None, span: Span | None = None) -> Iterator[Document]:
         table = open_table(path)
         check_column(table, text_field, "the text field, --text-field", text=True)
         columns = [text_field]
         if label_field is not None:
             check_column(table, label_field, "the label field", text=False)
             columns.append(label_field)
-        stats.bytes += sum(f.stat().st_size for f in table.files)
+        if span is None or span[0] == 0:  # a file's bytes count once, with its first part
+            stats.bytes += sum(f.stat().st_size for f in table.files)
         try:
-            for where, record in records(table, columns):
+            for where, record in records(table, columns, span):
                 text = record[text_field]
                 if text is None:
                     stats.note("missing_text", where, f"{text_field!r} is null")

@@ -38,6 +38,29 @@ class ParquetTable:
                                              use_threads=False):
             yield self.path, batch
 
+    def groups(self, columns: list[str], span: tuple[int, int]
+               ) -> Iterator[tuple[Path, pa.RecordBatch]]:
+        """The batches of the row groups [first, stop) of `span`."""
+        for batch in self._file.iter_batches(batch_size=BATCH_ROWS, columns=columns,
+                                             row_groups=range(*span), use_threads=False):
+            yield self.path, batch
+
+    def rows_before(self, group: int) -> int:
+        meta = self._file.metadata
+        return sum(meta.row_group(i).num_rows for i in range(group))
+
+
+def row_group_sizes(path: Path) -> list[int]:
+    """The uncompressed bytes of each row group of a Parquet file (to plan parts by); none
+    for a file that cannot be opened, which is then read whole and reported by the reader."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, ValueError):  # pyarrow's errors; ParquetTable says what is wrong
+        return []
+    return [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
+
 
 PARQUET = Format("parquet", reader(ParquetTable), "Parquet files (.parquet)",
                  suffixes=(".parquet",), magic=lambda head: head.startswith(MAGIC),
