@@ -33,7 +33,7 @@ from litebert.data.builder import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 
 WORK = Path(os.environ.get("LITEBERT_DATA", Path.home() / ".cache" / "litebert")) / "bench"
-PASS_ONE = ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin")
+PASS_ONE = ("tokens.bin", "sentences.bin", "documents.bin")
 LAYOUTS = {  # name: BuildConfig fields beside max_seq_length 512
     "pairs sop": {},
     "full-sentences": {"objective": "none", "packing": "full-sentences"},

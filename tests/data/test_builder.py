@@ -31,8 +31,9 @@ def test_build_writes_a_complete_directory(tmp_path, corpus_and_tokenizer):
     manifest, out = small_build(tmp_path, corpus_and_tokenizer)
     assert manifest["counts"]["documents"] == 120
     names = {p.name for p in out.iterdir()}
-    assert {"tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin", "manifest.json",
+    assert {"tokens.bin", "sentences.bin", "documents.bin", "manifest.json",
             "train.instances.bin", "heldout.instances.bin", "tokenizer"} <= names
+    assert "word_starts.bin" not in names  # derived from the ids (litebert.data.word_starts)
     assert not [n for n in names if n.endswith(".tmp")]
     tokens = np.fromfile(out / "tokens.bin", dtype=manifest["counts"]["token_dtype"])
     assert len(tokens) == manifest["counts"]["tokens"]
@@ -48,7 +49,7 @@ def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer, monke
     first, one = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, masking="static")
     second, two = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2,
                               masking="static")
-    for name in ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
+    for name in ("tokens.bin", "sentences.bin", "documents.bin",
                  "token_counts.bin", "train.instances.bin", "train.masks.bin",
                  "heldout.instances.bin"):
         assert (one / name).read_bytes() == (two / name).read_bytes(), name

@@ -37,7 +37,7 @@ def flip_one_byte(path, offset=100):
 def test_manifest_records_every_data_file(built):
     manifest, out = built
     files = manifest["files"]
-    assert {"tokens.bin", "token_counts.bin", "word_starts.bin", "sentences.bin", "documents.bin",
+    assert {"tokens.bin", "token_counts.bin", "sentences.bin", "documents.bin",
             "train.instances.bin", "train.masks.bin", "train.mask_index.bin",
             "heldout.instances.bin", "heldout.masks.bin", "heldout.mask_index.bin",
             "tokenizer/spiece.model", "tokenizer/tokenizer_config.json",
@@ -59,7 +59,7 @@ def test_truncated_tokens_is_a_clear_error_on_open(built, capsys):
     truncate(out / "tokens.bin")
     with pytest.raises(DataError, match=r"(?s)tokens\.bin: .*cut short.*--force") as err:
         PretrainingDataset(out)
-    assert "word_starts.bin" not in str(err.value)  # only the damaged file is named
+    assert "sentences.bin" not in str(err.value)  # only the damaged file is named
     for command in (["data", "stats", str(out)], ["data", "inspect", str(out)]):
         assert main(command) == 2
         shown = capsys.readouterr().err

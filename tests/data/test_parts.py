@@ -20,7 +20,7 @@ from litebert.tokenization import Tokenizer
 from tests.data.builds import write_corpus
 from tests.readers.tables import documents
 
-ARRAYS = ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin",
+ARRAYS = ("tokens.bin", "sentences.bin", "documents.bin",
           "token_counts.bin", "train.instances.bin", "heldout.instances.bin")  # pass 1 and 2
 
 
@@ -90,7 +90,7 @@ def _one_process(inputs, tok_dir, fmt):
     tok = Tokenizer.from_pretrained(tok_dir)
     stats = CorpusStats()
     docs = [d.sentences for d in read_documents(inputs, fmt=fmt, stats=stats)]
-    ids, _, lengths, per_doc = encode_documents(docs, tok)
+    ids, lengths, per_doc = encode_documents(docs, tok)
     return ids, np.cumsum([0, *lengths]), np.cumsum([0, *per_doc]), stats.to_dict()
 
 

@@ -16,7 +16,7 @@ from litebert.data.splits import DOCS_PER_TASK, build_splits
 from litebert.tokenization import Tokenizer
 from tests.data.builds import small_build, write_corpus
 
-PASS_ONE = ("tokens.bin", "word_starts.bin", "sentences.bin", "documents.bin")
+PASS_ONE = ("tokens.bin", "sentences.bin", "documents.bin")
 LAYOUTS = {
     "sop": {},
     "dynamic": {"pairs": "dynamic"},

@@ -21,6 +21,7 @@ from litebert.data.streams import (
     count_windows,
     open_stream,
 )
+from litebert.data.word_starts import WordStarts
 from litebert.objectives.plm_data import PLMDataset
 from litebert.tokenization import Tokenizer
 from tests.data.builds import key_before_pairs_and_packing, small_build
@@ -41,8 +42,9 @@ def expected_stream(directory, split: str, eod: int):
     """(ids, word starts, sentence starts) of a split, rebuilt from the corpus arrays."""
     manifest = json.loads((directory / "manifest.json").read_text())
     tokens = np.fromfile(directory / "tokens.bin", dtype=manifest["counts"]["token_dtype"])
-    words = np.fromfile(directory / "word_starts.bin", dtype=np.uint8).astype(bool)
     offsets = np.fromfile(directory / "sentences.bin", dtype=np.int64)
+    table = Tokenizer.from_pretrained(directory / "tokenizer").word_start_ids
+    words = WordStarts(tokens, offsets, table)[:]  # as encode_batch_flat gave them
     firsts = np.fromfile(directory / "documents.bin", dtype=np.int64)
     held = split_documents(len(firsts) - 1, BuildConfig(**manifest["config"]))
     ids, word_starts, sentence_starts = [], [], []

@@ -15,6 +15,7 @@ import pytest
 from litebert.cli import main
 from litebert.data.loader import PretrainingDataset
 from litebert.data.report import describe, stats
+from litebert.data.word_starts import WordStarts
 from litebert.objectives.plm_data import PLMDataset
 from litebert.objectives.plm_report import (
     INSTANCES,
@@ -70,8 +71,10 @@ def test_stats_agree_with_the_dataset_and_the_corpus(xlnet_dir, capsys):
     assert 0.4 < splits["train"]["random_b_fraction"] < 1.0
     # The stream's shape without its closers, against the corpus arrays it was cut from.
     sentences = len(np.fromfile(xlnet_dir / "sentences.bin", dtype=np.int64)) - 1
-    words = np.fromfile(xlnet_dir / "word_starts.bin", dtype=np.uint8).sum()
     tokens = manifest["counts"]["tokens"]
+    ids = np.fromfile(xlnet_dir / "tokens.bin", dtype=manifest["counts"]["token_dtype"])
+    words = WordStarts(ids, np.fromfile(xlnet_dir / "sentences.bin", dtype=np.int64),
+                       Tokenizer.from_pretrained(xlnet_dir / "tokenizer").word_start_ids)[:].sum()
     per_doc = sum(e["sentences_per_document"] * e["documents"] for e in splits.values())
     assert per_doc == pytest.approx(sentences, rel=1e-3)
     assert sum(e["tokens"] - e["documents"] for e in splits.values()) == tokens

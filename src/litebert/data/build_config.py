@@ -15,7 +15,9 @@ from litebert.readers import FORMATS
 from litebert.tokenization.base import PairTemplate
 
 FORMAT = "litebert-pretraining-data"
-VERSION = 2  # 2: the manifest records files; random replacements skip every special id
+# 2: the manifest records files; random replacements skip every special id. 3: word starts
+# derived, not stored (no word_starts.bin); token_counts.bin; a content-based cache key.
+VERSION = 3
 SPLITS = ("train", "heldout")
 
 

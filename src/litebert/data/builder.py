@@ -4,7 +4,6 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
 
     tokens.bin          (N,) uint16 (uint32 for vocabularies over 65,535): every sentence's ids
     token_counts.bin    (V,) int64: how often each id occurs in tokens.bin
-    word_starts.bin     (N,) uint8: 1 where a token begins a word (for whole-word masking)
     sentences.bin       (S + 1,) int64: token offset of each sentence, then N
     documents.bin       (D + 1,) int64: first sentence of each document, then S
     {split}.instances.bin   (I, 5) int64: a_start, a_len, b_start, b_len, label
@@ -22,7 +21,9 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
                             see litebert.data.streams)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
-    tokenizer/          a copy of the tokenizer, so the directory is self-contained
+    tokenizer/          a copy of the tokenizer, so the directory is self-contained (its
+                        word_start_ids give the word starts of tokens.bin with sentences.bin,
+                        litebert.data.word_starts; version 2 stored them in word_starts.bin)
     manifest.json       written last: config, its cache key (litebert.data.cache), counts
                         (with the training split's commonest token), corpus report, the
                         inputs' sizes and sha256, and the size and sha256 of every file

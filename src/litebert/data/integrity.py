@@ -146,11 +146,11 @@ def verify_data(directory: str | Path) -> dict[str, Any]:
 
 def sizes_from_counts(manifest: dict[str, Any]) -> dict[str, dict[str, int]]:
     """{name: {"size": bytes}} of the arrays, from the counts of a manifest (see the layout
-    in litebert.data.builder): what an older manifest can still vouch for."""
+    in litebert.data.builder): what an older manifest can still vouch for. Not word_starts.bin,
+    which such directories hold but nothing reads any more (litebert.data.word_starts)."""
     counts, splits = manifest["counts"], manifest["splits"]
     n = counts["tokens"]
     sizes = {"tokens.bin": n * np.dtype(counts["token_dtype"]).itemsize,  # (N,) uint16/32
-             "word_starts.bin": n,  # (N,) uint8
              "sentences.bin": 8 * (counts["sentences"] + 1),  # (S + 1,) int64
              "documents.bin": 8 * (counts["documents"] + 1)}  # (D + 1,) int64
     for split, entry in splits.items():

@@ -1,5 +1,5 @@
-"""Pass 1 of `litebert data build`: the corpus's parts -> tokens, word starts, sentence and
-document offsets, and the token histogram (layout in litebert.data.builder).
+"""Pass 1 of `litebert data build`: the corpus's parts -> tokens, sentence and document
+offsets, and the token histogram (layout in litebert.data.builder).
 
 Each worker reads, parses, sentence-splits and tokenizes one part (litebert.data.parts) at a
 time, DOCS_PER_TASK documents per tokenizer call, and appends the results to the part's own
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from litebert.tokenization import Tokenizer
 
 DOCS_PER_TASK = 256  # documents per tokenizer call
-ARRAYS = ("tokens", "word_starts", "sentences", "documents")
+# Word starts are not stored: they follow from the ids (litebert.data.word_starts).
+ARRAYS = ("tokens", "sentences", "documents")
 COPY_ELEMENTS = 1 << 22  # elements copied at a time when appending arrays
 TOKEN_COUNTS = "token_counts.bin"  # (V,) int64: how often each id occurs in tokens.bin
 
@@ -57,8 +58,8 @@ def token_dtype(tokenizer) -> np.dtype:
 
 
 def encode_documents(documents: list[list[str]], tokenizer=None):
-    """Token ids, word starts, sentence lengths and sentences per document of a chunk.
-    Sentences with no tokens are dropped; so are documents left with none."""
+    """Token ids, sentence lengths and sentences per document of a chunk. Sentences with no
+    tokens are dropped; so are documents left with none."""
     tok = tokenizer or _WORKER_TOKENIZER
     if tok is None:
         raise RuntimeError("encode_documents: no tokenizer given, and _init_worker has not "
@@ -67,10 +68,10 @@ def encode_documents(documents: list[list[str]], tokenizer=None):
     # running text gives them (byte-level BPE's space: "Ġword", as fine-tuning sees it).
     joiner = tok.continuation_prefix
     flat = [joiner + s if i and s else s for doc in documents for i, s in enumerate(doc)]
-    ids, starts, lengths = tok.encode_batch_flat(flat)
+    ids, _, lengths = tok.encode_batch_flat(flat)
     first_sentence = np.cumsum([0] + [len(d) for d in documents[:-1]])
     per_doc = np.add.reduceat((lengths > 0).astype(np.int64), first_sentence)
-    return ids, starts, lengths[lengths > 0], per_doc[per_doc > 0]
+    return ids, lengths[lengths > 0], per_doc[per_doc > 0]
 
 
 def _chunks(documents: Iterable[Document], size: int) -> Iterator[list[list[str]]]:
@@ -92,14 +93,13 @@ def part_files(out: Path, index: int) -> dict[str, Path]:
 
 
 class ArraysWriter:
-    """tokens / word_starts / sentences / documents in the directory's layout, appended from
+    """tokens / sentences / documents in the directory's layout, appended from
     chunks (`add`) or from arrays of the same layout (`append`), with offsets shifted and
     the token histogram and counts kept."""
 
     def __init__(self, files: dict[str, Path], dtype: np.dtype, vocab_size: int):
         self.dtype = dtype
         self.writers = {"tokens": ArrayWriter(files["tokens"], dtype),
-                        "word_starts": ArrayWriter(files["word_starts"], np.uint8),
                         "sentences": ArrayWriter(files["sentences"], np.int64),
                         "documents": ArrayWriter(files["documents"], np.int64)}
         self.writers["sentences"].append([0])
@@ -108,10 +108,9 @@ class ArraysWriter:
         self.tokens = self.sentences = self.documents = self.unknown = 0
 
     def add(self, chunk: tuple[np.ndarray, ...], unk_id: int | None) -> None:
-        """One chunk of encode_documents' output: ids, starts, lengths, per_doc."""
-        ids, starts, lengths, per_doc = chunk
+        """One chunk of encode_documents' output: ids, lengths, per_doc."""
+        ids, lengths, per_doc = chunk
         self.writers["tokens"].append(ids)
-        self.writers["word_starts"].append(starts)
         self.writers["sentences"].append(self.tokens + np.cumsum(lengths))
         self.writers["documents"].append(self.sentences + np.cumsum(per_doc))
         self.histogram += np.bincount(ids, minlength=len(self.histogram))[:len(self.histogram)]
@@ -122,8 +121,7 @@ class ArraysWriter:
 
     def append(self, files: dict[str, Path], counts: dict[str, Any]) -> None:
         """Arrays of this layout (a part's, a shard's), streamed a chunk at a time."""
-        for name, dtype in (("tokens", self.dtype), ("word_starts", np.uint8)):
-            _copy(files[name], dtype, self.writers[name], 0, 0)
+        _copy(files["tokens"], self.dtype, self.writers["tokens"], 0, 0)
         _copy(files["sentences"], np.int64, self.writers["sentences"], 1, self.tokens)
         _copy(files["documents"], np.int64, self.writers["documents"], 1, self.sentences)
         self.tokens += counts["tokens"]
