@@ -227,6 +227,7 @@ def test_concurrent_runs_tokenize_a_table_once(tokenizer_dir, tmp_path, monkeypa
 def test_worker_processes_write_the_same_entry(tokenizer_dir, tmp_path, monkeypatch):
     """Two worker processes, tasks of 7 rows: the same bytes as one worker."""
     monkeypatch.setattr(table_cache, "ROWS_PER_TASK", 7)
+    monkeypatch.setattr(table_cache, "POOL_MIN_TASKS", 2)
     data = glue_stsb(tmp_path / "STS-B", n=40)
     tok = litebert.Tokenizer.from_pretrained(tokenizer_dir)
     stored = []

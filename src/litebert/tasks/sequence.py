@@ -44,7 +44,7 @@ class SequenceTask:
         self.primary = primary_metric(cfg.task if cfg.task in GLUE else
                                       ("regression" if self.regression else "classification"))
         self.train_rows: TableRows | list = [] if train is None else train
-        self.train_lengths = [] if train is None else train.lengths
+        self.train_lengths = np.zeros(0, np.int32) if train is None else train.lengths
 
     def collate(self, rows: TableRows | list[dict]) -> dict:
         """A batch of a TableRows view (built from its mapped arrays) or of row dicts."""

@@ -3,7 +3,8 @@ memory-mapped arrays that every later seed and run reuses.
 
 A table (a GLUE split or a generic CSV / TSV / JSON-lines / Parquet file) is read as a stream
 of examples; batches of ROWS_PER_TASK rows are tokenized by a process pool
-(litebert.data.pool.ordered_map) and appended, in row order, to the arrays of one cache entry:
+(litebert.data.pool.ordered_map; a table of under POOL_MIN_TASKS tasks in this process) and
+appended, in row order, to the arrays of one cache entry:
 
     ids.bin        (T,) uint16 (uint32 for vocabularies over 65,536): every row's A tokens,
                    then its B tokens, no special tokens, NOT truncated
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import time
@@ -54,6 +56,9 @@ log = logging.getLogger("litebert")
 FORMAT, VERSION = "litebert-table", 1
 MANIFEST = "table.json"
 ROWS_PER_TASK = 4096  # rows per tokenizer task: big enough to amortise a task's overhead
+# A table of fewer tasks is tokenized in this process: a worker imports torch and litebert
+# (seconds) before its first task, longer than one process takes for 32k rows.
+POOL_MIN_TASKS = 8
 NO_LABEL = -1  # the code of an unlabeled row (test splits)
 COLUMNS = {"a_starts": np.int64, "a_lengths": np.int32, "b_starts": np.int64,
            "b_lengths": np.int32}
@@ -207,7 +212,9 @@ def build_table(source: TableSource, tokenizer: Tokenizer, tokenizer_dir: str | 
     writers = _Writers(directory, id_dtype, source.regression)
     labels = _LabelCoder(source.regression, report)
     chunks = _chunks(examples, labels, writers.labels)
-    if workers <= 1:  # in this process, with this tokenizer: no pool to start
+    head = list(itertools.islice(chunks, POOL_MIN_TASKS))
+    chunks = itertools.chain(head, chunks)
+    if workers <= 1 or len(head) < POOL_MIN_TASKS:  # here, with this tokenizer: no pool
         results = ordered_map(encode_chunk_here(tokenizer), chunks, 1)
     else:
         results = ordered_map(encode_chunk, chunks, workers, _init_worker,

@@ -22,6 +22,7 @@ from litebert.tasks.table_cache import EncodedTable
 from litebert.tokenization import Tokenizer
 
 MULTIPLE_OF = 8  # batch widths are rounded up to this, as batching.pad_for does
+LENGTH_BLOCK = 1 << 20  # rows whose input lengths are computed at once
 
 
 def truncated_lengths(a: np.ndarray, b: np.ndarray, budget: int, pairs: bool
@@ -67,15 +68,21 @@ class TableRows:
         if self.budget < 0:
             raise TaskDataError(f"max_seq_length={max_length} leaves no room for text: the "
                                 f"template adds {self.num_special} special tokens")
-        keep_a, keep_b = truncated_lengths(table.a_lengths[self.index],
-                                           table.b_lengths[self.index], self.budget,
-                                           table.pairs)
-        self.lengths = (keep_a + keep_b + self.num_special).astype(np.int32)  # (n,)
+        self.lengths = np.concatenate(  # (n,) int32; in blocks: no (n,) int64 temporaries
+            [self._input_lengths(self.index[i:i + LENGTH_BLOCK])
+             for i in range(0, len(self.index), LENGTH_BLOCK)] or [np.zeros(0, np.int32)])
         self._lookup = None if labels is None or table.label_names is None else \
             _label_lookup(table.label_names, labels, table)
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def _input_lengths(self, rows: np.ndarray) -> np.ndarray:
+        """(len(rows),) int32: the tokens of each row's model input, truncated."""
+        t = self.table
+        keep_a, keep_b = truncated_lengths(t.a_lengths[rows], t.b_lengths[rows], self.budget,
+                                           t.pairs)
+        return (keep_a + keep_b + self.num_special).astype(np.int32)
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, (int, np.integer)):
