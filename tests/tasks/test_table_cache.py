@@ -189,8 +189,10 @@ def test_an_interrupted_or_damaged_entry_is_built_again(tokenizer_dir, tmp_path,
         raise OSError("disk full")
 
     monkeypatch.setattr(table_cache, "encode_chunk", fail)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OSError, match="disk full") as failed:
         load_tables(cfg, tok)
+    assert "could not write the tokenized table of" in str(failed.value)
+    assert "--cache-dir" in str(failed.value)
     assert not list((tmp_path / "cache").glob("*/table.json"))  # no entry: no manifest
     monkeypatch.setattr(table_cache, "encode_chunk", encode)
     train, _, _ = load_tables(cfg, tok)

@@ -2,7 +2,9 @@
 
 Input is the tokenizer's template, [CLS] A [SEP] (B [SEP]) or RoBERTa's <s> A </s>(</s> B </s>),
 cut to max_seq_length from the longer side; the model is
-AlbertForSequenceClassification (num_labels = 1 is regression with MSE).
+AlbertForSequenceClassification (num_labels = 1 is regression with MSE). The splits are
+tokenized once into the table cache and batched from its arrays (tasks/table_splits.py,
+table_cache.py, table_inputs.py); `load_data` and `encode_examples` are the same in memory.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from litebert.data.sources import default_cache_dir
 from litebert.files import atomic_write_json, damaged_files, exclusive, file_digest
 from litebert.tasks.examples import ReadReport, TaskDataError, TextExample
 from litebert.tokenization import Tokenizer
+from litebert.write_errors import explained_write
 
 log = logging.getLogger("litebert")
 
@@ -127,7 +128,9 @@ def encoded_table(source: TableSource, tokenizer: Tokenizer, tokenizer_dir: str 
     cache = Path(cache_dir) if cache_dir else default_table_cache()
     key = table_key(source, tokenizer.fingerprint)
     directory = cache / key
-    with exclusive(cache / f".{key}.lock", f"table cache {directory}"):
+    with explained_write(directory, f"the tokenized table of {source.path}",
+                         after="free some space or give --cache-dir another folder"), \
+            exclusive(cache / f".{key}.lock", f"table cache {directory}"):
         table = load_table(directory)  # after the wait: another process may have built it
         if table is None:
             build_table(source, tokenizer, tokenizer_dir, directory, workers)
