@@ -76,9 +76,9 @@ def generic_single(root: Path, n: int = 90) -> Path:
 
 
 def config(task: str, data: Path, model: Path, tmp_path: Path, **kw) -> FinetuneConfig:
-    return FinetuneConfig(task=task, data=str(data), model=str(model), out=str(tmp_path / "o"),
-                          max_seq_length=12, cache_dir=str(tmp_path / "cache"), workers=1,
-                          **kw)
+    return FinetuneConfig(**{**dict(task=task, data=str(data), model=str(model),
+                                    out=str(tmp_path / "o"), max_seq_length=12,
+                                    cache_dir=str(tmp_path / "cache"), workers=1), **kw})
 
 
 def assert_same_batches(cached: TableRows, reference: list[dict], tokenizer) -> None:
@@ -226,6 +226,7 @@ def test_concurrent_runs_tokenize_a_table_once(tokenizer_dir, tmp_path, monkeypa
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("tokenizer_dir", ["sentencepiece"], indirect=True)
 def test_worker_processes_write_the_same_entry(tokenizer_dir, tmp_path, monkeypatch):
     """Two worker processes, tasks of 7 rows: the same bytes as one worker."""
     monkeypatch.setattr(table_cache, "ROWS_PER_TASK", 7)
