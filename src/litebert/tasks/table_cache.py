@@ -32,6 +32,7 @@ folder (or one entry in it) is always safe: it is built again on the next run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -106,9 +107,21 @@ class EncodedTable:
 def content_digest(path: Path) -> dict[str, Any]:
     """Size and sha256 of a file, or of every file of a folder (a saved dataset) by name."""
     if path.is_file():
-        return file_digest(path)
+        return _digest(path)
     files = sorted(p for p in path.rglob("*") if p.is_file())
-    return {"files": {str(p.relative_to(path)): file_digest(p) for p in files}}
+    return {"files": {str(p.relative_to(path)): _digest(p) for p in files}}
+
+
+def _digest(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return dict(_hashed(str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino))
+
+
+@functools.lru_cache(maxsize=256)
+def _hashed(path: str, size: int, mtime_ns: int, inode: int) -> dict[str, Any]:
+    """file_digest, once per process for a file whose size, mtime and inode stay the same:
+    the seeds of one run hash a table once (the key itself is the content's)."""
+    return file_digest(path)
 
 
 def table_key(source: TableSource, tokenizer_fingerprint: str) -> str:
