@@ -194,6 +194,7 @@ def test_an_interrupted_or_damaged_entry_is_built_again(tokenizer_dir, tmp_path,
     assert "could not write the tokenized table of" in str(failed.value)
     assert "--cache-dir" in str(failed.value)
     assert not list((tmp_path / "cache").glob("*/table.json"))  # no entry: no manifest
+    assert not list((tmp_path / "cache").glob("*/.*.tmp-*"))  # and no temporaries left
     monkeypatch.setattr(table_cache, "encode_chunk", encode)
     train, _, _ = load_tables(cfg, tok)
     assert train is not None and len(train) == 27

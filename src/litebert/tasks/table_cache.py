@@ -227,17 +227,9 @@ def build_table(source: TableSource, tokenizer: Tokenizer, tokenizer_dir: str | 
     id_dtype = np.dtype(np.uint16 if len(tokenizer) <= 1 << 16 else np.uint32)
     writers = _Writers(directory, id_dtype, source.regression)
     labels = _LabelCoder(source.regression, report)
-    chunks = _chunks(examples, labels, writers.labels)
-    head = list(itertools.islice(chunks, POOL_MIN_TASKS))
-    chunks = itertools.chain(head, chunks)
-    if workers <= 1 or len(head) < POOL_MIN_TASKS:  # here, with this tokenizer: no pool
-        results = ordered_map(encode_chunk_here(tokenizer), chunks, 1)
-    else:
-        results = ordered_map(encode_chunk, chunks, workers, _init_worker,
-                              (str(tokenizer_dir), tokenizer.fingerprint))
     try:
-        for a_ids, a_lengths, b_ids, b_lengths in results:
-            writers.append(a_ids, a_lengths, b_ids, b_lengths)
+        used = _tokenize(_chunks(examples, labels, writers.labels), writers, tokenizer,
+                         tokenizer_dir, workers)
     except BaseException:
         writers.discard()
         raise
@@ -254,7 +246,24 @@ def build_table(source: TableSource, tokenizer: Tokenizer, tokenizer_dir: str | 
     atomic_write_json(directory / MANIFEST, manifest)
     log.info("%s: tokenized %s rows (%s tokens) into %s in %.1f s with %d worker(s)",
              source.path, f"{manifest['rows']:,}", f"{manifest['tokens']:,}", directory,
-             manifest["seconds"], max(workers, 1))
+             manifest["seconds"], used)
+
+
+def _tokenize(chunks: Iterator[tuple[list[str], list[str] | None]], writers: _Writers,
+              tokenizer: Tokenizer, tokenizer_dir: str | Path, workers: int) -> int:
+    """Tokenize the chunks (in a pool of `workers`, or here for a small table) and append
+    the results in order; the number of processes that tokenized."""
+    head = list(itertools.islice(chunks, POOL_MIN_TASKS))
+    tasks = itertools.chain(head, chunks)
+    if workers <= 1 or len(head) < POOL_MIN_TASKS:  # here, with this tokenizer: no pool
+        results = ordered_map(encode_chunk_here(tokenizer), tasks, 1)
+        workers = 1
+    else:
+        results = ordered_map(encode_chunk, tasks, workers, _init_worker,
+                              (str(tokenizer_dir), tokenizer.fingerprint))
+    for a_ids, a_lengths, b_ids, b_lengths in results:
+        writers.append(a_ids, a_lengths, b_ids, b_lengths)
+    return workers
 
 
 class _LabelCoder:
