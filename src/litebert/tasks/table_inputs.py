@@ -22,7 +22,7 @@ from litebert.tasks.table_cache import EncodedTable
 from litebert.tokenization import Tokenizer
 
 MULTIPLE_OF = 8  # batch widths are rounded up to this, as batching.pad_for does
-LENGTH_BLOCK = 1 << 20  # rows whose input lengths are computed at once
+LENGTH_BLOCK = 1 << 16  # rows whose input lengths are computed at once (small temporaries)
 
 
 def truncated_lengths(a: np.ndarray, b: np.ndarray, budget: int, pairs: bool
