@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import litebert
+from litebert.tasks import table_cache
 
 VOCAB = 99
 
@@ -50,3 +51,13 @@ def mlm_labels(inputs: dict[str, torch.Tensor], seed: int = 2) -> torch.Tensor:
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(1234)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _table_cache_in_tmp(tmp_path_factory):
+    """Fine-tuning's tokenized tables (tasks/table_cache.py) go to one temporary folder for
+    the session, not to ~/.cache."""
+    tables = tmp_path_factory.mktemp("tables")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table_cache, "default_table_cache", lambda: tables)
+        yield

@@ -197,7 +197,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
                    "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
                    "max_query_length", "n_best_size", "max_answer_length", "qa_head",
-                   "precision", "compile")
+                   "precision", "compile", "workers", "cache_dir")
 
 
 def cmd_study_list(args: argparse.Namespace) -> None:

@@ -9,4 +9,7 @@
 - readers of each benchmark's official layout: `glue.py`, `squad.py`, `race.py`,
   `classification.py` (CSV/TSV/JSON lines), with `examples.py` (example types, row reading)
 - `metrics.py`: the official metrics; `batching.py`: length-bucketed batches
+- tables at scale: `table_cache.py` (tokenized once by worker processes into memory-mapped
+  arrays, reused by every seed and run), `table_inputs.py` (batches built from them),
+  `table_splits.py` (a task's splits as cached tables)
 """

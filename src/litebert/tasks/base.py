@@ -7,7 +7,8 @@ FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) a
 trains, and offers:
 
     train_rows, train_lengths       encoded training rows and their lengths (for bucketing)
-    collate(rows) -> batch          model inputs incl. labels, padded, on the CPU
+    collate(rows) -> batch          model inputs incl. labels, padded, on the CPU, of the rows
+                                    table_inputs.select_rows(train_rows, ids) picks
     build_model() -> model          the head on the pre-trained weights of cfg.model
     evaluate(model, out) -> metrics scores on dev (and prediction files under out)
     score(metrics) -> float         the number "best on dev" maximises
@@ -26,10 +27,12 @@ rank all outputs in order, so each rank computes the same metrics; files are wri
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from litebert.cpus import usable_cpus
 from litebert.options import option
 from litebert.train.precision import PRECISIONS
 from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
@@ -121,6 +124,13 @@ class FinetuneConfig:
     label_column: str = option("label", "generic tasks: the column of the label")
     dev_fraction: float = option(0.1, "generic tasks without a dev file: the share of train "
                                       "held out as dev")
+    # GLUE and generic tables are tokenized once into a cache (tasks/table_cache.py).
+    workers: int = option(None, "GLUE and generic tasks: processes that tokenize a table the "
+                                "cache does not hold yet", shown="the CPUs this process may use")
+    cache_dir: str | None = option(
+        None, "GLUE and generic tasks: where tokenized tables are kept, found again by every "
+              "later seed and run with the same table and tokenizer (safe to delete)",
+        shown="$LITEBERT_DATA/tables, else ~/.cache/litebert/tables")
     # SQuAD.
     doc_stride: int = option(128, "SQuAD: tokens between the starts of a context's windows")
     max_query_length: int = option(64, "SQuAD: question tokens kept")
@@ -163,6 +173,10 @@ class FinetuneConfig:
             raise FinetuneError(f"finetune {self.task}: {err}") from None
         if self.eval_every is None:
             self.eval_every = max(1, self.max_steps // 10)
+        if self.workers is None:
+            self.workers = usable_cpus()
+        if self.workers < 1:
+            raise FinetuneError(f"workers={self.workers}: must be at least 1")
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
         if self.log_every < 1:
@@ -228,8 +242,8 @@ class TaskAdapter(Protocol):
     primary: str
     tokenizer: Any  # the model directory's litebert.Tokenizer
     runtime: Any  # the run's litebert.tasks.runtime.Runtime
-    train_rows: list
-    train_lengths: list[int]
+    train_rows: Sequence  # a list of rows, or a TableRows (tasks/table_inputs.py)
+    train_lengths: Sequence[int]
 
     def collate(self, rows: list) -> dict: ...
 

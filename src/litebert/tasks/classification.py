@@ -72,12 +72,22 @@ def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None
                fmt: str = "auto") -> tuple[list[TextExample], ReadReport]:
     """The examples of one CSV / TSV / JSON-lines / Parquet file or saved dataset folder, and
     a report of what was skipped."""
+    examples, report = stream_table(path, text_a=text_a, text_b=text_b, label=label, fmt=fmt)
+    return list(examples), report
+
+
+def stream_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None = None,
+                 label: str | None = "label",
+                 fmt: str = "auto") -> tuple[Iterator[TextExample], ReadReport]:
+    """read_table's examples one at a time (flat memory for a table of any length): what is
+    wrong with the whole file (no such file or column) raises here, at once; the report fills
+    in as the examples are drawn."""
     path = Path(path)
     report = ReadReport(str(path))
     names = {"text_a": text_a, "text_b": text_b, "label": label}
     table = _table(path, fmt)
     if table is not None:
-        return _read_columns(table, names, report)
+        return _column_examples(table, names, report), report
     kind = _format(path, fmt)
     require_file(path, "table")
     if kind == "jsonl":
@@ -89,17 +99,24 @@ def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None
         records = itertools.chain([first], records)
     else:
         columns, records = _table_records(path, report, "," if kind == "csv" else "\t")
+    _require_columns(path, names, columns)
+
+    def examples() -> Iterator[TextExample]:
+        for lineno, record in records:
+            example = _example(record, names, f"{path}:{lineno}", f"{path.name}:{lineno}",
+                               report)
+            if example is not None:
+                report.read += 1
+                yield example
+
+    return examples(), report
+
+
+def _require_columns(path: str | Path, names: dict[str, str | None], columns: list[str]) -> None:
     for role, name in names.items():
         if name is not None and name not in columns:
             raise TaskDataError(f"{path}: no column {name!r} (asked for as {role}); "
                                 f"the columns are {columns}")
-    examples = []
-    for lineno, record in records:
-        example = _example(record, names, f"{path}:{lineno}", f"{path.name}:{lineno}", report)
-        if example is not None:
-            examples.append(example)
-    report.read = len(examples)
-    return examples, report
 
 
 def _table(path: Path, fmt: str) -> Table | None:
@@ -114,30 +131,34 @@ def _table(path: Path, fmt: str) -> Table | None:
         raise TaskDataError(str(err)) from None
 
 
-def _read_columns(table: Table, names: dict[str, str | None],
-                  report: ReadReport) -> tuple[list[TextExample], ReadReport]:
+def _column_examples(table: Table, names: dict[str, str | None],
+                     report: ReadReport) -> Iterator[TextExample]:
+    """The examples of a columnar table; its columns are checked before this returns."""
     columns = table.schema.names
-    for role, name in names.items():
-        if name is not None and name not in columns:
-            raise TaskDataError(f"{table.path}: no column {name!r} (asked for as {role}); "
-                                f"the columns are {columns}")
+    _require_columns(table.path, names, columns)
     wanted = [n for n in names.values() if n is not None]
     wanted += [n for n in _ID_COLUMNS if n in columns and n not in wanted]
-    examples = []
     try:
         for name in wanted:
             check_column(table, name, "a column read", text=False)
+    except CorpusError as err:
+        raise TaskDataError(str(err)) from None
+    return _columnar_rows(table, names, wanted, report)
+
+
+def _columnar_rows(table: Table, names: dict[str, str | None], wanted: list[str],
+                   report: ReadReport) -> Iterator[TextExample]:
+    try:
         for where, record in records(table, wanted):
             example = _example(record, names, where, Path(where).name, report)
             if example is not None:
-                examples.append(example)
+                report.read += 1
+                yield example
     except CorpusError as err:
         raise TaskDataError(str(err)) from None
     except (OSError, ValueError) as err:  # pyarrow's errors: a damaged page
         raise TaskDataError(f"{table.path}: unreadable ({type(err).__name__}: {err}); write "
                             "it again") from None
-    report.read = len(examples)
-    return examples, report
 
 
 def _table_records(path: Path, report: ReadReport,
@@ -229,7 +250,13 @@ def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
 def infer_labels(examples: Iterable[TextExample]) -> list[str]:
     """The distinct labels as strings, sorted; numerically when all are integers (so "10"
     follows "9"), else as strings. Unlabeled examples (label None) are left out."""
-    labels = {str(ex.label) for ex in examples if ex.label is not None}
+    return sorted_labels({str(ex.label) for ex in examples if ex.label is not None})
+
+
+def sorted_labels(labels: Iterable[str]) -> list[str]:
+    """Label strings in infer_labels' order: numerically when all are integers, else as
+    strings; duplicates once."""
+    labels = set(labels)
     if all(_is_int(x) for x in labels):
         return sorted(labels, key=lambda x: (int(x), x))
     return sorted(labels)

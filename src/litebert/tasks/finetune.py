@@ -30,7 +30,8 @@ from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter
 from litebert.tasks.batching import length_batches
 from litebert.tasks.layer_decay import layer_decay_groups
-from litebert.tasks.runtime import Runtime
+from litebert.tasks.runtime import RowIds, Runtime
+from litebert.tasks.table_inputs import select_rows
 from litebert.train.compiling import compile_errors
 from litebert.train.lamb import adamw_param_groups, build_optimizer
 from litebert.train.schedule import build_scheduler
@@ -136,7 +137,7 @@ class TrainingLoop:
             raise RuntimeError(f"fine-tuning {cfg.task}: no evaluation ran in {step} steps")
         return self.history, self.best
 
-    def train_step(self, batch_ids: list[int]) -> torch.Tensor:
+    def train_step(self, batch_ids: RowIds) -> torch.Tensor:
         """One optimizer step on a global batch, this rank running its rows; this rank's
         share of the batch's mean loss, (), on the device (nothing read back here)."""
         runtime, scaler = self.runtime, self.runtime.scaler
@@ -144,7 +145,7 @@ class TrainingLoop:
             torch.compiler.cudagraph_mark_step_begin()
         rows, weight = runtime.rows_of(batch_ids)
         self.lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
-        batch = runtime.to_device(self.task.collate([self.task.train_rows[i] for i in rows]))
+        batch = runtime.to_device(self.task.collate(select_rows(self.task.train_rows, rows)))
         with runtime.amp:
             loss = self.model(**batch).loss.float()  # the mean over this rank's rows
         # DDP averages gradients over ranks: weight * world makes it the global batch's.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import math
 import numbers
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -101,6 +102,14 @@ def _split_file(spec: TaskSpec, task_dir: Path, split: str) -> Path:
 def read_glue(task: str, task_dir: str | Path,
               split: str) -> tuple[list[TextExample], ReadReport]:
     """The examples of one GLUE split, and a report of what was skipped and why."""
+    examples, report = stream_glue(task, task_dir, split)
+    return list(examples), report
+
+
+def stream_glue(task: str, task_dir: str | Path,
+                split: str) -> tuple[Iterator[TextExample], ReadReport]:
+    """read_glue's examples one at a time (flat memory for a table of any length); the file
+    and its header are checked at once, the report fills in as the examples are drawn."""
     spec = glue_task(task)
     path = _split_file(spec, Path(task_dir), split)
     report = ReadReport(str(path))
@@ -114,10 +123,20 @@ def read_glue(task: str, task_dir: str | Path,
         header = [name.strip() for name in first[1]]
     labelled = not split.startswith("test")
     columns = _locate(spec, header, labelled, path)
-    examples = [ex for lineno, row in rows
-                if (ex := _example(spec, row, lineno, len(header), columns, path, report))]
-    report.read = len(examples)
-    return examples, report
+
+    def examples() -> Iterator[TextExample]:
+        for lineno, row in rows:
+            if ex := _example(spec, row, lineno, len(header), columns, path, report):
+                report.read += 1
+                yield ex
+
+    return examples(), report
+
+
+def split_path(task: str, task_dir: str | Path, split: str) -> Path:
+    """The file of `task`'s `split` under `task_dir` (a task folder or the GLUE root)."""
+    spec = glue_task(task)
+    return _split_file(spec, Path(task_dir), split)
 
 
 class _Columns(NamedTuple):

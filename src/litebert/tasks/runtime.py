@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from litebert.tasks.base import FinetuneConfig
 
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
+RowIds = Sequence[int] | np.ndarray  # a batch's row indices (batching.length_batches: arrays)
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Runtime:
 
     # ---- training ----------------------------------------------------------------------
 
-    def rows_of(self, batch_ids: Sequence[int]) -> tuple[list[int], float]:
+    def rows_of(self, batch_ids: RowIds) -> tuple[list[int], float]:
         """This rank's rows of a global batch and their weight (see rank_rows)."""
         return rank_rows(batch_ids, self.info.rank, self.info.world_size)
 
@@ -128,8 +129,8 @@ class Runtime:
 
     # ---- evaluation --------------------------------------------------------------------
 
-    def evaluate_batches(self, model: nn.Module, batches: Sequence[Sequence[int]],
-                         collate: Callable[[Sequence[int]], Mapping[str, torch.Tensor]],
+    def evaluate_batches(self, model: nn.Module, batches: Sequence[RowIds],
+                         collate: Callable[[RowIds], Mapping[str, torch.Tensor]],
                          outputs: Callable[[Any], Sequence[torch.Tensor]]
                          ) -> list[list[np.ndarray]]:
         """outputs(model(**collate(ids))) for every batch of `batches`, as CPU arrays
@@ -138,8 +139,8 @@ class Runtime:
         mine = self.own_outputs(model, batches, collate, outputs)
         return in_batch_order(all_gather_objects(mine), len(batches))
 
-    def own_outputs(self, model: nn.Module, batches: Sequence[Sequence[int]],
-                    collate: Callable[[Sequence[int]], Mapping[str, torch.Tensor]],
+    def own_outputs(self, model: nn.Module, batches: Sequence[RowIds],
+                    collate: Callable[[RowIds], Mapping[str, torch.Tensor]],
                     outputs: Callable[[Any], Sequence[torch.Tensor]]
                     ) -> dict[int, list[np.ndarray]]:
         """{batch index: outputs as CPU arrays} of this rank's batches (rank_batches), run
@@ -156,7 +157,7 @@ class Runtime:
 
 # ---- the arithmetic of the split (pure: rank and world given) -----------------------------
 
-def rank_rows(batch_ids: Sequence[int], rank: int, world: int) -> tuple[list[int], float]:
+def rank_rows(batch_ids: RowIds, rank: int, world: int) -> tuple[list[int], float]:
     """Rank `rank`'s rows of a global batch, ids[rank::world], and the weight n_local /
     n_global of their mean loss in the batch's mean loss. Scaled by weight * world, each
     rank's loss makes DDP's average of the gradients the whole batch's gradient (every

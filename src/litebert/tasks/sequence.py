@@ -2,7 +2,9 @@
 
 Input is the tokenizer's template, [CLS] A [SEP] (B [SEP]) or RoBERTa's <s> A </s>(</s> B </s>),
 cut to max_seq_length from the longer side; the model is
-AlbertForSequenceClassification (num_labels = 1 is regression with MSE).
+AlbertForSequenceClassification (num_labels = 1 is regression with MSE). The splits are
+tokenized once into the table cache and batched from its arrays (tasks/table_splits.py,
+table_cache.py, table_inputs.py); `load_data` and `encode_examples` are the same in memory.
 """
 
 from __future__ import annotations
@@ -24,58 +26,48 @@ from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.examples import TextExample
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tasks.runtime import Runtime
+from litebert.tasks.table_inputs import TableRows
+from litebert.tasks.table_splits import (
+    TABLE_SUFFIXES,
+    find_split,
+    glue_source,
+    load_tables,
+    table_rows,
+)
 from litebert.tokenization import Tokenizer
-
-TABLE_SUFFIXES = (".tsv", ".csv", ".jsonl", ".json", ".parquet")
-# datasets' DatasetDict.save_to_disk names its dev split "validation"
-SPLIT_FOLDERS = {"train": ("train",), "dev": ("dev", "validation")}
 
 
 class SequenceTask:
     def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
         self.cfg, self.runtime = cfg, runtime
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
-        train, self.dev_sets, self.labels = load_data(cfg, training)
+        train, self.dev_rows, self.labels = load_tables(cfg, self.tokenizer, training)
         self.regression = self.labels is None
         self.primary = primary_metric(cfg.task if cfg.task in GLUE else
                                       ("regression" if self.regression else "classification"))
-        self.train_rows = self.encode(train)
-        self.train_lengths = [len(r["input_ids"]) for r in self.train_rows]
-        self.dev_rows = {name: self.encode(ex) for name, ex in self.dev_sets.items()}
+        self.train_rows: TableRows | list = [] if train is None else train
+        self.train_lengths = np.zeros(0, np.int32) if train is None else train.lengths
 
-    def encode(self, examples: list[TextExample]) -> list[dict]:
-        rows = []
-        for ex in examples:
-            enc = self.tokenizer(ex.text_a, ex.text_b, truncation=True,
-                                 max_length=self.cfg.max_seq_length)
-            row: dict = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
-            if ex.label is not None:
-                row["labels"] = float(ex.label) if self.regression else \
-                    self.labels.index(str(ex.label))
-            rows.append(row)
-        return rows
-
-    def collate(self, rows: list[dict]) -> dict:
+    def collate(self, rows: TableRows | list[dict]) -> dict:
+        """A batch of a TableRows view (built from its mapped arrays) or of row dicts."""
+        if isinstance(rows, TableRows):
+            return rows.batch(np.arange(len(rows)))
         return pad_for(self.tokenizer, rows)
 
     def build_model(self) -> AlbertForSequenceClassification:
         labels = {"num_labels": 1} if self.regression else \
-            {"id2label": dict(enumerate(self.labels))}
+            {"id2label": dict(enumerate(self.labels or []))}
         return AlbertForSequenceClassification.from_pretrained(
             self.cfg.model, **labels, **model_overrides(self.cfg))
 
-    def predict(self, model, rows: list[dict]) -> np.ndarray:
+    def predict(self, model, rows: TableRows) -> np.ndarray:
         """Class indices (or scores for regression) in the order of `rows`, the batches
         shared by the ranks."""
         out = np.zeros(len(rows), dtype=np.float64 if self.regression else np.int64)
-        batches = length_batches([len(r["input_ids"]) for r in rows], self.cfg.eval_batch_size,
-                                 None)
-
-        def collate(ids):
-            return pad_for(self.tokenizer, [{k: v for k, v in rows[i].items() if k != "labels"}
-                                            for i in ids])
-
-        outputs = self.runtime.evaluate_batches(model, batches, collate, lambda o: [o.logits])
+        batches = length_batches(rows.lengths, self.cfg.eval_batch_size, None)
+        outputs = self.runtime.evaluate_batches(model, batches,
+                                                lambda ids: rows.batch(ids, labels=False),
+                                                lambda o: [o.logits])
         for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, labels) float32
             out[ids] = logits[:, 0] if self.regression else logits.argmax(-1)
         return out
@@ -85,7 +77,7 @@ class SequenceTask:
         task = self.cfg.task if self.cfg.task in GLUE else (
             "regression" if self.regression else "classification")
         for name, rows in self.dev_rows.items():
-            gold = np.array([r["labels"] for r in rows])
+            gold = rows.labels()
             result = glue_metrics(task, self.predict(model, rows), gold)
             if not self.regression:  # what always answering the commonest label scores
                 result["majority_baseline"] = float(np.bincount(gold.astype(np.int64)).max()
@@ -106,12 +98,7 @@ class SequenceTask:
         """GLUE submission TSVs for the test split(s) present in the task directory."""
         if self.cfg.task not in GLUE:
             return []
-        from litebert.tasks.glue import (
-            GLUE_TASKS,
-            read_glue,
-            submission_name,
-            write_glue_predictions,
-        )
+        from litebert.tasks.glue import GLUE_TASKS, submission_name, write_glue_predictions
 
         data = Path(self.cfg.data)
         jobs = [(self.cfg.task, data, split) for split in (
@@ -123,15 +110,32 @@ class SequenceTask:
             if not (directory / GLUE_TASKS[task].splits[split]).is_file() or \
                     any(p.name == "AX.tsv" for p in written) and task == "ax":
                 continue
-            predicted = self.predict(model, self.encode(reported(read_glue(task, directory,
-                                                                           split))))
+            test = table_rows(self.cfg, self.tokenizer, glue_source(task, directory, split),
+                              self.labels)
+            predicted = self.predict(model, test)
             values = predicted.tolist() if self.regression else \
-                [self.labels[i] for i in predicted]
+                [(self.labels or [])[i] for i in predicted]
             path = out / "predictions" / submission_name(task, split)
             if self.runtime.is_main:  # every rank predicts, one writes
                 path = write_glue_predictions(task, split, values, out / "predictions")
             written.append(path)
         return written
+
+
+# ---- data in memory: the reference the table cache is tested against ----------------------
+
+def encode_examples(tokenizer: Tokenizer, examples: list[TextExample], labels: list[str] | None,
+                    max_length: int) -> list[dict]:
+    """Examples as row dicts, one tokenizer call each (what SequenceTask did before the table
+    cache: tasks/table_inputs.py gives the same inputs from the cache's arrays)."""
+    rows = []
+    for ex in examples:
+        enc = tokenizer(ex.text_a, ex.text_b, truncation=True, max_length=max_length)
+        row: dict = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+        if ex.label is not None:
+            row["labels"] = float(ex.label) if labels is None else labels.index(str(ex.label))
+        rows.append(row)
+    return rows
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -159,10 +163,10 @@ def _generic(cfg: FinetuneConfig):
                                    label=cfg.label_column))
 
     data = Path(cfg.data)
-    train_file = _find(data, "train") if data.is_dir() else None
+    train_file = find_split(data, "train") if data.is_dir() else None
     if train_file is not None:
         train = read(train_file)
-        dev_file = _find(data, "dev")
+        dev_file = find_split(data, "dev")
         dev = read(dev_file) if dev_file else None
     elif data.is_dir() and not is_folder_input(data):  # a saved dataset's folder is a table
         names = ", ".join(["train" + s for s in TABLE_SUFFIXES] + ["a saved dataset train/"])
@@ -177,14 +181,3 @@ def _generic(cfg: FinetuneConfig):
         raise FinetuneError(f"{cfg.data}: no training examples")
     labels = None if cfg.task == "regression" else infer_labels(train + dev)
     return train, {"dev": dev}, labels
-
-
-def _find(directory: Path, stem: str) -> Path | None:
-    for suffix in TABLE_SUFFIXES:
-        if (directory / f"{stem}{suffix}").is_file():
-            return directory / f"{stem}{suffix}"
-    for name in SPLIT_FOLDERS[stem]:  # a DatasetDict's split folders
-        if is_folder_input(directory / name):
-            return directory / name
-    return None
-
