@@ -32,8 +32,8 @@ SLOW_LAYOUTS = {
     "dynamic nsp": {"pairs": "dynamic", "objective": "nsp"},
     "full-sentences static x2": {"objective": "none", "packing": "full-sentences",
                                  "masking": "static", "dupe_factor": 2},
-    "doc-sentences static x3": {"objective": "none", "packing": "doc-sentences",
-                                "masking": "static", "dupe_factor": 3},
+    "doc-sentences static x2": {"objective": "none", "packing": "doc-sentences",
+                                "masking": "static", "dupe_factor": 2},
 }
 
 
@@ -53,7 +53,7 @@ def pass_one_small(tmp_path_factory, corpus_and_tokenizer):
 
 @pytest.fixture(scope="module")
 def pass_one_large(tmp_path_factory, corpus_and_tokenizer):
-    return pass_one(tmp_path_factory, corpus_and_tokenizer, 5000)
+    return pass_one(tmp_path_factory, corpus_and_tokenizer, 2500)
 
 
 @pytest.fixture(scope="module")
