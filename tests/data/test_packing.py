@@ -1,6 +1,7 @@
 """`--packing full-sentences / doc-sentences` (RoBERTa) and the tokenizer's pair template in
-the data path: layouts by hand, coverage of every token, document boundaries, workers,
-the cache key, config errors, padding_fraction, a RoBERTa-style template, and bbc-news."""
+the data path: layouts by hand, the block-wise packing against the Packer it replaces,
+coverage of every token, document boundaries, the cache key, config errors,
+padding_fraction, a RoBERTa-style template, and bbc-news (workers: test_splits)."""
 
 from __future__ import annotations
 
@@ -208,19 +209,6 @@ def test_masks_skip_specials_and_keep_whole_words(tmp_path, corpus_and_tokenizer
     again.set_epoch(1)
     changed = sum(not torch.equal(ds[i]["labels"], again[i]["labels"]) for i in range(20))
     assert (changed >= 15) if masking == "dynamic" else changed == 0
-
-
-@pytest.mark.parametrize("packing", PACKED)
-def test_output_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer, packing):
-    # max_seq_length 24: over 1,024 instances, so the static masks come in two blocks.
-    common = dict(objective="none", packing=packing, masking="static", max_seq_length=24)
-    one, a = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, **common)
-    _, b = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2, **common)
-    assert one["splits"]["train"]["instances"] > 1024
-    for split in ("train", "heldout"):
-        for name in ("spans", "span_index", "masks", "mask_index"):
-            path = f"{split}.{name}.bin"
-            assert (a / path).read_bytes() == (b / path).read_bytes(), path
 
 
 def test_dupe_factor_repeats_the_packing(tmp_path, corpus_and_tokenizer):

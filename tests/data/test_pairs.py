@@ -159,10 +159,3 @@ def test_stats_show_the_reference_rules_topic_leak(tmp_path, corpus_and_tokenize
     assert "pairs_sampled" not in train  # static pairs: every instance
     assert train["cross_document_fraction"] > 0.05
     assert train["label_1_fraction"] > train["label_1_fraction_same_document"]
-
-
-def test_dynamic_build_does_not_depend_on_workers(tmp_path, corpus_and_tokenizer):
-    _, one = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, pairs="dynamic")
-    _, two = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2, pairs="dynamic")
-    for name in ("train.chunks.bin", "train.documents.bin", "heldout.chunks.bin"):
-        assert (one / name).read_bytes() == (two / name).read_bytes(), name

@@ -1,5 +1,5 @@
 """`--packing xlnet` (litebert.data.streams): one stream per split, its files in the manifest,
-the official loop's window count, <eod> (or the separator) after every document, workers,
+the official loop's window count, <eod> (or the separator) after every document,
 the reversed view against explicitly reversed arrays, config errors, the cache key, the CLI."""
 
 from __future__ import annotations
@@ -97,15 +97,6 @@ def test_window_count_is_the_official_loops():
         for seq_len, reuse in ((64, 32), (64, 20), (10, 3)):
             assert count_windows(length, seq_len, reuse) == \
                 official_window_count(length, seq_len, reuse)
-
-
-def test_streams_do_not_depend_on_workers(tmp_path, corpus_and_tokenizer):
-    _, a = small_build(tmp_path, corpus_and_tokenizer, "one", workers=1, reuse_len=24, **XLNET)
-    _, b = small_build(tmp_path, corpus_and_tokenizer, "two", workers=2, reuse_len=24, **XLNET)
-    for split in ("train", "heldout"):
-        for name in ("stream", "stream_flags"):
-            path = f"{split}.{name}.bin"
-            assert (a / path).read_bytes() == (b / path).read_bytes(), path
 
 
 def test_a_damaged_stream_is_an_error_naming_it(tmp_path, corpus_and_tokenizer):

@@ -37,12 +37,12 @@ documents lie between them):
 
 Packing reads sentence offsets only (never token ids), a block of documents at a time, and
 draws nothing at random, so the output does not depend on the workers. It is a greedy fill,
-so it depends on sentence lengths alone: `sentence_table` (vectorised, in the workers)
-finds for every sentence of a block where an instance begun there must stop, and
-`pack_table` follows those stops one instance at a time. Doc-sentences starts each block
-afresh; full-sentences carries the tokens of the instance still open from one block into
-the next (splits.write_packed), which gives exactly the packing of a fill sentence by
-sentence across the whole split.
+so it depends on sentence lengths alone: `sentence_table` (vectorised) finds for every
+sentence of a block where an instance begun there must stop, and `pack_table` follows
+those stops one instance at a time. Doc-sentences starts each block afresh; full-sentences
+carries the tokens of the instance still open from one block into the next
+(splits.write_packed), which gives exactly the packing of a fill sentence by sentence
+across the whole split.
 """
 
 from __future__ import annotations

@@ -2,13 +2,15 @@
 pairs), packed instances or XLNet streams, and static masks, from the arrays pass 1 wrote
 (see litebert.data.builder for the directory's layout).
 
-Everything runs in the workers (ordered_map, one shared pool), by blocks: DOCS_PER_TASK
-documents, or INSTANCES_PER_BLOCK instances for static masks. A task is a small description
-(directory, split, copy, block); the worker maps the arrays itself and returns the block's
-rows, which this process appends in order. Each block's RNG is seeded by (seed, purpose,
-split, copy, block), never by the worker, so the files do not depend on the workers.
-Full-sentences packing runs on from one block into the next: the workers make each block's
-sentence table and this process packs it, a step per instance (litebert.data.packing)."""
+Everything runs by blocks: DOCS_PER_TASK documents, or INSTANCES_PER_BLOCK instances for
+static masks. A task is a small description (directory, split, copy, block); whoever runs
+it maps the arrays itself and returns the block's rows, which this process appends in
+order. Pairs, chunks and static masks (Python per document or instance) run in the workers
+(ordered_map, one shared pool); packing and streams, vectorised, run here (see
+VECTORISED_WORKERS). Each block's RNG is seeded by (seed, purpose, split, copy, block),
+never by the process, so the files do not depend on the workers. Full-sentences packing
+runs on from one block into the next: each block becomes a sentence table, packed a step
+per instance while the open instance's tokens carry over (litebert.data.packing)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,11 @@ log = logging.getLogger("litebert")
 
 DOCS_PER_TASK = 256  # documents per instance-RNG block (as pass 1's documents per task)
 INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
+# Processes for packing and streams. Their blocks are vectorised numpy, cheaper than sending
+# a block's result from a worker (bench_pass2, 2 workers on a loaded 2-core machine: several
+# times slower than here); pairs and static masks, Python per document or instance, always
+# go to the workers. Their tasks are the workers' kind, so raising this moves them there.
+VECTORISED_WORKERS = 1
 
 
 # ---- instances and static masks ----------------------------------------------------
@@ -148,8 +155,8 @@ def _pack_within(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, work
     on its own."""
     tasks = ((str(out), docs[block:block + DOCS_PER_TASK], cfg.max_seq_length)
              for block in range(0, len(docs), DOCS_PER_TASK))
-    yield from _blocks(packed_block, tasks, workers, f"packing {split}",
-                       _num_blocks(len(docs)))
+    yield from _blocks(packed_block, tasks, min(workers, VECTORISED_WORKERS),
+                       f"packing {split}", _num_blocks(len(docs)))
 
 
 def _pack_across(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
@@ -160,8 +167,8 @@ def _pack_across(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, work
     tasks = ((str(out), docs[block:block + DOCS_PER_TASK], cfg.max_seq_length)
              for block in range(0, len(docs), DOCS_PER_TASK))
     used = 0
-    for table in _blocks(table_block, tasks, workers, f"packing {split}",
-                         _num_blocks(len(docs))):
+    for table in _blocks(table_block, tasks, min(workers, VECTORISED_WORKERS),
+                         f"packing {split}", _num_blocks(len(docs))):
         begins, used = pack_table(table, used)
         yield (*table_spans(table, begins), long_sentences(table))
 
@@ -312,7 +319,8 @@ def _stream_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tok
     tasks = ((str(out), docs[block:block + DOCS_PER_TASK], token_dtype,
               end_of_document_id(tokenizer), tokenizer.word_start_ids)
              for block in range(0, len(docs), DOCS_PER_TASK))
-    blocks = _blocks(stream_block, tasks, workers, f"stream {split}", _num_blocks(len(docs)))
+    blocks = _blocks(stream_block, tasks, min(workers, VECTORISED_WORKERS), f"stream {split}",
+                     _num_blocks(len(docs)))
     return write_streams(out, split, blocks, np.dtype(token_dtype), cfg.max_seq_length,
                          cfg.reuse_length)
 
