@@ -73,7 +73,7 @@ def pass_one(work: Path, size_mb: int, data: Path | None, workers: int) -> Path:
         text.write_text("\n".join(sentences), encoding="utf-8")
         train_sentencepiece([text], tokenizer, vocab_size=30000)
     corpus = work / f"corpus-{size_mb}mb.txt"
-    generate(corpus, sentences, size_mb)
+    generate(corpus, sentences, size_mb, "bert")
     out = work / f"pass2-{size_mb}mb"
     build([corpus], tokenizer, out, BuildConfig(max_seq_length=512, format="bert"),
           workers=workers)

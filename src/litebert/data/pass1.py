@@ -12,6 +12,7 @@ whole shard directories with the same `ArraysWriter`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -201,18 +202,51 @@ def write_histogram(out: Path, histogram: np.ndarray) -> None:
 def commonest_training_token(out: Path, histogram: np.ndarray, cfg: BuildConfig,
                              dtype: str, special_mask: np.ndarray) -> int:
     """The commonest non-special token of the training split: the histogram of all tokens
-    minus the held-out documents' (about heldout_fraction of them, read from tokens.bin)."""
+    minus the held-out documents' (about heldout_fraction of them, read from tokens.bin).
+
+    Read with pread, not through a mapping: touching scattered pages of a freshly written
+    file maps the cached pages around each one too (the kernel's fault-around), so a map
+    read of 1% of the documents left most of tokens.bin resident in this process."""
     size = len(histogram)
     counts = histogram.copy()
-    offsets = memmap(out / "sentences.bin", np.int64)  # (S + 1,)
-    starts = memmap(out / "documents.bin", np.int64)  # (D + 1,)
-    tokens = memmap(out / "tokens.bin", dtype)
-    held = np.flatnonzero(split_documents(len(starts) - 1, cfg))
-    first, last = offsets[starts[held]], offsets[starts[held + 1]]  # token range per doc
-    for at in range(0, len(held), 4096):  # a bincount per block of documents, not per one
-        block = zip(first[at:at + 4096].tolist(), last[at:at + 4096].tolist(), strict=True)
-        ids = np.concatenate([tokens[a:b] for a, b in block])
-        counts -= np.bincount(ids, minlength=size)[:size]
+    held = np.flatnonzero(split_documents(_length(out / "documents.bin", np.int64) - 1, cfg))
+    with _Reader(out / "documents.bin", np.int64) as starts, \
+            _Reader(out / "sentences.bin", np.int64) as offsets, \
+            _Reader(out / "tokens.bin", dtype) as tokens:
+        for at in range(0, len(held), 4096):  # a bincount per block of documents
+            docs = held[at:at + 4096]
+            first = offsets.at(starts.at(docs))  # (k,) token range of each document
+            last = offsets.at(starts.at(docs + 1))
+            ids = np.concatenate([tokens.span(a, b) for a, b in
+                                  zip(first.tolist(), last.tolist(), strict=True)])
+            counts -= np.bincount(ids, minlength=size)[:size]
     special = np.flatnonzero(special_mask)
     counts[special[special < size]] = -1
     return int(counts.argmax())
+
+
+def _length(path: Path, dtype) -> int:
+    return path.stat().st_size // np.dtype(dtype).itemsize
+
+
+class _Reader:
+    """Elements of a raw array file read with pread: nothing mapped, nothing kept."""
+
+    def __init__(self, path: Path, dtype):
+        self.path, self.dtype = path, np.dtype(dtype)
+
+    def __enter__(self) -> _Reader:
+        self.fd = os.open(self.path, os.O_RDONLY)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
+
+    def span(self, start: int, stop: int) -> np.ndarray:
+        size = self.dtype.itemsize
+        data = os.pread(self.fd, (stop - start) * size, start * size)
+        return np.frombuffer(data, dtype=self.dtype)
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        return np.array([self.span(int(p), int(p) + 1)[0] for p in positions.tolist()],
+                        dtype=self.dtype)
