@@ -113,10 +113,27 @@ def test_shared_pools_start_one_pool_per_worker_count(pools):
     assert pool._SHARED is not None and 2 in pool._SHARED
 
 
-def test_the_split_documents_file_is_removed_even_when_a_task_fails(tmp_path):
-    docs = np.array([[0, 2], [2, 5]])
-    with pytest.raises(RuntimeError), splits.split_documents_file(tmp_path, "train", docs,
-                                                                  keep=False) as path:
-        assert np.array_equal(np.fromfile(path, dtype=np.int64).reshape(-1, 2), docs)
+def test_the_split_documents_files_hold_the_split_and_go_even_when_a_task_fails(
+        tmp_path, corpus_and_tokenizer, monkeypatch):
+    """Each split's document ranges are written to a file (documents.bin read in blocks, so
+    nothing the size of the corpus is held), which pass 2 reads; a failure removes it."""
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer, heldout_fraction=0.2)
+    cfg = BuildConfig(**manifest["config"])
+    starts = np.fromfile(out / "documents.bin", dtype=np.int64)
+    ranges = np.stack([starts[:-1], starts[1:]], axis=1)
+    held = splits.split_documents(len(ranges), cfg)
+    monkeypatch.setattr(splits, "DOCUMENTS_PER_READ", 7)  # blocks that cut the splits
+    seen = {}
+
+    def fail(out_, split, docs, *args):
+        seen[split] = (docs.path, docs[0:len(docs)], docs[3:5])
         raise RuntimeError("a worker failed")
-    assert list(tmp_path.iterdir()) == []
+
+    monkeypatch.setattr(splits, "write_instances", fail)
+    with pytest.raises(RuntimeError, match="a worker failed"):
+        build_splits(out, cfg, Tokenizer.from_pretrained(out / "tokenizer"),
+                     manifest["counts"]["token_dtype"], workers=1)
+    path, whole, middle = seen["train"]
+    np.testing.assert_array_equal(whole, ranges[~held])
+    np.testing.assert_array_equal(middle, ranges[~held][3:5])
+    assert not path.exists() and not list(out.glob("*split-documents*"))

@@ -6,6 +6,7 @@ shape are the layout's, litebert.data.builder), so reading one never unpickles a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -35,3 +36,15 @@ def memmap(path: Path, dtype) -> np.ndarray:
         return np.zeros(0, dtype=dtype)
     # A plain ndarray view of the mapping: slicing np.memmap objects costs ~1 us each.
     return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
+
+
+def read_range(path: Path, dtype, start: int, stop: int) -> np.ndarray:
+    """Elements start .. stop of the array in `path`, read with one pread: a bounded read that
+    leaves nothing mapped (a map swept end to end stays resident in the process)."""
+    size = np.dtype(dtype).itemsize
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, max(stop - start, 0) * size, start * size)
+    finally:
+        os.close(fd)
+    return np.frombuffer(data, dtype=dtype).copy()

@@ -14,14 +14,13 @@ per instance while the open instance's tokens carry over (litebert.data.packing)
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from litebert.data.arrays import ArrayWriter
+from litebert.data.arrays import ArrayWriter, read_range
 from litebert.data.arrays import memmap as _memmap
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
@@ -60,14 +59,58 @@ def split_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
     """Boolean (D,): True for held-out documents (a seeded random sample, at least one when
     heldout_fraction > 0 and there are two documents or more)."""
     heldout = np.zeros(num_docs, dtype=bool)
-    if cfg.heldout_fraction > 0 and num_docs >= 2:
-        count = max(1, int(round(cfg.heldout_fraction * num_docs)))
-        rng = np.random.default_rng([cfg.seed, 1])
-        heldout[rng.choice(num_docs, size=count, replace=False)] = True
+    heldout[heldout_documents(num_docs, cfg)] = True
     return heldout
 
 
-def write_instances(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig,
+def heldout_documents(num_docs: int, cfg: BuildConfig) -> np.ndarray:
+    """(k,) sorted int64: the held-out documents of split_documents, as indices (k is
+    heldout_fraction of D: no array the size of the corpus)."""
+    if cfg.heldout_fraction <= 0 or num_docs < 2:
+        return np.zeros(0, dtype=np.int64)
+    count = max(1, int(round(cfg.heldout_fraction * num_docs)))
+    rng = np.random.default_rng([cfg.seed, 1])
+    return np.sort(rng.choice(num_docs, size=count, replace=False)).astype(np.int64)
+
+
+class SplitDocuments:
+    """A split's (D_split, 2) document ranges (first and one-past-last sentence), in a raw
+    file that the workers map and this process reads by slices with pread: nothing the size
+    of the corpus stays in memory here (at 160 GB of text, tens of millions of documents)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows = path.stat().st_size // 16
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        start, stop, _ = key.indices(self.rows)
+        return read_range(self.path, np.int64, 2 * start, 2 * max(start, stop)).reshape(-1, 2)
+
+
+DOCUMENTS_PER_READ = 1 << 20  # documents.bin entries read at once when the splits are written
+
+
+def write_split_documents(out: Path, held: np.ndarray, paths: dict[str, Path]) -> None:
+    """Each split's document ranges into paths[split], documents.bin read a block at a time
+    (held: the sorted held-out document indices)."""
+    writers = {split: ArrayWriter(path, np.int64) for split, path in paths.items()}
+    num_docs = (out / "documents.bin").stat().st_size // 8 - 1
+    for first in range(0, num_docs, DOCUMENTS_PER_READ):
+        last = min(first + DOCUMENTS_PER_READ, num_docs)
+        starts = read_range(out / "documents.bin", np.int64, first, last + 1)  # (n + 1,)
+        ranges = np.stack([starts[:-1], starts[1:]], axis=1)  # (n, 2)
+        is_held = np.isin(np.arange(first, last),
+                          held[np.searchsorted(held, first):np.searchsorted(held, last)])
+        writers["train"].append(ranges[~is_held])
+        writers["heldout"].append(ranges[is_held])
+    for writer in writers.values():
+        writer.close()
+
+
+def write_instances(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig,
                     template: PairTemplate, workers: int) -> dict[str, int]:
     """All instances (static pairs) or chunks (dynamic pairs) of one split, dupe_factor
     copies, in document order (the sampler shuffles), a block of DOCS_PER_TASK documents
@@ -79,15 +122,14 @@ def write_instances(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig,
     icfg = cfg.instance_config(template)
     writer = ArrayWriter(out / f"{split}.{name}.bin", np.int64)
     dropped: list[int] = []  # tokens of each skipped chunk
-    with split_documents_file(out, split, docs, keep=dynamic) as docs_path:
-        tasks = ((str(out), str(docs_path), split, copy, block, block + DOCS_PER_TASK,
-                  cfg.seed, icfg, dynamic)
-                 for copy in range(cfg.dupe_factor) for block in range(0, len(docs),
-                                                                       DOCS_PER_TASK))
-        for rows, block_dropped in _blocks(instance_block, tasks, workers, f"pairs {split}",
-                                           cfg.dupe_factor * _num_blocks(len(docs))):
-            writer.append(rows)
-            dropped += block_dropped
+    # The workers map docs.path: random Bs come from any document of the split.
+    tasks = ((str(out), str(docs.path), split, copy, block, block + DOCS_PER_TASK,
+              cfg.seed, icfg, dynamic)
+             for copy in range(cfg.dupe_factor) for block in range(0, len(docs), DOCS_PER_TASK))
+    for rows, block_dropped in _blocks(instance_block, tasks, workers, f"pairs {split}",
+                                       cfg.dupe_factor * _num_blocks(len(docs))):
+        writer.append(rows)
+        dropped += block_dropped
     writer.close()
     counts = {"instances": writer.count // width}
     if icfg.skips_single:
@@ -110,25 +152,7 @@ def instance_block(out: str, docs_path: str, split: str, copy: int, block: int, 
     return np.concatenate(rows), dropped
 
 
-@contextlib.contextmanager
-def split_documents_file(out: Path, split: str, docs: np.ndarray, keep: bool
-                         ) -> Iterator[Path]:
-    """The split's (D_split, 2) document ranges in a file the workers map (random Bs come
-    from any document of the split): {split}.documents.bin when the directory keeps it
-    (dynamic pairs), else a temporary file removed afterwards."""
-    if keep:
-        write_array(out / f"{split}.documents.bin", docs)
-        yield out / f"{split}.documents.bin"
-        return
-    path = temporary_name(out / f"{split}.split-documents.bin")
-    try:
-        np.ascontiguousarray(docs, dtype=np.int64).tofile(path)
-        yield path
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def write_packed(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+def write_packed(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, workers: int
                  ) -> dict[str, int]:
     """Packed instances of one split (litebert.data.packing), dupe_factor copies (the same
     packing, masked anew when masking is static). Returns the split's counts: "instances",
@@ -149,7 +173,7 @@ def write_packed(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, work
             "cut_sentences": cut_sentences}
 
 
-def _pack_within(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+def _pack_within(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, workers: int
                  ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
     """doc-sentences: no instance crosses a document, so each block is packed by a worker
     on its own."""
@@ -159,7 +183,7 @@ def _pack_within(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, work
                        f"packing {split}", _num_blocks(len(docs)))
 
 
-def _pack_across(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, workers: int
+def _pack_across(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, workers: int
                  ) -> Iterator[tuple[np.ndarray, np.ndarray, int]]:
     """full-sentences: an instance may run on into the next block, so the workers make each
     block's table and the packing itself, a step per instance, runs here, carrying the
@@ -285,15 +309,27 @@ def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
                  workers: int) -> dict[str, dict[str, int]]:
     """Pass 2: each split's instances, chunks, packed instances or stream, and static masks,
     in `workers` processes (see the module's docstring); returns the manifest's counts."""
-    # Mapped, not read: at 160 GB of text documents.bin holds tens of millions of documents.
-    documents = _memmap(out / "documents.bin", np.int64)
-    bounds = np.stack([documents[:-1], documents[1:]], axis=1)  # (D, 2) sentence ranges
-    heldout = split_documents(len(bounds), cfg)
+    num_docs = (out / "documents.bin").stat().st_size // 8 - 1
+    # Each split's document ranges go to a file, not into memory: {split}.documents.bin where
+    # the directory keeps it (dynamic pairs draw random Bs from it), else a temporary one.
+    keep = cfg.packing == "pairs" and cfg.pairs == "dynamic"
+    paths = {split: out / f"{split}.documents.bin" if keep else
+             temporary_name(out / f"{split}.split-documents.bin") for split in SPLITS}
+    try:
+        write_split_documents(out, heldout_documents(num_docs, cfg), paths)
+        return _write_splits(out, cfg, tokenizer, token_dtype, workers, paths)
+    finally:
+        for path in paths.values() if not keep else ():
+            path.unlink(missing_ok=True)
+
+
+def _write_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str, workers: int,
+                  paths: dict[str, Path]) -> dict[str, dict[str, int]]:
     mcfg = cfg.masks(tokenizer)  # random replacements: tokenizer.replacement_ids only
     result = {}
     with shared_pools():  # one pool for every map below
-        for split, chosen in (("train", ~heldout), ("heldout", heldout)):
-            docs = bounds[chosen]
+        for split in SPLITS:
+            docs = SplitDocuments(paths[split])
             counts = SPLIT_WRITERS[cfg.packing](out, split, docs, cfg, tokenizer, token_dtype,
                                                 workers)
             result[split] = {"documents": int(len(docs)), **counts}
@@ -304,17 +340,17 @@ def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
     return result
 
 
-def _pairs_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+def _pairs_split(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, tokenizer,
                  token_dtype: str, workers: int) -> dict[str, int]:
     return write_instances(out, split, docs, cfg, tokenizer.template, workers)
 
 
-def _packed_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+def _packed_split(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, tokenizer,
                   token_dtype: str, workers: int) -> dict[str, int]:
     return write_packed(out, split, docs, cfg, workers)
 
 
-def _stream_split(out: Path, split: str, docs: np.ndarray, cfg: BuildConfig, tokenizer,
+def _stream_split(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig, tokenizer,
                   token_dtype: str, workers: int) -> dict[str, int]:
     tasks = ((str(out), docs[block:block + DOCS_PER_TASK], token_dtype,
               end_of_document_id(tokenizer), tokenizer.word_start_ids)
