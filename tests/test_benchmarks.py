@@ -84,6 +84,7 @@ def test_pretrain_benchmark_eager_under_the_deprecated_model_option(data):
     assert_table(run.stdout, "tiny", "pretrain", ("litebert eager",))
 
 
+@pytest.mark.slow  # 16 s on 2 cores
 def test_pretrain_benchmark_compiled_side_alone(data):
     out = bench("bench_pretrain.py", data["sop"], "--preset", "tiny", "--compile", "true",
                 **{BACKEND_ENV: "aot_eager"}).stdout

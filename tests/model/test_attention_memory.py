@@ -71,6 +71,7 @@ def ratios(layers: int, rows: int, width: int, cap_gib: float,
     return unpadded["after"] / full["after"], step[1] / step[0]
 
 
+@pytest.mark.slow  # 23 s on 2 cores
 def test_unpadded_without_varlen_peaks_as_the_padded_path_small():
     """2 layers, 16 x 256: the (N, N) scores would have cost several times full's step."""
     whole, step = ratios(2, 16, 256, cap_gib=8)

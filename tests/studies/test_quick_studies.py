@@ -40,6 +40,7 @@ def check_structure(name: str, out, gathered: dict) -> None:
     assert (out / "metrics.png").is_file() or (out / "figure2.png").is_file()
 
 
+@pytest.mark.slow  # 65-73 s on 2 cores: the study's pieces have their own default tests
 def test_layer_similarity_quick_runs_end_to_end(tmp_path):
     out = tmp_path / "layer-similarity"
     gathered = run_quick("layer-similarity", out)

@@ -98,7 +98,8 @@ def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
 
 @pytest.mark.parametrize(("objective", "micro", "compiled"),
                          [("mlm", 4, False), ("mlm", 2, False), ("electra", 2, False),
-                          ("mlm", 2, True), ("electra", 2, True)])
+                          ("mlm", 2, True),
+                          pytest.param("electra", 2, True, marks=pytest.mark.slow)])
 def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path, monkeypatch, objective,
                                                      micro, compiled):
     """1 x 8 == 2 x 4 == 4 x 2: every loss part of the objective is divided by its count over
@@ -180,7 +181,8 @@ SLOW = pytest.mark.slow
 
 @pytest.mark.parametrize(("objective", "sharding"), [pytest.param("mlm", "--no-fsdp", marks=SLOW),
                                                    pytest.param("mlm", "--fsdp", marks=SLOW),
-                                                   ("electra", "--no-fsdp"),
+                                                   pytest.param("electra", "--no-fsdp",
+                                                                marks=SLOW),
                                                    ("electra", "--fsdp"),
                                                    pytest.param("mlm", "--compile", marks=SLOW),
                                                    ("mlm", "--compile --fsdp"),

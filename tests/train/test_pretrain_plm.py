@@ -174,6 +174,7 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
         assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow  # 23 s; test_pretrain_plm_memories resumes two processes' memories on one
 def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
     4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
