@@ -12,7 +12,8 @@ in order of what matters most (a --budget-s of wall time skips what is left, mar
     fsdp                the mlm+sop full row's step under fully_shard, one process
     checkpoint          a tiny run saved at its middle and resumed, against one straight run
     finetune sst2       `litebert finetune` on SST-2-like rows (albert-base, random weights,
-                        precision and compile auto); transformers' plain loop on them
+                        precision auto), eager and compiled: the steady rate off the run's
+                        timeline, the whole run's beside it; transformers' plain loop
     finetune squad      the same on SQuAD-like windows of 384 tokens
 
 Each row: tokens/s (examples/s for fine-tuning), MFU against the device's dense peak, peak

@@ -265,30 +265,52 @@ def plain_loop(model, rows: list[dict], batch: int, s: Settings,
     return step
 
 
+def steady_rate(timeline: list, batch: int) -> tuple[float, float]:
+    """(examples/s, compile seconds) off a run's timeline of (step, seconds) at its loss
+    lines: the rate from the first line at or past a third of the steps to the last (past
+    the compiles of the first widths), and the time the steps before it took beyond that
+    rate."""
+    last_step, last_t = timeline[-1]
+    first_step, first_t = next((st, t) for st, t in timeline if st >= last_step / 3)
+    if last_step == first_step:
+        first_step, first_t = 0, 0.0
+    per_step = (last_t - first_t) / (last_step - first_step)
+    return batch / per_step, max(0.0, first_t - first_step * per_step)
+
+
 def finetune_row(s: Settings, task: str, data: str, batch: int, seq: int) -> list[Row]:
-    """`litebert finetune` (precision and compile auto) for `steps` steps and one dev
-    evaluation: training examples a second of its whole run, evaluation and saving
-    included; transformers' plain loop on the same rows at a steady step."""
+    """`litebert finetune` (precision auto) eager and compiled, `steps` steps and one dev
+    evaluation each: training examples a second at a steady step (off the run's timeline),
+    the whole run's rate beside it; transformers' plain loop on the same rows."""
     preset, steps = s.size("albert-base", "tiny"), s.size(30, 3)
     model = random_model(s, preset)
-    cfg = FinetuneConfig(task=task, data=str(s.data / data), model=str(model),
-                         out=str(s.work / f"ft-{task}"), max_steps=steps, warmup_steps=1,
-                         batch_size=batch, max_seq_length=seq, eval_every=steps,
-                         max_query_length=s.size(64, 16), doc_stride=s.size(128, 16))
-    reset_peak(s.device)
-    result = finetune(cfg)
-    ours, peak = steps * batch / result["seconds"], peak_mb(s.device)
-    free()
-    rows = adapter_for(cfg).train_rows
+    rows: list[Row] = []
+    for variant, compiled in (("eager", False), ("compiled", True)):
+        cfg = FinetuneConfig(task=task, data=str(s.data / data), model=str(model),
+                             out=str(s.work / f"ft-{task}-{variant}"), max_steps=steps,
+                             warmup_steps=1, batch_size=batch, max_seq_length=seq,
+                             eval_every=steps, log_every=s.size(5, 1), compile=compiled,
+                             max_query_length=s.size(64, 16), doc_stride=s.size(128, 16))
+        reset_peak(s.device)
+        result = finetune(cfg)
+        steady, compile_s = steady_rate(result["timeline"], batch)
+        whole = steps * batch / result["seconds"]
+        rows.append(Row(f"finetune {task}", variant,
+                        f"{preset}, batch {batch}, up to {seq} tokens, {steps} steps + a dev "
+                        f"evaluation; whole run {whole:,.0f} ex/s", unit="ex/s",
+                        litebert=steady, peak_mb=peak_mb(s.device),
+                        compile_s=compile_s if compiled else None))
+        free()
     head = (transformers.AlbertForSequenceClassification if task == "sst2"
             else transformers.AlbertForQuestionAnswering)
     theirs = head.from_pretrained(model, attn_implementation="sdpa").to(s.device).train()
     keep = ("input_ids", "token_type_ids", "attention_mask",
             *(("labels",) if task == "sst2" else ("start_positions", "end_positions")))
-    measured = timed(plain_loop(theirs, rows, batch, s, keep), s)
-    return [Row(f"finetune {task}", "auto", f"{preset}, batch {batch}, up to {seq} tokens, "
-                f"{steps} steps + a dev evaluation, whole run", unit="ex/s", litebert=ours,
-                transformers=measured.per_s, peak_mb=peak)]
+    train_rows = adapter_for(cfg).train_rows
+    measured = timed(plain_loop(theirs, train_rows, batch, s, keep), s)
+    for row in rows:
+        row.transformers = measured.per_s
+    return rows
 
 
 def finetune_sst2(s: Settings) -> list[Row]:

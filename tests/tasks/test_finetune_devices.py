@@ -21,6 +21,7 @@ from litebert.cli import main
 from litebert.model import AlbertForPermutationLM
 from litebert.tasks.base import FinetuneError
 from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.runtime import finetune_compiles
 from litebert.train.compiling import BACKEND_ENV
 from tests.families.configs import xlnet_config
 from tests.families.test_xlnet_tasks import xlnet_tokenizer as xlnet_tokenizer  # noqa: F401
@@ -248,3 +249,11 @@ def test_bad_runtime_settings_are_one_sentence(base_model, tmp_path, monkeypatch
                  "--out", str(tmp_path / "o"), "--max-steps", "1", "--compile"]) == 2
     err = capsys.readouterr().err
     assert "torch.compile failed" in err and "--no-compile" in err and "Traceback" not in err
+
+
+def test_fine_tuning_compiles_only_when_asked():
+    """auto stays eager on CUDA too (measured slower compiled); true or a mode compiles."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert not finetune_compiles(None, cuda) and not finetune_compiles(None, cpu)
+    assert finetune_compiles(True, cuda) and finetune_compiles("reduce-overhead", cpu)
+    assert not finetune_compiles(False, cuda)

@@ -113,7 +113,8 @@ class FinetuneConfig:
                                     "adds a gradient scaler", choices=PRECISIONS)
     compile: bool | str | None = option(
         None, "torch.compile the model (automatic dynamic shapes: batches vary in length and "
-              "size): auto = on CUDA, eager on a CPU; true = torch's default mode; or a mode: "
+              "size): auto = eager (measured faster for fine-tuning, docs/finetuning.md); "
+              "true = torch's default mode; or a mode: "
               "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
               "--no-compile", choices=COMPILE_CHOICES, shown="auto")
     seed: int = option(42, "seed of the head's initialisation and the data order")

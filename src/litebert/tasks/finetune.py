@@ -87,6 +87,7 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
+               "timeline": loop.timeline,
                "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
                # What the optimiser used, defaults resolved; which of them the family gave.
                "optimizer": {k: getattr(cfg, k) for k in OPTIMIZER_FIELDS},
@@ -111,6 +112,10 @@ class TrainingLoop:
         # This rank's shares of the mean losses since the last loss line, (), on the device.
         self.losses = torch.zeros((), device=runtime.device)
         self.lr = 0.0  # the last step's (of the first parameter group)
+        # (step, seconds since the loop began) at each loss line, where the loop syncs anyway:
+        # the steady rate after compiling can be read off it (results.json's "timeline").
+        self.timeline: list[tuple[int, float]] = []
+        self.began = time.perf_counter()
         self.bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step",
                             disable=not runtime.is_main)
 
@@ -167,6 +172,7 @@ class TrainingLoop:
         """The mean training loss of the last `steps` steps, summed over ranks (every rank
         takes part), on rank 0's progress bar and log."""
         mean = float(all_reduce_sum(self.losses)) / steps
+        self.timeline.append((step, round(time.perf_counter() - self.began, 3)))
         self.losses.zero_()
         if self.runtime.is_main:
             self.bar.set_postfix(loss=f"{mean:.4f}")
