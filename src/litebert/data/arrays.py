@@ -38,13 +38,33 @@ def memmap(path: Path, dtype) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r").view(np.ndarray)
 
 
+class PreadArray:
+    """An array file read by ranges with pread: a bounded read that leaves nothing mapped (a
+    map swept end to end, or touched at scattered pages, stays resident in the process: the
+    kernel maps the cached pages around each page touched)."""
+
+    def __init__(self, path: Path, dtype):
+        self.path, self.dtype = path, np.dtype(dtype)
+
+    def __enter__(self) -> PreadArray:
+        self.fd = os.open(self.path, os.O_RDONLY)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.fd)
+
+    def span(self, start: int, stop: int) -> np.ndarray:
+        """Elements start .. stop, read-only."""
+        size = self.dtype.itemsize
+        data = os.pread(self.fd, max(stop - start, 0) * size, start * size)
+        return np.frombuffer(data, dtype=self.dtype)
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The elements at scattered positions, one pread each (k,)."""
+        return np.array([self.span(p, p + 1)[0] for p in positions.tolist()], self.dtype)
+
+
 def read_range(path: Path, dtype, start: int, stop: int) -> np.ndarray:
-    """Elements start .. stop of the array in `path`, read with one pread: a bounded read that
-    leaves nothing mapped (a map swept end to end stays resident in the process)."""
-    size = np.dtype(dtype).itemsize
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.pread(fd, max(stop - start, 0) * size, start * size)
-    finally:
-        os.close(fd)
-    return np.frombuffer(data, dtype=dtype).copy()
+    """Elements start .. stop of the array in `path`, read with one pread, writable."""
+    with PreadArray(path, dtype) as array:
+        return array.span(start, stop).copy()

@@ -12,14 +12,13 @@ whole shard directories with the same `ArraysWriter`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from litebert.data.arrays import ArrayWriter, memmap
+from litebert.data.arrays import ArrayWriter, PreadArray, memmap
 from litebert.data.build_config import BuildConfig
 from litebert.data.parts import (
     Part,
@@ -210,9 +209,9 @@ def commonest_training_token(out: Path, histogram: np.ndarray, cfg: BuildConfig,
     size = len(histogram)
     counts = histogram.copy()
     held = np.flatnonzero(split_documents(_length(out / "documents.bin", np.int64) - 1, cfg))
-    with _Reader(out / "documents.bin", np.int64) as starts, \
-            _Reader(out / "sentences.bin", np.int64) as offsets, \
-            _Reader(out / "tokens.bin", dtype) as tokens:
+    with PreadArray(out / "documents.bin", np.int64) as starts, \
+            PreadArray(out / "sentences.bin", np.int64) as offsets, \
+            PreadArray(out / "tokens.bin", dtype) as tokens:
         for at in range(0, len(held), 4096):  # a bincount per block of documents
             docs = held[at:at + 4096]
             first = offsets.at(starts.at(docs))  # (k,) token range of each document
@@ -227,26 +226,3 @@ def commonest_training_token(out: Path, histogram: np.ndarray, cfg: BuildConfig,
 
 def _length(path: Path, dtype) -> int:
     return path.stat().st_size // np.dtype(dtype).itemsize
-
-
-class _Reader:
-    """Elements of a raw array file read with pread: nothing mapped, nothing kept."""
-
-    def __init__(self, path: Path, dtype):
-        self.path, self.dtype = path, np.dtype(dtype)
-
-    def __enter__(self) -> _Reader:
-        self.fd = os.open(self.path, os.O_RDONLY)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        os.close(self.fd)
-
-    def span(self, start: int, stop: int) -> np.ndarray:
-        size = self.dtype.itemsize
-        data = os.pread(self.fd, (stop - start) * size, start * size)
-        return np.frombuffer(data, dtype=self.dtype)
-
-    def at(self, positions: np.ndarray) -> np.ndarray:
-        return np.array([self.span(int(p), int(p) + 1)[0] for p in positions.tolist()],
-                        dtype=self.dtype)
