@@ -136,3 +136,4 @@ def test_the_data_builds_workers_do_not_import_torch():
                          timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.splitlines() == ["[]", "litebert.model.albert True"]
+

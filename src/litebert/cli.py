@@ -423,14 +423,10 @@ def _add_data_commands(sub) -> None:
     p.set_defaults(func=cmd_data_verify)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_tool_commands(sub) -> None:
     from litebert.tokenization import TOKENIZER_KINDS
     from litebert.tokenization.layouts import LAYOUTS
 
-    parser = argparse.ArgumentParser(prog="litebert", description="ALBERT toolkit")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="debug logging (default: off)")
-    sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("params", help="parameter counts of every preset and the paper's ablation")
     p.set_defaults(func=cmd_params)
     p = sub.add_parser("smoke", help="forward/backward/save/load of a preset on random data")
@@ -479,25 +475,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="a built-in source: bbc-news or pang-lee-sentiment")
     p.add_argument("--out", required=True, help="directory for NAME.jsonl (required)")
     p.set_defaults(func=cmd_corpus_fetch)
-    _add_data_commands(sub)
-    _add_train_commands(sub)
-    _add_task_commands(sub)
-    _add_study_commands(sub)
+
+
+# Each group of commands, with the command names it adds. A command line builds only its
+# command's group: the training groups import torch and the models (about 4 s), which
+# `litebert data build` and the tokenizer commands never use.
+COMMAND_GROUPS = (
+    (_add_tool_commands, ("params", "smoke", "tokenizer", "corpus")),
+    (_add_data_commands, ("data",)),
+    (_add_train_commands, ("pretrain", "eval-pretraining", "recipes", "export", "plot", "demo")),
+    (_add_task_commands, ("finetune", "evaluate")),
+    (_add_study_commands, ("study",)),
+)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of `command`'s group when it names one."""
+    parser = argparse.ArgumentParser(
+        prog="litebert", description="ALBERT, BERT, RoBERTa, ELECTRA and XLNet: tokenizers, "
+                                     "data, pre-training, fine-tuning and the papers' studies")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging (default: off)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    known = any(command in names for _, names in COMMAND_GROUPS)
+    for add, names in COMMAND_GROUPS:
+        if not known or command in names:
+            add(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(message)s")
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors a command reports as one line (bad input, a failed write, a diverged run),
+    imported only once one happened."""
     from litebert.data.sources import FetchError
     from litebert.train.pretrain import TrainingDiverged
     from litebert.write_errors import WriteFailed
 
+    return (ConfigError, ValueError, FileNotFoundError, FetchError, TrainingDiverged,
+            WriteFailed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(message)s")
     try:
         args.func(args)
-    except (ConfigError, ValueError, FileNotFoundError, FetchError, TrainingDiverged,
-            WriteFailed) as err:
+    except Exception as err:
+        if not isinstance(err, user_errors()):
+            raise
         print(f"litebert {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

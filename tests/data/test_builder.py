@@ -363,3 +363,18 @@ def test_token_histogram_and_the_commonest_training_token(tmp_path, corpus_and_t
     del manifest["counts"]["commonest_training_token"]  # as an older build wrote it
     (out / "manifest.json").write_text(json.dumps(manifest))
     assert commonest_training_token(open_heldout(out)) == recorded
+
+
+def test_the_data_command_does_not_import_torch(tmp_path, corpus_and_tokenizer):
+    """`litebert data build` parses only the data commands' options (the training commands'
+    import torch and the models, about 4 s) and builds without torch, in 2 workers."""
+    corpus, tokenizer = corpus_and_tokenizer
+    code = ("import sys\nfrom litebert.cli import main\n"
+            f"rc = main(['data', 'build', {str(corpus)!r}, '--tokenizer', {str(tokenizer)!r}, "
+            f"'--out', {str(tmp_path / 'out')!r}, '--workers', '2', '--max-seq-length', '32'])\n"
+            "print(rc, sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines()[-1] == "0 []"
+    assert (tmp_path / "out" / "manifest.json").is_file()
