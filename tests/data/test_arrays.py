@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from litebert.data.arrays import ArrayWriter, PreadArray, memmap, read_range
+from litebert.data.arrays import ArrayWriter, PreadArray, ReleasableMap, memmap, read_range
 
 
 def test_ranges_and_scattered_elements_read_what_was_written(tmp_path):
@@ -20,3 +20,27 @@ def test_ranges_and_scattered_elements_read_what_was_written(tmp_path):
     copy = read_range(tmp_path / "a.bin", np.int64, 990, 1000)
     copy[0] = 1  # writable, and a copy: the file is untouched
     assert np.array_equal(read_range(tmp_path / "a.bin", np.int64, 990, 1000), values[990:])
+
+
+def _rss_file_mb() -> float:
+    status = open("/proc/self/status").read().splitlines()
+    return next(int(line.split()[1]) for line in status if line.startswith("RssFile:")) / 1024
+
+
+def test_a_released_map_hands_its_pages_back_and_still_reads(tmp_path):
+    """Touching every page of a map makes it resident in this process; release() drops it
+    from the process (the data stays readable, from the page cache)."""
+    values = np.arange(4 << 20, dtype=np.int64)  # 32 MB
+    values.tofile(tmp_path / "big.bin")
+    mapped = ReleasableMap(tmp_path / "big.bin", np.int64)
+    before = _rss_file_mb()
+    assert int(mapped.array[::512].sum()) == int(values[::512].sum())  # a read on every page
+    touched = _rss_file_mb()
+    mapped.release()
+    released = _rss_file_mb()
+    assert touched - before > 24 and touched - released > 24, (before, touched, released)
+    assert np.array_equal(mapped.array[-3:], values[-3:])
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert ReleasableMap(empty, np.int64).array.size == 0
+    ReleasableMap(empty, np.int64).release()

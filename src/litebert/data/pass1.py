@@ -29,7 +29,7 @@ from litebert.data.parts import (
     stats_record,
 )
 from litebert.data.pool import ordered_map
-from litebert.data.splits import split_documents
+from litebert.data.splits import heldout_documents
 from litebert.progress import progress
 from litebert.readers import CorpusStats, Document
 
@@ -208,12 +208,13 @@ def commonest_training_token(out: Path, histogram: np.ndarray, cfg: BuildConfig,
     read of 1% of the documents left most of tokens.bin resident in this process."""
     size = len(histogram)
     counts = histogram.copy()
-    held = np.flatnonzero(split_documents(_length(out / "documents.bin", np.int64) - 1, cfg))
+    held = heldout_documents(_length(out / "documents.bin", np.int64) - 1, cfg)  # (k,)
     with PreadArray(out / "documents.bin", np.int64) as starts, \
             PreadArray(out / "sentences.bin", np.int64) as offsets, \
             PreadArray(out / "tokens.bin", dtype) as tokens:
-        for at in range(0, len(held), 4096):  # a bincount per block of documents
-            docs = held[at:at + 4096]
+        # A bincount per block of documents: 256 keep its (n,) int64 copy of the ids near 1 MB.
+        for at in range(0, len(held), 256):
+            docs = held[at:at + 256]
             first = offsets.at(starts.at(docs))  # (k,) token range of each document
             last = offsets.at(starts.at(docs + 1))
             ids = np.concatenate([tokens.span(a, b) for a, b in

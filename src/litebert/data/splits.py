@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from litebert.data.arrays import ArrayWriter, read_range
+from litebert.data.arrays import ArrayWriter, ReleasableMap, read_range
 from litebert.data.arrays import memmap as _memmap
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
@@ -46,6 +46,7 @@ log = logging.getLogger("litebert")
 
 DOCS_PER_TASK = 256  # documents per instance-RNG block (as pass 1's documents per task)
 INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
+RELEASE_EVERY = 64  # instances (documents in pass 2a) between releases of a worker's maps
 # Processes for packing and streams. Their blocks are vectorised numpy, cheaper than sending
 # a block's result from a worker (bench_pass2, 2 workers on a loaded 2-core machine: several
 # times slower than here); pairs and static masks, Python per document or instance, always
@@ -142,13 +143,18 @@ def instance_block(out: str, docs_path: str, split: str, copy: int, block: int, 
                    ) -> tuple[np.ndarray, list[int]]:
     """A worker's task: the instances (or chunks) of documents block .. stop of the split's
     document ranges in `docs_path`, and the tokens of each chunk skipped."""
-    offsets = _memmap(Path(out) / "sentences.bin", np.int64)
-    docs = _memmap(Path(docs_path), np.int64).reshape(-1, 2)
+    offsets = ReleasableMap(Path(out) / "sentences.bin", np.int64)
+    docs = ReleasableMap(Path(docs_path), np.int64)
+    ranges = docs.array.reshape(-1, 2)  # (D_split, 2)
     make = document_chunks if dynamic else document_instances
     rng = np.random.default_rng([seed, 2, SPLITS.index(split), copy, block])
     dropped: list[int] = []
-    rows = [make(doc, offsets, docs, icfg, rng, dropped)
-            for doc in range(block, min(stop, len(docs)))]
+    rows = []
+    for n, doc in enumerate(range(block, min(stop, len(ranges))), 1):
+        rows.append(make(doc, offsets.array, ranges, icfg, rng, dropped))
+        if n % RELEASE_EVERY == 0:  # NSP's random B sentences come from anywhere
+            offsets.release()
+            docs.release()
     return np.concatenate(rows), dropped
 
 
@@ -289,20 +295,26 @@ def mask_block(out: str, split: str, start: int, seed: tuple, mcfg: MaskingConfi
 def _block_inputs(d: Path, split: str, start: int, template: PairTemplate, token_dtype: str,
                   packed: bool, word_start_ids: np.ndarray
                   ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(ids, word starts, maskable) of instances start .. start + INSTANCES_PER_BLOCK."""
-    tokens = _memmap(d / "tokens.bin", token_dtype)
-    word_starts = WordStarts(tokens, _memmap(d / "sentences.bin", np.int64), word_start_ids)
+    """(ids, word starts, maskable) of instances start .. start + INSTANCES_PER_BLOCK. The
+    held-out split's instances lie anywhere in tokens.bin: the maps are released every
+    RELEASE_EVERY instances (arrays.ReleasableMap)."""
+    tokens = ReleasableMap(d / "tokens.bin", token_dtype)
+    offsets = ReleasableMap(d / "sentences.bin", np.int64)
+    word_starts = WordStarts(tokens.array, offsets.array, word_start_ids)
     stop = start + INSTANCES_PER_BLOCK
+    rows: Iterable[np.ndarray]  # a packed instance's (k, 2) spans, or a pair's (5,) row
     if packed:
-        split_spans = open_packed(d, split)
-        for i in range(start, min(stop, len(split_spans))):
-            ids, _, starts, maskable = assemble_packed(tokens, word_starts,
-                                                       split_spans.spans_of(i), template)
-            yield ids, starts, maskable
-        return
-    for row in _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)[start:stop]:
-        ids, _, starts, maskable = assemble(tokens, word_starts, row, template)
+        spans = open_packed(d, split)
+        rows = (spans.spans_of(i) for i in range(start, min(stop, len(spans))))
+    else:
+        rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)[start:stop]
+    make = assemble_packed if packed else assemble
+    for n, row in enumerate(rows, 1):
+        ids, _, starts, maskable = make(tokens.array, word_starts, row, template)
         yield ids, starts, maskable
+        if n % RELEASE_EVERY == 0:
+            tokens.release()
+            offsets.release()
 
 
 def build_splits(out: Path, cfg: BuildConfig, tokenizer, token_dtype: str,
