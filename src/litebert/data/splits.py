@@ -46,7 +46,9 @@ log = logging.getLogger("litebert")
 
 DOCS_PER_TASK = 256  # documents per instance-RNG block (as pass 1's documents per task)
 INSTANCES_PER_BLOCK = 1024  # instances per static-masking RNG block
-RELEASE_EVERY = 64  # instances (documents in pass 2a) between releases of a worker's maps
+# Instances (documents in pass 2a) between releases of a worker's maps: each one's scattered
+# reads (its tokens, a binary search of sentences.bin) map up to ~1 MB around them.
+RELEASE_EVERY = 8
 # Processes for packing and streams. Their blocks are vectorised numpy, cheaper than sending
 # a block's result from a worker (bench_pass2, 2 workers on a loaded 2-core machine: several
 # times slower than here); pairs and static masks, Python per document or instance, always
@@ -91,7 +93,7 @@ class SplitDocuments:
         return read_range(self.path, np.int64, 2 * start, 2 * max(start, stop)).reshape(-1, 2)
 
 
-DOCUMENTS_PER_READ = 1 << 20  # documents.bin entries read at once when the splits are written
+DOCUMENTS_PER_READ = 1 << 16  # documents.bin entries read at once (~3 MB of arrays at a time)
 
 
 def write_split_documents(out: Path, held: np.ndarray, paths: dict[str, Path]) -> None:
