@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
-from litebert.model.albert import positions_after_pad
+from litebert.model.layers import positions_after_pad
 from tests.conftest import randomize
 from tests.families.configs import PAD, hf_roberta_config, roberta_config, roberta_inputs
 from tests.model.parity import assert_same_gradients, assert_same_outputs, labels_for

@@ -10,7 +10,7 @@ import torch._dynamo.testing
 import torch.nn.functional as F
 
 from litebert.data.loader import PretrainingDataset, collate
-from litebert.model.albert import additive_mask
+from litebert.model.layers import additive_mask
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import ElectraPretraining
 from tests.objectives.test_corruption import MASK, NEVER, rows

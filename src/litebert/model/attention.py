@@ -27,6 +27,15 @@ in training, fp32 hidden states without half-precision autocast, a torch without
 torch.nn.attention.varlen) the batch takes the padded layout, the additive (B, 1, 1, T)
 mask of a batch without document_ids, and the reason is logged once. A mask over all the
 unpadded tokens would be (N, N): at 32 x 512 that is 16k x 16k scores per head.
+
+Sliding windows (ModernBERT's local layers): `windowed(mask, window, T, device)` turns any
+of the masks above into the same kind limited to keys within window // 2 positions of the
+query, on either side, bounds included (transformers' rule: local_attention 128 sees
+|i - j| <= 64, 129 keys). None and the padding mask become a (T, T) or (B, 1, T, T) bool mask,
+a document mask is and-ed with the band, a BlockMask is rebuilt with the window's mask_mod,
+and Varlen carries the kernel's window_size (64, 64), which FlashAttention reads as inclusive
+bounds too. In packed rows the window runs within each document: positions there are
+offsets into it.
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask
 
 from litebert.data.attention_layout import filler_segments
 
@@ -77,6 +87,7 @@ class Varlen:
 
     cu_seqlens: torch.Tensor  # (B + F + 1,)
     max_seqlen: int
+    window: int | None = None  # keys seen on each side of a query (bounds included), or all
 
 
 @dataclass(frozen=True)
@@ -182,13 +193,50 @@ def log_padded_fallback(reason: str) -> None:
 
 def document_block_mask(document_ids: torch.Tensor):
     """FlexAttention's BlockMask: query and key in the same document (B, T)."""
-    from torch.nn.attention.flex_attention import create_block_mask
 
     def same(b, h, q, k):
         return document_ids[b, q] == document_ids[b, k]
 
     B, T = document_ids.shape
     return create_block_mask(same, B, None, T, T, device=document_ids.device)
+
+
+def window_band(length: int, window: int, device: torch.device | None = None) -> torch.Tensor:
+    """(T, T) bool: query i may attend to key j, |i - j| <= window // 2 (the sliding window
+    of `window` keys of ModernBERT's local_attention, half on each side, plus the query)."""
+    t = torch.arange(length, device=device)
+    return (t[:, None] - t[None, :]).abs() <= window // 2
+
+
+def window_mask_mod(window: int):
+    """FlexAttention's mask_mod of window_band; and-ed with a document mask_mod, the window
+    runs within documents."""
+    reach = window // 2
+
+    def near(b, h, q, k):
+        return (q - k).abs() <= reach
+
+    return near
+
+
+def windowed(mask: Any, window: int, length: int, device: torch.device) -> Any:
+    """`mask` (any attend() takes, for rows of `length` T on `device`) limited to the
+    sliding window."""
+    if isinstance(mask, Varlen):  # FlashAttention's (left, right) bounds are inclusive
+        return Varlen(mask.cu_seqlens, mask.max_seqlen, window // 2)
+    if isinstance(mask, BlockMask):
+        B, _, T, _ = mask.shape
+        near = and_masks(mask.mask_mod, window_mask_mod(window))
+        return create_block_mask(near, B, None, T, T, device=mask.kv_num_blocks.device)
+    band = window_band(length, window, device)  # (T, T)
+    if mask is None:
+        return band
+    if mask.dtype == torch.bool:  # documents: (B, 1, T, T), each query sees itself already
+        return mask & band
+    # Padding: the additive (B, 1, 1, T) as keys kept, and the query itself, so that a padding
+    # query far from every real token keeps one key (an empty row is NaN on older torch).
+    keep = (mask == 0) & band  # (B, 1, T, T)
+    return keep | torch.eye(length, dtype=torch.bool, device=device)
 
 
 @cache
@@ -213,7 +261,11 @@ def varlen(q, k, v, mask: Varlen) -> torch.Tensor:
     """q, k, v (1, nh, N, hd) -> (1, nh, N, hd) through torch's varlen FlashAttention."""
     assert varlen_attn is not None  # varlen_runs said so before the layout was made
     q, k, v = (t[0].transpose(0, 1) for t in (q, k, v))  # (N, nh, hd)
-    out = varlen_attn(q, k, v, mask.cu_seqlens, mask.cu_seqlens, mask.max_seqlen,
-                      mask.max_seqlen)
+    if mask.window is None:  # no window_size argument: torch's first varlen_attn has none
+        out = varlen_attn(q, k, v, mask.cu_seqlens, mask.cu_seqlens, mask.max_seqlen,
+                          mask.max_seqlen)
+    else:
+        out = varlen_attn(q, k, v, mask.cu_seqlens, mask.cu_seqlens, mask.max_seqlen,
+                          mask.max_seqlen, window_size=(mask.window, mask.window))
     assert isinstance(out, torch.Tensor)
     return out.transpose(0, 1)[None]

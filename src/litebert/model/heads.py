@@ -36,9 +36,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.albert import activation
 from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.layers import activation
 from litebert.model.outputs import (
     ClassifierOutput,
     MaskedLMOutput,

@@ -59,15 +59,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.albert import (
-    AlbertModel,
-    activation,
-    encoder_depths,
-    sharing_tables,
-    unrolled_source,
-)
+from litebert.model.albert import AlbertModel
 from litebert.model.backbone import register_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
 
 
@@ -235,7 +230,7 @@ class FeedForward(nn.Module):
 
 class XLNetEncoder(nn.Module):
     """The E->H projection (ALBERT-XLNet) and the layer modules, shared across depth by
-    model/albert.py's `sharing_tables` (same keys and sharing as AlbertEncoder)."""
+    model/layers.py's `sharing_tables` (same keys and sharing as AlbertEncoder)."""
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -462,7 +457,7 @@ class XLNetModel(AlbertPreTrainedModel):
 
     def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
         """Word embeddings, mask_emb and the E->H projection at depth 0, layer position k at
-        k + 1, the pooler at L + 2 (model/albert.py's encoder_depths)."""
+        k + 1, the pooler at L + 2 (model/layers.py's encoder_depths)."""
         return encoder_depths(self.encoder, [self.word_embedding, self.mask_emb], self.pooler)
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:

@@ -1,0 +1,216 @@
+"""Layers and helpers that more than one backbone uses.
+
+Generic pieces, shared by the ALBERT and XLNet backbones (and any other):
+
+    activation          a hidden_act name -> the function
+    positions_after_pad RoBERTa's position ids
+    additive_mask       (B, T) padding mask -> SDPA's additive (B, 1, 1, T) mask
+    sharing_tables      ALBERT's cross-layer sharing: which module each layer position uses
+    encoder_depths      layer-wise lr decay depths of an encoder with those tables
+    unrolled_source     unrolling: the shared module a layer position reads
+
+ModernBERT's building blocks (Warner et al., 2024), each a plain module of sizes, not a config:
+
+    layer_norm          LayerNorm without a bias
+    GeGLU               Wi (H -> 2I) = [input | gate], act(input) * gate, Wo (I -> H)
+    RotaryAttention     one Wqkv GEMM, RoPE on q and k (model/rope.py), attend(), Wo
+    PreNormAttention    x + attention(attn_norm(x)); the first layer's attn_norm is the identity
+    PreNormMLP          x + GeGLU(mlp_norm(x))
+    PreNormLayer        PreNormAttention then PreNormMLP: one ModernBERT encoder layer
+
+Attention and MLP are separate residual blocks so that ALBERT's sharing tables can share one
+half without the other (an encoder's `attentions` / `ffns` lists). Whether a layer attends
+globally or through a sliding window is the position's business, not the module's: the encoder
+hands each call its mask (model/attention.py's `windowed`) and its rotary table (that layer
+type's theta), so one shared module can serve positions of both types. No linear layer or norm
+here has a bias, as in ModernBERT (transformers' defaults attention_bias, mlp_bias and
+norm_bias are all False).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from litebert.config import AlbertConfig
+from litebert.model.attention import attend
+from litebert.model.rope import apply_rope
+
+
+def activation(name: str):
+    """GELU "gelu_new" is the tanh approximation of the official code; "gelu" is exact erf."""
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: F.gelu(x, approximate="tanh")  # one fused kernel, fused backward
+    return {"gelu": F.gelu, "relu": F.relu, "silu": F.silu, "swish": F.silu,
+            "tanh": torch.tanh}[name]
+
+
+def positions_after_pad(input_ids, pad_token_id: int):
+    """RoBERTa's (fairseq's) position ids: real tokens are numbered pad + 1, pad + 2, ... by
+    their count so far (so left padding shifts nothing), pad tokens get pad itself."""
+    real = input_ids.ne(pad_token_id).long()  # (B, T)
+    return torch.cumsum(real, dim=1) * real + pad_token_id  # (B, T)
+
+
+def additive_mask(attention_mask, dtype):
+    """(B, T) 1 = token, 0 = pad  ->  (B, 1, 1, T) 0 / -inf-ish added to attention scores.
+
+    None stays None (SDPA's unmasked fast path). Whether a batch is padded is the collator's
+    decision, made on the host (it leaves the mask out when nothing is): testing the mask
+    here would read it back from the device, a host sync in every forward.
+    """
+    if attention_mask is None:
+        return None
+    keep = attention_mask[:, None, None, :].to(torch.bool)
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(
+        ~keep, torch.finfo(dtype).min)
+
+
+# ---- cross-layer sharing -----------------------------------------------------------------------
+
+def sharing_tables(config: AlbertConfig) -> tuple[list[int], list[int]]:
+    """For each layer position, the index of its attention module and of its FFN module."""
+    inner = config.inner_group_num
+    positions = range(config.num_layer_positions)
+    grouped = [config.group_of_layer(k // inner) * inner + k % inner for k in positions]
+    own = list(positions)
+    attn = grouped if config.sharing in ("all", "attention") else own
+    ffn = grouped if config.sharing in ("all", "ffn") else own
+    return attn, ffn
+
+
+Depths = list[tuple[nn.Module | nn.Parameter, int]]
+
+
+def encoder_depths(encoder: Any, inputs: list[nn.Module | nn.Parameter],
+                   pooler: nn.Module | None) -> tuple[Depths, int]:
+    """layer_depths of a backbone whose encoder keeps AlbertEncoder's per-position tables
+    (`attentions` / `ffns` with `attention_index` / `ffn_index`, and the E->H projection):
+    `inputs` and the projection at depth 0, layer position k at k + 1, the pooler level with
+    the head (L + 2). A module shared over several depths takes the depth of its highest use,
+    so the largest rate of those it serves: its top use is the one nearest the head (the
+    lowest would slow the whole shared stack down to the embeddings' rate)."""
+    L = len(encoder.attention_index)
+    parts: Depths = [(part, 0) for part in inputs]
+    if encoder.embedding_hidden_mapping_in is not None:
+        parts.append((encoder.embedding_hidden_mapping_in, 0))
+    for modules, index in ((encoder.attentions, encoder.attention_index),
+                           (encoder.ffns, encoder.ffn_index)):
+        top = {n: k + 1 for k, n in enumerate(index)}  # later positions overwrite: the max
+        parts.extend((modules[n], depth) for n, depth in top.items())
+    if pooler is not None:
+        parts.append((pooler, L + 2))
+    return parts, L
+
+
+# A key of the encoder's per-position modules: `encoder.attentions.3.query.weight`.
+_LAYER_KEY = re.compile(r"^(encoder\.)(attentions|ffns)\.(\d+)\.(.*)$")
+
+
+def unrolled_source(encoder: Any, key: str) -> str:
+    """For a key of the unrolled backbone (an AlbertEncoder-like `encoder` with its
+    per-position tables), the key of the module that layer position k uses here."""
+    match = _LAYER_KEY.match(key)
+    if not match:
+        return key
+    head, part, k, rest = match.groups()
+    index = encoder.attention_index if part == "attentions" else encoder.ffn_index
+    return f"{head}{part}.{index[int(k)]}.{rest}"
+
+
+# ---- ModernBERT's blocks -----------------------------------------------------------------------
+
+def layer_norm(size: int, eps: float = 1e-5) -> nn.LayerNorm:
+    """LayerNorm with a scale and no bias (ModernBERT's every norm; its eps is 1e-5)."""
+    return nn.LayerNorm(size, eps=eps, bias=False)
+
+
+class GeGLU(nn.Module):
+    """Gated MLP: one GEMM makes the input and the gate halves, act(input) * gate, then Wo.
+    ModernBERT's act is "gelu", exact erf (transformers' ACT2FN["gelu"] is F.gelu)."""
+
+    def __init__(self, hidden: int, intermediate: int, act: str = "gelu",
+                 dropout: float = 0.0):
+        super().__init__()
+        self.Wi = nn.Linear(hidden, 2 * intermediate, bias=False)
+        self.act = activation(act)
+        self.drop = nn.Dropout(dropout)
+        self.Wo = nn.Linear(intermediate, hidden, bias=False)
+
+    def forward(self, x):  # (B, T, H)
+        value, gate = self.Wi(x).chunk(2, dim=-1)  # each (B, T, I): the input half first
+        return self.Wo(self.drop(self.act(value) * gate))  # (B, T, H)
+
+
+class RotaryAttention(nn.Module):
+    """Bias-free multi-head self-attention with rotary positions on q and k: no residual, no
+    norm (PreNormAttention adds them). `dropout` drops attention probabilities in training
+    and the output projection's result, as ModernBERT's attention_dropout does both."""
+
+    def __init__(self, hidden: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        if hidden % heads:
+            raise ValueError(f"hidden size {hidden} is not a multiple of {heads} heads")
+        self.num_heads = heads
+        self.Wqkv = nn.Linear(hidden, 3 * hidden, bias=False)  # [q | k | v], heads inside each
+        self.Wo = nn.Linear(hidden, hidden, bias=False)
+        self.attention_dropout = dropout
+        self.out_drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask, rope):
+        """x (B, T, H); mask: any of model/attention.py's; rope: (cos, sin) of this layer's
+        theta, (T, hd) or (B, T, hd) each (model/rope.py)."""
+        B, T, H = x.shape
+        qkv = self.Wqkv(x).view(B, T, 3, self.num_heads, H // self.num_heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, nh, T, hd)
+        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        p = self.attention_dropout if self.training else 0.0
+        y = attend(q, k, v, mask, p)  # (B, nh, T, hd)
+        return self.out_drop(self.Wo(y.transpose(1, 2).reshape(B, T, H)))  # (B, T, H)
+
+
+class PreNormAttention(nn.Module):
+    """x + attention(attn_norm(x)). `first`: the encoder's first layer, whose input is the
+    embeddings' output, normed already (ModernBERT's layer 0 has an identity attn_norm)."""
+
+    def __init__(self, hidden: int, heads: int, dropout: float = 0.0, eps: float = 1e-5,
+                 first: bool = False):
+        super().__init__()
+        self.attn_norm = nn.Identity() if first else layer_norm(hidden, eps)
+        self.attn = RotaryAttention(hidden, heads, dropout)
+
+    def forward(self, x, mask, rope):  # (B, T, H) -> (B, T, H)
+        return x + self.attn(self.attn_norm(x), mask, rope)
+
+
+class PreNormMLP(nn.Module):
+    """x + GeGLU(mlp_norm(x))."""
+
+    def __init__(self, hidden: int, intermediate: int, act: str = "gelu",
+                 dropout: float = 0.0, eps: float = 1e-5):
+        super().__init__()
+        self.mlp_norm = layer_norm(hidden, eps)
+        self.mlp = GeGLU(hidden, intermediate, act, dropout)
+
+    def forward(self, x):  # (B, T, H) -> (B, T, H)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class PreNormLayer(nn.Module):
+    """One ModernBERT encoder layer: PreNormAttention, then PreNormMLP. Its state dict is
+    transformers' `layers.{i}.` keys behind `attention.` / `ffn.` (attention.attn_norm,
+    attention.attn.Wqkv, attention.attn.Wo, ffn.mlp_norm, ffn.mlp.Wi, ffn.mlp.Wo)."""
+
+    def __init__(self, hidden: int, heads: int, intermediate: int, *, act: str = "gelu",
+                 attention_dropout: float = 0.0, mlp_dropout: float = 0.0,
+                 eps: float = 1e-5, first: bool = False):
+        super().__init__()
+        self.attention = PreNormAttention(hidden, heads, attention_dropout, eps, first)
+        self.ffn = PreNormMLP(hidden, intermediate, act, mlp_dropout, eps)
+
+    def forward(self, x, mask, rope):  # (B, T, H) -> (B, T, H)
+        return self.ffn(self.attention(x, mask, rope))
