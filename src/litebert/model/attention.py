@@ -47,7 +47,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask
 
 from litebert.data.attention_layout import filler_segments
 
@@ -57,6 +56,18 @@ try:
     from torch.nn.attention.varlen import varlen_attn
 except ImportError:
     varlen_attn = None  # type: ignore[assignment]
+# FlexAttention came with torch 2.5: on 2.4, --attention document is refused before any mask
+# is made, and no mask is ever a BlockMask.
+try:
+    from torch.nn.attention.flex_attention import (
+        BlockMask,
+        and_masks,
+        create_block_mask,
+        flex_attention,
+    )
+except ImportError:
+    class BlockMask:  # type: ignore[no-redef]
+        """Stands in on a torch without FlexAttention: nothing is one."""
 
 log = logging.getLogger("litebert")
 
@@ -243,8 +254,6 @@ def windowed(mask: Any, window: int, length: int, device: torch.device) -> Any:
 def compiled_flex_attention():
     """flex_attention compiled once: only compiled does it run as a fused kernel (inside a
     compiled model the outer graph inlines it)."""
-    from torch.nn.attention.flex_attention import flex_attention
-
     return torch.compile(flex_attention, dynamic=False)
 
 
