@@ -2,7 +2,9 @@
 
 A link is `[text](path)`, `[text](path#anchor)` or `[text](#anchor)` (images too), outside code
 blocks and inline code. A path is relative to the file that holds it; an anchor into a
-markdown file must be the GitHub slug of one of its headings.
+markdown file must be the GitHub slug of one of its headings. And the repository stands alone:
+no tracked file points at the private design brief outside it (docs/design.md holds what a
+reader needs of it) or keeps a placeholder marker.
 """
 
 from __future__ import annotations
@@ -165,3 +167,56 @@ def test_the_slurm_script_and_the_cluster_commands_are_valid_bash(tmp_path):
         path.write_text(block, encoding="utf-8")
         checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert checked.returncode == 0, (block[:200], checked.stderr)
+
+
+# ---- the repository stands alone ---------------------------------------------------------------
+
+# Spelled in pieces so that this file does not match itself.
+OUTSIDE = ("../" + "shared", "DESIGN" + ".md")  # the private brief no clone has
+MARKER = "<!-- " + "components:"  # a placeholder left for someone to fill in
+
+
+def tracked_text_files(root: Path = ROOT) -> list[Path]:
+    """Every file git tracks under `root` that reads as UTF-8 text."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    files = []
+    for name in filter(None, listed):
+        path = root / name
+        try:
+            path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue  # binary (a plot), or deleted in the work tree
+        files.append(path)
+    return files
+
+
+def outside_references(root: Path = ROOT) -> list[str]:
+    """'path:line: text' for each line that points outside the repository or keeps a marker."""
+    problems = []
+    for path in tracked_text_files(root):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if any(word in line for word in (*OUTSIDE, MARKER)):
+                problems.append(f"{path.relative_to(root)}:{number}: {line.strip()}")
+    return problems
+
+
+def test_the_repository_stands_alone():
+    """Docs and tests cite docs/design.md, never the private brief; no placeholder is left."""
+    assert len(tracked_text_files()) > 100  # git answered: the check below read the tree
+    problems = outside_references()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_stand_alone_check_finds_each_kind(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(f"see [it]({OUTSIDE[0]}/{OUTSIDE[1]})\nfine\n")
+    (tmp_path / "b.py").write_text(f"# as {OUTSIDE[1]} says\n")
+    (tmp_path / "c.md").write_text(f"{MARKER} updated by the lead -->\n")
+    (tmp_path / "untracked.md").write_text(f"{MARKER} not tracked, not checked\n")
+    (tmp_path / "plot.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe" + OUTSIDE[1].encode())
+    subprocess.run(["git", "add", "docs/a.md", "b.py", "c.md", "plot.png"], cwd=tmp_path,
+                   check=True)
+    assert [p.split(":")[0:2] for p in outside_references(tmp_path)] == [
+        ["b.py", "1"], ["c.md", "1"], ["docs/a.md", "1"]]

@@ -234,7 +234,7 @@ def _study_report(study_dir: Path, missing_ok: bool) -> None:
 
 
 def _add_study_commands(sub) -> None:
-    study = sub.add_parser("study", help="the paper's experiments: runs, evaluations, report")
+    study = sub.add_parser("study", help="the papers' experiments: runs, evaluations, report")
     ssub = study.add_subparsers(dest="study_command", required=True)
     p = ssub.add_parser("list", help="the built-in studies")
     p.set_defaults(func=cmd_study_list)
@@ -275,7 +275,8 @@ def _add_train_commands(sub) -> None:
     from litebert.objectives import describe_fields
     from litebert.train.run_config import PretrainConfig
 
-    p = sub.add_parser("pretrain", help="pre-train with MLM + SOP/NSP (torchrun-aware)",
+    p = sub.add_parser("pretrain", help="pre-train: MLM (+ SOP/NSP), ELECTRA's replaced-token "
+                            "detection or XLNet's permutation LM (torchrun-aware)",
                        description="Each field comes from the recipe (--config), else from "
                                    "the default shown; options and --set override both.")
     p.add_argument("--config", metavar="RECIPE",
@@ -283,7 +284,7 @@ def _add_train_commands(sub) -> None:
                         "a YAML file (default: none, the defaults below)")
     add_options(p, PretrainConfig)
     p.add_argument("--objective", metavar="NAME",
-                   help="the objective: mlm, electra or package.module:Class; the recipe's "
+                   help="the objective: mlm, electra, plm or package.module:Class; the recipe's "
                         "objective fields stay (default: the recipe's, else mlm)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="any field, the value read as YAML, e.g. "
@@ -329,7 +330,7 @@ def _add_eval_pretraining(sub) -> None:
     p = sub.add_parser(
         "eval-pretraining", help="MLM, SOP and NSP accuracy of a pre-trained model on "
                                  "held-out documents (the paper's Table 5); RTD metrics of "
-                                 "an ELECTRA discriminator",
+                                 "an ELECTRA discriminator; PLM accuracy of an XLNet LM",
         description="Scores MODEL on the held-out documents of --data: MLM at masked "
                     "tokens, and SOP and NSP pairs built from the same documents whatever "
                     "objective the data was built with, all drawn once from --seed so every "
@@ -338,11 +339,13 @@ def _add_eval_pretraining(sub) -> None:
                     "instead (rtd_* keys), its input corrupted by --generator, with "
                     "training's own evaluation on the data's held-out instances: a run's "
                     "--seed, eval_instances and micro_batch_size reproduce its last "
-                    "eval_rtd_* figures. Runs on CUDA when there is one.")
+                    "eval_rtd_* figures. A permutation-LM model (XLNet's LM head) is "
+                    "scored on the data's held-out windows with the objective fields its "
+                    "run recorded (plm_* keys). Runs on CUDA when there is one.")
     p.add_argument("model", metavar="MODEL",
-                   help="a model directory: litebert, transformers ALBERT, BERT, ELECTRA or "
-                        "RoBERTa (a checkpoint without a pair head gets MLM only; an "
-                        "ELECTRA discriminator gets RTD)")
+                   help="a model directory: litebert, transformers ALBERT, BERT, ELECTRA, "
+                        "RoBERTa or XLNet (a checkpoint without a pair head gets MLM only; an "
+                        "ELECTRA discriminator gets RTD; an XLNet LM gets PLM)")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="a data directory from `litebert data build`, made with the model's "
                         "tokenizer (required)")

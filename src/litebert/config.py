@@ -7,8 +7,9 @@ translation. The fields that are ours:
   transformers equivalent; "none" gives every layer its own weights.
 - `model_type`: the checkpoint family whose layout a model directory is written in (see
   litebert.families). It decides file names only: the structure is in the fields below.
-- `backbone`: which registered backbone the heads are built on (litebert.model.backbone;
-  "albert" is the one every family here uses). Checked against the registry when a model is
+- `backbone`: which registered backbone the heads are built on (litebert.model.backbone):
+  "albert" under the albert, bert, electra and roberta families, "xlnet" under the xlnet
+  family; litebert's own layout holds any. Checked against the registry when a model is
   built, since this module sits below the models.
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
   `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
@@ -98,9 +99,11 @@ class AlbertConfig:
     sharing: str = "all"
     model_type: str = "albert"
     # ---- structure (ours; defaults are ALBERT's) ----
-    # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Only "albert"
-    # (the embeddings -> shared layers -> pooler of model/albert.py, which also builds BERT,
-    # ELECTRA and RoBERTa) has a transformers layout; another is saved in litebert's own.
+    # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Two have
+    # transformers layouts: "albert" (the embeddings -> shared layers -> pooler of
+    # model/albert.py, which also builds BERT, ELECTRA and RoBERTa: those four families) and
+    # "xlnet" (model/xlnet.py: the xlnet family). One that no family lists in its `backbones`
+    # is saved in litebert's own layout.
     backbone: str = "albert"
     # The E->H linear after the embeddings: "always" (ALBERT, even when E == H),
     # "when_sizes_differ" (ELECTRA: only if embedding_size != hidden_size), "never" (BERT;

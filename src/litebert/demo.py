@@ -19,6 +19,7 @@ from pathlib import Path
 
 from litebert.data.builder import BuildConfig, build
 from litebert.data.sources import fetch
+from litebert.tasks.finetune import FinetuneConfig, finetune
 from litebert.tokenization import train_tokenizer
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain
@@ -126,8 +127,6 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
 
 def _finetune_topics(corpus: Path, model: Path, out: Path) -> dict:
     """Topic classification of the articles (first 128 tokens), 10% held out as dev."""
-    from litebert.tasks.finetune import FinetuneConfig, finetune
-
     cfg = FinetuneConfig(task="classification", data=str(corpus), model=str(model),
                          out=str(out), text_a="text", label_column="label", lr=5e-4,
                          batch_size=16, max_steps=300, warmup_steps=30, max_seq_length=128,

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.fsdp import fully_shard
 
 from litebert.write_errors import WriteFailed
 
@@ -105,8 +106,6 @@ def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
     find_unused: DDP looks for parameters the forward did not use after each one (a walk
     over the autograd graph), for a model with some its loss never reaches."""
     if shards(info, fsdp):
-        from torch.distributed.fsdp import fully_shard
-
         for module, reshard in units:
             fully_shard(module, reshard_after_forward=reshard)
         fully_shard(model)

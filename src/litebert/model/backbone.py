@@ -10,8 +10,10 @@ than the forward pass (heads, Auto classes, layer-wise lr decay, FSDP units, FLO
 unrolling) goes through the `Backbone` protocol, never through a class name. A new backbone
 is one module whose class is decorated with `@register_backbone("name")`, imported by
 litebert/model/__init__.py (a class outside the package registers the same way before the
-model is built); config.json's `backbone` then selects it. A backbone other than "albert"
-has no transformers layout and is saved in litebert's own (families/litebert.py).
+model is built); config.json's `backbone` then selects it. A backbone has a transformers
+layout when a family adapter lists it in its `backbones` ("albert": the albert, bert,
+electra and roberta families; "xlnet": the xlnet family); any other is saved in litebert's
+own (families/litebert.py).
 
 This module imports no backbone (the backbones import it), so anything in the package may
 import it; importing it runs litebert/model/__init__.py first, which registers ours.

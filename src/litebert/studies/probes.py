@@ -25,7 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from litebert.data.sources import fetch
 from litebert.files import atomic_directory, read_text
+from litebert.model.hub import read_config
+from litebert.tasks.finetune import FinetuneConfig, finetune
 from litebert.tasks.race import LETTERS
 
 SPLIT_SEED = 0  # the train/dev split of every probe: fixed, so runs and seeds share it
@@ -56,8 +59,6 @@ def read_corpus(corpus_dir: Path, source: str) -> list[dict]:
     """The records of CORPUS_DIR/<source>.jsonl, fetched from the registry when missing."""
     path = Path(corpus_dir) / f"{source}.jsonl"
     if not path.is_file():
-        from litebert.data.sources import fetch
-
         fetch(source, Path(corpus_dir))
     records = []
     for lineno, line in enumerate(read_text(path).splitlines(), 1):
@@ -222,15 +223,11 @@ def run_probes(probes: list[dict], model_dir: Path, work: Path, corpus_dir: Path
 def _fitting_length(model_dir: Path, wanted: int) -> int:
     """The probe's input length, cut to what the model's position table holds (a --quick
     study pre-trains with 64 positions; the probe's own default may be longer)."""
-    from litebert.model.hub import read_config
-
     return min(wanted, read_config(Path(model_dir)).max_sequence_length)
 
 
 def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
               quick: bool) -> dict[str, Any]:
-    from litebert.tasks.finetune import FinetuneConfig, finetune
-
     name = spec["name"]
     probe = _probe(name)
     data, info = probe_data(name, corpus_dir, quick)

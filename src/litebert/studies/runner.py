@@ -33,7 +33,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from litebert.data.builder import build, cache_key
+from litebert.data.loader import PretrainingDataset
+from litebert.data.sources import SOURCES, fetch
 from litebert.files import atomic_write_json
+from litebert.model import AutoModel
+from litebert.model.counts import count
+from litebert.objectives import evaluate_directory
+from litebert.studies.probes import run_probes
+from litebert.studies.similarity import layer_transitions
 from litebert.studies.spec import (
     RunSpec,
     StudyError,
@@ -41,6 +49,10 @@ from litebert.studies.spec import (
     build_config,
     pretrain_config,
 )
+from litebert.tokenization import Tokenizer, train_tokenizer
+from litebert.train import checkpoint
+from litebert.train.pretrain import model_config, pretrain
+from litebert.train.run_config import PretrainConfig, saved_run_config
 
 RECORD = "study.json"
 EVAL_SEED = 0  # every run is scored on the same drawn examples
@@ -103,8 +115,6 @@ def _write_study(spec: StudySpec, out: Path, quick: bool) -> None:
 def prepare_corpus(spec: StudySpec, out: Path) -> Path:
     """A built-in source is fetched once into OUT/corpus; a path is used as it is (relative
     paths are tried from the current directory, then from the spec file's)."""
-    from litebert.data.sources import SOURCES, fetch
-
     if spec.corpus in SOURCES:
         path = out / "corpus" / f"{spec.corpus}.jsonl"
         if not path.is_file():
@@ -124,8 +134,6 @@ def prepare_tokenizer(spec: StudySpec, corpus: Path, out: Path,
                       kind: str = "sentencepiece") -> Path:
     """OUT/tokenizer (ALBERT's SentencePiece layout) or OUT/tokenizer-KIND, each trained once
     with the study's vocabulary size (OUT/study.json pins it)."""
-    from litebert.tokenization import train_tokenizer
-
     tokenizer = out / ("tokenizer" if kind == "sentencepiece" else f"tokenizer-{kind}")
     if not (tokenizer / "spiece.model").is_file():
         say(f"tokenizer: {kind}, {spec.vocab_size} pieces")
@@ -136,9 +144,6 @@ def prepare_tokenizer(spec: StudySpec, corpus: Path, out: Path,
 def prepare_data(values: dict[str, Any], where: str, corpus: Path, tokenizer: Path,
                  out: Path, workers: int) -> Path:
     """OUT/data/<cache key>: one directory per distinct build, shared by the runs."""
-    from litebert.data.builder import build, cache_key
-    from litebert.tokenization import Tokenizer
-
     cfg = build_config(values, where)
     key = cache_key([corpus], Tokenizer.from_pretrained(tokenizer).fingerprint, cfg)
     data = out / "data" / key
@@ -176,11 +181,8 @@ def run_one(spec: StudySpec, run: RunSpec, out: Path, corpus: Path, tokenizer: P
     return record
 
 
-def _record(spec: StudySpec, run: RunSpec, data: Path, cfg) -> dict[str, Any]:
+def _record(spec: StudySpec, run: RunSpec, data: Path, cfg: PretrainConfig) -> dict[str, Any]:
     """The run's record before any work: what it is and what the paper reports for it."""
-    from litebert.model.counts import count
-    from litebert.train.pretrain import model_config
-
     config = model_config(cfg, data)
     backbone, with_heads = count(config)
     return {"name": run.name, "study": spec.name, "paper": run.paper,
@@ -192,8 +194,6 @@ def _record(spec: StudySpec, run: RunSpec, data: Path, cfg) -> dict[str, Any]:
 
 def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[str, Any]:
     """The recorded progress, when the run is the same one; an error naming the file if not."""
-    from litebert.train.run_config import saved_run_config
-
     for key in ("data", "pretrain", "model"):
         old, new = before.get(key) or {}, now[key]
         if key == "pretrain":  # read as a config: either spelling, new fields at defaults
@@ -211,13 +211,10 @@ def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[s
     return {**now, **done}
 
 
-def _pretrain(cfg, run_dir: Path) -> dict[str, Any]:
+def _pretrain(cfg: PretrainConfig, run_dir: Path) -> dict[str, Any]:
     """Pre-train (resuming from the newest checkpoint); tokens seen and minutes of training,
     a killed and resumed run's segments together (metrics.jsonl's train_seconds; this
     call's wall time for a run from before that field)."""
-    from litebert.train import checkpoint
-    from litebert.train.pretrain import pretrain
-
     resumed = checkpoint.latest(run_dir)
     start = time.perf_counter()
     final = pretrain(cfg)
@@ -252,8 +249,6 @@ def evaluate(name: str, spec: StudySpec, run_dir: Path, data: Path, out: Path, c
         return pretraining_eval(spec, export, corpus, out, quick, workers)
     if name == "similarity":
         return similarity_eval(export, data)
-    from litebert.studies.probes import run_probes  # written alongside; imported when used
-
     return run_probes(spec.probes, model_dir=export, work=run_dir / "probes",
                       corpus_dir=corpus.parent, quick=quick)
 
@@ -265,8 +260,6 @@ def pretraining_eval(spec: StudySpec, export: Path, corpus: Path, out: Path, qui
     detection of an ELECTRA discriminator) on the held-out documents of the study's shared
     data (its `data` without any run's overrides), drawn from one seed: the same examples
     for every run, whatever objective it was trained with."""
-    from litebert.objectives import evaluate_directory
-
     tokenizer = out / "tokenizer"
     data = prepare_data(spec.data, f"{spec.source} data", corpus, tokenizer, out, workers)
     instances = EVAL_INSTANCES[1] if quick else EVAL_INSTANCES[0]
@@ -279,10 +272,6 @@ def similarity_eval(export: Path, data: Path) -> dict[str, Any]:
     """Figure 2 on held-out instances of the run's own data (as masked for MLM; the masks
     are drawn from a fixed seed, so every run of one data directory sees the same inputs).
     Only the backbone is read, so any objective's export is measured alike."""
-    from litebert.data.loader import PretrainingDataset
-    from litebert.model import AutoModel
-    from litebert.studies.similarity import layer_transitions
-
     model = AutoModel.from_pretrained(export)
     heldout = PretrainingDataset(data, "heldout", seed=EVAL_SEED)
     size = min(len(heldout), SIMILARITY_BATCHES * SIMILARITY_BATCH_SIZE)

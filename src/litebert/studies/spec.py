@@ -21,7 +21,20 @@ from typing import Any
 
 import yaml
 
+from litebert.config import PRESETS, AlbertConfig, ConfigError
+from litebert.data.builder import BuildConfig
 from litebert.files import named_yaml, yaml_names
+from litebert.objectives import resolve
+from litebert.train.run_config import (
+    PretrainConfig,
+    RunConfigError,
+    check_fields,
+    flow_yaml,
+    legacy_objective_fields,
+    load_run_config,
+    merge_objective,
+    nest_objective,
+)
 
 log = logging.getLogger("litebert")
 
@@ -109,8 +122,6 @@ def merge_pretrain(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     """base | top, with model_overrides merged key by key and the objective as
     litebert.train.run_config.merge_objective merges it (a name keeps the fields); the
     previous release's flat objective fields nested (parse_spec warned about them)."""
-    from litebert.train.run_config import merge_objective, nest_objective
-
     base, top = nest_objective(base, "study", warn=False), nest_objective(top, "study", warn=False)
     merged = {**base, **top}
     models = {**base.get("model_overrides", {}), **top.get("model_overrides", {})}
@@ -124,8 +135,6 @@ def merge_pretrain(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 def warn_flat_objective(spec: StudySpec) -> None:
     """One warning for a study file in the previous release's spelling (objective fields at
     the top level of a pretrain section), showing each section's nested spelling."""
-    from litebert.train.run_config import flow_yaml, legacy_objective_fields, nest_objective
-
     sections = [("pretrain", spec.pretrain), ("quick.pretrain", spec.quick["pretrain"])]
     sections += [(f"runs[{i}].pretrain", r.pretrain) for i, r in enumerate(spec.runs)]
     flat = [(where, values) for where, values in sections
@@ -267,10 +276,8 @@ def _check_budget(spec: StudySpec, where: str) -> None:
             raise StudyError(f"{where}.{key}: {value!r}; give a positive integer")
 
 
-def build_config(values: dict[str, Any], where: str):
+def build_config(values: dict[str, Any], where: str) -> BuildConfig:
     """The BuildConfig of `values` (errors name `where` and the field)."""
-    from litebert.data.builder import BuildConfig
-
     known = {f.name for f in dataclasses.fields(BuildConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -282,11 +289,9 @@ def build_config(values: dict[str, Any], where: str):
         raise StudyError(f"{where}: {err}") from None
 
 
-def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any], where: str):
+def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any],
+                    where: str) -> PretrainConfig:
     """The PretrainConfig of one run: recipe + spec + run + budget + `extra` (data, out...)."""
-    from litebert.config import AlbertConfig, ConfigError
-    from litebert.train.run_config import RunConfigError, check_fields, load_run_config
-
     values = spec.run_pretrain(run)
     try:
         check_fields(values, where)  # the previous release's flat objective fields too
@@ -310,11 +315,8 @@ def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any], where:
     return cfg
 
 
-def step_flops(spec: StudySpec, run: RunSpec, cfg) -> float:
+def step_flops(spec: StudySpec, run: RunSpec, cfg: PretrainConfig) -> float:
     """Training FLOPs per token of one run's objective and model, at the data's length."""
-    from litebert.config import AlbertConfig
-    from litebert.objectives import resolve
-
     length = build_config(spec.run_data(run), spec.source).max_seq_length
     config = AlbertConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
                                       **cfg.model_overrides)
@@ -323,8 +325,6 @@ def step_flops(spec: StudySpec, run: RunSpec, cfg) -> float:
 
 def resolve_model_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """`embedding_size: hidden` -> the resolved hidden size (E = H, whatever H `quick` sets)."""
-    from litebert.config import PRESETS
-
     out = dict(overrides)
     if out.get("embedding_size") == "hidden":
         out["embedding_size"] = out.get("hidden_size", PRESETS[preset]["hidden_size"])

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, pre_tokenizers, processors
+from tokenizers.models import BPE
+from tokenizers.pre_tokenizers import ByteLevel
 
 from litebert.files import atomic_write
 from litebert.tokenization.base import (
@@ -49,10 +53,6 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
 
     def __init__(self, path: Path):
         """path: a vocab.json (merges.txt beside it) or a tokenizer.json with a BPE model."""
-        from tokenizers import Tokenizer as HFTokenizer
-        from tokenizers import decoders, pre_tokenizers, processors
-        from tokenizers.models import BPE
-
         self.path = path
         self.settings = BPE_SETTINGS
         vocab, merges, self.added = _read(path)
@@ -95,9 +95,6 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
 
     def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
         """This backend's pipeline with RoBERTa's post-processor and special tokens."""
-        from tokenizers import Tokenizer as HFTokenizer
-        from tokenizers import processors
-
         hf = HFTokenizer.from_str(self.tk.to_str())
         mask = [specials["mask"]] if "mask" in specials else []  # "<mask>" eats a space before
         add_special_tokens(hf, [*specials.values(), *self.added], lstrip=mask)
@@ -113,8 +110,6 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         """(V,) bool: True for tokens no text encodes to: those that are neither a byte nor the
         result of a merge (<s>, <pad>, </s>, <unk>, <mask>, GPT-2's <|endoftext|>), and the
         tokenizer.json's added tokens."""
-        from tokenizers.pre_tokenizers import ByteLevel
-
         made = set(ByteLevel.alphabet()) | {a + b for a, b in self.merges}
         added = set(self.added)
         return np.array([p not in made or p in added for p in self.pieces], dtype=bool)
@@ -196,8 +191,6 @@ def _read_tokenizer_json(data: dict[str, Any], path: Path
 def _checked_vocab(vocab: Any, path: Path) -> dict[str, int]:
     if not isinstance(vocab, dict) or not all(isinstance(i, int) for i in vocab.values()):
         raise TokenizerError(f"{path}: the vocabulary must be a JSON object of token: id")
-    from tokenizers.pre_tokenizers import ByteLevel
-
     missing = [c for c in ByteLevel.alphabet() if c not in vocab]
     if missing:
         raise TokenizerError(f"{path}: not a byte-level BPE vocabulary: {len(missing)} of the "

@@ -50,6 +50,10 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from tokenizers import AddedToken, Regex, decoders, normalizers, pre_tokenizers, processors
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers.models import BPE, Unigram
+
 from litebert.tokenization.albert_text import (
     UNDERLINE,
     TextRules,
@@ -76,8 +80,6 @@ def template_processing(template: PairTemplate, cls_token: str, sep_token: str) 
     """A TemplateProcessing of `template`, item by item (PairTemplate.parts): [CLS] A [SEP]
     (B [SEP]) with B typed 1, any number of separators with types all 0, or XLNet's
     A <sep> (B <sep>) <cls> with <cls> typed 2."""
-    from tokenizers import processors
-
     names = {"A": "$A", "B": "$B", "cls": cls_token, "sep": sep_token}
 
     def spec(pair: bool) -> str:
@@ -90,8 +92,6 @@ def template_processing(template: PairTemplate, cls_token: str, sep_token: str) 
 
 def add_special_tokens(hf: Any, tokens: Iterable[str], lstrip: Iterable[str] = ()) -> None:
     """Mark `tokens` (already in the vocabulary) special, as transformers expects them."""
-    from tokenizers import AddedToken
-
     left = set(lstrip)
     hf.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=t in left)
                            for t in tokens])
@@ -101,9 +101,6 @@ def add_special_tokens(hf: Any, tokens: Iterable[str], lstrip: Iterable[str] = (
 
 def sentencepiece_pipeline(model: SentencePieceModel, settings: TextRules, source: str) -> Any:
     """normalizer, pre-tokenizer, model and decoder reproducing the SentencePiece backend."""
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, normalizers, pre_tokenizers
-
     if model.treat_whitespace_as_suffix or not model.escape_whitespaces:
         raise TokenizerError(f"{source}: a SentencePiece model with treat_whitespace_as_suffix "
                              "or without escape_whitespaces has no tokenizer.json equivalent")
@@ -118,8 +115,6 @@ def sentencepiece_pipeline(model: SentencePieceModel, settings: TextRules, sourc
 
 
 def _model(model: SentencePieceModel, source: str) -> Any:
-    from tokenizers.models import BPE, Unigram
-
     unknown = [i for i, p in enumerate(model.pieces) if p.type == UNKNOWN]
     if not unknown:
         raise TokenizerError(f"{source}: the SentencePiece model has no unknown piece")
@@ -169,8 +164,6 @@ def _merges(model: SentencePieceModel) -> list[tuple[str, str]]:
 
 
 def _albert_steps(settings: TextRules) -> list[Any]:
-    from tokenizers import Regex, normalizers
-
     steps: list[Any] = []
     if settings.remove_space:
         steps += [normalizers.Replace(Regex(_char_class(_python_whitespace()) + "+"), " "),
@@ -185,8 +178,6 @@ def _albert_steps(settings: TextRules) -> list[Any]:
 
 
 def _sentencepiece_steps(model: SentencePieceModel) -> list[Any]:
-    from tokenizers import Regex, normalizers
-
     steps: list[Any] = [normalizers.Precompiled(model.charsmap)] if model.charsmap else []
     if model.remove_extra_whitespaces:  # \A and \z: ^ and $ would match at every newline
         steps += [normalizers.Replace(Regex(" {2,}"), " "),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sentencepiece as spm
 
 from litebert.files import atomic_write
 from litebert.tokenization.albert_text import (
@@ -55,8 +56,6 @@ class SentencePieceBackend:
     def __init__(self, path: Path, settings: Callable[[TextSettings], TextSettings]):
         """settings: the text settings, given the layout's defaults (a tokenizer_config.json
         and the caller's overrides decide the rest)."""
-        import sentencepiece as spm
-
         self.path = path
         self.model_bytes = path.read_bytes()
         self.sp = spm.SentencePieceProcessor()

@@ -11,6 +11,10 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+import sentencepiece as spm
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
 from litebert.cpus import usable_cpus
 from litebert.files import atomic_write
 from litebert.readers import expand, training_lines
@@ -45,8 +49,6 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     as the tokenizer will preprocess them; SentencePiece samples `input_sentence_size` of them
     at random when there are more.
     """
-    import sentencepiece as spm
-
     spec = get_layout(layout)
     vocab_size = spec.vocab_size if vocab_size is None else vocab_size
     symbols = [*spec.reserved_symbols, *(spec.text_symbols if user_defined_symbols is None
@@ -96,9 +98,6 @@ def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: 
     as for train_sentencepiece; the text is not preprocessed (byte-level BPE keeps case and
     accents), only the line ends are dropped.
     """
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers import decoders, models, pre_tokenizers, trainers
-
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
     if not isinstance(vocab_size, int) or vocab_size <= 256 + len(specials) + 1:
         raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 256 bytes plus 5 "

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, normalizers, pre_tokenizers
+from tokenizers.models import WordPiece
 
 from litebert.files import atomic_write
 from litebert.tokenization.base import (
@@ -32,10 +35,6 @@ class WordPieceBackend(TokenizersLibraryEncoding):
         "mask": ("[MASK]",)}
 
     def __init__(self, path: Path, settings: TextSettings):
-        from tokenizers import Tokenizer as HFTokenizer
-        from tokenizers import decoders, normalizers, pre_tokenizers
-        from tokenizers.models import WordPiece
-
         self.path = path
         self.settings = settings
         self.vocab_bytes = path.read_bytes()
@@ -78,8 +77,6 @@ class WordPieceBackend(TokenizersLibraryEncoding):
 
     def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
         """This backend's pipeline with BERT's post-processor and special tokens."""
-        from tokenizers import Tokenizer as HFTokenizer
-
         hf = HFTokenizer.from_str(self.tk.to_str())
         add_special_tokens(hf, specials.values())
         if template is not None:
