@@ -159,9 +159,6 @@ DEFERRED_IMPORTS = {
     ("tokenization/tokenizer.py", "litebert.padding"):
         "padding imports torch, and `data build`'s workers import the tokenizer without torch "
         "(test_the_data_builds_workers_do_not_import_torch)",
-    ("model/attention.py", "torch.nn.attention.flex_attention"):
-        "FlexAttention arrived in torch 2.5 and pyproject allows torch>=2.4: only the path that "
-        "uses it imports it",
     ("train/metrics.py", "tensorboardX"):
         "protobuf's import cost, paid only by runs that log to TensorBoard",
     # A cycle, to be cut in model/ (another stream of work edits it).
