@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from litebert.tokenization import Tokenizer
 
 DOCS_PER_TASK = 256  # documents per tokenizer call
+# Parts (8 MB each) a pass-1 worker reads before a fresh process replaces it (pool.py): a
+# new worker's start, about a second, against some two minutes of work.
+PARTS_PER_WORKER = 32
 # Word starts are not stored: they follow from the ids (litebert.data.word_starts).
 ARRAYS = ("tokens", "sentences", "documents")
 COPY_ELEMENTS = 1 << 22  # elements copied at a time when appending arrays
@@ -175,7 +178,8 @@ def tokenize_parts(parts: list[Part], tokenizer, tokenizer_dir: Path, out: Path,
     folder = StatsFolder()
     bar = progress(desc="tokenizing", unit="docs")
     tasks = ((part, str(out), cfg.text_field) for part in parts)
-    results = ordered_map(tokenize_part, tasks, workers, _init_worker, (str(tokenizer_dir),))
+    results = ordered_map(tokenize_part, tasks, workers, _init_worker, (str(tokenizer_dir),),
+                          recycle_after=PARTS_PER_WORKER)
     for part, result in zip(parts, results, strict=True):
         files = part_files(out, part.index)
         arrays.append(files, result["counts"])
