@@ -2,7 +2,7 @@
 
 Every side starts from the same weights (litebert's initial ones, exported as a transformers
 XLNet directory and loaded as XLNetLMHeadModel) and trains on the same batches: the items of
-litebert's PLMDataset (bbc-news built with `--packing xlnet` at --seq, default 128, half of
+litebert's PLMDataset (bbc-news built with `--packing streams` at --seq, default 128, half of
 each window reused; or --data), read in stream order, one stream per batch row. Each side
 builds, inside its step, the factorisation order with litebert's `perm_mask` (B, T, T).
 litebert runs its Trainer's step (objective plm: the query stream and the logits at the
@@ -180,7 +180,7 @@ def main() -> None:
     args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = data_directory(args, "none", packing="xlnet")
+    data = data_directory(args, "none", packing="streams")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         rate, flops = speed(args, data, device, precision, out)
