@@ -133,7 +133,7 @@ def test_generic_jsonl_with_carved_dev_split_and_seeds(base_model, tmp_path):
         "family": "albert", "source": "ALBERT (Lan et al. 2020), Table 14",
         "values": {"weight_decay": 0.01, "layer_decay": 1.0, "adam_beta2": 0.999,
                    "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}}
+                   "layer_decay_rule": "head-to-embeddings"}}
     assert set(result["dev"]["accuracy"]) == {"median", "min", "max", "stdev"}
     assert result["dev"]["accuracy"]["median"] >= 0.8  # majority 0.5
     assert (tmp_path / "o" / "seed-43" / "model" / "model.safetensors").exists()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from litebert.cpus import usable_cpus
 from litebert.options import option
+from litebert.tasks.layer_decay import RULE_ALIASES, RULES, rule_name
 from litebert.train.precision import PRECISIONS
 from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
@@ -96,9 +97,11 @@ class FinetuneConfig:
               "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
         shown=FAMILY)
     layer_decay_rule: str = option(
-        None, "which layers --layer-decay slows: 'electra' (the layers and the embeddings, "
-              "as above) or 'xlnet' (only the layers, layer j at lr * X^(L-j); embeddings "
-              "and head at the lr)", choices=("electra", "xlnet"), shown=FAMILY)
+        None, "which layers --layer-decay slows: 'head-to-embeddings' (the layers and the "
+              "embeddings, as above; ELECTRA's) or 'layers-only' (only the layers, layer j at "
+              "lr * X^(L-j); embeddings and head at the lr; XLNet's); the previous release's "
+              "names 'electra' and 'xlnet' are still accepted",
+        choices=(*RULES, *RULE_ALIASES), shown=FAMILY)
     adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
                                      "average", shown=FAMILY)
     adam_epsilon: float = option(None, "AdamW's epsilon, added to the root of its "
@@ -157,9 +160,10 @@ class FinetuneConfig:
                                 max_seq_length=length).items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
-        if self.layer_decay_rule not in ("electra", "xlnet"):
-            raise FinetuneError(f"layer_decay_rule={self.layer_decay_rule!r}: choose electra "
-                                "or xlnet")
+        if rule_name(self.layer_decay_rule) not in RULES:
+            raise FinetuneError(f"layer_decay_rule={self.layer_decay_rule!r}: choose "
+                                f"{' or '.join(RULES)}")
+        self.layer_decay_rule = rule_name(self.layer_decay_rule)  # an earlier name: today's
         if not 0 < self.layer_decay <= 1:  # also rejects NaN
             raise FinetuneError(f"layer_decay={self.layer_decay}: must lie in (0, 1]; "
                                 f"1 turns layer-wise learning-rate decay off")
