@@ -13,12 +13,17 @@ trains, and offers:
     evaluate(model, out) -> metrics scores on dev (and prediction files under out)
     score(metrics) -> float         the number "best on dev" maximises
     save(model, directory)          the model directory (+ tokenizer, task files)
+    write_predictions(model, out, dev)
+                                    the run's prediction files under out: with dev, those of
+                                    the last evaluation (SQuAD's, RACE's answers); the test
+                                    predictions of model where the task has a test split
     primary                         name of the primary metric
     tokenizer                       the model directory's tokenizer
 
-and optionally `write_test_predictions(model, out)` for unlabeled test splits.
+An adapter with no prediction files takes write_predictions from `NoPredictionFiles`. The
+loop (tasks/finetune.py) knows no task: what is special to one stays in its adapter.
 
-Under torchrun every rank calls evaluate and write_test_predictions: an adapter runs its
+Under torchrun every rank calls evaluate and write_predictions: an adapter runs its
 batches through `runtime.evaluate_batches`, which shares them among the ranks and gives every
 rank all outputs in order, so each rank computes the same metrics; files are written by rank
 0 alone (`runtime.is_main`). `save` is called on rank 0 only.
@@ -259,3 +264,12 @@ class TaskAdapter(Protocol):
     def score(self, metrics: dict[str, float]) -> float: ...
 
     def save(self, model: Any, directory: Any) -> None: ...
+
+    def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]: ...
+
+
+class NoPredictionFiles:
+    """TaskAdapter.write_predictions of a task that writes no prediction files."""
+
+    def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]:
+        return []

@@ -80,10 +80,10 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     with compile_errors(runtime.compiled):  # compiling happens at the first step and eval
         loop = TrainingLoop(cfg, task, runtime, runtime.wrap(model), optimizer, scheduler, out)
         history, best = loop.run()
-        if hasattr(task, "write_test_predictions"):  # GLUE test split(s), with the best model
-            runtime.barrier()  # rank 0 has saved it
-            best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
-            task.write_test_predictions(best_model, out)
+        # The test split(s), with the best model; its dev files were written when it was saved.
+        runtime.barrier()  # rank 0 has saved it
+        best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
+        task.write_predictions(best_model, out, dev=False)
     results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
                "metric": task.primary, "dev": best["metrics"], "history": history,
                "seconds": round(time.perf_counter() - start, 1),
@@ -246,17 +246,9 @@ def evaluate_model(cfg: FinetuneConfig) -> dict[str, Any]:
     model = runtime.place(task.build_model()).eval()  # the weights of cfg.model, dropout off
     with compile_errors(runtime.compiled), torch.no_grad():
         metrics = task.evaluate(model, out)
-        if hasattr(task, "write_test_predictions"):
-            task.write_test_predictions(model, out)
+        task.write_predictions(model, out)  # this evaluation's dev files, and test's if any
     result = {"task": cfg.task, "model": cfg.model, "dev": metrics}
     if not runtime.is_main:
         return result
-    if hasattr(task, "outputs"):  # SQuAD: predictions.json, null_odds.json
-        for name, content in task.outputs.items():
-            (out / name).write_text(json.dumps(content, indent=2) + "\n")
-    if hasattr(task, "last_predictions") and hasattr(task, "dev"):  # RACE answers (RaceTask)
-        from litebert.tasks.race import write_race_predictions
-
-        write_race_predictions(task.dev, task.last_predictions, out / "predictions.json")
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
