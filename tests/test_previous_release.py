@@ -129,6 +129,10 @@ def resume_from_step_2(previous: Path, run: str, recipe: str | None = None) -> N
                         load_model_state(now / STEP_4)[0], rel=TRAINED_REL)
     for weights in sorted((then / "export").rglob("model.safetensors")):  # the end's export
         assert_same_weights(weights, now / weights.relative_to(then), rel=TRAINED_REL)
+    # The counters (a TrainState now) are the flat state.json fields the release wrote.
+    old, new = (json.loads((d / STEP_4 / "state.json").read_text()) for d in (then, now))
+    for key in ("step", "epoch", "batch", "skipped_steps", "nonfinite_in_row", "tokens"):
+        assert new[key] == old[key], key
 
 
 # ---- (a) runs and checkpoints resume ---------------------------------------------------------

@@ -16,6 +16,7 @@ import json
 import logging
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,8 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
         runtime.barrier()  # rank 0 has saved it
         best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
         task.write_predictions(best_model, out, dev=False)
-    results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
-               "metric": task.primary, "dev": best["metrics"], "history": history,
+    results = {"task": cfg.task, "seed": cfg.seed, "best_step": best.step,
+               "metric": task.primary, "dev": best.metrics, "history": history,
                "seconds": round(time.perf_counter() - start, 1),
                "timeline": loop.timeline,
                "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
@@ -98,6 +99,15 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     return results
 
 
+@dataclass(frozen=True)
+class BestEvaluation:
+    """The evaluation that scored best on dev so far (its model is OUT/model)."""
+
+    step: int
+    score: float  # task.score(metrics): what "best" maximises
+    metrics: dict[str, float]
+
+
 class TrainingLoop:
     """The steps of one run over length-bucketed global batches, its loss lines and its
     evaluations; `run()` returns (history, best)."""
@@ -108,7 +118,7 @@ class TrainingLoop:
         self.cfg, self.task, self.runtime, self.out = cfg, task, runtime, out
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler  # DDP's
         self.history: list[dict[str, Any]] = []
-        self.best: dict[str, Any] | None = None
+        self.best: BestEvaluation | None = None
         # This rank's shares of the mean losses since the last loss line, (), on the device.
         self.losses = torch.zeros((), device=runtime.device)
         self.lr = 0.0  # the last step's (of the first parameter group)
@@ -119,7 +129,7 @@ class TrainingLoop:
         self.bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step",
                             disable=not runtime.is_main)
 
-    def run(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def run(self) -> tuple[list[dict[str, Any]], BestEvaluation]:
         cfg = self.cfg
         rng = np.random.default_rng(cfg.seed)  # the same batches on every rank
         step = logged = 0
@@ -190,8 +200,8 @@ class TrainingLoop:
         score = self.task.score(metrics)
         if self.runtime.is_main:
             log.info("step %d: %s", step, json.dumps(metrics))
-        if self.best is None or score > self.best["score"]:
-            self.best = {"step": step, "score": score, "metrics": metrics}
+        if self.best is None or score > self.best.score:
+            self.best = BestEvaluation(step=step, score=score, metrics=metrics)
             if self.runtime.is_main:
                 self.task.save(unwrap(self.model), self.out / "model")
 
