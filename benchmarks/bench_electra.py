@@ -54,7 +54,7 @@ from common import (
 
 from litebert.data.loader import PretrainingDataset, RankSampler
 from litebert.tokenization import Tokenizer
-from litebert.train.feed import batches
+from litebert.train.feed import DataPosition, batches
 from litebert.train.run_config import PretrainConfig, load_run_config
 
 Batch = dict[str, torch.Tensor]
@@ -76,7 +76,7 @@ def load_batches(data: Path, cfg: PretrainConfig, count: int) -> list[Batch]:
     its batch to the device inside its step, as a training loop does."""
     dataset = PretrainingDataset(data, "train", seed=cfg.seed)
     stream = batches(dataset, RankSampler(len(dataset), 0, 1, seed=cfg.seed),
-                     cfg.micro_batch_size, 0, {"epoch": 0, "batch": 0})
+                     cfg.micro_batch_size, 0, DataPosition())
     return [next(stream) for _ in range(count)]
 
 

@@ -38,7 +38,7 @@ LAYOUTS = {  # name: BuildConfig fields beside max_seq_length 512
     "pairs sop": {},
     "full-sentences": {"objective": "none", "packing": "full-sentences"},
     "pairs sop, static masks x2": {"masking": "static", "dupe_factor": 2},
-    "xlnet streams": {"objective": "none", "packing": "xlnet"},  # instances: its windows
+    "xlnet streams": {"objective": "none", "packing": "streams"},  # instances: its windows
 }
 
 # Run in a fresh process, so that the timed code is the one on its PYTHONPATH.

@@ -47,7 +47,7 @@ from common import (
 from litebert.data.loader import SLOT_KEYS, PretrainingDataset, RankSampler
 from litebert.distributed import DistInfo
 from litebert.padding import real_tokens
-from litebert.train.feed import batches
+from litebert.train.feed import DataPosition, batches
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer
 from litebert.train.run_config import PretrainConfig
@@ -72,7 +72,7 @@ def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
                                 total_steps=cfg.max_steps)
     data = PretrainingDataset(cfg.data, seed=cfg.seed)
     stream = batches(data, RankSampler(len(data), 0, 1, seed=cfg.seed), cfg.micro_batch_size,
-                     0, {"epoch": 0, "batch": 0})
+                     0, DataPosition())
     amp = autocast(device, cfg.precision)
 
     def step() -> int:
@@ -97,7 +97,7 @@ def litebert_side(cfg: PretrainConfig, device: torch.device):
     trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0, device=device))
     stream = batches(trainer.train_data, RankSampler(len(trainer.train_data), 0, 1,
                                                      seed=trainer.cfg.seed),
-                     trainer.cfg.micro_batch_size, 0, trainer.state)
+                     trainer.cfg.micro_batch_size, 0, trainer.state.position)
     trainer.model.train()
 
     def step() -> int:

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from litebert.data.loader import RankSampler
-from litebert.train.feed import EpochChunks
+from litebert.train.feed import DataPosition, EpochChunks
 
 MB = 1024 ** 2
 EPOCH = 3
@@ -63,7 +63,7 @@ def previous_first_batch(n: int, rank: int, world: int, micro: int,
 def current_first_batch(n: int, rank: int, world: int, micro: int,
                         batch: int) -> list[tuple[int, int]]:
     sampler = RankSampler(n, rank, world, seed=1234)
-    return next(iter(EpochChunks(sampler, micro, {"epoch": EPOCH, "batch": batch})))
+    return next(iter(EpochChunks(sampler, micro, DataPosition(EPOCH, batch))))
 
 
 def _child(action: Callable[[], Any], out: Any) -> None:

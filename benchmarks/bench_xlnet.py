@@ -2,7 +2,7 @@
 
 Every side starts from the same weights (litebert's initial ones, exported as a transformers
 XLNet directory and loaded as XLNetLMHeadModel) and trains on the same batches: the items of
-litebert's PLMDataset (bbc-news built with `--packing xlnet` at --seq, default 128, half of
+litebert's PLMDataset (bbc-news built with `--packing streams` at --seq, default 128, half of
 each window reused; or --data), read in stream order, one stream per batch row. Each side
 builds, inside its step, the factorisation order with litebert's `perm_mask` (B, T, T).
 litebert runs its Trainer's step (objective plm: the query stream and the logits at the
@@ -61,7 +61,7 @@ from litebert.data.integrity import open_manifest
 from litebert.data.loader import sampler_for
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
-from litebert.train.feed import batches
+from litebert.train.feed import DataPosition, batches
 from litebert.train.lamb import build_optimizer
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.schedule import build_scheduler
@@ -91,7 +91,7 @@ def load_batches(dataset: PLMDataset, cfg: PretrainConfig, count: int) -> list[B
     stream, as the Trainer reads them), collated on the CPU: each side moves its batch to
     the device inside its step, as a training loop does."""
     sampler = sampler_for("streams", len(dataset), 0, 1, cfg.micro_batch_size, 1, cfg.seed)
-    stream = batches(dataset, sampler, cfg.micro_batch_size, 0, {"epoch": 0, "batch": 0})
+    stream = batches(dataset, sampler, cfg.micro_batch_size, 0, DataPosition())
     return [next(stream) for _ in range(count)]
 
 
@@ -180,7 +180,7 @@ def main() -> None:
     args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = data_directory(args, "none", packing="xlnet")
+    data = data_directory(args, "none", packing="streams")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         rate, flops = speed(args, data, device, precision, out)

@@ -33,7 +33,7 @@ EAGER, COMPILED, THEIRS = "litebert eager", "litebert compiled", "transformers"
 
 def prepare_data(objective: str = "sop", seq: int = 128, packing: str = "pairs") -> Path:
     """A `litebert data build` directory of bbc-news (dynamic masking, a SentencePiece
-    vocabulary of up to 30k pieces); built once, then found in the cache. packing "xlnet":
+    vocabulary of up to 30k pieces); built once, then found in the cache. packing "streams":
     XLNet's streams (objective none) with an XLNet-layout tokenizer of up to 32k pieces."""
     from litebert.data.builder import BuildConfig, build
     from litebert.data.sources import fetch
@@ -42,7 +42,7 @@ def prepare_data(objective: str = "sop", seq: int = 128, packing: str = "pairs")
     corpus = WORK / "bbc-news" / "bbc-news.jsonl"
     if not corpus.exists():  # fetch rewrites it, and a new mtime misses the build's cache
         corpus = fetch("bbc-news", WORK / "bbc-news")
-    kind, vocab = ("xlnet", 32000) if packing == "xlnet" else ("sentencepiece", 30000)
+    kind, vocab = ("xlnet", 32000) if packing == "streams" else ("sentencepiece", 30000)
     tokenizer = WORK / ("tokenizer-xlnet" if kind == "xlnet" else "tokenizer-pretrain")
     if not (tokenizer / "spiece.model").exists():
         train_tokenizer(kind, [corpus], tokenizer, vocab_size=vocab)
@@ -75,10 +75,10 @@ def data_directory(args: argparse.Namespace, objective: str, packing: str = "pai
         raise SystemExit(f"--data {data}: no such directory; build one with `litebert data "
                          f"build` or leave --data out to use bbc-news")
     built = open_manifest(data)["config"]
-    if (built.get("packing") == "xlnet") != (packing == "xlnet"):
-        want = "with" if packing == "xlnet" else "without"
+    if (built.get("packing") == "streams") != (packing == "streams"):
+        want = "with" if packing == "streams" else "without"
         raise SystemExit(f"--data {data}: this benchmark reads data built {want} "
-                         f"--packing xlnet")
+                         f"--packing streams")
     length = int(built["max_seq_length"])
     if args.seq not in (None, length):
         raise SystemExit(f"--seq {args.seq}: {data} was built at --max-seq-length {length}; "

@@ -113,7 +113,7 @@ def build_all(corpus: Path, out: Path, vocab_size: int, long: int, short: int,
               "none": (sp, dict(max_seq_length=short, objective="none")),
               "packed": (sp, dict(max_seq_length=long, objective="none",
                                   packing="doc-sentences")),
-              "xlnet": (xl, dict(max_seq_length=long, objective="none", packing="xlnet"))}
+              "xlnet": (xl, dict(max_seq_length=long, objective="none", packing="streams"))}
     for name, (tokenizer, fields) in builds.items():
         build([corpus], tokenizer, out / name,
               BuildConfig(format=fmt, seed=1, heldout_fraction=0.02, **fields), workers=workers)

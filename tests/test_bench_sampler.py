@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from litebert.data.loader import RankSampler
-from litebert.train.feed import EpochChunks
+from litebert.train.feed import DataPosition, EpochChunks
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "bench_sampler.py"
@@ -27,7 +27,7 @@ def test_the_benchmarks_samplers_read_the_previous_and_the_current_order():
     for version, first_batch in ((1, bench.previous_first_batch),
                                  (2, bench.current_first_batch)):
         sampler = RankSampler(4000, 1, 2, seed=1234, version=version)
-        chunks = EpochChunks(sampler, 4, {"epoch": bench.EPOCH, "batch": 7})
+        chunks = EpochChunks(sampler, 4, DataPosition(bench.EPOCH, 7))
         assert first_batch(4000, 1, 2, 4, 7) == next(iter(chunks))
 
 

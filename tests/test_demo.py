@@ -61,7 +61,7 @@ def test_the_plm_plan_trains_its_own_tokenizer_and_streams_and_prints_plm(tmp_pa
 
     plan = PLANS["plm"]
     assert (plan.tokenizer, plan.suffix, dict(plan.data)["packing"]) == ("xlnet", "-xlnet",
-                                                                         "xlnet")
+                                                                         "streams")
     assert PLANS["mlm"].suffix == PLANS["electra"].suffix == ""  # they share one data dir
     result = {"eval_plm_accuracy": 0.09, "eval_plm_baseline_accuracy": 0.05}
     topics = {"accuracy": 0.7, "majority_baseline": 0.25, "model": "m"}

@@ -15,6 +15,7 @@ objective values.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -29,10 +30,12 @@ import yaml
 from safetensors.torch import load_file
 
 from litebert.cli import main
+from litebert.data.builder import BuildConfig
 from litebert.data.loader import PretrainingDataset
 from litebert.model import AutoModelForPreTraining, AutoModelForReplacedTokenDetection
-from litebert.studies.spec import load_spec, pretrain_config
-from litebert.train.run_config import load_run_config
+from litebert.studies.runner import _continue
+from litebert.studies.spec import StudyError, load_spec, pretrain_config
+from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.state import load_model_state
 from litebert.train.throughput import TIMING_FIELDS
 from tests.fixtures.previous_release.arrays import unpack
@@ -126,6 +129,10 @@ def resume_from_step_2(previous: Path, run: str, recipe: str | None = None) -> N
                         load_model_state(now / STEP_4)[0], rel=TRAINED_REL)
     for weights in sorted((then / "export").rglob("model.safetensors")):  # the end's export
         assert_same_weights(weights, now / weights.relative_to(then), rel=TRAINED_REL)
+    # The counters (a TrainState now) are the flat state.json fields the release wrote.
+    old, new = (json.loads((d / STEP_4 / "state.json").read_text()) for d in (then, now))
+    for key in ("step", "epoch", "batch", "skipped_steps", "nonfinite_in_row", "tokens"):
+        assert new[key] == old[key], key
 
 
 # ---- (a) runs and checkpoints resume ---------------------------------------------------------
@@ -338,3 +345,23 @@ def test_a_previous_run_resumes_with_its_recipe_in_the_nested_spelling(previous,
     assert fields["objective"] == NESTED[run]
     (previous / "nested.yaml").write_text(yaml.safe_dump(fields))
     resume_from_step_2(previous, run, recipe="nested.yaml")
+
+
+# ---- names the previous release used (issue 30): packing "xlnet" ---------------------------
+
+def test_a_study_run_recorded_with_packing_xlnet_continues(tmp_path):
+    """A study run that release recorded (study.json) with packing "xlnet" is the same run as
+    today's "streams": its progress is kept; another packing is still another run."""
+    streams = dataclasses.asdict(BuildConfig(objective="none", packing="streams"))
+
+    def record(**data):
+        return {"data": {**streams, **data}, "model": {"hidden_size": 32},
+                "pretrain": PretrainConfig().to_dict(), "tokens": 10, "minutes": 1.0}
+
+    kept = _continue(record(packing="xlnet"), record(), tmp_path / "study.json")
+    assert kept["tokens"] == 10 and kept["minutes"] == 1.0
+    assert kept["data"]["packing"] == "streams"
+    with pytest.raises(StudyError, match=r"study.json: recorded with another data config "
+                                         r"\(differs in packing\)"):
+        _continue(record(packing="xlnet"), record(packing="doc-sentences"),
+                  tmp_path / "study.json")

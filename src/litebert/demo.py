@@ -75,7 +75,7 @@ PLANS = {
                 "XLNet (L=4, H=256), Adam, permutation LM with memories", "run-plm", "",
                 (Figure("PLM", "eval_plm_accuracy", "eval_plm_baseline_accuracy",
                         "most-frequent-token baseline"),),
-                tokenizer="xlnet", data=(("objective", "none"), ("packing", "xlnet")),
+                tokenizer="xlnet", data=(("objective", "none"), ("packing", "streams")),
                 data_title="XLNet's streams: windows of 128 (64 reused), targets and "
                            "factorisation orders drawn anew each epoch"),
 }

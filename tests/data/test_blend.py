@@ -25,7 +25,7 @@ from litebert.data.blend import (
 from litebert.data.build_config import BuildConfig
 from litebert.data.integrity import DataError
 from litebert.data.loader import RankSampler
-from litebert.train.feed import batches
+from litebert.train.feed import DataPosition, batches
 
 
 class Part:
@@ -129,14 +129,14 @@ def test_a_single_directory_blend_is_that_directory():
 
 
 def test_a_blend_resumes_mid_epoch_exactly_with_any_workers():
-    def take(count: int, position: dict[str, int], workers: int = 0) -> list[list[list[int]]]:
+    def take(count: int, position: DataPosition, workers: int = 0) -> list[list[list[int]]]:
         blend = BlendedItems([Part("p0", 13), Part("p1", 5)], (0.25, 0.75))
         stream = batches(blend, RankSampler(len(blend), 0, 1, seed=4), 4, workers, position)
         return [b["x"].tolist() for b in itertools.islice(stream, count)]
 
-    straight = take(12, {"epoch": 0, "batch": 0})  # 4 micro-batches an epoch
-    assert take(7, {"epoch": 1, "batch": 1}) == straight[5:]
-    assert take(7, {"epoch": 1, "batch": 1}, workers=2) == straight[5:]
+    straight = take(12, DataPosition())  # 4 micro-batches an epoch
+    assert take(7, DataPosition(epoch=1, batch=1)) == straight[5:]
+    assert take(7, DataPosition(epoch=1, batch=1), workers=2) == straight[5:]
     parts = np.array(straight)[..., 0].reshape(3, -1)  # (epochs, 16 items)
     assert (parts == 0).any() and (parts == 1).any()
 

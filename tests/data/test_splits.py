@@ -24,7 +24,7 @@ LAYOUTS = {
     "nsp": {"objective": "nsp"},
     "full-sentences": {"objective": "none", "packing": "full-sentences"},
     "doc-sentences": {"objective": "none", "packing": "doc-sentences"},
-    "xlnet": {"objective": "none", "packing": "xlnet", "reuse_len": 12},
+    "streams": {"objective": "none", "packing": "streams", "reuse_len": 12},
     "full-sentences static x2": {"objective": "none", "packing": "full-sentences",
                                  "masking": "static", "dupe_factor": 2},
 }

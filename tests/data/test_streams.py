@@ -1,4 +1,4 @@
-"""`--packing xlnet` (litebert.data.streams): one stream per split, its files in the manifest,
+"""`--packing streams` (litebert.data.streams): one stream per split, its files in the manifest,
 the official loop's window count, <eod> (or the separator) after every document,
 the reversed view against explicitly reversed arrays, config errors, the cache key, the CLI."""
 
@@ -26,7 +26,7 @@ from litebert.objectives.plm_data import PLMDataset
 from litebert.tokenization import Tokenizer
 from tests.data.builds import key_before_pairs_and_packing, small_build
 
-XLNET = dict(objective="none", packing="xlnet")
+STREAMS = dict(objective="none", packing="streams")
 
 
 def official_window_count(length: int, seq_len: int, reuse_len: int) -> int:
@@ -61,7 +61,7 @@ def expected_stream(directory, split: str, eod: int):
 
 
 def test_each_split_is_one_stream_of_its_documents(tmp_path, corpus_and_tokenizer):
-    manifest, out = small_build(tmp_path, corpus_and_tokenizer, **XLNET)
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer, **STREAMS)
     sep = Tokenizer.from_pretrained(out / "tokenizer").sep_token_id  # no <eod> in ALBERT's
     assert manifest["config"]["reuse_len"] is None  # the default: max_seq_length // 2 = 32
     for split in ("train", "heldout"):
@@ -85,7 +85,7 @@ def test_each_split_is_one_stream_of_its_documents(tmp_path, corpus_and_tokenize
 def test_eod_closes_documents_when_the_vocabulary_has_one(tmp_path, corpus_and_tokenizer,
                                                           monkeypatch):
     monkeypatch.setattr(Tokenizer, "eod_token_id", property(lambda self: 7), raising=False)
-    manifest, out = small_build(tmp_path, corpus_and_tokenizer, **XLNET)
+    manifest, out = small_build(tmp_path, corpus_and_tokenizer, **STREAMS)
     ids, _, _ = expected_stream(out, "train", 7)
     stream = open_stream(out, "train", manifest["counts"]["token_dtype"])
     assert np.array_equal(stream.tokens(0, len(stream)), ids)
@@ -100,8 +100,8 @@ def test_window_count_is_the_official_loops():
 
 
 def test_a_damaged_stream_is_an_error_naming_it(tmp_path, corpus_and_tokenizer):
-    _, out = small_build(tmp_path, corpus_and_tokenizer, **XLNET)
-    with pytest.raises(DataError, match="packing xlnet.*objective plm"):
+    _, out = small_build(tmp_path, corpus_and_tokenizer, **STREAMS)
+    with pytest.raises(DataError, match="packing streams.*objective plm"):
         PretrainingDataset(out)  # MLM's items do not exist in this layout
     path = out / "train.stream_flags.bin"
     path.write_bytes(path.read_bytes()[:-10])
@@ -152,27 +152,28 @@ def test_reversed_view_is_the_stream_reversed(rate):
 
 # ---- config, cache key, command line ---------------------------------------------------------
 
-def test_xlnet_config_errors():
-    assert BuildConfig(**XLNET).reuse_length == 256
-    assert BuildConfig(**XLNET, max_seq_length=64, reuse_len=40).reuse_length == 40
-    with pytest.raises(ValueError, match="packing='xlnet' needs objective='none'.*objective plm"):
-        BuildConfig(packing="xlnet")
+def test_streams_config_errors():
+    assert BuildConfig(**STREAMS).reuse_length == 256
+    assert BuildConfig(**STREAMS, max_seq_length=64, reuse_len=40).reuse_length == 40
+    with pytest.raises(ValueError,
+                       match="packing='streams' needs objective='none'.*objective plm"):
+        BuildConfig(packing="streams")
     with pytest.raises(ValueError, match="leave --masking dynamic"):
-        BuildConfig(**XLNET, masking="static")
+        BuildConfig(**STREAMS, masking="static")
     with pytest.raises(ValueError, match="leave --dupe-factor 1"):
-        BuildConfig(**XLNET, dupe_factor=2)
+        BuildConfig(**STREAMS, dupe_factor=2)
     for reuse in (0, 61):
         with pytest.raises(ValueError, match=f"reuse_len={reuse}: must be positive and below "
                                              "max_seq_length - 3 = 61"):
-            BuildConfig(**XLNET, max_seq_length=64, reuse_len=reuse)
-    with pytest.raises(ValueError, match="reuse_len=8 applies to packing='xlnet' only"):
+            BuildConfig(**STREAMS, max_seq_length=64, reuse_len=reuse)
+    with pytest.raises(ValueError, match="reuse_len=8 applies to packing='streams' only"):
         BuildConfig(reuse_len=8)
 
 
 def test_cache_key_covers_reuse_len(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("One.\nTwo.\n")
-    keys = [cache_key([corpus], "tok", BuildConfig(**XLNET, max_seq_length=64, reuse_len=r))
+    keys = [cache_key([corpus], "tok", BuildConfig(**STREAMS, max_seq_length=64, reuse_len=r))
             for r in (None, 32, 16)]
     assert len(set(keys)) == 3
     # reuse_len at its default stays out of the key: earlier directories are still hits.
@@ -180,12 +181,12 @@ def test_cache_key_covers_reuse_len(tmp_path):
                                                                                      "tok")
 
 
-def test_cli_builds_xlnet_streams(tmp_path, corpus_and_tokenizer, capsys):
+def test_cli_builds_streams(tmp_path, corpus_and_tokenizer, capsys):
     corpus, tok = corpus_and_tokenizer
     out = tmp_path / "cli"
     assert main(["data", "build", str(corpus), "--tokenizer", str(tok), "--out", str(out),
                  "--max-seq-length", "64", "--reuse-len", "24", "--workers", "1",
-                 "--format", "bert", "--objective", "none", "--packing", "xlnet"]) == 0
+                 "--format", "bert", "--objective", "none", "--packing", "streams"]) == 0
     printed = capsys.readouterr().out
     splits = json.loads(printed[:printed.index("\n}") + 2])["splits"]
     manifest = json.loads((out / "manifest.json").read_text())
@@ -194,7 +195,7 @@ def test_cli_builds_xlnet_streams(tmp_path, corpus_and_tokenizer, capsys):
                                                                  64, 24)
     assert len(PLMDataset(out, "heldout")) == splits["heldout"]["instances"] > 0
     assert main(["data", "build", str(corpus), "--tokenizer", str(tok), "--out", str(out),
-                 "--packing", "xlnet"]) == 2
+                 "--packing", "streams"]) == 2
     assert "--objective none" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
         main(["data", "build", "--help"])

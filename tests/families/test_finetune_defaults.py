@@ -111,7 +111,7 @@ def test_the_warm_up_share_follows_max_steps_unless_given(tmp_path):
 def test_given_values_win_and_are_not_recorded_as_the_familys(tmp_path):
     write("roberta", tmp_path)
     given = dict(lr=4e-5, weight_decay=0.05, layer_decay=0.7, adam_beta2=0.95, dropout=0.2,
-                 warmup_steps=7, adam_epsilon=1e-8, layer_decay_rule="xlnet")
+                 warmup_steps=7, adam_epsilon=1e-8, layer_decay_rule="layers-only")
     cfg = config_for(tmp_path, "mrpc", **given)
     assert {k: getattr(cfg, k) for k in given} == given
     assert cfg.family_defaults["values"] == {}  # every one was given
@@ -120,7 +120,7 @@ def test_given_values_win_and_are_not_recorded_as_the_familys(tmp_path):
     assert cfg.family_defaults["values"] == {"lr": 1e-5, "warmup_share": 0.06, "dropout": 0.1,
                                              "layer_decay": 1.0, "adam_beta2": 0.98,
                                              "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}
+                   "layer_decay_rule": "head-to-embeddings"}
 
 
 def test_copies_keep_the_record_of_the_first(tmp_path):
@@ -133,7 +133,7 @@ def test_copies_keep_the_record_of_the_first(tmp_path):
     assert copy.family_defaults["values"] == {"lr": 3e-4, "weight_decay": 0.0,
                                               "layer_decay": 0.8, "adam_beta2": 0.999,
                                               "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}
+                   "layer_decay_rule": "head-to-embeddings"}
 
 
 def test_an_unreadable_directory_gets_albert_defaults(tmp_path):

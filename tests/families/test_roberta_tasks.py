@@ -112,10 +112,10 @@ def test_sst2_squad_and_race_run(roberta_model, tmp_path, monkeypatch):
         "family": "roberta", "source": "RoBERTa (Liu et al. 2019), Table 10, GLUE",
         "values": {"warmup_share": 0.06, "dropout": 0.1, "weight_decay": 0.1,
                    "layer_decay": 1.0, "adam_beta2": 0.98, "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}}
+                   "layer_decay_rule": "head-to-embeddings"}}
     assert saved["optimizer"] == {"lr": 2e-3, "weight_decay": 0.1, "layer_decay": 1.0,
                                   "adam_beta2": 0.98, "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}  # fast()'s lr wins
+                   "layer_decay_rule": "head-to-embeddings"}  # fast()'s lr wins
     (tmp_path / "train-v2.0.json").write_text(json.dumps(squad_json(True, 16, 5)))
     (tmp_path / "dev-v2.0.json").write_text(json.dumps(squad_json(True, 4, 6)))
     result = finetune(FinetuneConfig(task="squad2", data=str(tmp_path), model=str(roberta_model),

@@ -107,7 +107,7 @@ def test_sst2_learns_with_table_8_defaults_and_transformers_reads_it(xlnet_model
     assert result["dev"]["accuracy"] > result["dev"]["majority_baseline"] + 0.2
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["optimizer"] == {"lr": 3e-3, "weight_decay": 0.0, "layer_decay": 1.0,
-                                  "layer_decay_rule": "xlnet", "adam_beta2": 0.999,
+                                  "layer_decay_rule": "layers-only", "adam_beta2": 0.999,
                                   "adam_epsilon": 1e-6}
     assert "Table 8" in saved["defaults"]["source"]
     model_dir = tmp_path / "out" / "model"
@@ -154,7 +154,7 @@ def test_squad2_trains_the_beam_head_and_writes_the_official_files(xlnet_model, 
     cfg = FinetuneConfig(task="squad2", data=str(tmp_path), model=str(xlnet_model),
                          out=str(tmp_path / "sq"), doc_stride=16, max_query_length=16,
                          **fast(max_steps=6, eval_every=3, max_seq_length=48, batch_size=8))
-    assert (cfg.lr, cfg.layer_decay, cfg.layer_decay_rule) == (2e-3, 0.75, "xlnet")
+    assert (cfg.lr, cfg.layer_decay, cfg.layer_decay_rule) == (2e-3, 0.75, "layers-only")
     task = adapter_for(cfg)
     assert task.beam and isinstance(task.build_model(), AlbertForBeamQuestionAnswering)
     rows = task.train_rows[:8]

@@ -17,7 +17,13 @@ from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
-from litebert.objectives.electra import ElectraConfig, ElectraPretraining, generator_config
+from litebert.objectives.electra import (
+    Corrupting,
+    ElectraConfig,
+    ElectraOutput,
+    ElectraPretraining,
+    generator_config,
+)
 from litebert.train.pretrain import model_config
 from tests.conftest import randomize
 from tests.train import test_pretrain
@@ -74,6 +80,21 @@ def test_embeddings_are_one_module_that_both_models_train(data_dir, train):
     words = model.discriminator.albert.embeddings.word_embeddings.weight
     assert words.grad is not None and float(words.grad.abs().sum()) > 0
     assert model.discriminator.discriminator_predictions.dense.weight.grad is None
+
+
+def test_corrupting_takes_each_setting_by_name(data_dir, train):
+    """Corrupting and ElectraOutput are keyword-only (seven and nine fields: a positional
+    call could swap two of them silently); build() names each from where it comes."""
+    objective, model = objective_and_model(data_dir, train, mask_prob=0.2, temperature=1.5)
+    c = model.corrupting
+    assert (c.mask_prob, c.temperature, c.data_masks) == (0.2, 1.5, False)
+    assert c.mask_id == objective.special["mask"] and c.seed == objective.run.seed
+    assert c.max_seq_length == train.config.max_seq_length
+    assert c.max_predictions == train.masking.max_predictions_per_seq
+    with pytest.raises(TypeError):
+        Corrupting(0.2, 4, 1.5, False, 64, 1, 20)
+    with pytest.raises(TypeError):
+        ElectraOutput(*[torch.zeros(())] * 8, None)
 
 
 def test_counts_and_sums_of_a_micro_batch_match_a_direct_computation(data_dir, train):

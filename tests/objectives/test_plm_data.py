@@ -35,7 +35,7 @@ def data_dir(tmp_path_factory):
     corpus = write_corpus(root / "corpus.txt")
     tokenizer = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
     config = BuildConfig(max_seq_length=SEQ, format="bert", heldout_fraction=0.1,
-                         objective="none", packing="xlnet")
+                         objective="none", packing="streams")
     build([corpus], tokenizer, root / "data", config)
     return root / "data"
 

@@ -43,7 +43,7 @@ def corpus_and_tokenizer(tmp_path_factory):
 def xlnet_dir(tmp_path_factory, corpus_and_tokenizer):
     _, out = small_build(tmp_path_factory.mktemp("xlnet"), corpus_and_tokenizer,
                          max_seq_length=SEQ, reuse_len=REUSE, objective="none",
-                         packing="xlnet")
+                         packing="streams")
     return out
 
 

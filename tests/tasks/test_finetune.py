@@ -133,7 +133,7 @@ def test_generic_jsonl_with_carved_dev_split_and_seeds(base_model, tmp_path):
         "family": "albert", "source": "ALBERT (Lan et al. 2020), Table 14",
         "values": {"weight_decay": 0.01, "layer_decay": 1.0, "adam_beta2": 0.999,
                    "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}}
+                   "layer_decay_rule": "head-to-embeddings"}}
     assert set(result["dev"]["accuracy"]) == {"median", "min", "max", "stdev"}
     assert result["dev"]["accuracy"]["median"] >= 0.8  # majority 0.5
     assert (tmp_path / "o" / "seed-43" / "model" / "model.safetensors").exists()
@@ -181,6 +181,8 @@ def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, ver
                                           out=str(tmp_path / "eval"), max_seq_length=64,
                                           doc_stride=16, max_query_length=16))
     assert again["dev"]["f1"] == pytest.approx(result["dev"]["f1"])
+    # The adapter writes its dev files for `litebert evaluate` too: the saved model's answers.
+    assert json.loads((tmp_path / "eval" / "predictions.json").read_text()) == predictions
 
 
 def race_dir(root, train: tuple[int, int] = (16, 16), dev: tuple[int, int] = (6, 6),
@@ -212,6 +214,10 @@ def test_race_multiple_choice(base_model, tmp_path):
     assert {"middle", "high", "all"} <= set(result["dev"])
     answers = json.loads((out / "predictions.json").read_text())
     assert len(answers) == 12 and set(answers.values()) <= set("ABCD")
+    # `litebert evaluate` of the saved model: the same answers, written by the adapter.
+    evaluate_model(FinetuneConfig(task="race", data=str(tmp_path / "RACE"),
+                                  model=str(out / "model"), out=str(tmp_path / "eval")))
+    assert json.loads((tmp_path / "eval" / "predictions.json").read_text()) == answers
 
 
 def test_starts_from_a_transformers_bert_directory(tmp_path):

@@ -14,7 +14,13 @@ import litebert
 from litebert.cli import main
 from litebert.tasks.base import FinetuneConfig, FinetuneError
 from litebert.tasks.finetune import finetune, finetune_groups
-from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, parameter_depths
+from litebert.tasks.layer_decay import (
+    RULE_ALIASES,
+    RULES,
+    layer_decay_groups,
+    lr_multipliers,
+    parameter_depths,
+)
 from litebert.train.lamb import adamw_param_groups, build_optimizer
 from litebert.train.schedule import build_scheduler, warmup_polynomial
 from tests.conftest import make_inputs, small_config
@@ -91,6 +97,22 @@ def test_bad_decay_and_foreign_models_are_refused():
         lr_multipliers(classifier(), 1.5)
     with pytest.raises(TypeError, match="Linear"):
         lr_multipliers(torch.nn.Linear(2, 2), 0.8)
+
+
+def test_the_previous_releases_rule_names_are_the_same_rules():
+    """"electra" and "xlnet" (the previous release's names) are read as today's rules."""
+    model = classifier(sharing="none", num_hidden_groups=4)
+    rules = {rule: lr_multipliers(model, D, rule) for rule in (*RULES, *RULE_ALIASES)}
+    assert rules["head-to-embeddings"] != rules["layers-only"]  # they are different rules
+    for old, new in RULE_ALIASES.items():
+        assert rules[old] == rules[new], old
+        assert config_for("m", layer_decay_rule=old).layer_decay_rule == new
+    assert rules["layers-only"]["albert.embeddings.word_embeddings.weight"] == 1.0
+    with pytest.raises(FinetuneError, match="layer_decay_rule='albert': choose "
+                                            "head-to-embeddings or layers-only"):
+        config_for("m", layer_decay_rule="albert")
+    with pytest.raises(ValueError, match="layer decay rule 'albert'"):
+        lr_multipliers(model, D, "albert")
 
 
 # ---- groups, the optimiser and the schedule ----------------------------------------------------
@@ -223,10 +245,10 @@ def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # n
     result = finetune(cfg)
     assert result["optimizer"] == {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
                                    "adam_beta2": 0.999, "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}
+                   "layer_decay_rule": "head-to-embeddings"}
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["defaults"] == {
         "family": "electra", "source": "ELECTRA (Clark et al. 2020), Table 7, Small (hidden "
         "size 32)", "values": {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,
                                "adam_beta2": 0.999, "adam_epsilon": 1e-6,
-                   "layer_decay_rule": "electra"}}
+                   "layer_decay_rule": "head-to-embeddings"}}

@@ -21,12 +21,14 @@ import pytest
 import torch
 
 from litebert.cli import main
+from litebert.data.loader import SAMPLER_VERSION
 from litebert.distributed import DistInfo
 from litebert.train import checkpoint
 from litebert.train.checkpoint import DamagedCheckpoint
+from litebert.train.feed import DataPosition
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
-from litebert.train.state import _batch_position, export_run, load_model_state
+from litebert.train.state import TrainState, _batch_position, export_run, load_model_state
 from litebert.write_errors import WriteFailed, human_size, tree_size
 from tests.train import test_pretrain
 from tests.train.test_pretrain import read_metrics, run_config
@@ -119,6 +121,21 @@ def test_export_of_a_damaged_checkpoint_is_an_error_naming_the_file(run, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+def test_state_json_keeps_the_flat_fields_it_always_had(trained):
+    """The Trainer's counters are a TrainState; state.json still holds them as the flat
+    fields earlier releases wrote and read, nothing more and nothing less."""
+    state = json.loads((step_dir(trained, 6) / "state.json").read_text())
+    counters = {"step", "epoch", "batch", "skipped_steps", "nonfinite_in_row", "tokens",
+                "seconds", "sampler_version"}
+    assert set(state) == counters | {"model_config", "run_id", "adopts_unnamed", "data_digest",
+                                     "config", "world_size", "format", "files"}
+    assert TrainState.from_saved(state).to_record() == {k: state[k] for k in counters}
+    assert TrainState.from_saved(state).position == DataPosition(state["epoch"], state["batch"])
+    older = {k: state[k] for k in counters - {"seconds", "sampler_version"}}  # before them
+    assert TrainState.from_saved(older).to_record() == {**older, "seconds": 0.0,
+                                                        "sampler_version": SAMPLER_VERSION}
+
+
 def test_a_state_json_cut_short_is_skipped(run, caplog):
     cut_short(step_dir(run, 6) / "state.json")
     with caplog.at_level(logging.WARNING, logger="litebert"):
@@ -152,7 +169,7 @@ def test_checkpoints_from_before_the_manifest_still_resume(run, data_dir):
     os.replace(path / "rng-rank0.pt", path / "rng.pt")
     assert checkpoint.resolve_resume(run, "auto") == path
     trainer = Trainer(run_config(data_dir, run, export=False))
-    assert trainer.state["step"] == 6
+    assert trainer.state.step == 6
 
 
 def test_sharded_metadata_that_would_run_code_is_refused(tmp_path):
@@ -186,9 +203,9 @@ def write_full_checkpoint(trainer: Trainer) -> Path:
         checkpoint.save_full(directory, trainer.model.state_dict(),
                              {"optimizer": trainer.optimizer.state_dict(),
                               "scheduler": trainer.scheduler.state_dict()})
-    record = {**trainer.state, "model_config": trainer.config.to_dict(),
+    record = {**trainer.state.to_record(), "model_config": trainer.config.to_dict(),
               "config": trainer.cfg.to_dict(), "world_size": 1, "format": "full"}
-    return checkpoint.write(trainer.run_dir, trainer.state["step"], fill, record)
+    return checkpoint.write(trainer.run_dir, trainer.state.step, fill, record)
 
 
 def test_a_full_format_checkpoint_exports_and_resumes_bit_for_bit(trained, data_dir, tmp_path):

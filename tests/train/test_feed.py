@@ -13,7 +13,7 @@ import torch
 from litebert.data.integrity import DataError
 from litebert.data.loader import RankSampler
 from litebert.distributed import DistInfo
-from litebert.train.feed import EpochChunks, batches
+from litebert.train.feed import DataPosition, EpochChunks, batches
 from litebert.train.run_config import PretrainConfig
 from litebert.train.state import _batch_position
 
@@ -41,13 +41,13 @@ class Numbered:
         return {"x": torch.stack([item["x"] for item in items])}
 
 
-def take(count: int, workers: int, position: dict[str, int], n: int = 10, micro: int = 3):
+def take(count: int, workers: int, position: DataPosition, n: int = 10, micro: int = 3):
     stream = batches(Numbered(n), RankSampler(n, 0, 1, seed=5), micro, workers, position)
     return [b["x"].tolist() for b in itertools.islice(stream, count)]
 
 
 def test_epochs_follow_each_other_with_their_own_order_and_items():
-    position = {"epoch": 0, "batch": 0}
+    position = DataPosition()
     got = take(7, 0, position)  # 3 micro-batches per epoch (10 // 3, the tail dropped)
     epochs = [{x // EPOCH for x in b} for b in got]
     assert epochs == [{0}] * 3 + [{1}] * 3 + [{2}]
@@ -56,27 +56,27 @@ def test_epochs_follow_each_other_with_their_own_order_and_items():
         sampler = RankSampler(10, 0, 1, seed=5)
         sampler.set_epoch(e)
         assert seen == list(sampler)[:9]  # the sampler's order of that epoch
-    assert position == {"epoch": 2, "batch": 1}
+    assert position == DataPosition(epoch=2, batch=1)
 
 
 def test_workers_change_nothing_and_live_across_epochs():
-    assert take(8, 2, {"epoch": 0, "batch": 0}) == take(8, 0, {"epoch": 0, "batch": 0})
+    assert take(8, 2, DataPosition()) == take(8, 0, DataPosition())
 
 
-@pytest.mark.parametrize("start", [{"epoch": 1, "batch": 1}, {"epoch": 0, "batch": 3}])
+@pytest.mark.parametrize("start", [(1, 1), (0, 3)])
 def test_a_saved_position_continues_where_the_loop_stopped(start):
     """Mid-epoch, and after an epoch's last micro-batch (how the previous loader saved it)."""
-    straight = take(8, 0, {"epoch": 0, "batch": 0})
-    done = start["epoch"] * 3 + start["batch"]
-    position = dict(start)
+    straight = take(8, 0, DataPosition())
+    done = start[0] * 3 + start[1]
+    position = DataPosition(*start)
     assert take(8 - done, 0, position) == straight[done:]
-    assert position == {"epoch": 2, "batch": 2}
+    assert position == DataPosition(epoch=2, batch=2)
 
 
 def test_too_few_items_for_a_micro_batch_is_a_data_error():
     with pytest.raises(DataError, match="numbered: 2 instances give this rank no full "
                                         "micro-batch of 3"):
-        take(1, 0, {"epoch": 0, "batch": 0}, n=2)
+        take(1, 0, DataPosition(), n=2)
 
 
 class Unlisted(RankSampler):
@@ -88,7 +88,7 @@ class Unlisted(RankSampler):
 
 def test_chunks_ask_the_sampler_for_their_positions_only(monkeypatch):
     monkeypatch.setattr(EpochChunks, "BLOCK", 2)  # blocks end inside an epoch
-    chunks = EpochChunks(Unlisted(10, 0, 1, seed=5), 3, {"epoch": 1, "batch": 1})
+    chunks = EpochChunks(Unlisted(10, 0, 1, seed=5), 3, DataPosition(epoch=1, batch=1))
     got = list(itertools.islice(chunks, 4))  # 2 of epoch 1, 2 of epoch 2
     order = {e: RankSampler(10, 0, 1, seed=5) for e in (1, 2)}
     for e, sampler in order.items():
@@ -109,7 +109,7 @@ def test_a_position_saved_by_2_ranks_continues_exactly_on_4():
 
     def global_order(world: int, micro: int, start: int, count: int) -> list[int]:
         ranks = [list(itertools.islice(EpochChunks(RankSampler(n, r, world, seed=seed), micro,
-                                                   {"epoch": 0, "batch": start}), count))
+                                                   DataPosition(0, start)), count))
                  for r in range(world)]
         # micro-batch i of every rank together: rank-interleaved positions of the order
         rows = np.array([[[j for _, j in chunk] for chunk in rank] for rank in ranks])

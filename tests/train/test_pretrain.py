@@ -230,7 +230,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, mon
     with pytest.raises(TrainingDiverged, match="3 non-finite losses in a row by step 8.*"
                                                "step-00000006"):
         trainer.run()
-    assert trainer.state["skipped_steps"] == 4 and trainer.state["step"] == 8
+    assert trainer.state.skipped_steps == 4 and trainer.state.step == 8
     train, _ = read_metrics(tmp_path / "nan")
     # Step 3 was skipped: the log of steps 3-4 says so and averages step 4's loss alone.
     assert [(x["step"], x["skipped_steps"]) for x in train] == [(2, 0), (4, 1), (6, 2)]
@@ -289,7 +289,7 @@ def test_a_checkpoint_from_before_the_objective_option_resumes_and_exports(data_
     state.write_text(json.dumps(record))
     assert export_run(tmp_path / "old").name == "export"
     trainer = Trainer(run_config(data_dir, tmp_path / "old", max_steps=3))
-    assert trainer.state["step"] == 3
+    assert trainer.state.step == 3
 
 
 # ---- FSDP: sharded checkpoints (torch.distributed.checkpoint) ---------------------------------

@@ -40,7 +40,7 @@ def test_a_blended_run_resumes_exactly_and_keeps_its_weights(two_directories, tm
     shutil.copytree(straight, run)
     shutil.rmtree(checkpoint.latest(run))  # killed after step 3's checkpoint
     trainer = Trainer(run_config(a, run, data=blend, export=False))
-    assert trainer.state["step"] == 3
+    assert trainer.state.step == 3
     assert len(trainer.train_data) == sum(len(p) for p in trainer.train_data.parts)
     trainer.run()
     losses = [x["loss"] for x in read_metrics(straight)[0]]

@@ -45,7 +45,7 @@ def build_plm_data(root):
     tok = train_tokenizer("xlnet", [corpus], root / "tok", vocab_size=200).parent
     out = root / "data"
     build([corpus], tok, out, BuildConfig(max_seq_length=SEQ, format="bert", objective="none",
-                                          packing="xlnet", heldout_fraction=0.1))
+                                          packing="streams", heldout_fraction=0.1))
     return out
 
 

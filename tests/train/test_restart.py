@@ -36,7 +36,7 @@ def test_the_same_command_again_continues_the_run(data_dir, tmp_path):
     shutil.copytree(tmp_path / "straight", run)
     shutil.rmtree(checkpoint.latest(run))  # killed between steps 5 and 6, say
     trainer = Trainer(run_config(data_dir, run, export=False))
-    assert trainer.state["step"] == 3
+    assert trainer.state.step == 3
     trainer.run()
     assert steps_logged(run) == [1, 2, 3, 4, 5, 6]
     a, b = weights(tmp_path / "straight"), weights(run)
@@ -70,7 +70,7 @@ def test_another_config_stops_with_every_field_that_differs(data_dir, tmp_path):
     # The same data copied elsewhere is the same data; other data is not.
     moved = tmp_path / "moved"
     shutil.copytree(data_dir, moved)
-    assert Trainer(run_config(data_dir=moved, out=run, max_steps=3)).state["step"] == 3
+    assert Trainer(run_config(data_dir=moved, out=run, max_steps=3)).state.step == 3
     record_path = checkpoint.latest(run) / "state.json"
     record = json.loads(record_path.read_text())
     record["data_digest"] = "0" * 16
@@ -83,7 +83,7 @@ def test_restart_moves_the_old_run_aside_whole(data_dir, tmp_path):
     run = tmp_path / "run"
     pretrain(run_config(data_dir, run, max_steps=3, export=False))
     trainer = Trainer(run_config(data_dir, run, max_steps=4, lr=0.02, restart=True))
-    assert trainer.state["step"] == 0
+    assert trainer.state.step == 0
     trainer.run()
     (aside,) = tmp_path.glob("run.previous-*")
     assert steps_logged(aside) == [1, 2, 3] and steps_logged(run) == [1, 2, 3, 4]
@@ -99,7 +99,7 @@ def test_restart_on_a_restarted_attempt_continues(data_dir, tmp_path, monkeypatc
     pretrain(run_config(data_dir, run, max_steps=3, restart=True, export=False))
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
     trainer = Trainer(run_config(data_dir, run, max_steps=3, restart=True))
-    assert trainer.state["step"] == 3 and not list(tmp_path.glob("run.previous-*"))
+    assert trainer.state.step == 3 and not list(tmp_path.glob("run.previous-*"))
 
 
 def test_resume_path_branches_and_keeps_the_abandoned_checkpoints(data_dir, tmp_path):
@@ -118,7 +118,7 @@ def test_resume_path_branches_and_keeps_the_abandoned_checkpoints(data_dir, tmp_
     assert [p.name for p in checkpoint.list_checkpoints(run)] == ["step-00000006",
                                                                  "step-00000008"]
     again = Trainer(run_config(data_dir, run, save_every=2, keep_last=2, max_steps=8))
-    assert again.state["step"] == 8  # the branch is now the run: the same command continues
+    assert again.state.step == 8  # the branch is now the run: the same command continues
 
 
 def test_resume_path_from_elsewhere_into_a_run_is_refused(data_dir, tmp_path):
@@ -157,7 +157,7 @@ def test_a_checkpoint_of_the_previous_sampler_continues_in_its_order(data_dir, t
     assert record.pop("sampler_version") == 1
     state.write_text(json.dumps(record))
     trainer = Trainer(run_config(data_dir, run, export=False))
-    assert trainer.state["sampler_version"] == 1
+    assert trainer.state.sampler_version == 1
     trainer.run()
     a, b = weights(tmp_path / "old"), weights(run)
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from litebert.data.instances import InstanceConfig
 from litebert.data.masking import MaskingConfig
-from litebert.data.packing import PACKINGS
+from litebert.data.packing import PACKING_ALIASES, PACKINGS, packing_name
 from litebert.options import option
 from litebert.readers import FORMATS
 from litebert.tokenization.base import PairTemplate
@@ -61,14 +61,17 @@ class BuildConfig:
         "pairs", "pairs: segment pairs (sop, nsp or none); full-sentences: contiguous "
         "sentences up to max_seq_length, crossing documents with a separator between them; "
         "doc-sentences: the same within one document (RoBERTa; both need --objective none); "
-        "xlnet: one stream of the split's documents, each closed by <eod>, read as XLNet's "
-        "windows by objective plm (needs --objective none, dynamic masking, dupe_factor 1)",
-        choices=PACKINGS)
+        "streams: one stream of the split's documents, each closed by <eod>, read as XLNet's "
+        "windows by objective plm (needs --objective none, dynamic masking, dupe_factor 1); "
+        "xlnet: the previous release's name of streams, still accepted",
+        choices=(*PACKINGS, *PACKING_ALIASES))
     reuse_len: int | None = option(
-        None, "packing xlnet: tokens at the start of each window whose states the next window "
+        None, "packing streams: tokens at the start of each window whose states the next window "
         "reuses as memory; a window starts every reuse_len tokens", shown="max_seq_length // 2")
 
     def __post_init__(self) -> None:
+        # An earlier name (a previous release's manifest, recipe or --packing) is today's.
+        object.__setattr__(self, "packing", packing_name(self.packing))
         _ = self.instances  # constructing it validates the pair options
         self._check_packing()
         if self.masking not in ("dynamic", "static"):
@@ -87,13 +90,14 @@ class BuildConfig:
     def _check_packing(self) -> None:
         if self.packing not in PACKINGS:
             raise ValueError(f"packing={self.packing!r}: choose from {PACKINGS}")
-        if self.reuse_len is not None and self.packing != "xlnet":
-            raise ValueError(f"reuse_len={self.reuse_len} applies to packing='xlnet' only "
-                             f"(--packing xlnet); leave it out for packing={self.packing!r}")
+        if self.reuse_len is not None and self.packing != "streams":
+            raise ValueError(f"reuse_len={self.reuse_len} applies to packing='streams' only "
+                             f"(--packing streams); leave it out for "
+                             f"packing={self.packing!r}")
         if self.packing == "pairs":
             return
-        if self.packing == "xlnet":
-            self._check_xlnet()
+        if self.packing == "streams":
+            self._check_streams()
         if self.objective != "none":
             raise ValueError(
                 f"packing={self.packing!r} needs objective='none' (--objective none), not "
@@ -103,19 +107,19 @@ class BuildConfig:
             raise ValueError(f"pairs={self.pairs!r} draws sentence pairs, which "
                              f"packing={self.packing!r} has none of; leave --pairs static")
 
-    def _check_xlnet(self) -> None:
+    def _check_streams(self) -> None:
         """XLNet's windows: A and B, their label and the targets are drawn when an item is
         read (litebert.objectives.plm_data), from the one stream of each split."""
         if self.objective != "none" or self.pairs != "static":
-            raise ValueError(f"packing='xlnet' needs objective='none' and pairs='static' "
+            raise ValueError(f"packing='streams' needs objective='none' and pairs='static' "
                              f"(--objective none), not {self.objective!r} and {self.pairs!r}: "
                              "XLNet's A and B and their next-sentence label are drawn when a "
                              "window is read (objective plm), not at build time")
         if self.masking != "dynamic":
-            raise ValueError("packing='xlnet' draws its prediction targets every epoch when an "
+            raise ValueError("packing='streams' draws its prediction targets every epoch when an "
                              "item is read; static masks are MLM's: leave --masking dynamic")
         if self.dupe_factor != 1:
-            raise ValueError(f"dupe_factor={self.dupe_factor}: packing='xlnet' writes each "
+            raise ValueError(f"dupe_factor={self.dupe_factor}: packing='streams' writes each "
                              "split's stream once (its pairs and targets are drawn anew every "
                              "epoch); leave --dupe-factor 1")
         reuse = self.reuse_length
@@ -132,7 +136,7 @@ class BuildConfig:
 
     @property
     def reuse_length(self) -> int:
-        """packing xlnet: reuse_len, by default half of max_seq_length (the official 256 of
+        """packing streams: reuse_len, by default half of max_seq_length (the official 256 of
         512)."""
         return self.max_seq_length // 2 if self.reuse_len is None else self.reuse_len
 

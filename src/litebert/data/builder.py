@@ -17,7 +17,7 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
                             (packing full-sentences / doc-sentences only, see
                             litebert.data.packing)
     {split}.stream.bin      (N_s,) token ids of the split's documents, each closed by <eod>
-    {split}.stream_flags.bin  (N_s,) uint8: word and sentence starts   (packing xlnet only,
+    {split}.stream_flags.bin  (N_s,) uint8: word and sentence starts   (packing streams only,
                             see litebert.data.streams)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
@@ -36,7 +36,7 @@ parts per worker in flight). `--shard I/N` runs pass 1 on the I-th of N contiguo
 parts, and `data merge` (litebert.data.merge) joins the shards and runs pass 2. Pass 2
 builds instances (static pairs), chunks (dynamic pairs: the pairs are drawn when an item
 is read, see litebert.data.instances) or packed instances (litebert.data.packing) from
-sentence lengths alone, or copies each split's tokens into one stream (packing xlnet,
+sentence lengths alone, or copies each split's tokens into one stream (packing streams,
 litebert.data.streams). Randomness comes from numpy Generators seeded by (seed, purpose,
 block of documents or instances), never from the worker that ran it, so the output does
 not depend on the number of workers.
@@ -63,7 +63,13 @@ import numpy as np
 from litebert.data.arrays import memmap
 from litebert.data.build_config import FORMAT, VERSION, BuildConfig
 from litebert.data.cache import LATER_FIELDS, cache_key, content_key, input_files
-from litebert.data.integrity import MANIFEST, explained_build, record_files, remove_build_outputs
+from litebert.data.integrity import (
+    MANIFEST,
+    explained_build,
+    record_files,
+    remove_build_outputs,
+    with_current_names,
+)
 from litebert.data.parts import Part, part_record, plan_parts, shard_parts
 from litebert.data.pass1 import TOKEN_COUNTS, commonest_training_token, tokenize_parts
 from litebert.data.splits import build_splits
@@ -84,7 +90,7 @@ def read_manifest(directory: str | Path, fmt: str = FORMAT) -> dict[str, Any] | 
     if not path.is_file():
         return None
     manifest = json.loads(path.read_text())
-    return manifest if manifest.get("format") == fmt else None
+    return with_current_names(manifest) if manifest.get("format") == fmt else None
 
 
 # ---- the whole build -----------------------------------------------------------------------

@@ -2,8 +2,9 @@
 whose directory already holds that content does nothing.
 
 The key hashes the build config (fields added after format version 2 only when they differ
-from the value older builds implied: LATER_FIELDS), the tokenizer's fingerprint, the
-directory format and version, and each input file's size and sha256, in input order. Paths
+from the value older builds implied: LATER_FIELDS; renamed values under their first name:
+KEY_NAMES), the tokenizer's fingerprint, the directory format and version, and each input
+file's size and sha256, in input order. Paths
 and modification times stay out: a corpus copied elsewhere gives the same key, one changed
 byte another. Hashing a large corpus takes minutes, so a manifest records each input's
 (path, size, mtime_ns, sha256) and the next check reuses the digest of every file whose
@@ -26,6 +27,9 @@ from litebert.files import expand_inputs, file_digest
 # value they stay out of the cache key, so that adding a field changes no existing key.
 LATER_FIELDS = {"pairs": "static", "sop_single_sentence": "random", "packing": "pairs",
                 "reuse_len": None}
+# Values renamed since they entered the key, hashed under the name they had then: a directory
+# built as packing "xlnet" is a cache hit for packing "streams", and any other key unchanged.
+KEY_NAMES = {"packing": {"streams": "xlnet"}}
 
 
 def input_files(inputs: Iterable[str | Path],
@@ -47,7 +51,8 @@ def content_key(files: list[dict[str, Any]], tokenizer_fingerprint: str,
                 cfg: BuildConfig) -> str:
     """16 hex digits of the hash described in the module docstring."""
     h = hashlib.sha256()
-    config = {name: value for name, value in dataclasses.asdict(cfg).items()
+    config = {name: KEY_NAMES.get(name, {}).get(value, value)
+              for name, value in dataclasses.asdict(cfg).items()
               if name not in LATER_FIELDS or value != LATER_FIELDS[name]}
     h.update(json.dumps(config, sort_keys=True).encode())
     h.update(tokenizer_fingerprint.encode())

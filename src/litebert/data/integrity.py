@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from litebert.data.packing import packing_name
 from litebert.files import damaged_files, describe_files, is_temporary
 from litebert.write_errors import WriteFailed, explained_write, human_size
 
@@ -85,9 +86,20 @@ def load_manifest(directory: Path) -> dict[str, Any]:
         raise DataError(f"{directory}: no {MANIFEST} ({why}); run `litebert data build` "
                         f"with --out {directory}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a valid manifest ({err}); {_rebuild(directory)}") from None
+    return with_current_names(manifest)
+
+
+def with_current_names(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest with its config's earlier names read as today's (a previous release's
+    packing "xlnet" is "streams"), so that no reader has to know the old spelling. The file
+    is not rewritten: its cache key stays the one it was built with."""
+    config = manifest.get("config")
+    if isinstance(config, dict) and "packing" in config:
+        config["packing"] = packing_name(config["packing"])
+    return manifest
 
 
 def content_digest(manifest: dict[str, Any]) -> str:

@@ -70,8 +70,8 @@ class PretrainingDataset(Dataset):
         self.directory = Path(directory)
         self.manifest = open_manifest(self.directory)  # DataError if a file was cut short
         self.config = BuildConfig(**self.manifest["config"])
-        if self.config.packing == "xlnet":
-            raise DataError(f"{self.directory}: built with --packing xlnet, whose items are "
+        if self.config.packing == "streams":
+            raise DataError(f"{self.directory}: built with --packing streams, whose items are "
                             "XLNet's windows of a stream; read it with objective plm "
                             "(litebert.objectives.plm_data.PLMDataset)")
         self.seed = self.config.seed if seed is None else seed
@@ -210,7 +210,7 @@ class PretrainingDataset(Dataset):
 
 @dataclass(frozen=True)
 class StreamData:
-    """A directory of XLNet streams (`--packing xlnet`, litebert.data.streams) as the Trainer
+    """A directory of XLNet streams (`--packing streams`, litebert.data.streams) as the Trainer
     hands it to an objective: it has no items of its own (an objective that reads streams
     opens them with its dataset), no sentence-pair label."""
 
@@ -224,7 +224,7 @@ def open_training_data(directory: str | Path, seed: int) -> PretrainingDataset |
     or streams (StreamData), as it was built."""
     directory = Path(directory)
     config = BuildConfig(**open_manifest(directory)["config"])
-    if config.packing == "xlnet":
+    if config.packing == "streams":
         return StreamData(directory, config)
     return PretrainingDataset(directory, "train", seed=seed)
 

@@ -8,8 +8,9 @@
   with training text;
 - doc-sentences: the same, but an instance never crosses a document boundary, so the
   last instance of a document is usually shorter.
-- xlnet: no instances at all, but one stream of text per split that XLNet's windows are
-  cut from when read (litebert.data.streams).
+- streams: no instances at all, but one stream of text per split that XLNet's windows are
+  cut from when read (litebert.data.streams). The previous release called it "xlnet", a
+  name still accepted (PACKING_ALIASES).
 
 Layout, with the directory tokenizer's template (litebert.tokenization.PairTemplate):
 
@@ -55,7 +56,17 @@ import numpy as np
 from litebert.data.word_starts import WordStarts
 from litebert.tokenization.base import PairTemplate
 
-PACKINGS = ("pairs", "full-sentences", "doc-sentences", "xlnet")  # xlnet: litebert.data.streams
+PACKINGS = ("pairs", "full-sentences", "doc-sentences", "streams")  # streams: data.streams
+# Earlier names of a packing, read as the current one wherever a config or manifest is read
+# (BuildConfig, integrity.load_manifest); cache keys hash the earlier name (cache.KEY_NAMES),
+# so a directory built under it is still a cache hit.
+PACKING_ALIASES = {"xlnet": "streams"}
+
+
+def packing_name(name: str) -> str:
+    """The current name of packing `name` (an earlier name, or itself)."""
+    return PACKING_ALIASES.get(name, name)
+
 
 @dataclass(frozen=True)
 class SentenceTable:

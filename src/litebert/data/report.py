@@ -14,7 +14,7 @@ padded to max_seq_length: 1 - tokens in instances / (instances * max_seq_length)
 instances (static pairs, packed text) or the sample (dynamic pairs). Packed splits also
 report `documents_per_instance`, the mean number of documents an instance holds text of.
 
-XLNet's stream directories (`--packing xlnet`) have no instances here: their items are made
+XLNet's stream directories (`--packing streams`) have no instances here: their items are made
 by the objectives layer, so their reports are litebert.objectives.plm_report's, which also
 picks the reporter of a directory for the CLI.
 """

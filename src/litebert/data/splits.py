@@ -377,7 +377,7 @@ def _stream_split(out: Path, split: str, docs: SplitDocuments, cfg: BuildConfig,
 
 # What pass 2 writes for each split, by BuildConfig.packing (litebert.data.packing.PACKINGS).
 SPLIT_WRITERS = {"pairs": _pairs_split, "full-sentences": _packed_split,
-                 "doc-sentences": _packed_split, "xlnet": _stream_split}
+                 "doc-sentences": _packed_split, "streams": _stream_split}
 
 
 def _warn_skipped(split: str, counts: dict[str, int]) -> None:

@@ -1,4 +1,4 @@
-"""XLNet's data layout (`--packing xlnet`): each split as one contiguous stream of tokens.
+"""XLNet's data layout (`--packing streams`): each split as one contiguous stream of tokens.
 
 XLNet's official data (zihangdai/xlnet, data_utils.py) is not a set of instances: the
 documents are concatenated into one token stream, each closed by an end-of-document token,

@@ -46,7 +46,7 @@ class FinetuneDefaults:
     # Not in the recipes; by default ALBERT's released fine-tuning code's (and BERT's).
     weight_decay: float = 0.01  # AdamW's decoupled weight decay
     layer_decay: float = 1.0  # layer-wise lr decay (litebert.tasks.layer_decay); 1 is off
-    layer_decay_rule: str = "electra"  # which parameters it slows (tasks/layer_decay.py)
+    layer_decay_rule: str = "head-to-embeddings"  # what it slows (tasks/layer_decay.py)
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-6  # ALBERT's and BERT's AdamWeightDecay epsilon
 

@@ -221,7 +221,7 @@ class XLNetAdapter(FamilyAdapter):
         lr, decay, column = _TASKS.get(task, _GLUE)
         return FinetuneDefaults(source=f"XLNet (Yang et al. 2019), Table 8, {column}", lr=lr,
                                 dropout=0.1, weight_decay=0.0, layer_decay=decay,
-                                layer_decay_rule="xlnet", adam_epsilon=1e-6)
+                                layer_decay_rule="layers-only", adam_epsilon=1e-6)
 
 
 def _einsum_shape(key: str, value: torch.Tensor, n_head: int) -> torch.Tensor:

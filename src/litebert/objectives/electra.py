@@ -146,7 +146,7 @@ class PairHead(nn.Module):
         return self.classifier(torch.tanh(self.dense(h[:, 0])))
 
 
-@dataclass
+@dataclass(kw_only=True)  # seven fields: named at every call site
 class Corrupting:
     """How batches are corrupted (see litebert.objectives.corruption)."""
 
@@ -165,7 +165,7 @@ class Corrupting:
         return C.slot_count(self.max_seq_length, self.mask_prob)
 
 
-@dataclass
+@dataclass(kw_only=True)  # nine fields: named at every call site
 class ElectraOutput:
     """Shapes fixed by the batch's (B, T) and the N slots per row (Corrupting.slot_count)."""
 
@@ -239,8 +239,10 @@ class ElectraPretraining(nn.Module):
         rtd = F.binary_cross_entropy_with_logits(out.logits.float(), replaced, reduction="none")
         rtd_sum = (rtd * real.float()).sum()
         pair = self.pair_head(out.last_hidden_state) if self.pair_head is not None else None
-        return ElectraOutput(gen_logits, slots.targets, weights, gen_sum, fake, out.logits,
-                             replaced, rtd_sum, pair)
+        return ElectraOutput(generator_logits=gen_logits, targets=slots.targets,
+                             slot_weights=weights, generator_sum=gen_sum, corrupted=fake,
+                             logits=out.logits, replaced=replaced, rtd_sum=rtd_sum,
+                             pair_logits=pair)
 
 
 class ElectraObjective(Stateless):
@@ -307,9 +309,11 @@ class ElectraObjective(Stateless):
                               f"generator shares the ALBERT backbone's embeddings and "
                               f"encoder, so it needs backbone 'albert'")
         c = self.config
-        corrupting = Corrupting(c.mask_prob, self.special.get("mask", -1), c.temperature,
-                                c.generator_masking == "data", self.max_seq_length,
-                                self.run.seed, self.max_predictions)
+        corrupting = Corrupting(mask_prob=c.mask_prob, mask_id=self.special.get("mask", -1),
+                                temperature=c.temperature,
+                                data_masks=c.generator_masking == "data",
+                                max_seq_length=self.max_seq_length, seed=self.run.seed,
+                                max_predictions=self.max_predictions)
         model = ElectraPretraining(config, self.generator_config(config), corrupting,
                                    self.never_masked(), pair_task=self.label_key is not None)
         model.step.fill_(self.step)

@@ -154,7 +154,7 @@ class PLMObjective:
             self.baseline_token = commonest_training_token(open_heldout(data.directory))
 
     def dataset(self, directory: Path, split: str, seed: int) -> PLMDataset:
-        """Windows of the data's streams (`--packing xlnet`) with targets and orders drawn
+        """Windows of the data's streams (`--packing streams`) with targets and orders drawn
         per epoch."""
         c = self.config
         return PLMDataset(directory, split, seed=seed, mask_alpha=c.prediction_k,

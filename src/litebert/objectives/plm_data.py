@@ -1,4 +1,4 @@
-"""XLNet's pre-training items: windows of a split's stream (`--packing xlnet`,
+"""XLNet's pre-training items: windows of a split's stream (`--packing streams`,
 litebert.data.streams) laid out, targeted and ordered as the official code does
 (zihangdai/xlnet data_utils.py: create_tfrecords, _split_a_and_b, _sample_mask, _local_perm).
 
@@ -73,10 +73,10 @@ class PLMDataset(Dataset):
         self.directory, self.split = Path(directory), split
         manifest = open_manifest(self.directory)  # DataError if a file was cut short
         config = BuildConfig(**manifest["config"])
-        if config.packing != "xlnet":
+        if config.packing != "streams":
             raise DataError(f"{self.directory}: built with --packing {config.packing}; "
                             "objective plm reads XLNet's streams: rebuild with "
-                            "`litebert data build ... --objective none --packing xlnet`")
+                            "`litebert data build ... --objective none --packing streams`")
         self.seed = config.seed if seed is None else seed
         self.epoch = 0
         self.seq_len, self.reuse_len = config.max_seq_length, config.reuse_length

@@ -1,5 +1,5 @@
 """`litebert data inspect` and `litebert data stats` on every data directory, XLNet's
-streams (`--packing xlnet`) included.
+streams (`--packing streams`) included.
 
 A stream directory holds no instances: its items exist only when PLMDataset cuts a window
 out of the stream and draws its A/B pair, targets and order. So its reports live here,
@@ -138,4 +138,4 @@ def replay_targets(ds: PLMDataset, index: int
 
 # Packings whose directories need a reporter of their own; any other: instances.
 INSTANCES = Reporter(report.inspect_instances, report.stats)
-REPORTERS = {"xlnet": Reporter(inspect_windows, stream_stats)}
+REPORTERS = {"streams": Reporter(inspect_windows, stream_stats)}

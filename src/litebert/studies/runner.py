@@ -200,6 +200,8 @@ def _continue(before: dict[str, Any], now: dict[str, Any], path: Path) -> dict[s
             old = {**saved_run_config({k: v for k, v in old.items()
                                        if k not in PATH_FIELDS}).to_dict(),
                    **{k: v for k, v in old.items() if k in PATH_FIELDS}}
+        if key == "data":  # read as configs: a previous release's packing "xlnet" is today's
+            old, new = (dataclasses.asdict(build_config(d, str(path))) for d in (old, new))
         # Paths may differ when OUT was moved or named otherwise: the settings must not.
         changed = sorted(k for k in set(old) | set(new) if k not in PATH_FIELDS | SPEED_FIELDS
                          and old.get(k) != new.get(k))

@@ -13,12 +13,17 @@ trains, and offers:
     evaluate(model, out) -> metrics scores on dev (and prediction files under out)
     score(metrics) -> float         the number "best on dev" maximises
     save(model, directory)          the model directory (+ tokenizer, task files)
+    write_predictions(model, out, dev)
+                                    the run's prediction files under out: with dev, those of
+                                    the last evaluation (SQuAD's, RACE's answers); the test
+                                    predictions of model where the task has a test split
     primary                         name of the primary metric
     tokenizer                       the model directory's tokenizer
 
-and optionally `write_test_predictions(model, out)` for unlabeled test splits.
+An adapter with no prediction files takes write_predictions from `NoPredictionFiles`. The
+loop (tasks/finetune.py) knows no task: what is special to one stays in its adapter.
 
-Under torchrun every rank calls evaluate and write_test_predictions: an adapter runs its
+Under torchrun every rank calls evaluate and write_predictions: an adapter runs its
 batches through `runtime.evaluate_batches`, which shares them among the ranks and gives every
 rank all outputs in order, so each rank computes the same metrics; files are written by rank
 0 alone (`runtime.is_main`). `save` is called on rank 0 only.
@@ -34,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from litebert.cpus import usable_cpus
 from litebert.options import option
+from litebert.tasks.layer_decay import RULE_ALIASES, RULES, rule_name
 from litebert.train.precision import PRECISIONS
 from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
@@ -43,17 +49,49 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("litebert")
 
-# Paper Table 14: lr, batch, ALBERT dropout, steps, warmup, max length (classifier dropout 0.1).
-RECIPES: dict[str, tuple[float, int, float, int, int, int]] = {
-    "cola": (1e-5, 16, 0.0, 5336, 320, 512), "stsb": (2e-5, 16, 0.0, 3598, 214, 512),
-    "sst2": (1e-5, 32, 0.0, 20935, 1256, 512), "mnli": (3e-5, 128, 0.0, 10000, 1000, 512),
-    "qnli": (1e-5, 32, 0.0, 33112, 1986, 512), "qqp": (5e-5, 128, 0.1, 14000, 1000, 512),
-    "rte": (3e-5, 32, 0.1, 800, 200, 512), "mrpc": (2e-5, 32, 0.0, 800, 200, 512),
-    "wnli": (2e-5, 16, 0.1, 2000, 250, 512), "squad1": (5e-5, 48, 0.0, 3649, 365, 384),
-    "squad2": (3e-5, 48, 0.0, 8144, 814, 512), "race": (2e-5, 32, 0.1, 12000, 1000, 512),
+
+@dataclass(frozen=True, kw_only=True)
+class TaskRecipe:
+    """A task's fine-tuning recipe (ALBERT's Table 14; classifier dropout is 0.1 for all)."""
+
+    lr: float
+    batch_size: int
+    dropout: float  # ALBERT's hidden and attention dropout
+    max_steps: int
+    warmup_steps: int
+    max_seq_length: int = 512
+
+
+RECIPES: dict[str, TaskRecipe] = {  # paper Table 14
+    "cola": TaskRecipe(lr=1e-5, batch_size=16, dropout=0.0,
+                       max_steps=5336, warmup_steps=320),
+    "stsb": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.0,
+                       max_steps=3598, warmup_steps=214),
+    "sst2": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
+                       max_steps=20935, warmup_steps=1256),
+    "mnli": TaskRecipe(lr=3e-5, batch_size=128, dropout=0.0,
+                       max_steps=10000, warmup_steps=1000),
+    "qnli": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
+                       max_steps=33112, warmup_steps=1986),
+    "qqp": TaskRecipe(lr=5e-5, batch_size=128, dropout=0.1,
+                      max_steps=14000, warmup_steps=1000),
+    "rte": TaskRecipe(lr=3e-5, batch_size=32, dropout=0.1,
+                      max_steps=800, warmup_steps=200),
+    "mrpc": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
+                       max_steps=800, warmup_steps=200),
+    "wnli": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1,
+                       max_steps=2000, warmup_steps=250),
+    "squad1": TaskRecipe(lr=5e-5, batch_size=48, dropout=0.0,
+                         max_steps=3649, warmup_steps=365, max_seq_length=384),
+    "squad2": TaskRecipe(lr=3e-5, batch_size=48, dropout=0.0,
+                         max_steps=8144, warmup_steps=814),
+    "race": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1,
+                       max_steps=12000, warmup_steps=1000),
     # Not in the paper: generic tasks get a short, safe default.
-    "classification": (2e-5, 32, 0.0, 1000, 100, 128),
-    "regression": (2e-5, 32, 0.0, 1000, 100, 128),
+    "classification": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
+                                 max_steps=1000, warmup_steps=100, max_seq_length=128),
+    "regression": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
+                             max_steps=1000, warmup_steps=100, max_seq_length=128),
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
@@ -96,9 +134,11 @@ class FinetuneConfig:
               "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
         shown=FAMILY)
     layer_decay_rule: str = option(
-        None, "which layers --layer-decay slows: 'electra' (the layers and the embeddings, "
-              "as above) or 'xlnet' (only the layers, layer j at lr * X^(L-j); embeddings "
-              "and head at the lr)", choices=("electra", "xlnet"), shown=FAMILY)
+        None, "which layers --layer-decay slows: 'head-to-embeddings' (the layers and the "
+              "embeddings, as above; ELECTRA's) or 'layers-only' (only the layers, layer j at "
+              "lr * X^(L-j); embeddings and head at the lr; XLNet's); the previous release's "
+              "names 'electra' and 'xlnet' are still accepted",
+        choices=(*RULES, *RULE_ALIASES), shown=FAMILY)
     adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
                                      "average", shown=FAMILY)
     adam_epsilon: float = option(None, "AdamW's epsilon, added to the root of its "
@@ -152,24 +192,24 @@ class FinetuneConfig:
             raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(RECIPES)}")
         if self.family_defaults is None:  # copies (dataclasses.replace) keep the record
             self.family_defaults = self._take_family_defaults()
-        lr, batch, dropout, steps, warmup, length = RECIPES[self.task]
-        for name, value in dict(lr=lr, batch_size=batch, dropout=dropout,
-                                max_seq_length=length).items():
+        recipe = RECIPES[self.task]
+        for name in ("lr", "batch_size", "dropout", "max_seq_length"):
             if getattr(self, name) is None:
-                setattr(self, name, value)
-        if self.layer_decay_rule not in ("electra", "xlnet"):
-            raise FinetuneError(f"layer_decay_rule={self.layer_decay_rule!r}: choose electra "
-                                "or xlnet")
+                setattr(self, name, getattr(recipe, name))
+        if rule_name(self.layer_decay_rule) not in RULES:
+            raise FinetuneError(f"layer_decay_rule={self.layer_decay_rule!r}: choose "
+                                f"{' or '.join(RULES)}")
+        self.layer_decay_rule = rule_name(self.layer_decay_rule)  # an earlier name: today's
         if not 0 < self.layer_decay <= 1:  # also rejects NaN
             raise FinetuneError(f"layer_decay={self.layer_decay}: must lie in (0, 1]; "
                                 f"1 turns layer-wise learning-rate decay off")
         share = self.family_defaults["values"].get("warmup_share")
         if share is not None and self.warmup_steps is None:  # the share of this run's steps
-            total = steps if self.max_steps is None else self.max_steps
+            total = recipe.max_steps if self.max_steps is None else self.max_steps
             self.warmup_steps = int(share * total + 0.5)
         try:  # the warm-up rule of pre-training too: a shorter run keeps the recipe's share
-            self.max_steps, self.warmup_steps = resolve_warmup(steps, warmup, self.max_steps,
-                                                               self.warmup_steps)
+            self.max_steps, self.warmup_steps = resolve_warmup(
+                recipe.max_steps, recipe.warmup_steps, self.max_steps, self.warmup_steps)
         except ValueError as err:
             raise FinetuneError(f"finetune {self.task}: {err}") from None
         if self.eval_every is None:
@@ -255,3 +295,12 @@ class TaskAdapter(Protocol):
     def score(self, metrics: dict[str, float]) -> float: ...
 
     def save(self, model: Any, directory: Any) -> None: ...
+
+    def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]: ...
+
+
+class NoPredictionFiles:
+    """TaskAdapter.write_predictions of a task that writes no prediction files."""
+
+    def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]:
+        return []

@@ -80,5 +80,12 @@ class RaceTask:
     def save(self, model, directory: Path) -> None:
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
-        write_race_predictions(self.dev, self.last_predictions,
-                               directory.parent / "predictions.json")
+        self.write_predictions(model, directory.parent)
+
+    def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
+        """With dev, OUT/predictions.json: the last evaluation's answer to each dev question
+        (RACE has no test split here)."""
+        if not dev or not self.runtime.is_main:
+            return []
+        return [write_race_predictions(self.dev, self.last_predictions,
+                                       Path(out) / "predictions.json")]

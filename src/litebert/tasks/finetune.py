@@ -16,6 +16,7 @@ import json
 import logging
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +81,12 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     with compile_errors(runtime.compiled):  # compiling happens at the first step and eval
         loop = TrainingLoop(cfg, task, runtime, runtime.wrap(model), optimizer, scheduler, out)
         history, best = loop.run()
-        if hasattr(task, "write_test_predictions"):  # GLUE test split(s), with the best model
-            runtime.barrier()  # rank 0 has saved it
-            best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
-            task.write_test_predictions(best_model, out)
-    results = {"task": cfg.task, "seed": cfg.seed, "best_step": best["step"],
-               "metric": task.primary, "dev": best["metrics"], "history": history,
+        # The test split(s), with the best model; its dev files were written when it was saved.
+        runtime.barrier()  # rank 0 has saved it
+        best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
+        task.write_predictions(best_model, out, dev=False)
+    results = {"task": cfg.task, "seed": cfg.seed, "best_step": best.step,
+               "metric": task.primary, "dev": best.metrics, "history": history,
                "seconds": round(time.perf_counter() - start, 1),
                "timeline": loop.timeline,
                "schedule": {k: getattr(cfg, k) for k in ("max_steps", "warmup_steps", "lr")},
@@ -98,6 +99,15 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     return results
 
 
+@dataclass(frozen=True)
+class BestEvaluation:
+    """The evaluation that scored best on dev so far (its model is OUT/model)."""
+
+    step: int
+    score: float  # task.score(metrics): what "best" maximises
+    metrics: dict[str, float]
+
+
 class TrainingLoop:
     """The steps of one run over length-bucketed global batches, its loss lines and its
     evaluations; `run()` returns (history, best)."""
@@ -108,7 +118,7 @@ class TrainingLoop:
         self.cfg, self.task, self.runtime, self.out = cfg, task, runtime, out
         self.model, self.optimizer, self.scheduler = model, optimizer, scheduler  # DDP's
         self.history: list[dict[str, Any]] = []
-        self.best: dict[str, Any] | None = None
+        self.best: BestEvaluation | None = None
         # This rank's shares of the mean losses since the last loss line, (), on the device.
         self.losses = torch.zeros((), device=runtime.device)
         self.lr = 0.0  # the last step's (of the first parameter group)
@@ -119,7 +129,7 @@ class TrainingLoop:
         self.bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step",
                             disable=not runtime.is_main)
 
-    def run(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def run(self) -> tuple[list[dict[str, Any]], BestEvaluation]:
         cfg = self.cfg
         rng = np.random.default_rng(cfg.seed)  # the same batches on every rank
         step = logged = 0
@@ -190,8 +200,8 @@ class TrainingLoop:
         score = self.task.score(metrics)
         if self.runtime.is_main:
             log.info("step %d: %s", step, json.dumps(metrics))
-        if self.best is None or score > self.best["score"]:
-            self.best = {"step": step, "score": score, "metrics": metrics}
+        if self.best is None or score > self.best.score:
+            self.best = BestEvaluation(step=step, score=score, metrics=metrics)
             if self.runtime.is_main:
                 self.task.save(unwrap(self.model), self.out / "model")
 
@@ -246,17 +256,9 @@ def evaluate_model(cfg: FinetuneConfig) -> dict[str, Any]:
     model = runtime.place(task.build_model()).eval()  # the weights of cfg.model, dropout off
     with compile_errors(runtime.compiled), torch.no_grad():
         metrics = task.evaluate(model, out)
-        if hasattr(task, "write_test_predictions"):
-            task.write_test_predictions(model, out)
+        task.write_predictions(model, out)  # this evaluation's dev files, and test's if any
     result = {"task": cfg.task, "model": cfg.model, "dev": metrics}
     if not runtime.is_main:
         return result
-    if hasattr(task, "outputs"):  # SQuAD: predictions.json, null_odds.json
-        for name, content in task.outputs.items():
-            (out / name).write_text(json.dumps(content, indent=2) + "\n")
-    if hasattr(task, "last_predictions") and hasattr(task, "dev"):  # RACE answers (RaceTask)
-        from litebert.tasks.race import write_race_predictions
-
-        write_race_predictions(task.dev, task.last_predictions, out / "predictions.json")
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

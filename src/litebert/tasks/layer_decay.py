@@ -12,13 +12,16 @@ with L the backbone's layer positions (the layers, for ALBERT's inner_group_num 
     multiplier = decay ** (L + 2 - depth)
 
 so the head trains at lr, the top layer at lr * decay**2 and the embeddings at
-lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). That is the rule "electra".
+lr * decay**(L + 2) (depth L + 1 is unused, as in the official code). That is the rule
+"head-to-embeddings" (ELECTRA's).
 
-The rule "xlnet" is XLNet's official fine-tuning code's (zihangdai/xlnet, model_utils.py,
+The rule "layers-only" is XLNet's official fine-tuning code's (zihangdai/xlnet, model_utils.py,
 `lr_layer_decay_rate`): only the transformer layers decay, layer position k at
 decay**(L - 1 - k), so the top layer trains at lr; the embeddings (and mask_emb), the pooler
 and the head train at lr. Which rule applies is the fine-tuning recipe's choice (the model
-family's default, `--layer-decay-rule`), not the backbone's: the depths are the same.
+family's default, `--layer-decay-rule`), not the backbone's: the depths are the same. The
+previous release named the rules after those families, "electra" and "xlnet": both names are
+still accepted (RULE_ALIASES) and read as today's.
 
 The backbone places its own modules (`layer_depths()`, model/backbone.py; ALBERT's module
 shared over several depths takes its highest), so this works for every head on every
@@ -60,33 +63,41 @@ def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
     return depths, L
 
 
-RULES = ("electra", "xlnet")
+RULES = ("head-to-embeddings", "layers-only")  # see the module docstring
+RULE_ALIASES = {"electra": "head-to-embeddings", "xlnet": "layers-only"}  # earlier names
 
 
-def check_decay(decay: float, rule: str = "electra") -> None:
+def rule_name(rule: str) -> str:
+    """The current name of layer-decay rule `rule` (an earlier name, or itself)."""
+    return RULE_ALIASES.get(rule, rule)
+
+
+def check_decay(decay: float, rule: str = "head-to-embeddings") -> None:
     if not 0.0 < decay <= 1.0:  # also rejects NaN
         raise ValueError(f"layer decay {decay}: must lie in (0, 1]; 1 turns it off")
-    if rule not in RULES:
+    if rule_name(rule) not in RULES:
         raise ValueError(f"layer decay rule {rule!r}: choose from {', '.join(RULES)}")
 
 
-def multiplier(depth: int, L: int, decay: float, rule: str = "electra") -> float:
+def multiplier(depth: int, L: int, decay: float, rule: str = "head-to-embeddings") -> float:
     """The lr multiplier of a parameter at `depth` (see the module docstring)."""
-    if rule == "xlnet":  # layers only: depth k + 1 -> decay ** (L - 1 - k)
+    if rule_name(rule) == "layers-only":  # depth k + 1 -> decay ** (L - 1 - k)
         return decay ** (L - depth) if 1 <= depth <= L else 1.0
     return decay ** (L + 2 - depth)
 
 
-def lr_multipliers(model: nn.Module, decay: float, rule: str = "electra") -> dict[str, float]:
-    """{parameter name: multiplier}: "electra" gives 1 to the head and decay**(L + 2) to the
-    embeddings; "xlnet" 1 to both and decay**(L - 1) to the lowest layer."""
+def lr_multipliers(model: nn.Module, decay: float,
+                   rule: str = "head-to-embeddings") -> dict[str, float]:
+    """{parameter name: multiplier}: "head-to-embeddings" gives 1 to the head and
+    decay**(L + 2) to the embeddings; "layers-only" 1 to both and decay**(L - 1) to the
+    lowest layer."""
     check_decay(decay, rule)
     depths, L = parameter_depths(model)
     return {name: multiplier(depth, L, decay, rule) for name, depth in depths.items()}
 
 
 def layer_decay_groups(model: nn.Module, groups: list[dict], lr: float,
-                       decay: float, rule: str = "electra") -> list[dict]:
+                       decay: float, rule: str = "head-to-embeddings") -> list[dict]:
     """`groups` (e.g. litebert.train.lamb.adamw_param_groups(model, wd)) split by learning-rate
     multiplier; each new group keeps its group's other keys and gets `lr` = lr * multiplier
     and `lr_multiplier`. Within a group, largest multiplier (the head) first; parameters keep

@@ -280,10 +280,18 @@ class SquadTask:
              "head": "beam" if self.beam else "span",
              "max_seq_length": self.cfg.max_seq_length, "doc_stride": self.cfg.doc_stride,
              "max_query_length": self.cfg.max_query_length}, indent=2) + "\n")
-        for name, content in self.outputs.items():
-            _write_json(directory.parent / name, content)
+        self._write_dev_predictions(directory.parent)
 
-    def write_test_predictions(self, model, out: Path) -> list[Path]:
+    def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
+        """With dev, the last evaluation's files in OUT (predictions.json, + null_odds.json
+        for v2); then the test predictions of `model` (_write_test_predictions)."""
+        written = self._write_dev_predictions(Path(out)) if dev and self.runtime.is_main else []
+        return written + self._write_test_predictions(model, Path(out))
+
+    def _write_dev_predictions(self, out: Path) -> list[Path]:
+        return [_write_json(out / name, content) for name, content in self.outputs.items()]
+
+    def _write_test_predictions(self, model, out: Path) -> list[Path]:
         """OUT/predictions/test_predictions.json (+ test_null_odds.json for v2) for the test
         file in the data directory, with the model's stored threshold; [] without one."""
         if not self.test:

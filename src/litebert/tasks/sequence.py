@@ -19,11 +19,13 @@ from litebert.tasks.base import (
     GLUE,
     FinetuneConfig,
     FinetuneError,
+    NoPredictionFiles,
     model_overrides,
     reported,
 )
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.examples import TextExample
+from litebert.tasks.glue import GLUE_TASKS, submission_name, write_glue_predictions
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tasks.runtime import Runtime
 from litebert.tasks.table_inputs import TableRows
@@ -37,7 +39,7 @@ from litebert.tasks.table_splits import (
 from litebert.tokenization import Tokenizer
 
 
-class SequenceTask:
+class SequenceTask(NoPredictionFiles):
     def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
         self.cfg, self.runtime = cfg, runtime
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
@@ -94,12 +96,11 @@ class SequenceTask:
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
 
-    def write_test_predictions(self, model, out: Path) -> list[Path]:
-        """GLUE submission TSVs for the test split(s) present in the task directory."""
+    def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
+        """GLUE submission TSVs for the test split(s) present in the task directory (dev
+        predictions have no file here; a generic table has no test split)."""
         if self.cfg.task not in GLUE:
-            return []
-        from litebert.tasks.glue import GLUE_TASKS, submission_name, write_glue_predictions
-
+            return super().write_predictions(model, out, dev)
         data = Path(self.cfg.data)
         jobs = [(self.cfg.task, data, split) for split in (
             ("test_matched", "test_mismatched") if self.cfg.task == "mnli" else ("test",))]

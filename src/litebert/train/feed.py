@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import cast
 
 import torch
@@ -23,6 +24,15 @@ from torch.utils.data import DataLoader, Dataset
 from litebert.data.integrity import DataError
 from litebert.objectives import Items
 from litebert.train.preemption import SIGNALS as PREEMPTION_SIGNALS
+
+
+@dataclass
+class DataPosition:
+    """Where the loop is in its data: `batch` micro-batches (per rank) taken into epoch
+    `epoch`. batches() advances it as the loop takes them; a checkpoint saves it."""
+
+    epoch: int = 0
+    batch: int = 0
 
 
 class EpochItems:
@@ -49,11 +59,12 @@ class EpochChunks:
 
     BLOCK = 256  # micro-batches computed at once: a few hundred KB, one numpy call
 
-    def __init__(self, sampler, micro: int, start: dict[str, int]):
-        self.sampler, self.micro, self.start = sampler, micro, dict(start)
+    def __init__(self, sampler, micro: int, start: DataPosition):
+        # A copy: the loop advances its own position while workers still prefetch.
+        self.sampler, self.micro, self.start = sampler, micro, (start.epoch, start.batch)
 
     def __iter__(self) -> Iterator[list[tuple[int, int]]]:
-        epoch, first = self.start["epoch"], self.start["batch"]
+        epoch, first = self.start
         while True:
             per_epoch = len(self.sampler) // self.micro
             for block in range(first, per_epoch, self.BLOCK):
@@ -74,24 +85,24 @@ def ignore_preemption(worker_id: int) -> None:
 
 
 def batches(dataset: Items, sampler, micro: int, workers: int,
-            position: dict[str, int], pin: bool = False):
+            position: DataPosition, pin: bool = False):
     """Micro-batches forever from `position` (updated as the loop takes them). pin:
     page-locked batches, which a CUDA copy with non_blocking=True overlaps with the step."""
     per_epoch = len(sampler) // micro
     if per_epoch == 0:
         raise DataError(f"{dataset.directory}: {len(dataset)} instances give this rank no "
                         f"full micro-batch of {micro}; lower micro_batch_size")
-    if position["batch"] >= per_epoch:  # saved after an epoch's last micro-batch
-        position.update(epoch=position["epoch"] + 1, batch=0)
+    if position.batch >= per_epoch:  # saved after an epoch's last micro-batch
+        position.epoch, position.batch = position.epoch + 1, 0
     # Its own generator: creating a loader must not draw from the global RNG, which drives
     # dropout and is restored exactly on resume.
     loader: DataLoader = DataLoader(
         cast(Dataset, EpochItems(dataset)), batch_sampler=EpochChunks(sampler, micro, position),
         collate_fn=dataset.collate, num_workers=workers, pin_memory=pin,
         prefetch_factor=4 if workers else None, worker_init_fn=ignore_preemption,
-        generator=torch.Generator().manual_seed(position["epoch"]))
+        generator=torch.Generator().manual_seed(position.epoch))
     for batch in loader:
-        position["batch"] += 1
-        if position["batch"] >= per_epoch:
-            position.update(epoch=position["epoch"] + 1, batch=0)
+        position.batch += 1
+        if position.batch >= per_epoch:
+            position.epoch, position.batch = position.epoch + 1, 0
         yield batch

@@ -19,6 +19,7 @@ import math
 import shutil
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,7 @@ from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
+    TrainState,
     explained_export,
     export_run,  # noqa: F401 (litebert.cli imports it from here)
     full_model_state,
@@ -78,6 +80,24 @@ log = logging.getLogger("litebert")
 
 class TrainingDiverged(RuntimeError):
     """Too many non-finite losses in a row; the newest checkpoint is still the last good one."""
+
+
+@dataclass
+class LogWindow:
+    """Sums over the steps since the last log line, kept on the device until that line reads
+    them (the loop's only host syncs are at log, evaluation and checkpoint steps)."""
+
+    losses: torch.Tensor  # (P,) this rank's shares of each part's global mean, finite steps
+    kept: torch.Tensor  # () long: finite steps
+    tokens: torch.Tensor  # () long: this rank's real tokens
+    start: float  # time.perf_counter() when the window opened
+    paused: float = 0.0  # seconds of evaluations and checkpoints, not training time
+
+    @classmethod
+    def open(cls, parts: int, device: torch.device) -> LogWindow:
+        zero = torch.zeros((), dtype=torch.long, device=device)
+        return cls(losses=torch.zeros(parts, device=device), kept=zero, tokens=zero.clone(),
+                   start=time.perf_counter())
 
 
 # ---- parts ---------------------------------------------------------------------------------
@@ -153,12 +173,7 @@ class Trainer:
         precision = resolved_precision(cfg.precision, self.info.device)
         self.peak = peak_tflops(self.info.device, precision, cfg.peak_tflops)
         self.accumulation = cfg.accumulation(self.info.world_size)
-        # seconds: training time of the logged steps, resumes included (evaluations and
-        # checkpoints left out), what a study reports as the run's minutes.
-        # sampler_version: the shuffled order's; a resumed run keeps its checkpoint's.
-        self.state: dict[str, Any] = {"step": 0, "epoch": 0, "batch": 0, "skipped_steps": 0,
-                                      "nonfinite_in_row": 0, "tokens": 0, "seconds": 0.0,
-                                      "sampler_version": SAMPLER_VERSION}
+        self.state = TrainState(sampler_version=SAMPLER_VERSION)  # a resume: the checkpoint's
         self.data_digest = data_digest(spec, self.train_data)
         self.start = plan_start(cfg, self.config, self.data_digest)
         if self.start.checkpoint is not None:
@@ -167,9 +182,10 @@ class Trainer:
         # Lines a killed run logged after the step it continues from are dropped (all of
         # them when it starts from step 0): no step is ever logged twice.
         self.logger = MetricsLogger(self.run_dir, enabled=self.info.is_main,
-                                    resume_step=self.state["step"])
-        self.skips = SkipCounter(self.info.device, self.state["nonfinite_in_row"])
-        self.saved_step = self.state["step"] if self.start.checkpoint else -1
+                                    resume_step=self.state.step)
+        self.skips = SkipCounter(self.info.device, self.state.nonfinite_in_row)
+        self.saved_step = self.state.step if self.start.checkpoint else -1
+        self.window = LogWindow.open(len(self.weights), self.info.device)
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
 
     def _restore(self, path: Path) -> None:
@@ -177,10 +193,10 @@ class Trainer:
         checkpoint `path` (plan_start chose it and checked that it is this run's)."""
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path)
-        self.state.update({k: saved[k] for k in self.state if k in saved})
+        self.state = TrainState.from_saved(saved)
         self.objective.load_state_dict(saved["objective_state"])
         if self.info.is_main:
-            log.info("continuing from %s (step %d)", path, self.state["step"])
+            log.info("continuing from %s (step %d)", path, self.state.step)
 
     def _prepare_run_dir(self, data_dir: Path) -> None:
         if not self.info.is_main:
@@ -203,7 +219,7 @@ class Trainer:
         device, world = self.info.device, self.info.world_size
         if self.cuda_graphs:  # this step's replays may overwrite the last step's outputs
             torch.compiler.cudagraph_mark_step_begin()
-        self.objective.begin_step(self.state["step"])
+        self.objective.begin_step(self.state.step)
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
         if self.compiled:  # one graph for every unpadded N (data/attention_layout.py)
@@ -251,20 +267,20 @@ class Trainer:
             step_if(self.optimizer, finite)
             self.skips.add(finite)
         self.scheduler.step()
-        self.state["step"] += 1
+        self.state.step += 1
         self.optimizer.zero_grad(set_to_none=True)
 
     def _settle(self) -> None:
         """Read the skip counters (one host sync, at log, evaluation and checkpoint steps);
         a run with max_nonfinite non-finite steps in a row since the last read stops here."""
         skipped, in_row, longest = self.skips.read()
-        self.state["skipped_steps"] += skipped
-        self.state["nonfinite_in_row"] = in_row
+        self.state.skipped_steps += skipped
+        self.state.nonfinite_in_row = in_row
         if longest >= self.cfg.max_nonfinite:
             self.wait_for_checkpoint()  # every rank read the same counters: all stop here
             last = checkpoint.latest(self.run_dir)
             raise TrainingDiverged(
-                f"{longest} non-finite losses in a row by step {self.state['step']} (skipped, "
+                f"{longest} non-finite losses in a row by step {self.state.step} (skipped, "
                 f"the weights left as they were); stopped. The last good checkpoint is {last} "
                 f"(continue from it with `--resume {last} --lr LOWER`, or check the data)")
 
@@ -272,21 +288,20 @@ class Trainer:
         cfg, state = self.cfg, self.state
         sampler = sampler_for(self.objective.sampling, len(self.train_data), self.info.rank,
                               self.info.world_size, cfg.micro_batch_size, self.accumulation,
-                              cfg.seed, version=state["sampler_version"])
+                              cfg.seed, version=state.sampler_version)
         device = self.info.device
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
-                                    resolved_workers(cfg, device), state,
+                                    resolved_workers(cfg, device), state.position,
                                     pin=device.type == "cuda"))
-        window: dict[str, Any] = {"data": data}
-        self._open_window(window)
-        bar = progress(total=cfg.max_steps, initial=state["step"], desc="pre-training",
+        self.window = LogWindow.open(len(self.weights), device)
+        bar = progress(total=cfg.max_steps, initial=state.step, desc="pre-training",
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
         try:  # compiling happens at the first step and evaluation
             with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
-                while state["step"] < cfg.max_steps:
-                    last_eval = self._one_step(data, window, bar) or last_eval
+                while state.step < cfg.max_steps:
+                    last_eval = self._one_step(data, bar) or last_eval
                     signum = watch.stop_now()
                     if signum:
                         bar.close()
@@ -303,40 +318,40 @@ class Trainer:
         self._finish()
         return last_eval
 
-    def _one_step(self, data, window: dict[str, Any], bar) -> dict[str, float]:
+    def _one_step(self, data: TimedBatches, bar) -> dict[str, float]:
         """One step, then what falls on it: the log line, evaluation, checkpoint (the skip
         counters read before any of them). Returns the evaluation's metrics, if any."""
-        cfg = self.cfg
+        cfg, window = self.cfg, self.window
         result = self.train_step(data)
         finite = result["finite"]
         # A skipped step's losses are not finite: the window averages the others (device).
-        window["losses"] += torch.where(finite, result["losses"], 0.0)
-        window["kept"] += finite
-        window["tokens"] += result["tokens"]
+        window.losses += torch.where(finite, result["losses"], 0.0)
+        window.kept += finite
+        window.tokens += result["tokens"]
         bar.update(1)
-        step = self.state["step"]
+        step = self.state.step
         due = [step % every == 0 or step == cfg.max_steps
                for every in (cfg.log_every, cfg.eval_every, cfg.save_every)]
         if any(due):
             self._settle()
             self.saver.commit_if_written()  # an async checkpoint, once every rank wrote it
         if due[0]:
-            self._log(window, result, bar)
+            self._log(data, result, bar)  # opens the next window
         paused = time.perf_counter()  # evaluations and checkpoints are not training time
         metrics = self._evaluate() if due[1] else {}
         if due[2]:
             self._save()
-        window["paused"] += time.perf_counter() - paused
+        self.window.paused += time.perf_counter() - paused
         return metrics
 
     def _save(self) -> None:
         """A checkpoint at this step, which says which run wrote it and on what data."""
-        record = {**self.state, "model_config": self.config.to_dict(),
+        record = {**self.state.to_record(), "model_config": self.config.to_dict(),
                   "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
                   "data_digest": self.data_digest}
         self.saver.save(self.model, self.optimizer, self.scheduler, record,
                         self.objective.state_dict())
-        self.saved_step = self.state["step"]
+        self.saved_step = self.state.step
 
     def wait_for_checkpoint(self) -> Path | None:
         """Make the checkpoint still being written (--async-save) visible once written: a
@@ -349,50 +364,44 @@ class Trainer:
         """Preempted: a checkpoint at this step (unless one was just written), committed,
         then out with the status a scheduler reads."""
         self._settle()
-        if self.saved_step != self.state["step"]:
+        if self.saved_step != self.state.step:
             self._save()
         self.wait_for_checkpoint()
         self.logger.close()
         name = signal.Signals(signum).name
-        raise Preempted(f"stopped by {name} after step {self.state['step']}, saved in "
+        raise Preempted(f"stopped by {name} after step {self.state.step}, saved in "
                         f"{checkpoint.latest(self.run_dir)}; the same command continues from "
                         f"there (exit status {exit_status(signum)})", exit_status(signum))
 
-    def _open_window(self, window: dict[str, Any]) -> None:
-        """The log window's sums, on the device until the log line reads them."""
-        device = self.info.device
-        window.update(losses=torch.zeros_like(self.weights),
-                      kept=torch.zeros((), dtype=torch.long, device=device),
-                      tokens=torch.zeros((), dtype=torch.long, device=device),
-                      start=time.perf_counter(), paused=0.0)
-
-    def _log(self, window: dict, last: dict[str, Any], bar) -> None:
+    def _log(self, data: TimedBatches, last: dict[str, Any], bar) -> None:
+        """The window's log line; then a new window opens."""
         # Shares summed over ranks are the global means; then averaged over the window's
         # finite steps (the same count on every rank); NaN when every step was skipped.
-        losses = all_reduce_sum(window["losses"]) / window["kept"]  # (P,)
-        tokens = int(all_reduce_sum(window["tokens"]))
-        elapsed = time.perf_counter() - window["start"] - window["paused"]
-        self.state["tokens"] += tokens
-        self.state["seconds"] += elapsed
+        window, state = self.window, self.state
+        losses = all_reduce_sum(window.losses) / window.kept  # (P,)
+        tokens = int(all_reduce_sum(window.tokens))
+        elapsed = time.perf_counter() - window.start - window.paused
+        state.tokens += tokens
+        state.seconds += elapsed
         parts = dict(zip(self.objective.parts, losses.tolist(), strict=True))
-        speed = speed_record(tokens, elapsed, window["data"].take_waited(),
+        speed = speed_record(tokens, elapsed, data.take_waited(),
                              self.info.world_size, self.flops_per_token, self.peak)
-        record = {"step": self.state["step"], "loss": float((losses * self.weights).sum()),
+        record = {"step": state.step, "loss": float((losses * self.weights).sum()),
                   **{f"{name}_loss": value for name, value in parts.items()},
                   "lr": last["lr"], **speed, "grad_norm": float(last["grad_norm"]),
-                  "skipped_steps": self.state["skipped_steps"], "tokens": self.state["tokens"],
-                  "train_seconds": self.state["seconds"]}
+                  "skipped_steps": state.skipped_steps, "tokens": state.tokens,
+                  "train_seconds": state.seconds}
         self.logger.log(record)
         shown = {"mfu": f"{speed['mfu']:.1%}"} if "mfu" in speed else {}
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",
                         **shown)
-        self._open_window(window)
+        self.window = LogWindow.open(len(self.weights), self.info.device)
 
     def _evaluate(self) -> dict[str, float]:
         """The objective's held-out metrics, logged at this step (nothing when it has none)."""
         result = self.objective.evaluate(self.model, self.info, self.amp)
         if result:
-            self.logger.log({"step": self.state["step"], **result})
+            self.logger.log({"step": self.state.step, **result})
         return result
 
     def _finish(self) -> None:

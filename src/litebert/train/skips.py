@@ -4,11 +4,11 @@ steps (one sync there) and stops a run that diverged.
 
 What a skipped step is: the global batch was drawn and its loss or gradient norm was not
 finite, so the optimizer left parameters and moments as they were (on the device). The step
-still counts: state["step"], the LR schedule and the data position advance as for any other
-step (as they always did under fp16's GradScaler), because the host cannot know without a
-sync. `max_nonfinite` non-finite steps in a row anywhere since the last read stop the run at
-that read (TrainingDiverged): at most `log_every` steps late, and those left the weights as
-they were.
+still counts: TrainState.step, the LR schedule and the data position advance as for any
+other step (as they always did under fp16's GradScaler), because the host cannot know
+without a sync. `max_nonfinite` non-finite steps in a row anywhere since the last read stop
+the run at that read (TrainingDiverged): at most `log_every` steps late, and those left the
+weights as they were.
 """
 
 from __future__ import annotations

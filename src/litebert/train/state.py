@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,9 +23,11 @@ import torch
 from torch import nn
 
 from litebert.config import AlbertConfig
+from litebert.data.loader import SAMPLER_VERSION
 from litebert.distributed import DistInfo, agree_on_write
 from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
+from litebert.train.feed import DataPosition
 from litebert.train.lamb import Lamb
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
 from litebert.write_errors import explained_write
@@ -49,6 +52,41 @@ def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
         # Typed as any DCP value; a model's full state dict holds plain tensors only.
         return cast(dict[str, torch.Tensor], get_model_state_dict(model, options=opts))
     return getattr(model, "module", model).state_dict()
+
+
+# ---- the run's counters ---------------------------------------------------------------------
+
+@dataclass
+class TrainState:
+    """What a run has done so far: the Trainer's counters, saved in every checkpoint's
+    state.json as the flat fields every release wrote (to_record / from_saved)."""
+
+    step: int = 0  # optimizer steps taken (skipped ones included, see train/skips.py)
+    position: DataPosition = field(default_factory=DataPosition)  # epoch, micro-batch
+    skipped_steps: int = 0  # non-finite steps, their update left out
+    nonfinite_in_row: int = 0  # the current run of them (max_nonfinite stops the run)
+    tokens: int = 0  # real tokens of the logged steps, all ranks
+    # Training time of the logged steps, resumes included (evaluations and checkpoints left
+    # out): what a study reports as the run's minutes.
+    seconds: float = 0.0
+    # The shuffled order's version (data.loader.SAMPLER_VERSION); a resumed run keeps its
+    # checkpoint's, so that it continues exactly.
+    sampler_version: int = SAMPLER_VERSION
+
+    def to_record(self) -> dict[str, Any]:
+        """The state.json fields (names and values as before this was a dataclass)."""
+        return {"step": self.step, "epoch": self.position.epoch, "batch": self.position.batch,
+                "skipped_steps": self.skipped_steps, "nonfinite_in_row": self.nonfinite_in_row,
+                "tokens": self.tokens, "seconds": self.seconds,
+                "sampler_version": self.sampler_version}
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> TrainState:
+        """The state of a checkpoint (restore_state's record); a field an older checkpoint
+        lacks starts at its default."""
+        known = {k: saved[k] for k in cls().to_record() if k in saved}
+        position = DataPosition(known.pop("epoch", 0), known.pop("batch", 0))
+        return cls(position=position, **known)
 
 
 # ---- saving ---------------------------------------------------------------------------------
