@@ -176,8 +176,6 @@ DEFERRED_IMPORTS = {
         "(through train.precision)",
     ("tasks/base.py", "litebert.families.base"): "as litebert.families",
     ("tasks/base.py", "litebert.model.hub"): "as litebert.families",
-    ("tasks/finetune.py", "litebert.tasks.race"):
-        "RACE's predictions written by the generic loop; issue 30 moves them into RACE's adapter",
     ("tasks/sequence.py", "litebert.tasks.glue"): "none found (no cycle)",
     ("tasks/sequence.py", "litebert.tasks.classification"): "none found (no cycle)",
     ("train/checkpoint.py", "torch.distributed.checkpoint"):

@@ -407,7 +407,7 @@ def _add_data_commands(sub) -> None:
                    help="merge again even when --out holds this very build (default: off)")
     p.set_defaults(func=cmd_data_merge)
     p = dsub.add_parser("inspect", help="decoded instances with their masks (--packing "
-                                        "xlnet: windows with their parts and targets)")
+                                        "streams: windows with their parts and targets)")
     p.add_argument("dir", help="a data directory (from `litebert data build`)")
     p.add_argument("-n", type=int, default=5, help="instances to show (default: %(default)s)")
     p.add_argument("--split", default="train", choices=["train", "heldout"],
@@ -416,7 +416,7 @@ def _add_data_commands(sub) -> None:
     p = dsub.add_parser("stats", help="counts and masking statistics as JSON")
     p.add_argument("dir", help="a data directory (from `litebert data build`)")
     p.add_argument("--sample", type=int, default=2000,
-                   help="instances sampled for the masking statistics (--packing xlnet: "
+                   help="instances sampled for the masking statistics (--packing streams: "
                         "windows sampled for the target and pair statistics) "
                         "(default: %(default)s)")
     p.set_defaults(func=cmd_data_stats)
