@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 
 DOCS_PER_TASK = 256  # documents per tokenizer call
 # Parts (8 MB each) a pass-1 worker reads before a fresh process replaces it (pool.py): a
-# new worker's start, about a second, against some two minutes of work.
-PARTS_PER_WORKER = 32
+# new worker's start (no torch: well under a second) against some 30 s of work. At 32 the
+# workers of a 5 GB build still peaked 8 MB above a 50 MB build's, which reads 3-4 parts each.
+PARTS_PER_WORKER = 8
 # Word starts are not stored: they follow from the ids (litebert.data.word_starts).
 ARRAYS = ("tokens", "sentences", "documents")
 COPY_ELEMENTS = 1 << 22  # elements copied at a time when appending arrays
