@@ -27,9 +27,14 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest -m slow
 
+# bench_data.py's corpora and tokenizer, which bench_build_memory.py reads again.
+BENCH_DIR ?= $(or $(LITEBERT_DATA),$(HOME)/.cache/litebert)/bench
+
 bench: setup
 	$(PY) benchmarks/bench_model.py
 	$(PY) benchmarks/bench_data.py
+	$(PY) benchmarks/bench_build_memory.py $(BENCH_DIR)/corpus-50mb.txt \
+		$(BENCH_DIR)/corpus-5000mb.txt --tokenizer $(BENCH_DIR)/tokenizer
 	$(PY) benchmarks/bench_pretrain.py
 	$(PY) benchmarks/bench_electra.py
 	$(PY) benchmarks/bench_xlnet.py

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from litebert.data.builder import BuildConfig, build
-from litebert.tokenization import train_tokenizer
+from litebert.tokenization import train_sentencepiece, train_tokenizer
 from litebert.train.compiling import BACKEND_ENV
 from tests.data.builds import write_corpus
 
@@ -161,3 +161,21 @@ def test_bench_checkpoint_runs_at_a_tiny_size(tmp_path):
     assert phases == [("save", "full"), ("resume", "full"), ("save", "DCP"), ("resume", "DCP"),
                       ("async save: the step held", "DCP"),
                       ("async save: until committed", "DCP")]
+
+
+def test_bench_build_memory_splits_the_peak_by_kind_of_page(tmp_path):
+    """One small build: a table row whose anonymous and file-backed parts add up to (about)
+    the peak of all processes."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Sentence number {i} of document {i // 4} here.\n"
+                              + ("\n" if i % 4 == 3 else "") for i in range(400)))
+    tokenizer = train_sentencepiece([corpus], tmp_path / "tok", vocab_size=120).parent
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_build_memory.py"),
+                          str(corpus), "--tokenizer", str(tokenizer)],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    row = run.stdout.strip().splitlines()[-1].split("|")
+    total, (anon, file) = float(row[5]), (float(x) for x in row[6].split("/"))
+    assert row[1].strip() == "corpus.txt" and total > 0
+    assert abs(anon + file - total) <= 0.05 * total + 8  # shmem aside, RSS = anon + file
