@@ -31,7 +31,8 @@ class AlbertPreTrainedModel(nn.Module):
                     nn.init.zeros_(bias)
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+                if module.bias is not None:  # ModernBERT's norms have none
+                    nn.init.zeros_(module.bias)
         for name, param in self.named_parameters():
             if name.endswith("predictions.bias"):
                 nn.init.zeros_(param)
