@@ -298,9 +298,15 @@ class TaskAdapter(Protocol):
 
     def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]: ...
 
+    # Whether write_predictions(dev=False) writes anything (a test split): only then does the
+    # loop load the best model back after training.
+    writes_test_predictions: bool
+
 
 class NoPredictionFiles:
     """TaskAdapter.write_predictions of a task that writes no prediction files."""
+
+    writes_test_predictions = False
 
     def write_predictions(self, model: Any, out: Path, dev: bool = True) -> list[Path]:
         return []

@@ -82,6 +82,8 @@ class RaceTask:
         self.tokenizer.save_pretrained(directory)
         self.write_predictions(model, directory.parent)
 
+    writes_test_predictions = False  # RACE's test split is not read here
+
     def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
         """With dev, OUT/predictions.json: the last evaluation's answer to each dev question
         (RACE has no test split here)."""

@@ -81,10 +81,10 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     with compile_errors(runtime.compiled):  # compiling happens at the first step and eval
         loop = TrainingLoop(cfg, task, runtime, runtime.wrap(model), optimizer, scheduler, out)
         history, best = loop.run()
-        # The test split(s), with the best model; its dev files were written when it was saved.
-        runtime.barrier()  # rank 0 has saved it
-        best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
-        task.write_predictions(best_model, out, dev=False)
+        if task.writes_test_predictions:  # with the best model; its dev files are written
+            runtime.barrier()  # rank 0 has saved it
+            best_model = type(model).from_pretrained(out / "model").to(runtime.device).eval()
+            task.write_predictions(best_model, out, dev=False)
     results = {"task": cfg.task, "seed": cfg.seed, "best_step": best.step,
                "metric": task.primary, "dev": best.metrics, "history": history,
                "seconds": round(time.perf_counter() - start, 1),

@@ -282,6 +282,10 @@ class SquadTask:
              "max_query_length": self.cfg.max_query_length}, indent=2) + "\n")
         self._write_dev_predictions(directory.parent)
 
+    @property
+    def writes_test_predictions(self) -> bool:
+        return bool(self.test)
+
     def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
         """With dev, the last evaluation's files in OUT (predictions.json, + null_odds.json
         for v2); then the test predictions of `model` (_write_test_predictions)."""

@@ -96,6 +96,10 @@ class SequenceTask(NoPredictionFiles):
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
 
+    @property
+    def writes_test_predictions(self) -> bool:  # type: ignore[override]
+        return self.cfg.task in GLUE
+
     def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
         """GLUE submission TSVs for the test split(s) present in the task directory (dev
         predictions have no file here; a generic table has no test split)."""
