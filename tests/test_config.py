@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 import transformers
 
 from litebert import PRESETS, AlbertConfig, ConfigError
+from litebert.config import BackboneConfig, register_backbone_config
+from litebert.families.base import config_fields
+from litebert.model.albert import AlbertBackboneConfig
+from litebert.model.xlnet import XLNetBackboneConfig
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -38,7 +43,7 @@ def test_unknown_preset_lists_choices():
     (dict(pad_token_id=40000), "pad_token_id", "vocab_size"),
 ])
 def test_invalid_configs_name_the_field(changes, field, words):
-    with pytest.raises(ConfigError, match=rf"AlbertConfig\.{field}=.*{words}"):
+    with pytest.raises(ConfigError, match=rf"ModelConfig\.{field}=.*{words}"):
         AlbertConfig(**changes)
 
 
@@ -111,7 +116,7 @@ def test_invalid_value_in_file_names_file_and_field(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "albert", "hidden_size": 100,
                                 "num_attention_heads": 12}))
-    with pytest.raises(ConfigError, match=r"config.json: AlbertConfig.hidden_size=100"):
+    with pytest.raises(ConfigError, match=r"config.json: ModelConfig.hidden_size=100"):
         AlbertConfig.from_json_file(path)
 
 
@@ -153,3 +158,65 @@ def test_new_num_labels_drops_the_old_labels():
     assert config.replace(num_labels=5).num_labels == 5
     assert config.replace(num_labels=5).id2label is None
     assert config.replace(num_labels=2).id2label == {0: "neg", 1: "pos"}
+
+
+# ---- each backbone's own config ----------------------------------------------------------------
+
+def test_backbone_fields_are_routed_to_the_backbones_config():
+    config = AlbertConfig.from_preset("xlnet-tiny", mem_len=8, attn_type="uni")
+    assert isinstance(config.backbone_config, XLNetBackboneConfig)
+    assert (config.backbone_config.mem_len, config.backbone_config.attn_type) == (8, "uni")
+    assert config.flat_fields()["mem_len"] == 8
+    assert config.backbone_fields(changed_only=True) == {"mem_len": 8, "attn_type": "uni"}
+    albert = AlbertConfig.from_preset("roberta-tiny")
+    assert isinstance(albert.backbone_config, AlbertBackboneConfig)
+    assert albert.backbone_config.position_numbering == "after_pad"
+    assert albert.max_sequence_length == albert.max_position_embeddings - 2
+
+
+def test_another_backbones_field_is_ignored_at_its_default_and_refused_otherwise():
+    # Files of the previous release wrote XLNet's fields at their defaults for every model.
+    config = AlbertConfig.from_fields(hidden_size=64, num_attention_heads=4, mem_len=None,
+                                      bi_data=False, position_numbering="from_zero")
+    assert config.backbone == "albert" and "mem_len" not in config.flat_fields()
+    with pytest.raises(ConfigError, match=r"mem_len=16 is a setting of the 'xlnet' backbone, "
+                                          r"not of 'albert'"):
+        AlbertConfig.from_fields(mem_len=16)
+    with pytest.raises(ConfigError, match=r"position_numbering='after_pad' is a setting of "
+                                          r"the 'albert' backbone, not of 'xlnet'"):
+        AlbertConfig.from_preset("xlnet-tiny", position_numbering="after_pad")
+
+
+def test_replace_keeps_or_resets_the_backbones_fields():
+    config = AlbertConfig.from_preset("xlnet-tiny", mem_len=8)
+    assert config.replace(reuse_len=4).backbone_config == XLNetBackboneConfig(mem_len=8,
+                                                                              reuse_len=4)
+    moved = config.replace(backbone="albert", model_type="litebert")
+    assert moved.backbone_config == AlbertBackboneConfig()
+
+
+def test_a_backbone_config_of_the_wrong_class_is_refused():
+    with pytest.raises(ConfigError, match=r"backbone_config=.*backbone 'albert' reads a "
+                                          r"AlbertBackboneConfig"):
+        AlbertConfig(backbone_config=XLNetBackboneConfig())
+    with pytest.raises(ConfigError, match=r"backbone 'nope' is not registered; litebert knows "
+                                          r"'albert', 'xlnet'"):
+        AlbertConfig(backbone="nope")
+
+
+def test_a_backbone_name_takes_one_config_class():
+    @dataclasses.dataclass
+    class Other(BackboneConfig):
+        width: int = 3
+
+    with pytest.raises(ValueError, match="backbone 'xlnet' already has the config "
+                                         "XLNetBackboneConfig"):
+        register_backbone_config("xlnet", Other)
+    assert "width" not in config_fields("xlnet")
+
+
+def test_the_flat_config_json_of_every_backbone_reads_back():
+    for name in ("tiny", "roberta-tiny", "xlnet-tiny", "albert-xlnet-tiny"):
+        config = AlbertConfig.from_preset(name, mem_len=4) if "xlnet" in name \
+            else AlbertConfig.from_preset(name)
+        assert AlbertConfig.from_dict(config.to_dict()) == config, name

@@ -8,8 +8,11 @@ from typing import Any
 # data build's worker processes, which need only numpy and the tokenizers, would otherwise
 # each import torch (about 2 s and 220 MB per worker) for nothing.
 _EXPORTS = {
-    "PRESETS": "litebert.config", "AlbertConfig": "litebert.config",
-    "ConfigError": "litebert.config", "FAMILIES": "litebert.families",
+    # A config needs its backbone's config class, which the backbone's module registers:
+    # litebert.model imports them all and re-exports these.
+    "PRESETS": "litebert.model", "AlbertConfig": "litebert.model",
+    "ModelConfig": "litebert.model", "ConfigError": "litebert.config",
+    "FAMILIES": "litebert.families",
     "Tokenizer": "litebert.tokenization",
     **dict.fromkeys((
         "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
@@ -37,7 +40,8 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 __all__ = [
-    "FAMILIES", "PRESETS", "AlbertConfig", "AlbertForMaskedLM", "AlbertForMultipleChoice",
+    "FAMILIES", "PRESETS", "AlbertConfig", "ModelConfig", "AlbertForMaskedLM",
+    "AlbertForMultipleChoice",
     "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
     "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",

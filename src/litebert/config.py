@@ -1,27 +1,42 @@
-"""AlbertConfig: the one typed description every model is built from.
+"""ModelConfig: the typed description every model is built from, and the backbones' own configs.
 
-Field names follow transformers' AlbertConfig so a `config.json` reads and writes without
-translation. The fields that are ours:
+Field names follow transformers' configs (ALBERT's where families differ) so a `config.json`
+reads and writes without translation. The config has two parts:
+- the shared fields every backbone reads: vocabulary, sizes, depth, dropout, the ALBERT options
+  that apply to any backbone (`embedding_size` with `embedding_projection`: factorised
+  embeddings; `num_hidden_groups`, `inner_group_num` and `sharing`: cross-layer sharing), the
+  task heads' structure and the labels;
+- `backbone_config`: the settings only one backbone reads, a dataclass that the backbone's
+  module defines (a `BackboneConfig` subclass) and registers under the backbone's name with
+  `register_backbone_config` (litebert.model.backbone.register_backbone does it for the
+  class's `config_class`). XLNet's memories and relative positions, ALBERT's position
+  numbering and ModernBERT's attention pattern live there, so no backbone validates another's
+  settings and a new backbone adds none here.
+
+On disk a config is flat, as transformers writes it: `from_fields` (and `from_preset`,
+`replace`) take the backbone's fields by their plain names and route them into
+`backbone_config`; `flat_fields` gives them back. A field of another backbone is accepted at
+its default (files of the previous release carried every structure field) and refused
+otherwise.
+
+The fields that are ours:
 - `sharing`: which parts of a layer are shared across depth (the paper's ablation, Table 4).
   "all" is transformers' grouping; "attention" / "ffn" share only that part and have no
   transformers equivalent; "none" gives every layer its own weights.
 - `model_type`: the checkpoint family whose layout a model directory is written in (see
-  litebert.families). It decides file names only: the structure is in the fields below.
+  litebert.families). It decides file names only: the structure is in the fields.
 - `backbone`: which registered backbone the heads are built on (litebert.model.backbone):
   "albert" under the albert, bert, electra and roberta families, "xlnet" under the xlnet
-  family; litebert's own layout holds any. Checked against the registry when a model is
-  built, since this module sits below the models.
+  family; litebert's own layout holds any.
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
-  `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
-  them when it reads that family's config.json; their defaults are ALBERT's.
-- the XLNet backbone's fields (transformers' XLNetConfig names): `mem_len`, `reuse_len`,
-  `attn_type`, `clamp_len`, `same_length`, `bi_data`. Other backbones ignore them; layouts
-  write them only when they differ from their defaults, so ALBERT, BERT, ELECTRA and
-  RoBERTa files do not change.
+  `mlm_act` (documented on the dataclass). A family's adapter sets them when it reads that
+  family's config.json; their defaults are ALBERT's.
+
+`AlbertConfig` is the name of the previous release, kept as an alias of ModelConfig.
 
 Reading and writing config.json goes through the family adapters (litebert.families), which
-import this module; they install themselves here with `install_formats` when imported, which
-`import litebert` does.
+import this module; they install themselves here with `install_formats` when imported.
+Backbone configs register when litebert.model is imported (`litebert.ModelConfig` imports it).
 """
 
 from __future__ import annotations
@@ -31,19 +46,17 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
-# Sequence classifiers (AlbertConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
+# Sequence classifiers (ModelConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
 CLASSIFIER_HEADS = ("pooler", "first_token", "summary")
-ATTENTION_TYPES = ("bi", "uni")
-POSITION_NUMBERINGS = ("from_zero", "after_pad")
-# The structure fields and their defaults (ALBERT's); family adapters read and write them.
+# The shared structure fields and their defaults (ALBERT's); family adapters read and write
+# them, with the backbone config's fields (`flat_fields`).
 STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
-                    "classifier_act", "mlm_act", "position_numbering", "mem_len", "reuse_len",
-                    "attn_type", "clamp_len", "same_length", "bi_data")
+                    "classifier_act", "mlm_act")
 
 
 class ConfigError(ValueError):
@@ -55,9 +68,9 @@ class ConfigFormats(Protocol):
 
     def model_types(self) -> tuple[str, ...]: ...
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig: ...
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig: ...
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]: ...
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]: ...
 
 
 _FORMATS: list[ConfigFormats] = []
@@ -74,8 +87,69 @@ def _formats() -> ConfigFormats:
     return _FORMATS[0]
 
 
+B = TypeVar("B", bound="BackboneConfig")
+
+
 @dataclass
-class AlbertConfig:
+class BackboneConfig:
+    """The settings of one backbone, beside the shared fields (a backbone with none uses this
+    class as it is). A subclass lives in its backbone's module, names its fields as
+    transformers' config.json does, checks them in `validate` and registers with
+    `register_backbone_config`."""
+
+    def validate(self, config: ModelConfig) -> None:
+        """Raise ConfigError naming the field when this config cannot hold with `config`'s
+        shared fields. Called by ModelConfig after its own checks."""
+
+    def max_sequence_length(self, config: ModelConfig) -> int:
+        """The most tokens one input may hold (the backbone's position table's reach)."""
+        return config.max_position_embeddings
+
+    @classmethod
+    def of(cls: type[B], config: ModelConfig) -> B:
+        """`config.backbone_config` as this class: what a backbone's own code reads."""
+        held = config.backbone_config
+        if not isinstance(held, cls):
+            raise ConfigError(f"backbone {config.backbone!r} has a "
+                              f"{type(held).__name__}, not the {cls.__name__} asked for")
+        return held
+
+    def need(self, ok: bool, name: str, why: str) -> None:
+        if not ok:
+            raise ConfigError(f"{type(self).__name__}.{name}={getattr(self, name)!r}: {why}")
+
+
+BACKBONE_CONFIGS: dict[str, type[BackboneConfig]] = {}  # backbone name -> its config class
+
+
+def register_backbone_config(name: str, config_class: type[BackboneConfig]) -> None:
+    """The backbone `name` reads `config_class` (litebert.model.backbone.register_backbone
+    calls this with the class's `config_class`). A name already taken by another class is an
+    error."""
+    if BACKBONE_CONFIGS.get(name, config_class) is not config_class:
+        raise ValueError(f"backbone {name!r} already has the config "
+                         f"{BACKBONE_CONFIGS[name].__qualname__}")
+    BACKBONE_CONFIGS[name] = config_class
+
+
+def backbone_config_class(name: str) -> type[BackboneConfig]:
+    """The config class of the backbone `name`; ConfigError when none is registered."""
+    try:
+        return BACKBONE_CONFIGS[name]
+    except KeyError:
+        raise ConfigError(
+            f"backbone {name!r} is not registered; litebert knows "
+            f"{', '.join(map(repr, BACKBONE_CONFIGS)) or 'none yet'} (import litebert.model "
+            "first, which registers its backbones; a backbone of your own is registered with "
+            "litebert.model.backbone.register_backbone)") from None
+
+
+def backbone_field_names(config_class: type[BackboneConfig]) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(config_class))
+
+
+@dataclass
+class ModelConfig:
     # Defaults are albert-base (v2); `from_preset` gives the other sizes.
     vocab_size: int = 30000
     embedding_size: int = 128
@@ -124,39 +198,31 @@ class AlbertConfig:
     # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head
     # and RoBERTa's LM head use exact "gelu" whatever hidden_act says.
     mlm_act: str | None = None
-    # Position ids when the caller passes none. "from_zero": token t has position t, padding
-    # or not (ALBERT, BERT, ELECTRA). "after_pad": RoBERTa's (fairseq's) numbering: real
-    # tokens (id != pad_token_id) are numbered pad_token_id + 1, + 2, ... by their count so
-    # far, pad tokens get pad_token_id, whose row of the position table is a padding row (zero
-    # at init, never trained). The first pad_token_id + 1 rows are thus no position: roberta's
-    # max_position_embeddings 514 with pad 1 holds 512 tokens (see max_sequence_length).
-    position_numbering: str = "from_zero"
-    # ---- the XLNet backbone (model/xlnet.py; transformers' XLNetConfig names) ----
-    # Memories: each layer keeps the last `mem_len` states of its input across segments
-    # (None or 0: all of them when memories are asked for, transformers' rule); only the
-    # first `reuse_len` tokens of a segment (None: all) become memory.
-    mem_len: int | None = None
-    reuse_len: int | None = None
-    attn_type: str = "bi"  # "bi": every token sees every other; "uni": left to right only
-    clamp_len: int = -1  # relative distances clamped to +-clamp_len; -1 (or 0): no clamping
-    same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
-    bi_data: bool = False  # the second half of the batch reads relative positions reversed
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
     problem_type: str | None = None
     architectures: list[str] | None = None
+    # The backbone's own settings (its module's BackboneConfig subclass); None: its defaults.
+    backbone_config: BackboneConfig = None  # type: ignore[assignment]  # set in __post_init__
     extra: dict[str, Any] = field(default_factory=dict, repr=False)  # unknown keys, kept on save
 
     def __post_init__(self) -> None:
         if self.id2label is not None:
             self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
             self.num_labels = len(self.id2label)
+        self._need(isinstance(self.backbone, str) and bool(self.backbone), "backbone",
+                   "must be the name of a registered backbone, e.g. 'albert'")
+        wanted = backbone_config_class(self.backbone)
+        if self.backbone_config is None:
+            self.backbone_config = wanted()
+        self._need(type(self.backbone_config) is wanted, "backbone_config",
+                   f"backbone {self.backbone!r} reads a {wanted.__name__}")
         self._validate()
 
     def _need(self, ok: bool, name: str, why: str) -> None:
         if not ok:
-            raise ConfigError(f"AlbertConfig.{name}={getattr(self, name)!r}: {why}")
+            raise ConfigError(f"ModelConfig.{name}={getattr(self, name)!r}: {why}")
 
     def _validate(self) -> None:
         need = self._need
@@ -186,8 +252,6 @@ class AlbertConfig:
 
     def _validate_structure(self) -> None:
         need = self._need
-        need(isinstance(self.backbone, str) and bool(self.backbone), "backbone",
-             "must be the name of a registered backbone, e.g. 'albert'")
         need(self.embedding_projection in EMBEDDING_PROJECTIONS, "embedding_projection",
              f"unknown; choose from {EMBEDDING_PROJECTIONS}")
         if self.embedding_projection == "never":
@@ -204,28 +268,7 @@ class AlbertConfig:
              f"unknown; choose from {ACTIVATIONS}")
         need(self.mlm_act is None or self.mlm_act in ACTIVATIONS, "mlm_act",
              f"unknown; choose from {ACTIVATIONS} or null (= hidden_act)")
-        need(self.position_numbering in POSITION_NUMBERINGS, "position_numbering",
-             f"unknown; choose from {POSITION_NUMBERINGS}")
-        if self.position_numbering == "after_pad":
-            need(self.pad_token_id + 1 < self.max_position_embeddings, "max_position_embeddings",
-                 f"position_numbering='after_pad' numbers the first token pad_token_id + 1 = "
-                 f"{self.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
-                 f"512 positions + 2 = 514)")
-        self._validate_xlnet()
-
-    def _validate_xlnet(self) -> None:
-        need = self._need
-        for name in ("mem_len", "reuse_len"):
-            value = getattr(self, name)
-            need(value is None or (_is_int(value) and value >= 0), name,
-                 "must be a whole number >= 0, or null (XLNet's memories: see the field)")
-        need(self.attn_type in ATTENTION_TYPES, "attn_type",
-             "unknown; choose 'bi' (XLNet: every token sees every other) or 'uni' "
-             "(Transformer-XL: left to right)")
-        need(_is_int(self.clamp_len) and self.clamp_len >= -1, "clamp_len",
-             "must be a whole number >= 0, or -1 for no clamping")
-        for name in ("same_length", "bi_data"):
-            need(isinstance(getattr(self, name), bool), name, "must be true or false")
+        self.backbone_config.validate(self)
 
     # ---- derived ---------------------------------------------------------------------------
 
@@ -243,12 +286,9 @@ class AlbertConfig:
 
     @property
     def max_sequence_length(self) -> int:
-        """The most tokens one input may hold: max_position_embeddings, less the
-        pad_token_id + 1 rows before the first position with position_numbering 'after_pad'
-        (514 -> 512 for RoBERTa)."""
-        if self.position_numbering == "after_pad":
-            return self.max_position_embeddings - self.pad_token_id - 1
-        return self.max_position_embeddings
+        """The most tokens one input may hold: max_position_embeddings, or less where the
+        backbone's positions start later (RoBERTa's after the pad id: 514 -> 512)."""
+        return self.backbone_config.max_sequence_length(self)
 
     @property
     def num_layer_positions(self) -> int:
@@ -264,33 +304,83 @@ class AlbertConfig:
         """Whether transformers can represent this model (attention/FFN-only sharing it cannot)."""
         return self.sharing in ("all", "none")
 
-    def replace(self, **changes: Any) -> AlbertConfig:
-        """A copy with `changes`. A new num_labels without new labels drops the old id2label
-        (which would otherwise set num_labels back), as transformers does."""
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with `changes`, the backbone's fields among them by their plain names (see
+        from_fields). A new num_labels without new labels drops the old id2label (which would
+        otherwise set num_labels back), as transformers does. A new `backbone` starts from its
+        config's defaults."""
         relabelled = "num_labels" in changes and "id2label" not in changes
         if relabelled and self.id2label is not None \
                 and len(self.id2label) != changes["num_labels"]:
             changes["id2label"] = None
-        return dataclasses.replace(self, **changes)
+        values = self.flat_fields()
+        if changes.get("backbone", self.backbone) != self.backbone:
+            values = {k: v for k, v in values.items()
+                      if k not in backbone_field_names(type(self.backbone_config))}
+        return type(self).from_fields(**{**values, **changes})
+
+    # ---- flat fields (config.json's form) -------------------------------------------------
+
+    def flat_fields(self) -> dict[str, Any]:
+        """Every field by its plain name, the backbone config's among the shared ones."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name != "backbone_config"}
+        return {**shared, **self.backbone_fields()}
+
+    def backbone_fields(self, *, changed_only: bool = False) -> dict[str, Any]:
+        """The backbone config's fields by name; with changed_only, those not at default."""
+        values = dataclasses.asdict(self.backbone_config)
+        if not changed_only:
+            return values
+        defaults = dataclasses.asdict(type(self.backbone_config)())
+        return {k: v for k, v in values.items() if v != defaults[k]}
+
+    @classmethod
+    def from_fields(cls, **fields: Any) -> ModelConfig:
+        """A config from flat fields: the shared ones, and the backbone's by their plain names
+        (as config.json holds them). A field that only another backbone reads is ignored at
+        that backbone's default (files of the previous release wrote them all) and refused
+        otherwise; any other unknown name is a TypeError, as for the constructor."""
+        backbone = fields.get("backbone", DEFAULT_BACKBONE)
+        config_class = backbone_config_class(backbone)
+        own = set(backbone_field_names(config_class))
+        mine = {k: fields.pop(k) for k in list(fields) if k in own}
+        for name, value in list(fields.items()):
+            other = _other_backbone_default(name, config_class)
+            if other is None:
+                continue
+            if value != other[1]:
+                raise ConfigError(f"{name}={value!r} is a setting of the {other[0]!r} "
+                                  f"backbone, not of {backbone!r}")
+            del fields[name]
+        if "backbone_config" in fields:
+            raise TypeError("from_fields takes the backbone's fields by name, not "
+                            "backbone_config")
+        try:
+            backbone_config = config_class(**mine)
+        except TypeError as err:
+            raise ConfigError(f"{config_class.__name__}: {err}") from None
+        return cls(**fields, backbone_config=backbone_config)
 
     # ---- presets ---------------------------------------------------------------------------
 
     @classmethod
-    def from_preset(cls, name: str, **overrides: Any) -> AlbertConfig:
+    def from_preset(cls, name: str, **overrides: Any) -> ModelConfig:
+        """A named preset (PRESETS) with `overrides`, flat names as in from_fields."""
         if name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls.from_fields(**{**PRESETS[name], **overrides})
 
     # ---- files -----------------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "<dict>") -> AlbertConfig:
+    def from_dict(cls, data: dict[str, Any], *, source: str = "<dict>") -> ModelConfig:
         """Read any family's config.json content (transformers ALBERT, BERT, ELECTRA, ours)
         or Google's albert_config.json; the family is chosen by its `model_type`."""
         return _formats().config_from_dict(data, source)
 
     @classmethod
-    def from_json_file(cls, path: str | Path) -> AlbertConfig:
+    def from_json_file(cls, path: str | Path) -> ModelConfig:
         return cls.from_dict(read_json_object(path), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -304,8 +394,24 @@ class AlbertConfig:
         return path
 
 
-def _is_int(value: Any) -> bool:
+AlbertConfig = ModelConfig  # the previous release's name
+DEFAULT_BACKBONE = "albert"
+
+
+def is_whole(value: Any) -> bool:
+    """An int that is not a bool (JSON's true would pass isinstance(value, int))."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _other_backbone_default(name: str, mine: type[BackboneConfig]) -> tuple[str, Any] | None:
+    """(backbone, default) when `name` is a field of another registered backbone's config."""
+    for backbone, config_class in BACKBONE_CONFIGS.items():
+        if config_class is mine:
+            continue
+        for f in dataclasses.fields(config_class):
+            if f.name == name:
+                return backbone, f.default
+    return None
 
 
 def read_json_object(path: str | Path) -> dict[str, Any]:

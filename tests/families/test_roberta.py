@@ -170,7 +170,7 @@ def test_reads_transformers_roberta_defaults():
     assert (config.pad_token_id, config.bos_token_id, config.eos_token_id) == (1, 0, 2)
     assert config.model_type == "roberta" and config.sharing == "none"
     assert (config.embedding_projection, config.use_pooler, config.classifier_head,
-            config.classifier_act, config.mlm_act, config.position_numbering) == (
+            config.classifier_act, config.mlm_act, config.backbone_config.position_numbering) == (
         "never", True, "first_token", "tanh", "gelu", "after_pad")
     assert config.max_sequence_length == 510 and config.classifier_dropout_prob == 0.1
     assert litebert.AlbertConfig.from_dict(config.to_dict()) == config

@@ -40,7 +40,8 @@ def test_reads_transformers_defaults_and_writes_them_back():
     assert (config.backbone, config.model_type, config.sharing, config.use_pooler,
             config.classifier_head, config.classifier_act, config.hidden_act) == (
         "xlnet", "xlnet", "none", False, "summary", "tanh", "gelu")
-    assert (config.mem_len, config.attn_type, config.hidden_dropout_prob,
+    xl = config.backbone_config
+    assert (xl.mem_len, xl.attn_type, config.hidden_dropout_prob,
             config.attention_probs_dropout_prob, config.pad_token_id) == (512, "bi", 0.1, 0.1, 5)
     assert not config.has_projection
     assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
@@ -87,7 +88,7 @@ def test_unsupported_xlnet_configs_name_the_file(changes, words):
     (dict(bi_data="yes"), "bi_data", "true or false"),
 ])
 def test_invalid_xlnet_fields_name_the_field(changes, field, words):
-    with pytest.raises(ConfigError, match=rf"AlbertConfig\.{field}=.*{words}"):
+    with pytest.raises(ConfigError, match=rf"XLNetBackboneConfig\.{field}=.*{words}"):
         xlnet_config(**changes)
 
 

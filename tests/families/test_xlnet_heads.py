@@ -137,7 +137,7 @@ def test_heads_keep_no_memories_whatever_mem_len(head):
     memories (before, the backbone built and kept them at every step)."""
     config = litebert.AlbertConfig.from_dict(hf_xlnet_config(HEADS[head][1], mem_len=8)
                                              .to_dict())
-    assert config.mem_len == 8
+    assert config.backbone_config.mem_len == 8
     model = CLASSES[head](config)
     seen = []
     model.albert.register_forward_hook(lambda module, args, out: seen.append(out.mems))

@@ -24,6 +24,7 @@ from litebert.families.base import (
     check_encoder,
     common_dict,
     finish_dict,
+    numbering,
     structure_dict,
 )
 
@@ -125,9 +126,9 @@ class AlbertAdapter(FamilyAdapter):
     def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
         if not config.hf_compatible:
             return f"sharing={config.sharing!r} has no transformers equivalent"
-        if config.position_numbering != "from_zero":
+        if numbering(config) != "from_zero":
             return ("transformers' ALBERT numbers positions from zero (position_numbering "
-                    f"'from_zero'), this model with {config.position_numbering!r}")
+                    f"'from_zero'), this model with {numbering(config)!r}")
         return super().unsupported(config, class_name)
 
     def to_file(self, state: Mapping[str, torch.Tensor],

@@ -24,7 +24,15 @@ from typing import Any, ClassVar
 
 import torch
 
-from litebert.config import STRUCTURE_FIELDS, AlbertConfig, ConfigError
+from litebert.config import (
+    BACKBONE_CONFIGS,
+    DEFAULT_BACKBONE,
+    STRUCTURE_FIELDS,
+    AlbertConfig,
+    ConfigError,
+    backbone_config_class,
+    backbone_field_names,
+)
 
 Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most specific first
 
@@ -151,7 +159,8 @@ def rename(key: str, pairs: Pairs, *, reverse: bool = False) -> str | None:
 IGNORED_KEYS = frozenset({
     "label2id", "transformers_version", "torch_dtype", "dtype", "output_past", "_name_or_path",
     "use_cache", "gradient_checkpointing", "position_embedding_type"})
-FIELDS = frozenset(f.name for f in dataclasses.fields(AlbertConfig)) - {"extra"}
+SHARED_FIELDS = frozenset(f.name for f in dataclasses.fields(AlbertConfig)) \
+    - {"extra", "backbone_config"}
 # Written by every family; the rest is the family's own.
 COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                "intermediate_size", "hidden_act", "hidden_dropout_prob",
@@ -162,15 +171,24 @@ _STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlbertConfi
                        if f.name in STRUCTURE_FIELDS}
 
 
+def config_fields(backbone: str) -> frozenset[str]:
+    """The flat config.json names a config on `backbone` reads: the shared fields, that
+    backbone's own, and every other registered backbone's (accepted at their defaults)."""
+    backbone_config_class(backbone)  # ConfigError for an unregistered name
+    return SHARED_FIELDS | {name for config_class in BACKBONE_CONFIGS.values()
+                            for name in backbone_field_names(config_class)}
+
+
 def build_config(values: Mapping[str, Any], source: str,
                  consumed: frozenset[str] | set[str] = frozenset()) -> AlbertConfig:
     """AlbertConfig from merged config.json values; unknown keys (not ignored, not consumed by
     the adapter) are kept in `extra` and written back on save."""
-    known = {k: v for k, v in values.items() if k in FIELDS}
-    extra = {k: v for k, v in values.items()
-             if k not in FIELDS and k not in IGNORED_KEYS and k not in consumed}
     try:
-        return AlbertConfig(**known, extra=extra)
+        fields = config_fields(values.get("backbone", DEFAULT_BACKBONE))
+        known = {k: v for k, v in values.items() if k in fields}
+        extra = {k: v for k, v in values.items()
+                 if k not in fields and k not in IGNORED_KEYS and k not in consumed}
+        return AlbertConfig.from_fields(**known, extra=extra)
     except (ConfigError, TypeError) as err:
         raise ConfigError(f"{source}: {err}") from None
 
@@ -191,10 +209,18 @@ def common_dict(config: AlbertConfig) -> dict[str, Any]:
     return out
 
 
+def numbering(config: AlbertConfig) -> str:
+    """The albert backbone's position numbering (the families that hold only that backbone
+    read it; the field lives in its config, model/albert.py's AlbertBackboneConfig)."""
+    return str(config.backbone_fields()["position_numbering"])
+
+
 def structure_dict(config: AlbertConfig) -> dict[str, Any]:
-    """The structure fields that differ from ALBERT's, for layouts that do not imply them."""
-    return {k: getattr(config, k) for k, default in _STRUCTURE_DEFAULTS.items()
-            if getattr(config, k) != default}
+    """The structure fields that differ from ALBERT's, and the backbone's own fields that
+    differ from its defaults, for layouts that do not imply them."""
+    shared = {k: getattr(config, k) for k, default in _STRUCTURE_DEFAULTS.items()
+              if getattr(config, k) != default}
+    return {**shared, **config.backbone_fields(changed_only=True)}
 
 
 def finish_dict(out: dict[str, Any], config: AlbertConfig) -> dict[str, Any]:

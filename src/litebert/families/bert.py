@@ -22,6 +22,7 @@ from litebert.families.base import (
     check_encoder,
     common_dict,
     finish_dict,
+    numbering,
     rename,
 )
 
@@ -137,7 +138,7 @@ class BertAdapter(FamilyAdapter):
             return "has a pooler and classifies from it (use_pooler, classifier_head 'pooler')"
         if config.mlm_activation != config.hidden_act:
             return "uses hidden_act in the MLM head (mlm_act null)"
-        if config.position_numbering != "from_zero":
+        if numbering(config) != "from_zero":
             return "numbers positions from zero (position_numbering 'from_zero')"
         return None
 

@@ -121,12 +121,13 @@ class ElectraAdapter(BertAdapter):
             return ("projects E->H exactly when embedding_size != hidden_size "
                     "(embedding_projection 'when_sizes_differ')")
         wanted = {k: v for k, v in STRUCTURE.items() if k != "embedding_projection"}
+        held = config.flat_fields()
         for key, value in wanted.items():
             if key == "mlm_act":
                 if config.mlm_activation != value:
                     return f"uses {value!r} in the generator's MLM head (mlm_act {value!r})"
-            elif getattr(config, key) != value:
-                return f"has {key}={value!r}, not {getattr(config, key)!r}"
+            elif held[key] != value:
+                return f"has {key}={value!r}, not {held[key]!r}"
         return None
 
     def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:

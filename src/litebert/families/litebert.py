@@ -17,6 +17,7 @@ import torch
 
 from litebert.config import AlbertConfig
 from litebert.families.albert import ALL_CLASSES, AlbertAdapter, albert_config_to_dict
+from litebert.families.base import FamilyAdapter
 
 # Classes that ALBERT's layout has no name for (they read the XLNet backbone): ours here.
 _OWN_CLASSES = ("AlbertForPermutationLM", "AlbertForBeamQuestionAnswering")
@@ -30,6 +31,11 @@ class LitebertAdapter(AlbertAdapter):
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "litebert")
+
+    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+        """Our layout holds every config (any sharing, backbone or numbering): only a class
+        it has no name for is refused."""
+        return FamilyAdapter.unsupported(self, config, class_name)
 
     def external_key(self, key: str, config: AlbertConfig) -> str:
         return key  # our names are the file's

@@ -35,6 +35,7 @@ from litebert.families.base import (
     check_encoder,
     common_dict,
     finish_dict,
+    numbering,
 )
 from litebert.families.bert import BertAdapter, classifier_dropout
 
@@ -122,9 +123,9 @@ class RobertaAdapter(BertAdapter):
     def structure_mismatch(self, config: AlbertConfig) -> str | None:
         if config.has_projection:
             return "has no E->H projection (embedding_projection 'never', E == H)"
-        if config.position_numbering != "after_pad":
+        if numbering(config) != "after_pad":
             return ("numbers positions after the pad id (position_numbering 'after_pad'), "
-                    f"not {config.position_numbering!r}")
+                    f"not {numbering(config)!r}")
         if not config.use_pooler:
             return "has a pooler, read by multiple choice (use_pooler true)"
         if (config.classifier_head, config.classifier_act) != ("first_token", "tanh"):

@@ -136,8 +136,7 @@ class XLNetAdapter(FamilyAdapter):
             model_type="xlnet", vocab_size=config.vocab_size, d_model=H,
             n_layer=config.num_hidden_layers, n_head=n, d_head=H // n,
             d_inner=config.intermediate_size, ff_activation=config.hidden_act, untie_r=True,
-            attn_type=config.attn_type, bi_data=config.bi_data, clamp_len=config.clamp_len,
-            same_length=config.same_length, initializer_range=config.initializer_range,
+            initializer_range=config.initializer_range,
             layer_norm_eps=config.layer_norm_eps, dropout=config.hidden_dropout_prob,
             summary_type="last", summary_use_proj=True,
             summary_activation=config.classifier_act,
@@ -148,8 +147,9 @@ class XLNetAdapter(FamilyAdapter):
         for key, value in _BEAM.items():
             out.setdefault(key, value)
         out = finish_dict(out, config)
-        # null is a value here: no memories (transformers' default when absent is 512).
-        out.update(mem_len=config.mem_len, reuse_len=config.reuse_len)
+        # The backbone's own fields are XLNetConfig's, by name; null is a value for mem_len
+        # and reuse_len (no memories; transformers' default when absent is 512).
+        out.update(config.backbone_fields())
         return out
 
     # ---- keys ------------------------------------------------------------------------------

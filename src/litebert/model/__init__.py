@@ -7,6 +7,7 @@ unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter co
 (`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
 language model (`permutation_lm.py`)."""
 
+from litebert.config import PRESETS, AlbertConfig, ModelConfig  # built once backbones register
 from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
     MODEL_CLASSES,
@@ -38,7 +39,8 @@ from litebert.model.unroll import unroll
 from litebert.model.xlnet import XLNetModel  # registers the "xlnet" backbone
 
 __all__ = [
-    "BACKBONES", "MODEL_CLASSES", "Backbone", "build_backbone", "register_backbone",
+    "PRESETS", "AlbertConfig", "ModelConfig", "BACKBONES", "MODEL_CLASSES", "Backbone",
+    "build_backbone", "register_backbone",
     "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
     "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",

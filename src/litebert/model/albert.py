@@ -16,8 +16,8 @@ and from transformers' layouts, e.g. ALBERT's `albert_layer_groups.{g}.albert_la
 (n = g * inner_group_num + j) or BERT's and ELECTRA's `encoder.layer.{n}` (sharing "none").
 
 Structure comes from config fields, not from the family: `embedding_projection` decides the
-E->H projection, `use_pooler` the pooler, `position_numbering` the position ids (from zero,
-or RoBERTa's after the pad id).
+E->H projection, `use_pooler` the pooler, and this backbone's own config (`AlbertBackboneConfig`,
+below) `position_numbering` the position ids (from zero, or RoBERTa's after the pad id).
 
 AlbertModel is the "albert" entry of the backbone registry (model/backbone.py) and the
 reference for its protocol: after the forward pass come what heads read (summary position,
@@ -27,13 +27,14 @@ backbone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, BackboneConfig, ConfigError
 from litebert.model.attention import (
     Layout,
     attend,
@@ -54,6 +55,37 @@ from litebert.model.layers import (
 )
 from litebert.model.outputs import BaseModelOutput
 
+POSITION_NUMBERINGS = ("from_zero", "after_pad")
+
+
+@dataclass
+class AlbertBackboneConfig(BackboneConfig):
+    """What only this backbone reads (config.json's flat name)."""
+
+    # Position ids when the caller passes none. "from_zero": token t has position t, padding
+    # or not (ALBERT, BERT, ELECTRA). "after_pad": RoBERTa's (fairseq's) numbering: real
+    # tokens (id != pad_token_id) are numbered pad_token_id + 1, + 2, ... by their count so
+    # far, pad tokens get pad_token_id, whose row of the position table is a padding row (zero
+    # at init, never trained). The first pad_token_id + 1 rows are thus no position: roberta's
+    # max_position_embeddings 514 with pad 1 holds 512 tokens (max_sequence_length).
+    position_numbering: str = "from_zero"
+
+    def validate(self, config: AlbertConfig) -> None:
+        self.need(self.position_numbering in POSITION_NUMBERINGS, "position_numbering",
+                  f"unknown; choose from {POSITION_NUMBERINGS}")
+        if self.position_numbering == "after_pad" \
+                and config.pad_token_id + 1 >= config.max_position_embeddings:
+            raise ConfigError(
+                f"ModelConfig.max_position_embeddings={config.max_position_embeddings!r}: "
+                f"position_numbering='after_pad' numbers the first token pad_token_id + 1 = "
+                f"{config.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
+                f"512 positions + 2 = 514)")
+
+    def max_sequence_length(self, config: AlbertConfig) -> int:
+        if self.position_numbering == "after_pad":
+            return config.max_position_embeddings - config.pad_token_id - 1
+        return config.max_position_embeddings
+
 
 class AlbertEmbeddings(nn.Module):
     def __init__(self, config: AlbertConfig):
@@ -61,8 +93,8 @@ class AlbertEmbeddings(nn.Module):
         E = config.embedding_size
         self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
         # With "after_pad" numbering the pad id is the pad tokens' position: a padding row.
-        self.pad_position = config.pad_token_id \
-            if config.position_numbering == "after_pad" else None
+        numbering = AlbertBackboneConfig.of(config).position_numbering
+        self.pad_position = config.pad_token_id if numbering == "after_pad" else None
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, E,
                                                 padding_idx=self.pad_position)
         self.max_length = config.max_sequence_length
@@ -198,6 +230,7 @@ class AlbertModel(AlbertPreTrainedModel):
     pooler (pre-training's SOP head) and False when they do not (MLM, tokens, spans).
     """
 
+    config_class: ClassVar[type[BackboneConfig]] = AlbertBackboneConfig
     # [CLS] A [SEP] B [SEP]: the first token summarises the sequence
     summary_position: ClassVar[int] = 0
     embeds_token_types: ClassVar[bool] = True  # token_type_embeddings: type_vocab_size rows

@@ -27,7 +27,12 @@ from typing import ClassVar, Protocol, TypeVar, cast
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import (
+    AlbertConfig,
+    BackboneConfig,
+    ConfigError,
+    register_backbone_config,
+)
 from litebert.model.outputs import BaseModelOutput
 
 DEFAULT_BACKBONE = "albert"
@@ -46,6 +51,9 @@ class Backbone(Protocol):
     """
 
     config: AlbertConfig
+    # The dataclass of this backbone's own settings (config.backbone_config), defined in its
+    # module; registered with the backbone (litebert.config.register_backbone_config).
+    config_class: ClassVar[type[BackboneConfig]]
     # The position that summarises a sequence, for the pooler and the summary heads: 0 for
     # templates with [CLS] first (BERT-style), -1 for XLNet's `A <sep> B <sep> <cls>` with the
     # padding on the left, so that the last position is <cls> in every row.
@@ -130,6 +138,7 @@ def register_backbone(name: str) -> Callable[[Cls], Cls]:
         if BACKBONES.get(name, cls) is not cls:
             raise ValueError(f"backbone {name!r} is already registered "
                              f"({BACKBONES[name].__qualname__})")
+        register_backbone_config(name, cls.config_class)
         BACKBONES[name] = cls
         return cls
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, BackboneConfig
 
 
 class AlbertPreTrainedModel(nn.Module):
@@ -16,6 +16,9 @@ class AlbertPreTrainedModel(nn.Module):
     # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
     # Typed loosely while objectives/ and train/ still reach into ALBERT's modules through it.
     albert: Any
+    # A backbone's own settings (config.backbone_config): none beyond the shared fields unless
+    # the backbone's module defines a BackboneConfig subclass and names it here.
+    config_class: ClassVar[type[BackboneConfig]] = BackboneConfig
 
     def init_weights(self) -> None:
         """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms."""

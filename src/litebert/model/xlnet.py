@@ -58,12 +58,46 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, BackboneConfig, is_whole
 from litebert.model.albert import AlbertModel
 from litebert.model.backbone import register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
+
+ATTENTION_TYPES = ("bi", "uni")
+
+
+@dataclass
+class XLNetBackboneConfig(BackboneConfig):
+    """What only this backbone reads, by transformers' XLNetConfig names."""
+
+    # Memories: each layer keeps the last `mem_len` states of its input across segments
+    # (None or 0: all of them when memories are asked for, transformers' rule); only the
+    # first `reuse_len` tokens of a segment (None: all) become memory.
+    mem_len: int | None = None
+    reuse_len: int | None = None
+    attn_type: str = "bi"  # "bi": every token sees every other; "uni": left to right only
+    clamp_len: int = -1  # relative distances clamped to +-clamp_len; -1 (or 0): no clamping
+    same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
+    bi_data: bool = False  # the second half of the batch reads relative positions reversed
+
+    def validate(self, config: AlbertConfig) -> None:
+        need = self.need
+        for name in ("mem_len", "reuse_len"):
+            value = getattr(self, name)
+            need(value is None or (is_whole(value) and value >= 0), name,
+                 "must be a whole number >= 0, or null (XLNet's memories: see the field)")
+        need(self.attn_type in ATTENTION_TYPES, "attn_type",
+             "unknown; choose 'bi' (XLNet: every token sees every other) or 'uni' "
+             "(Transformer-XL: left to right)")
+        need(is_whole(self.clamp_len) and self.clamp_len >= -1, "clamp_len",
+             "must be a whole number >= 0, or -1 for no clamping")
+        for name in ("same_length", "bi_data"):
+            need(isinstance(getattr(self, name), bool), name, "must be true or false")
+
+
+xlnet_of = XLNetBackboneConfig.of  # config.backbone_config, typed
 
 
 def mask_value(dtype: torch.dtype) -> float:
@@ -75,11 +109,12 @@ def relative_positions(config: AlbertConfig, qlen: int, klen: int,
                        device: torch.device) -> torch.Tensor:
     """(G, R, H) sinusoid embeddings of the relative distances klen, klen-1, ... (R = klen +
     qlen for "bi", klen + 1 for "uni"), G = 2 with bi_data (second: the distances negated)."""
-    end = -qlen if config.attn_type == "bi" else -1
+    xl = xlnet_of(config)
+    end = -qlen if xl.attn_type == "bi" else -1
     distances = torch.arange(klen, end, -1, device=device).float()  # (R,)
-    if config.clamp_len > 0:
-        distances = distances.clamp(-config.clamp_len, config.clamp_len)
-    if config.bi_data:
+    if xl.clamp_len > 0:
+        distances = distances.clamp(-xl.clamp_len, xl.clamp_len)
+    if xl.bi_data:
         distances = torch.stack((distances, -distances))  # (2, R)
     else:
         distances = distances[None]  # (1, R)
@@ -270,6 +305,7 @@ class XLNetModel(AlbertPreTrainedModel):
     tanh(dense(h[:, -1])) pooler on the content stream's <cls>, for heads that read one.
     """
 
+    config_class: ClassVar[type[BackboneConfig]] = XLNetBackboneConfig
     summary_position: ClassVar[int] = -1  # A <sep> B <sep> <cls>, padded on the left: <cls> is last
     two_stream = True  # takes perm_mask and targets (AlbertForPermutationLM checks it)
     embeds_token_types: ClassVar[bool] = False  # types are only compared: same segment or not
@@ -304,11 +340,11 @@ class XLNetModel(AlbertPreTrainedModel):
         """See model/backbone.py; position_ids are ignored (positions are relative). mems:
         one (M, B, H) tensor per layer position; perm_mask (B, T, T), 1 = i cannot see j;
         target_mapping (B, P, T) or target_positions (B, P): the query stream's targets,
-        whose states (B, P, H) are then last_hidden_state. use_mems None: config.mem_len >
+        whose states (B, P, H) are then last_hidden_state. use_mems None: the config's mem_len >
         0. hidden_states hold the content stream."""
         B, T = input_ids.shape
         if use_mems is None:
-            use_mems = (self.config.mem_len or 0) > 0
+            use_mems = (xlnet_of(self.config).mem_len or 0) > 0
         mems = self.check_mems(mems, B)
         M = 0 if mems is None else mems[0].shape[0]
         targets, weight = target_rows(target_mapping, target_positions)
@@ -362,12 +398,13 @@ class XLNetModel(AlbertPreTrainedModel):
     def cache(self, h, mem):
         """transformers' cache_mem: this layer's next memory (M', B, H), detached."""
         new = h.transpose(0, 1)  # (T, B, H), time-first as memories are kept
-        if self.config.reuse_len:
-            new = new[:self.config.reuse_len]
+        xl = xlnet_of(self.config)
+        if xl.reuse_len:
+            new = new[:xl.reuse_len]
         if mem is not None:
             new = torch.cat((mem, new), dim=0)
-        if self.config.mem_len:
-            new = new[-self.config.mem_len:]
+        if xl.mem_len:
+            new = new[-xl.mem_len:]
         return new.detach()
 
     # ---- masks, segments and positions, once per forward -------------------------------------
@@ -380,7 +417,7 @@ class XLNetModel(AlbertPreTrainedModel):
         hidden = self.hidden_keys(B, T, M, attention_mask, perm_mask, device)  # (B, T, K)
         own = torch.arange(T, device=device)[:, None] + M == torch.arange(K, device=device)
         content_index = None  # "bi": position_scores reads the rows as a strided view
-        if self.config.attn_type != "bi":
+        if xlnet_of(self.config).attn_type != "bi":
             content_index = self.position_index(torch.arange(T, device=device), T, K)[None, None]
         frame = AttentionFrame(
             pos=self.positions(B, T, K, device, dtype), content_index=content_index,
@@ -407,11 +444,11 @@ class XLNetModel(AlbertPreTrainedModel):
         excepted, see `frame`); None when every query sees every key."""
         config = self.config
         hidden = None
-        if config.attn_type == "uni":
+        if xlnet_of(config).attn_type == "uni":
             i = torch.arange(T, device=device)[:, None]
             j = torch.arange(M + T, device=device)[None]
             hidden = j > M + i  # later keys
-            if config.same_length:
+            if xlnet_of(config).same_length:
                 hidden = hidden | (j < i)  # keys more than T - 1 before the query
             hidden = hidden[None].expand(B, -1, -1)
         data = None
@@ -433,13 +470,13 @@ class XLNetModel(AlbertPreTrainedModel):
         """(..., L, K) long: query at position t reads R row T - t + j for key j. ("uni"
         reads past the table only where keys are hidden: clamped, any value does.)"""
         index = T - rows[..., None] + torch.arange(K, device=rows.device)
-        R = K + T if self.config.attn_type == "bi" else K + 1
+        R = K + T if xlnet_of(self.config).attn_type == "bi" else K + 1
         return index.clamp(max=R - 1)
 
     def positions(self, B: int, T: int, K: int, device, dtype):
         """(G, R, H) relative position embeddings after dropout; per row of the batch (B, R,
         H) when dropout is on, as the official code draws it."""
-        if self.config.bi_data and B % 2:
+        if xlnet_of(self.config).bi_data and B % 2:
             raise ValueError(f"bi_data reads the second half of the batch with reversed "
                              f"positions: the batch size must be even, not {B}")
         pos = relative_positions(self.config, T, K, device).to(dtype)
@@ -466,14 +503,14 @@ class XLNetModel(AlbertPreTrainedModel):
     @classmethod
     def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
         """The content stream's training FLOPs per token (3 x forward, 2 a multiply-add) at
-        sequences of T = seq_len with M = config.mem_len memories (K = M + T keys, R = K + T
+        sequences of T = seq_len with M = the config's mem_len memories (K = M + T keys, R = K + T
         relative positions, or K + 1 for "uni"): per layer position q and o (2 H^2), k and v
         over the K keys (2 H^2 K / T), the position projection of the R rows (H^2 R / T, per
         sequence), the scores and the weighted sum (2 K H + R H), the FFN (2 H I); plus the
         E->H projection. The query stream's work is `query_stream_flops_per_target`."""
         H, T = config.hidden_size, seq_len
-        K = (config.mem_len or 0) + T
-        R = K + T if config.attn_type == "bi" else K + 1
+        K = (xlnet_of(config).mem_len or 0) + T
+        R = K + T if xlnet_of(config).attn_type == "bi" else K + 1
         per_layer = (2 * H * H + 2 * H * H * K / T + H * H * R / T + (2 * K + R) * H
                      + 2 * H * config.intermediate_size)
         projection = config.embedding_size * H if config.has_projection else 0
@@ -486,8 +523,8 @@ class XLNetModel(AlbertPreTrainedModel):
         (2 K H + R H), the FFN (2 H I), per layer position. Keys, values and positions are
         the content stream's, counted there."""
         H, T = config.hidden_size, seq_len
-        K = (config.mem_len or 0) + T
-        R = K + T if config.attn_type == "bi" else K + 1
+        K = (xlnet_of(config).mem_len or 0) + T
+        R = K + T if xlnet_of(config).attn_type == "bi" else K + 1
         per_layer = 2 * H * H + (2 * K + R) * H + 2 * H * config.intermediate_size
         return 6.0 * config.num_layer_positions * per_layer
 

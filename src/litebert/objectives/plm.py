@@ -170,7 +170,8 @@ class PLMObjective:
                               use_pooler=self.config.nsp)
 
     def build(self, config: AlbertConfig) -> nn.Module:
-        reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
+        reuse = self.heldout.reuse_len if self.heldout is not None \
+            else config.backbone_fields().get("reuse_len")
         return AlbertForPermutationLM(self.adopt(self.model_config(config, reuse)))
 
     def adopt(self, config: AlbertConfig) -> AlbertConfig:
@@ -180,8 +181,9 @@ class PLMObjective:
             raise ConfigError(f"objective plm needs a backbone that takes a factorisation "
                               f"order (perm_mask), such as 'xlnet'; backbone "
                               f"{config.backbone!r} does not")
-        self.mem_len = config.mem_len or 0
-        self.reuse_len = config.reuse_len or self.reuse_len
+        memory = config.backbone_fields()  # a two-stream backbone's: XLNet's memory fields
+        self.mem_len = memory.get("mem_len") or 0
+        self.reuse_len = memory.get("reuse_len") or self.reuse_len
         self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
         return config
 
@@ -321,7 +323,8 @@ class PLMObjective:
         arrangement of the batch: the exported config has it off, as fine-tuning wants. The
         "+NSP" pair head (pooler and classifier) is kept beside the weights: no transformers
         XLNet class holds it, and the config stays one that transformers reads."""
-        reuse = self.heldout.reuse_len if self.heldout is not None else config.reuse_len
+        reuse = self.heldout.reuse_len if self.heldout is not None \
+            else config.backbone_fields().get("reuse_len")
         pair = {k: v for k, v in model_state.items() if k.startswith(PAIR_HEAD)}
         model = AlbertForPermutationLM(config.replace(reuse_len=reuse, bi_data=False,
                                                       use_pooler=False))
