@@ -96,6 +96,14 @@ def test_an_explicit_warmup_is_kept_or_refused_naming_both_fields():
             load_run_config("tiny-cpu", overrides)
 
 
+def test_a_wsd_decay_that_does_not_fit_after_warmup_is_refused():
+    cfg = load_run_config("tiny-cpu", {"schedule": "wsd", "decay_steps": 100})
+    assert (cfg.schedule, cfg.decay_steps) == ("wsd", 100)
+    with pytest.raises(RunConfigError, match=r"pretrain config: decay_steps \(590\) must be "
+                                             r"in \[0, total_steps - warmup_steps = 540\]"):
+        load_run_config("tiny-cpu", {"schedule": "wsd", "decay_steps": 590})
+
+
 def test_model_overrides_merge_into_the_recipes_key_by_key():
     # xlnet-tiny-cpu turns dropout off; a study or `--set` that changes the memory alone
     # kept it off only once the two merged (the xlnet-ablation study ran dropout 0.1 before).

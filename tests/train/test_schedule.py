@@ -12,6 +12,8 @@ from litebert.train.schedule import (
     constant,
     constant_with_warmup,
     warmup_polynomial,
+    warmup_stable_decay,
+    wsd_decay_steps,
 )
 
 W, T = 10, 110  # warmup 10 steps, then 100 steps of decay
@@ -141,3 +143,38 @@ def test_scheduler_state_dict_round_trip():
 def test_build_scheduler_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         build_scheduler(_optimizer(), **kw)
+
+
+def test_wsd_warms_up_holds_then_decays_over_the_last_steps():
+    f = [warmup_stable_decay(k, warmup_steps=4, total_steps=20, decay_steps=8) for k in range(22)]
+    assert f[:5] == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert f[4:13] == [1.0] * 9  # stable until step 12 = 20 - 8
+    assert f[13:20] == pytest.approx([1 - i / 8 for i in range(1, 8)])  # linear at power 1
+    assert f[20] == f[21] == 0.0
+    sqrt = [warmup_stable_decay(k, warmup_steps=4, total_steps=20, decay_steps=8, power=0.5)
+            for k in range(13, 20)]
+    assert sqrt == pytest.approx([1 - (i / 8) ** 0.5 for i in range(1, 8)])
+
+
+def test_wsd_lr_before_the_decay_does_not_depend_on_the_length_of_the_run():
+    short = [warmup_stable_decay(k, warmup_steps=3, total_steps=30, decay_steps=5)
+             for k in range(25)]
+    long = [warmup_stable_decay(k, warmup_steps=3, total_steps=300, decay_steps=5)
+            for k in range(25)]
+    assert short == long
+
+
+def test_wsd_scheduler_defaults_to_a_tenth_and_checks_its_decay():
+    assert wsd_decay_steps(0, warmup_steps=10, total_steps=200) == 20
+    assert wsd_decay_steps(0, warmup_steps=195, total_steps=200) == 5
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = build_scheduler(opt, "wsd", warmup_steps=2, total_steps=20)
+    lrs = []
+    for _ in range(20):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs[1:18] == [1.0] * 17 and lrs[18] == pytest.approx(0.5) and lrs[19] == 0.0
+    with pytest.raises(ValueError, match=r"decay_steps \(30\) must be in \[0, total_steps - "
+                                         r"warmup_steps = 18\]"):
+        build_scheduler(opt, "wsd", warmup_steps=2, total_steps=20, decay_steps=30)

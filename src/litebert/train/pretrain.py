@@ -164,7 +164,8 @@ class Trainer:
             compile_optimizer(self.optimizer)
         self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
                                          warmup_steps=cfg.warmup_steps,
-                                         total_steps=cfg.max_steps, power=cfg.power)
+                                         total_steps=cfg.max_steps, power=cfg.power,
+                                         decay_steps=cfg.decay_steps)
         self.amp, self.scaler = autocast(cfg.precision, self.info.device)
         allow_tf32(self.info.device)
         # Speed in model FLOPs: the objective's count at the data's sequence length.

@@ -25,7 +25,12 @@ from litebert.objectives import (
 )
 from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
-from litebert.train.schedule import SCHEDULES, resolve_warmup
+from litebert.train.schedule import (
+    SCHEDULES,
+    resolve_warmup,
+    warmup_stable_decay,
+    wsd_decay_steps,
+)
 
 log = logging.getLogger("litebert")
 
@@ -75,7 +80,10 @@ class PretrainConfig:
     warmup_steps: int = option(
         100, "steps of linear warm-up; when only --max-steps is given, the recipe's share of "
              "max_steps, rounded half up")
-    power: float = option(1.0, "exponent of the polynomial decay")
+    power: float = option(1.0, "exponent of the decay: polynomial (1 - p) ** power; wsd "
+                               "1 - p ** power (0.5 is ModernBERT's 1 - sqrt)")
+    decay_steps: int = option(0, "wsd (warm-up, stable, decay): steps of the final decay; "
+                                 "0 = the last 10% of max_steps")
     max_grad_norm: float = option(1.0, "global gradient-norm clip; 0 = no clipping (RoBERTa's "
                                   "recipe; the norm is still logged)")
     precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on CPU",
@@ -165,6 +173,11 @@ class PretrainConfig:
                 raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
         try:
             resolve_warmup(self.max_steps, self.warmup_steps)  # the bounds, as in fine-tuning
+            if self.schedule == "wsd":  # warm-up, stable, then decay_steps within max_steps
+                warmup_stable_decay(0, warmup_steps=self.warmup_steps,
+                                    total_steps=self.max_steps, power=self.power,
+                                    decay_steps=wsd_decay_steps(
+                                        self.decay_steps, self.warmup_steps, self.max_steps))
         except ValueError as err:
             raise RunConfigError(f"pretrain config: {err}") from None
 

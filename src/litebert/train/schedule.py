@@ -1,4 +1,5 @@
-"""Learning-rate multipliers (warmup + polynomial decay, as BERT/ALBERT) and LambdaLR builders.
+"""Learning-rate multipliers (warmup + polynomial decay, as BERT/ALBERT; warmup-stable-decay, as
+ModernBERT) and LambdaLR builders.
 
 Step convention. The multiplier functions take `step` = k, the 1-based index of the optimizer
 step that will use the value: the k-th optimizer.step() of a run trains with lr * f(k).
@@ -28,7 +29,8 @@ from collections.abc import Callable
 
 import torch
 
-SCHEDULES = ("polynomial", "linear", "constant", "constant_with_warmup")
+SCHEDULES = ("polynomial", "linear", "constant", "constant_with_warmup", "wsd")
+WSD_DECAY_SHARE = 0.1  # "wsd" without decay_steps: the last tenth of the run decays
 
 
 def _check_step(step: int) -> None:
@@ -66,6 +68,39 @@ def warmup_polynomial(step: int, *, warmup_steps: int, total_steps: int, power: 
     return end_factor + (1.0 - end_factor) * (1.0 - progress) ** power
 
 
+def warmup_stable_decay(step: int, *, warmup_steps: int, total_steps: int, decay_steps: int,
+                        power: float = 1.0, end_factor: float = 0.0) -> float:
+    """The trapezoid (ModernBERT's schedule): linear warmup 0 -> 1, then 1 until the last
+    `decay_steps`, which fall to `end_factor` at `total_steps` as 1 - p ** power, p the share
+    of the decay done: power 1 is linear, 0.5 the "1 - sqrt" decay ModernBERT used. Unlike
+    a polynomial decay, the lr of a step does not depend on total_steps until the decay
+    starts, so a run can be extended from any checkpoint taken in the stable phase."""
+    _check_step(step)
+    _check_warmup(warmup_steps, total_steps)
+    if not 0 <= decay_steps <= total_steps - warmup_steps:
+        raise ValueError(f"decay_steps ({decay_steps}) must be in [0, total_steps - "
+                         f"warmup_steps = {total_steps - warmup_steps}]")
+    if power <= 0 or not math.isfinite(power):
+        raise ValueError(f"power must be a finite number > 0, got {power}")
+    if step < warmup_steps:
+        return step / warmup_steps
+    if step >= total_steps:
+        return float(end_factor)
+    decay_start = total_steps - decay_steps
+    if step < decay_start:
+        return 1.0
+    progress = (step - decay_start) / decay_steps
+    return end_factor + (1.0 - end_factor) * (1.0 - progress ** power)
+
+
+def wsd_decay_steps(decay_steps: int, warmup_steps: int, total_steps: int) -> int:
+    """The decay length "wsd" uses: `decay_steps` as given, or for 0 WSD_DECAY_SHARE of the
+    run (at most what warm-up leaves)."""
+    if decay_steps:
+        return decay_steps
+    return min(round(WSD_DECAY_SHARE * total_steps), total_steps - warmup_steps)
+
+
 def constant_with_warmup(step: int, *, warmup_steps: int) -> float:
     """Linear warmup 0 -> 1 over `warmup_steps`, then 1."""
     _check_step(step)
@@ -80,8 +115,21 @@ def constant(step: int) -> float:
 
 
 def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: float,
-                end_factor: float, decay_from_zero: bool) -> Callable[[int], float]:
+                end_factor: float, decay_from_zero: bool,
+                decay_steps: int) -> Callable[[int], float]:
     """The multiplier f(k) for `name`, arguments checked once here rather than every step."""
+    if name == "wsd":
+        if total_steps is None:
+            raise ValueError("build_scheduler: schedule 'wsd' needs total_steps")
+        decay_length = wsd_decay_steps(decay_steps, warmup_steps, total_steps)
+
+        def trapezoid(k: int) -> float:
+            return warmup_stable_decay(k, warmup_steps=warmup_steps, total_steps=total_steps,
+                                       decay_steps=decay_length, power=power,
+                                       end_factor=end_factor)
+
+        trapezoid(warmup_steps)  # raises on bad arguments now, not at step 1
+        return trapezoid
     if name in ("polynomial", "linear"):
         if total_steps is None:
             raise ValueError(f"build_scheduler: schedule {name!r} needs total_steps")
@@ -110,15 +158,17 @@ def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: fl
 
 def build_scheduler(optimizer: torch.optim.Optimizer, name: str = "polynomial",
                     warmup_steps: int = 0, total_steps: int | None = None, power: float = 1.0,
-                    *, end_factor: float = 0.0,
-                    decay_from_zero: bool = False) -> torch.optim.lr_scheduler.LambdaLR:
+                    *, end_factor: float = 0.0, decay_from_zero: bool = False,
+                    decay_steps: int = 0) -> torch.optim.lr_scheduler.LambdaLR:
     """LambdaLR for `name` in SCHEDULES; the k-th optimizer.step() uses lr * f(k).
+    `decay_steps` is "wsd"'s decay (0: wsd_decay_steps' default).
 
     Right after construction the optimizer's lr is already lr * f(1); call scheduler.step()
     after every optimizer.step(). The lambda is a plain closure, so scheduler.state_dict()
     holds only numbers (loadable with torch.load(weights_only=True)).
     """
-    f = _multiplier(name, warmup_steps, total_steps, power, end_factor, decay_from_zero)
+    f = _multiplier(name, warmup_steps, total_steps, power, end_factor, decay_from_zero,
+                    decay_steps)
 
     def lr_lambda(steps_taken: int) -> float:
         return f(steps_taken + 1)  # LambdaLR passes steps taken; f wants the step about to run
