@@ -171,11 +171,6 @@ DEFERRED_IMPORTS = {
     ("data/loader.py", "litebert.tokenization"): "as data/builder.py",
     ("data/merge.py", "litebert.tokenization"): "as data/builder.py",
     ("data/pass1.py", "litebert.tokenization"): "as data/builder.py",
-    ("tasks/base.py", "litebert.families"):
-        "its comment says torch only when needed, but tasks/base.py imports torch already "
-        "(through train.precision)",
-    ("tasks/base.py", "litebert.families.base"): "as litebert.families",
-    ("tasks/base.py", "litebert.model.hub"): "as litebert.families",
     ("tasks/sequence.py", "litebert.tasks.glue"): "none found (no cycle)",
     ("tasks/sequence.py", "litebert.tasks.classification"): "none found (no cycle)",
     ("train/checkpoint.py", "torch.distributed.checkpoint"):

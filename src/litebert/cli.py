@@ -36,10 +36,10 @@ def cmd_smoke(args: argparse.Namespace) -> None:
 
 
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
-    from litebert.tokenization import train_tokenizer
+    from litebert.tokenization import TOKENIZER_KINDS, train_tokenizer
 
     options = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
-    if args.kind == "bpe":
+    if TOKENIZER_KINDS[args.kind].trainer == "bpe":
         options["min_frequency"] = args.min_frequency
     else:
         options["input_sentence_size"] = args.input_sentence_size
@@ -428,7 +428,6 @@ def _add_data_commands(sub) -> None:
 
 def _add_tool_commands(sub) -> None:
     from litebert.tokenization import TOKENIZER_KINDS
-    from litebert.tokenization.layouts import LAYOUTS
 
     p = sub.add_parser("params", help="parameter counts of every preset and the paper's ablation")
     p.set_defaults(func=cmd_params)
@@ -440,10 +439,11 @@ def _add_tool_commands(sub) -> None:
     p.add_argument("--steps", type=int, default=3, help="training steps (default: %(default)s)")
     p.set_defaults(func=cmd_smoke)
     tok = sub.add_parser("tokenizer", help="tokenizers: SentencePiece (ALBERT, XLNet) or "
-                                           "byte-level BPE (RoBERTa)")
+                                           "byte-level BPE (RoBERTa, ModernBERT)")
     tsub = tok.add_subparsers(dest="tokenizer_command", required=True)
     p = tsub.add_parser("train", help="train an ALBERT- or XLNet-layout SentencePiece unigram "
-                                      "model or a RoBERTa-layout byte-level BPE")
+                                      "model or a RoBERTa- or ModernBERT-flavour byte-level "
+                                      "BPE")
     p.add_argument("inputs", nargs="+", help="text files (.gz/.bz2/.xz too), directories or "
                                               "globs; one sentence or paragraph a line; "
                                               "JSON lines, Parquet files and folders written "
@@ -453,18 +453,18 @@ def _add_tool_commands(sub) -> None:
                    help="sentencepiece: lower-cased unigram, ALBERT's ids and user symbols; "
                         "xlnet: cased unigram, XLNet's ids (<unk> 0 ... <cls> 3 <sep> 4 <pad> 5 "
                         "<mask> 6 <eod> 7 <eop> 8), A <sep> B <sep> <cls>, left padding; "
-                        "bpe: byte-level BPE, RoBERTa's ids (<mask> last) (default: "
-                        "%(default)s)")
-    sizes = {kind: LAYOUTS[layout].vocab_size for kind, layout in TOKENIZER_KINDS.items()
-             if layout is not None}
+                        "bpe: byte-level BPE, RoBERTa's ids (<mask> last); modernbert: "
+                        "byte-level BPE, ModernBERT's [UNK] [CLS] [SEP] [PAD] [MASK] last, "
+                        "[CLS] A [SEP] B [SEP] (default: %(default)s)")
+    sizes = ", ".join(f"{spec.vocab_size} for {kind}" for kind, spec in TOKENIZER_KINDS.items())
     p.add_argument("--vocab-size", type=int, default=None,
-                   help=f"tokens in the vocabulary (default: {sizes['sentencepiece']} for "
-                        f"sentencepiece, 50265 for bpe, {sizes['xlnet']} for xlnet)")
+                   help=f"tokens in the vocabulary (default: {sizes})")
     p.add_argument("--input-sentence-size", type=int, default=1_000_000,
                    help="sentencepiece: lines sampled from larger corpora; bpe reads every "
                         "line (default: %(default)s)")
     p.add_argument("--min-frequency", type=int, default=2,
-                   help="bpe: fewest occurrences of a pair to merge (default: %(default)s)")
+                   help="bpe, modernbert: fewest occurrences of a pair to merge (default: "
+                        "%(default)s)")
     p.add_argument("--text-field", default="text",
                    help="JSON lines, Parquet and Arrow inputs: the field (column) holding the "
                         "text (default: %(default)s)")

@@ -1,7 +1,7 @@
 """The XLNet family: transformers' XLNet directories both ways (config.json, key names,
 einsum-shaped tensors), the Auto classes on them, ALBERT-XLNet in litebert's own layout with the
-reason, and XLNet's fine-tuning defaults. Parity of outputs and gradients is
-tests/model/test_xlnet.py."""
+reason (its fine-tuning defaults: tests/tasks/test_family_defaults.py). Parity of outputs and
+gradients is tests/model/test_xlnet.py."""
 
 from __future__ import annotations
 
@@ -199,16 +199,6 @@ def test_albert_xlnet_preset_is_saved_in_our_layout(tmp_path):
     again = litebert.AutoModel.from_pretrained(tmp_path)
     assert isinstance(again, XLNetModel)
     assert again.config == config.replace(architectures=["AlbertModel"])
-
-
-@pytest.mark.parametrize("task, lr, layer_decay", [
-    ("squad2", 3e-5, 0.75), ("squad1", 3e-5, 0.75), ("race", 2e-5, 1.0), ("mnli", 2e-5, 1.0),
-    ("sst2", 2e-5, 1.0)])
-def test_finetune_defaults_are_table_8(task, lr, layer_decay):
-    defaults = XLNET.finetune_defaults(xlnet_config(), task)
-    assert (defaults.lr, defaults.layer_decay, defaults.weight_decay, defaults.dropout) == (
-        lr, layer_decay, 0.0, 0.1)
-    assert "Table 8" in defaults.source
 
 
 @pytest.mark.parametrize("head, hf_head", [

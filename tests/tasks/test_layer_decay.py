@@ -1,6 +1,6 @@
 """Layer-wise learning-rate decay (tasks/layer_decay.py) and the fine-tuning defaults an
-ELECTRA model directory brings (families/electra.py: lr, weight decay, layer decay; the other
-families' are in tests/families/test_finetune_defaults.py)."""
+ELECTRA model directory brings (tasks/family_defaults.py: lr, weight decay, layer decay; the
+other families' are in tests/tasks/test_family_defaults.py)."""
 
 from __future__ import annotations
 
@@ -225,7 +225,7 @@ def test_help_shows_the_option_and_its_default(capsys):
     for flag in ("--lr", "--weight-decay", "--layer-decay", "--dropout", "--adam-beta2"):
         start = text.index(flag + " X")
         own = text[start:text.index(" --", start + 3)]  # this option's help only
-        assert "(default: the model family's (see litebert.families)" in own, flag
+        assert "(default: the model family's (see litebert.tasks.family_defaults)" in own, flag
     assert "ELECTRA models" not in text  # no family is a special case in the task code
 
 

@@ -269,7 +269,8 @@ def test_cli_help_shows_every_default(capsys):
         main(["tokenizer", "train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     for option, default in (("--kind", "default: sentencepiece"),
-                            ("--vocab-size", "default: 30000 for sentencepiece, 50265 for bpe"),
+                            ("--vocab-size", "default: 30000 for sentencepiece, 32000 for "
+                                             "xlnet, 50265 for bpe, 50368 for modernbert"),
                             ("--input-sentence-size", "default: 1000000"),
                             ("--min-frequency", "default: 2"), ("--text-field", "default: text"),
                             ("--out", "required")):

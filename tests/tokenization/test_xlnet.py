@@ -199,7 +199,7 @@ def test_cli_trains_xlnet_and_help_shows_its_default(bbc_sentences, tmp_path, ca
     with pytest.raises(SystemExit):
         main(["tokenizer", "train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "{sentencepiece,xlnet,bpe}" in text and "32000 for xlnet" in text
+    assert "{sentencepiece,xlnet,bpe,modernbert}" in text and "32000 for xlnet" in text
     # Without --vocab-size the layout's default (32000) is trained.
     import litebert.tokenization.train
 

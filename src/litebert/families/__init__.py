@@ -9,21 +9,6 @@ is saved in its config's family when that family's layout holds it (`layout_for`
 in ALBERT's layout when that holds it (transformers reads the backbone), else in ours.
 Importing this package installs the config.json readers and writers that
 AlbertConfig.from_dict / to_dict use.
-
-`litebert finetune` takes the defaults it is not given from the model directory's family
-(`FamilyAdapter.finetune_defaults`, a base.FinetuneDefaults), then from the task's recipe
-(ALBERT's Table 14, which always sets batch size, steps and sequence length):
-- ALBERT (and litebert's layout): the recipe; weight decay 0.01, no layer decay.
-- BERT (Devlin et al. 2019): lr 2e-5 (GLUE and the generic tasks), 5e-5 (SQuAD), the
-  recipe's for RACE; dropout 0.1; weight decay 0.01.
-- ELECTRA (Clark et al. 2020, Table 7): lr 3e-4 / 1e-4 / 5e-5 and layer decay 0.8 / 0.8 / 0.9
-  for Small / Base / Large (hidden size up to 256, up to 768, larger); weight decay 0.
-- RoBERTa (Liu et al. 2019, Table 10): lr 1e-5 (2e-5 for RTE, STS-B, WNLI and the generic
-  tasks; 1.5e-5 for SQuAD), weight decay 0.1 (0.01 for SQuAD), warm-up over 6% of the
-  steps, dropout 0.1, Adam beta2 0.98.
-- XLNet (Yang et al. 2019, Table 8): lr 2e-5 (RACE; GLUE and the generic tasks take MNLI's),
-  3e-5 with layer-wise decay 0.75 (SQuAD); weight decay 0, dropout 0.1.
-results.json records them under `defaults` (family, source, the values taken).
 """
 
 from __future__ import annotations

@@ -10,9 +10,7 @@ StateDictAdapter:
 - our canonical key <-> the key in the family's transformers layout,
 - our class -> the family's transformers class name (absent: the family has no such model),
 - key prefixes in its files that belong to heads a class may lack (ignored on load), and keys
-  that repeat a tied weight,
-- the fine-tuning settings of the family's paper (`finetune_defaults`), which `litebert
-  finetune` takes for what the user does not give.
+  that repeat a tied weight.
 """
 
 from __future__ import annotations
@@ -35,38 +33,6 @@ from litebert.config import (
 )
 
 Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most specific first
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuneDefaults:
-    """A family's fine-tuning settings for one task, as its paper gives them.
-
-    None: the task recipe's (litebert.tasks.base.RECIPES, ALBERT's Table 14). The recipe
-    always sets the batch size, the number of steps and the sequence length: a paper's epochs
-    are a count over its own data at its own batch size, and the recipe's budget, the same
-    for every family, keeps runs of all families comparable.
-    """
-
-    source: str  # the paper and table the values come from, recorded in results.json
-    lr: float | None = None  # peak learning rate
-    warmup_share: float | None = None  # warm-up as a share of max_steps; None: recipe's steps
-    dropout: float | None = None  # hidden and attention dropout
-    # Not in the recipes; by default ALBERT's released fine-tuning code's (and BERT's).
-    weight_decay: float = 0.01  # AdamW's decoupled weight decay
-    layer_decay: float = 1.0  # layer-wise lr decay (litebert.tasks.layer_decay); 1 is off
-    layer_decay_rule: str = "head-to-embeddings"  # what it slows (tasks/layer_decay.py)
-    adam_beta2: float = 0.999
-    adam_epsilon: float = 1e-6  # ALBERT's and BERT's AdamWeightDecay epsilon
-
-    def values(self) -> dict[str, float | str]:
-        """The settings this family gives (the recipe's where None), by FinetuneConfig field
-        name, but warmup_share, which sets warmup_steps once max_steps is known."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                if f.name != "source" and getattr(self, f.name) is not None}
-
-
-# The task recipes are ALBERT's Table 14; weight decay 0.01 is its released code's.
-ALBERT_FINETUNING = FinetuneDefaults(source="ALBERT (Lan et al. 2020), Table 14")
 
 
 class FamilyAdapter(ABC):
@@ -135,13 +101,6 @@ class FamilyAdapter(ABC):
     def ignorable(self, key: str) -> bool:
         """A key in a file of this family that a model may lack without error."""
         return key in self.tied_copies or key.startswith(self.other_heads)
-
-    # ---- fine-tuning -----------------------------------------------------------------------
-
-    def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
-        """What this family's paper fine-tunes a model like `config` on `task` (a name in
-        litebert.tasks.base.RECIPES) with. Here ALBERT's: the task recipes as they are."""
-        return ALBERT_FINETUNING
 
 
 # ---- helpers the adapters share ------------------------------------------------------------

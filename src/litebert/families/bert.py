@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from litebert.config import AlbertConfig
 from litebert.families.base import (
     FamilyAdapter,
-    FinetuneDefaults,
     Pairs,
     build_config,
     check_encoder,
@@ -41,20 +40,6 @@ _FFN = {"ffn": "intermediate.dense", "ffn_output": "output.dense",
 _BACK = {theirs: ("attentions", ours) for ours, theirs in _ATTENTION.items()} | {
     theirs: ("ffns", ours) for ours, theirs in _FFN.items()}
 _OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
-
-# Devlin et al. 2019, BERT's fine-tuning. GLUE (Section 4.1): batch 32, 3 epochs, the lr picked
-# per task on dev from {5e-5, 4e-5, 3e-5, 2e-5}. A default cannot pick on dev: it takes 2e-5,
-# the grid's safe end, since most GLUE recipes are small data sets (RTE, MRPC, CoLA, STS-B,
-# WNLI) where the paper found BERT-Large's fine-tuning unstable. SQuAD 1.1 and 2.0 (Sections
-# 4.2, 4.3): lr 5e-5. RACE is not in the paper: the recipe's lr. Dropout "always kept at 0.1"
-# (Appendix A.3); weight decay 0.01 and Adam's beta2 0.999 are pre-training's (Appendix A.2),
-# which A.3 keeps. Warm-up for fine-tuning is not given: the recipe's. Batch sizes and epochs
-# stay the recipe's (see FinetuneDefaults).
-# Task -> (lr, where the paper says so); tasks not named here take GLUE's.
-_BERT_TASKS: dict[str, tuple[float | None, str]] = {
-    "squad1": (5e-5, "Section 4.2"), "squad2": (5e-5, "Section 4.3"),
-    "race": (None, "RACE not in the paper, the recipe's lr")}
-_BERT_GLUE = (2e-5, "Section 4.1")
 
 
 def classifier_dropout(values: Mapping[str, Any]) -> float:
@@ -151,10 +136,3 @@ class BertAdapter(FamilyAdapter):
         if mismatch:
             return f"{name} {mismatch}"
         return super().unsupported(config, class_name)
-
-    # ---- fine-tuning -----------------------------------------------------------------------
-
-    def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
-        lr, where = _BERT_TASKS.get(task, _BERT_GLUE)
-        return FinetuneDefaults(source=f"BERT (Devlin et al. 2019), {where}; Appendix A.3",
-                                lr=lr, dropout=0.1)

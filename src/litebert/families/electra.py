@@ -20,7 +20,6 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
-    FinetuneDefaults,
     build_config,
     check_encoder,
     common_dict,
@@ -42,20 +41,6 @@ _SUMMARY = {"summary_type": "first", "summary_use_proj": True, "summary_activati
 STRUCTURE = dict(embedding_projection="when_sizes_differ", use_pooler=False,
                  classifier_head="first_token", classifier_act="gelu", mlm_act="gelu",
                  position_numbering="from_zero")
-
-# Clark et al. 2020, Appendix A, Table 7 (GLUE and SQuAD fine-tuning): peak lr and layer-wise
-# lr decay by model size, weight decay 0 (the released code's default is 0.01; the paper's
-# table says 0). Table 7 also has Adam eps 1e-6 and beta2 0.999 (AdamW's here for every
-# family), batch 32 and 3 epochs (10 for RTE and STS, 2 for SQuAD): the recipe's batch and
-# steps stay (see FinetuneDefaults). Its 10% warm-up and dropout 0.1 are left to the recipe
-# too, as before these defaults moved here, so that earlier ELECTRA results still reproduce.
-FINETUNING: dict[str, tuple[float, float]] = {
-    "small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
-
-
-def electra_size(hidden_size: int) -> str:
-    """ELECTRA's size names by hidden size: Small 256, Base 768, Large 1024."""
-    return "small" if hidden_size <= 256 else "base" if hidden_size <= 768 else "large"
 
 
 def _check_electra(values: Mapping[str, Any], source: str) -> None:
@@ -129,11 +114,3 @@ class ElectraAdapter(BertAdapter):
             elif held[key] != value:
                 return f"has {key}={value!r}, not {held[key]!r}"
         return None
-
-    def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
-        size = electra_size(config.hidden_size)
-        lr, decay = FINETUNING[size]
-        return FinetuneDefaults(
-            source=f"ELECTRA (Clark et al. 2020), Table 7, {size.capitalize()} "
-                   f"(hidden size {config.hidden_size})",
-            lr=lr, weight_decay=0.0, layer_decay=decay)

@@ -30,7 +30,6 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
-    FinetuneDefaults,
     build_config,
     check_encoder,
     common_dict,
@@ -51,22 +50,6 @@ _DEFAULTS: dict[str, Any] = dict(
 # What RoBERTa's classes build, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="never", use_pooler=True, classifier_head="first_token",
                  classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad")
-
-# Liu et al. 2019, Appendix C, Table 10 (RoBERTa-Large). GLUE: lr from {1e-5, 2e-5, 3e-5}, batch
-# {16, 32}, weight decay 0.1, at most 10 epochs; SQuAD: lr 1.5e-5, batch 48, weight decay 0.01,
-# 2 epochs; RACE: lr 1e-5, batch 16, weight decay 0.1, 4 epochs; all: linear decay after a
-# warm-up over 6% of the steps. Per GLUE task the lr is the one the authors' released commands
-# (fairseq, examples/roberta/README.glue.md) name as their search's pick: 2e-5 for RTE and
-# STS-B, 1e-5 for the others. WNLI (which the paper scores another way) and the generic tasks
-# take 2e-5, the grid's middle. Table 10 gives no dropout or Adam settings: those are
-# pre-training's (Table 9: dropout 0.1, Adam eps 1e-6, beta2 0.98), which the released
-# fine-tuning commands keep. Batch sizes and epochs stay the recipe's (see FinetuneDefaults).
-_GLUE_LR = {"cola": 1e-5, "sst2": 1e-5, "mrpc": 1e-5, "qqp": 1e-5, "mnli": 1e-5, "qnli": 1e-5,
-            "rte": 2e-5, "stsb": 2e-5}
-# Task -> (lr, weight decay, Table 10's column); tasks not named here: GLUE's column.
-_COLUMNS: dict[str, tuple[float, float, str]] = {
-    "squad1": (1.5e-5, 0.01, "SQuAD"), "squad2": (1.5e-5, 0.01, "SQuAD"),
-    "race": (1e-5, 0.1, "RACE")}
 
 
 def _check_roberta(values: Mapping[str, Any], source: str) -> None:
@@ -136,9 +119,3 @@ class RobertaAdapter(BertAdapter):
             return (f"uses exact GELU in the LM head (mlm_act 'gelu'), not "
                     f"{config.mlm_activation!r}")
         return None
-
-    def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
-        lr, decay, column = _COLUMNS.get(task, (_GLUE_LR.get(task, 2e-5), 0.1, "GLUE"))
-        return FinetuneDefaults(source=f"RoBERTa (Liu et al. 2019), Table 10, {column}", lr=lr,
-                                weight_decay=decay, warmup_share=0.06, dropout=0.1,
-                                adam_beta2=0.98)

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from litebert.config import AlbertConfig, ConfigError
-from litebert.families.base import FamilyAdapter, FinetuneDefaults, build_config, finish_dict
+from litebert.families.base import FamilyAdapter, build_config, finish_dict
 
 # transformers' XLNetConfig defaults (xlnet-large-cased's shapes) for keys a file leaves out.
 _DEFAULTS: dict[str, Any] = dict(
@@ -56,17 +56,6 @@ _OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
 _THEIRS = re.compile(r"transformer\.layer\.(\d+)\.(rel_attn|ff)\.(.+)$")
 _EINSUM = ("q", "k", "v", "o", "r")  # [d, n_head, d_head] there, (H, H) here
 _PART = {"attentions": "rel_attn", "ffns": "ff"}
-
-# Yang et al. 2019, Appendix A.3, Table 8 (fine-tuning): RACE lr 2e-5, SQuAD 3e-5 with
-# layer-wise decay 0.75 (the official code's rule: only the layers decay, the top one at the
-# lr), MNLI 2e-5 (taken for GLUE and the generic tasks; Yelp's 1e-5 is for long documents),
-# weight decay 0, dropout and attention dropout 0.1, Adam eps 1e-6, linear decay. Batch
-# sizes, steps and lengths (RACE 32 / 12k / 512, SQuAD 48 / 8k / 512, MNLI 128 / 10k / 128)
-# stay the recipe's (see FinetuneDefaults).
-_TASKS: dict[str, tuple[float, float, str]] = {
-    "race": (2e-5, 1.0, "RACE"), "squad1": (3e-5, 0.75, "SQuAD"),
-    "squad2": (3e-5, 0.75, "SQuAD")}
-_GLUE = (2e-5, 1.0, "MNLI")
 
 
 def _check_xlnet(values: Mapping[str, Any], source: str) -> None:
@@ -214,14 +203,6 @@ class XLNetAdapter(FamilyAdapter):
                     "summary (use_pooler false, classifier_head 'summary'), not "
                     f"use_pooler={config.use_pooler}, {config.classifier_head!r}")
         return super().unsupported(config, class_name)
-
-    # ---- fine-tuning -----------------------------------------------------------------------
-
-    def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
-        lr, decay, column = _TASKS.get(task, _GLUE)
-        return FinetuneDefaults(source=f"XLNet (Yang et al. 2019), Table 8, {column}", lr=lr,
-                                dropout=0.1, weight_decay=0.0, layer_decay=decay,
-                                layer_decay_rule="layers-only", adam_epsilon=1e-6)
 
 
 def _einsum_shape(key: str, value: torch.Tensor, n_head: int) -> torch.Tensor:

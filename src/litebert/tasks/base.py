@@ -1,6 +1,6 @@
 """What every fine-tuning task shares: the recipes (paper Table 14), the config (its defaults:
-the model family's, see litebert.families, then the recipe's), the errors, and the protocol a
-task adapter follows.
+the model family's, see tasks/family_defaults.py, then the recipe's), the errors, and the
+protocol a task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
 FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
@@ -35,17 +35,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from litebert.cpus import usable_cpus
 from litebert.options import option
+from litebert.tasks.family_defaults import read_family_defaults
 from litebert.tasks.layer_decay import RULE_ALIASES, RULES, rule_name
 from litebert.train.precision import PRECISIONS
 from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
-
-if TYPE_CHECKING:
-    from litebert.families.base import FinetuneDefaults
 
 log = logging.getLogger("litebert")
 
@@ -100,7 +98,7 @@ class FinetuneError(ValueError):
 
 
 RECIPE = "the task's recipe"  # what a None default means, in --help
-FAMILY = "the model family's (see litebert.families)"
+FAMILY = "the model family's (see litebert.tasks.family_defaults)"
 FAMILY_OR_RECIPE = FAMILY + ", else the task's recipe"
 
 
@@ -248,21 +246,6 @@ class FinetuneConfig:
             log.info("%s is a %s model: fine-tuning defaults %s (%s)", self.model, name,
                      ", ".join(shown), theirs.source)
         return {"family": name, "source": theirs.source, "values": taken}
-
-
-def read_family_defaults(model: str, task: str) -> tuple[str, FinetuneDefaults]:
-    """The model directory's family (config.json as loading reads it, so an ELECTRA model
-    saved in ALBERT's layout is still ELECTRA) and its fine-tuning defaults for `task`.
-    ALBERT's when the config cannot be read, which loading the model then reports."""
-    from litebert.families import DEFAULT_MODEL_TYPE, family  # torch: only when needed
-    from litebert.families.base import ALBERT_FINETUNING
-    from litebert.model.hub import read_config
-
-    try:
-        config = read_config(Path(model))
-    except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        return DEFAULT_MODEL_TYPE, ALBERT_FINETUNING
-    return config.model_type, family(config.model_type).finetune_defaults(config, task)
 
 
 def reported(result):

@@ -3,13 +3,14 @@
 - `sentencepiece.py`: SentencePiece (`spiece.model`), with ALBERT's text rules (`albert_text.py`)
 - `layouts.py`: ALBERT's and XLNet's SentencePiece layouts (ids, settings, template) as data
 - `wordpiece.py`: WordPiece (`vocab.txt`), BERT's
-- `bpe.py`: byte-level BPE (`vocab.json` + `merges.txt` or `tokenizer.json`), RoBERTa's
+- `bpe.py`: byte-level BPE (`vocab.json` + `merges.txt` or `tokenizer.json`)
+- `bpe_flavours.py`: RoBERTa's and ModernBERT's byte-level BPE specials and templates as data
 - `base.py`: what they share: the `Backend` protocol, `PairTemplate`, `TextSettings`
 - `tokenizer.py`: the public `Tokenizer` (pairs, truncation, offsets, batch encoding, files)
 - `hf_json.py`: each backend as a `tokenizers` pipeline, saved as `tokenizer.json` for
   transformers (`spm_proto.py` reads the SentencePiece model fields it needs)
 - `train.py`: training a SentencePiece model in ALBERT's or XLNet's layout or a byte-level BPE
-  in RoBERTa's
+  in RoBERTa's or ModernBERT's flavour
 """
 
 from litebert.tokenization.albert_text import ALBERT_USER_SYMBOLS, preprocess_text

@@ -72,6 +72,7 @@ class PairTemplate:
 
     ALBERT, BERT:  [CLS] A [SEP] (B [SEP])        token types 0 ... 0 (1 ... 1)
     RoBERTa:       <s> A </s> (</s> B </s>)       token types all 0
+    ModernBERT:    [CLS] A [SEP] (B [SEP])        token types all 0
     XLNet:         A <sep> (B <sep>) <cls>        token types 0 ... 0 (1 ... 1) 2, left padding
     """
 

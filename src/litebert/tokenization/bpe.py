@@ -3,9 +3,10 @@ of a `tokenizer.json`, run by the `tokenizers` library as transformers' RobertaT
 (add_prefix_space False, trim_offsets True), so its ids and offsets are RoBERTa's.
 
 Text is read as it is (no lower-casing, no accent removal). A word starts at a token beginning
-with "Ġ" (a byte-level space) and at each text's first token. Special tokens have RoBERTa's
-names, <s>=0 <pad>=1 </s>=2 <unk>=3 ... <mask> last in its vocabularies; as in the other
-backends, "<mask>" written in raw text is not the mask id (transformers makes it one).
+with "Ġ" (a byte-level space) and at each text's first token. The special tokens and the pair
+template are the vocabulary's flavour (bpe_flavours.py): RoBERTa's <s> A </s></s> B </s>, or
+ModernBERT's [CLS] A [SEP] B [SEP], both with one token type. As in the other backends,
+"<mask>" or "[MASK]" written in raw text is not the mask id (transformers makes it one).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from litebert.tokenization.base import (
     TokenizersLibraryEncoding,
     read_json,
 )
+from litebert.tokenization.bpe_flavours import flavour_of
 from litebert.tokenization.hf_json import TOKENIZER_JSON, add_special_tokens
 
 VOCAB_JSON = "vocab.json"
@@ -40,22 +42,21 @@ BPE_SETTINGS = TextSettings(do_lower_case=False, remove_space=False, keep_accent
 
 class ByteLevelBPEBackend(TokenizersLibraryEncoding):
     kind = "bpe"
-    pair_separators = 2  # <s> A </s></s> B </s>
-    typed_pairs = False  # RoBERTa has one token type
+    typed_pairs = False  # RoBERTa and ModernBERT have one token type
     cls_last = False
     pad_type_id = 0
     # A sentence inside a document is encoded with the space before it, so its first word
     # is "Ġword" as in running text (fine-tuning encodes whole paragraphs), not "word".
     continuation_prefix = " "
-    special_names: dict[str, tuple[str, ...]] = {
-        "cls": ("<s>",), "pad": ("<pad>",), "sep": ("</s>",), "unk": ("<unk>",),
-        "mask": ("<mask>",)}
 
     def __init__(self, path: Path):
         """path: a vocab.json (merges.txt beside it) or a tokenizer.json with a BPE model."""
         self.path = path
         self.settings = BPE_SETTINGS
         vocab, merges, self.added = _read(path)
+        self.flavour = flavour_of(lambda token: token in vocab)
+        self.special_names = self.flavour.special_names
+        self.pair_separators = self.flavour.pair_separators
         self.pieces = _pieces(vocab, path)
         self.merges = merges
         try:  # RobertaTokenizer's model: no unknown token, no dropout, no prefixes
@@ -87,29 +88,30 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         atomic_write(directory / MERGES_TXT, "#version: 0.2\n" + merges)
 
     def hf_config(self, specials: dict[str, str]) -> dict[str, Any]:
+        """tokenizer_config.json in the flavour's words (RobertaTokenizer's, or ModernBERT's
+        PreTrainedTokenizerFast)."""
         names = {f"{name}_token": token for name, token in specials.items()}
-        if "cls" in specials and "sep" in specials:
+        if self.flavour.cls_sep_are_bos_eos and "cls" in specials and "sep" in specials:
             names.update(bos_token=specials["cls"], eos_token=specials["sep"])
-        return dict(tokenizer_class="RobertaTokenizer", add_prefix_space=False,
-                    trim_offsets=True, errors="replace", **names)
+        return dict(tokenizer_class=self.flavour.hf_class, **self.flavour.hf_names, **names)
 
     def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
-        """This backend's pipeline with RoBERTa's post-processor and special tokens."""
+        """This backend's pipeline with the flavour's post-processor and special tokens."""
         hf = HFTokenizer.from_str(self.tk.to_str())
-        mask = [specials["mask"]] if "mask" in specials else []  # "<mask>" eats a space before
+        # The mask token eats a space before it, in both flavours' released tokenizers.
+        mask = [specials["mask"]] if "mask" in specials else []
         add_special_tokens(hf, [*specials.values(), *self.added], lstrip=mask)
         if template is not None:
-            hf.post_processor = processors.RobertaProcessing(
-                (specials["sep"], template.sep_id), (specials["cls"], template.cls_id),
-                trim_offsets=True, add_prefix_space=False)
+            hf.post_processor = self.flavour.post_processor(template, specials["cls"],
+                                                             specials["sep"])
         return hf
 
     # ---- vocabulary and encoding ---------------------------------------------------------------
 
     def special_mask(self) -> np.ndarray:
         """(V,) bool: True for tokens no text encodes to: those that are neither a byte nor the
-        result of a merge (<s>, <pad>, </s>, <unk>, <mask>, GPT-2's <|endoftext|>), and the
-        tokenizer.json's added tokens."""
+        result of a merge (<s>, <pad>, </s>, <unk>, <mask>, [CLS], ..., GPT-2's
+        <|endoftext|>), and the tokenizer.json's added tokens."""
         made = set(ByteLevel.alphabet()) | {a + b for a, b in self.merges}
         added = set(self.added)
         return np.array([p not in made or p in added for p in self.pieces], dtype=bool)

@@ -90,6 +90,23 @@ def template_processing(template: PairTemplate, cls_token: str, sep_token: str) 
         special_tokens=[(cls_token, template.cls_id), (sep_token, template.sep_id)])
 
 
+def roberta_processing(template: PairTemplate, cls_token: str, sep_token: str) -> Any:
+    """RoBERTa's post-processor: <s> A </s> (</s> B </s>), all type 0, offsets without the
+    "Ġ" a token starts with."""
+    return processors.RobertaProcessing((sep_token, template.sep_id),
+                                        (cls_token, template.cls_id),
+                                        trim_offsets=True, add_prefix_space=False)
+
+
+def byte_level_template_processing(template: PairTemplate, cls_token: str, sep_token: str
+                                   ) -> Any:
+    """`template` for a byte-level BPE: offsets trimmed of the "Ġ" a token starts with (as
+    RobertaProcessing trims them, which TemplateProcessing alone does not), then the template."""
+    return processors.Sequence([
+        processors.ByteLevel(add_prefix_space=False, trim_offsets=True),
+        template_processing(template, cls_token, sep_token)])
+
+
 def add_special_tokens(hf: Any, tokens: Iterable[str], lstrip: Iterable[str] = ()) -> None:
     """Mark `tokens` (already in the vocabulary) special, as transformers expects them."""
     left = set(lstrip)

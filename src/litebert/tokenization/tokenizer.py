@@ -51,9 +51,10 @@ _LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), or {VO
 
 
 class Tokenizer:
-    """Encoding with the backend's pair template ([CLS] A [SEP] (B [SEP]), RoBERTa's
-    <s> A </s> (</s> B </s>) or XLNet's A <sep> (B <sep>) <cls>), padding on the template's
-    side, decoding, and fast batch encoding for data building."""
+    """Encoding with the backend's pair template ([CLS] A [SEP] (B [SEP]), typed or, for
+    ModernBERT's byte-level BPE, not; RoBERTa's <s> A </s> (</s> B </s>) or XLNet's
+    A <sep> (B <sep>) <cls>), padding on the template's side, decoding, and fast batch
+    encoding for data building."""
 
     def __init__(self, backend: Backend, path: Path):
         self._backend = backend
@@ -159,8 +160,9 @@ class Tokenizer:
 
     @functools.cached_property
     def template(self) -> PairTemplate:
-        """The backend's pair template: [CLS] A [SEP] B [SEP] with token types, RoBERTa's
-        <s> A </s></s> B </s> without, or XLNet's A <sep> B <sep> <cls> (see PairTemplate)."""
+        """The backend's pair template: [CLS] A [SEP] B [SEP] with token types (ModernBERT's:
+        without), RoBERTa's <s> A </s></s> B </s> without, or XLNet's A <sep> B <sep> <cls>
+        (see PairTemplate)."""
         b = self._backend
         return PairTemplate(self._special_id("cls"), self._special_id("sep"), b.pair_separators,
                             b.typed_pairs, cls_last=b.cls_last, pad_type_id=b.pad_type_id)

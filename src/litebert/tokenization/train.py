@@ -1,6 +1,6 @@
 """Training a tokenizer: a SentencePiece unigram model with ALBERT's or XLNet's vocabulary layout
-(layouts.py), or a byte-level BPE with RoBERTa's, from the same inputs (read by
-`_training_lines`)."""
+(layouts.py), or a byte-level BPE in RoBERTa's or ModernBERT's flavour (bpe_flavours.py), from
+the same inputs (read by `_training_lines`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import sentencepiece as spm
@@ -21,7 +22,8 @@ from litebert.readers import expand, training_lines
 from litebert.tokenization.albert_text import SPIECE_NAME, preprocess_text
 from litebert.tokenization.base import TokenizerError
 from litebert.tokenization.bpe import MERGES_TXT, VOCAB_JSON
-from litebert.tokenization.layouts import get_layout
+from litebert.tokenization.bpe_flavours import FLAVOURS, get_flavour
+from litebert.tokenization.layouts import LAYOUTS, get_layout
 from litebert.tokenization.tokenizer import Tokenizer
 
 
@@ -87,37 +89,35 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     return path
 
 
-def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: int = 50265,
-              min_frequency: int = 2, sentence_iterator: Iterable[str] | None = None,
-              text_field: str = "text") -> Path:
-    """Train a byte-level BPE with RoBERTa's layout; returns out_dir (vocab.json, merges.txt,
-    tokenizer.json, tokenizer_config.json).
+def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, flavour: str = "roberta",
+              vocab_size: int | None = None, min_frequency: int = 2,
+              sentence_iterator: Iterable[str] | None = None, text_field: str = "text") -> Path:
+    """Train a byte-level BPE in `flavour`'s layout (bpe_flavours.py); returns out_dir
+    (vocab.json, merges.txt, tokenizer.json, tokenizer_config.json).
 
-    Ids: <s>=0, <pad>=1, </s>=2, <unk>=3, the 256 bytes, the merges, and <mask> last
-    (vocab_size - 1 when the text has enough pairs that occur `min_frequency` times). Inputs
-    as for train_sentencepiece; the text is not preprocessed (byte-level BPE keeps case and
-    accents), only the line ends are dropped.
+    "roberta": <s>=0, <pad>=1, </s>=2, <unk>=3, the 256 bytes, the merges, <mask> last;
+    50265 tokens. "modernbert": the 256 bytes, the merges, then [UNK] [CLS] [SEP] [PAD]
+    [MASK]; 50368 tokens. The last ids are vocab_size - 1, ... when the text has enough pairs
+    that occur `min_frequency` times; None for vocab_size is the flavour's. Inputs as for
+    train_sentencepiece; the text is not preprocessed (byte-level BPE keeps case and accents),
+    only the line ends are dropped.
     """
-    specials = ["<s>", "<pad>", "</s>", "<unk>"]
-    if not isinstance(vocab_size, int) or vocab_size <= 256 + len(specials) + 1:
-        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 256 bytes plus 5 "
-                             "special tokens")
+    spec = get_flavour(flavour)
+    vocab_size = spec.vocab_size if vocab_size is None else vocab_size
+    n_special = len(spec.leading) + len(spec.trailing)
+    if not isinstance(vocab_size, int) or vocab_size <= 256 + n_special:
+        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the 256 bytes plus "
+                             f"{n_special} special tokens")
     files = expand(inputs, what="tokenizer training input") if inputs else []
     if not files and sentence_iterator is None:
         raise TokenizerError("train_bpe: no inputs and no sentence_iterator")
-    hf = HFTokenizer(models.BPE())
-    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    hf.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(  # <mask> is appended after training: RoBERTa's last id
-        vocab_size=vocab_size - 1, min_frequency=min_frequency, special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     lines = (line.rstrip("\r\n") for line in
              _training_lines(files, sentence_iterator, text_field))
-    hf.train_from_iterator((line for line in lines if line), trainer=trainer)
-    model = json.loads(hf.to_str())["model"]
-    vocab = dict(model["vocab"])
-    vocab["<mask>"] = len(vocab)
-    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    vocab, merges = _train_byte_level(
+        (line for line in lines if line), vocab_size - len(spec.trailing), min_frequency,
+        [spec.tokens[role] for role in spec.leading])
+    for role in spec.trailing:  # after training: the ids after the merges
+        vocab[spec.tokens[role]] = len(vocab)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(out_dir / VOCAB_JSON, json.dumps(vocab, ensure_ascii=False) + "\n")
@@ -126,21 +126,56 @@ def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, vocab_size: 
     return out_dir
 
 
-# `litebert tokenizer train --kind`: what each kind trains (a SentencePiece layout, or BPE).
-TOKENIZER_KINDS = {"sentencepiece": "albert", "xlnet": "xlnet", "bpe": None}
+def _train_byte_level(lines: Iterable[str], size: int, min_frequency: int,
+                      specials: list[str]) -> tuple[dict[str, int], list[str]]:
+    """(vocab, merges as "a b") of a byte-level BPE of `size` tokens: `specials` first, the
+    256 bytes, then the merges the tokenizers library learns from `lines`."""
+    hf = HFTokenizer(models.BPE())
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    hf.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=size, min_frequency=min_frequency, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    hf.train_from_iterator(lines, trainer=trainer)
+    model = json.loads(hf.to_str())["model"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    return dict(model["vocab"]), merges
+
+
+@dataclass(frozen=True)
+class TokenizerKind:
+    """What `litebert tokenizer train --kind NAME` trains."""
+
+    trainer: str  # "sentencepiece" (train_sentencepiece) or "bpe" (train_bpe)
+    layout: str  # a SentencePiece layout (layouts.py) or a BPE flavour (bpe_flavours.py)
+
+    @property
+    def vocab_size(self) -> int:
+        """The default vocabulary size."""
+        if self.trainer == "sentencepiece":
+            return LAYOUTS[self.layout].vocab_size
+        return FLAVOURS[self.layout].vocab_size
+
+
+TOKENIZER_KINDS: dict[str, TokenizerKind] = {
+    "sentencepiece": TokenizerKind("sentencepiece", "albert"),
+    "xlnet": TokenizerKind("sentencepiece", "xlnet"),
+    "bpe": TokenizerKind("bpe", "roberta"),
+    "modernbert": TokenizerKind("bpe", "modernbert")}
 
 
 def train_tokenizer(kind: str, inputs: Sequence[str | Path], out_dir: str | Path,
                     **options) -> Path:
     """Train a tokenizer of `kind` (TOKENIZER_KINDS): SentencePiece in ALBERT's layout,
-    SentencePiece in XLNet's, or RoBERTa's byte-level BPE; `options` go to train_sentencepiece
-    or train_bpe. Returns the model file (SentencePiece) or directory (BPE) written."""
+    SentencePiece in XLNet's, or a byte-level BPE in RoBERTa's or ModernBERT's flavour;
+    `options` go to train_sentencepiece or train_bpe. Returns the model file (SentencePiece)
+    or directory (BPE) written."""
     if kind not in TOKENIZER_KINDS:
         raise TokenizerError(f"tokenizer kind {kind!r}: choose from {', '.join(TOKENIZER_KINDS)}")
-    layout = TOKENIZER_KINDS[kind]
-    if layout is None:
-        return train_bpe(inputs, out_dir, **options)
-    return train_sentencepiece(inputs, out_dir, layout=layout, **options)
+    spec = TOKENIZER_KINDS[kind]
+    if spec.trainer == "bpe":
+        return train_bpe(inputs, out_dir, flavour=spec.layout, **options)
+    return train_sentencepiece(inputs, out_dir, layout=spec.layout, **options)
 
 
 def _training_lines(files: list[Path], extra: Iterable[str] | None,

@@ -1,6 +1,6 @@
-"""Each family's fine-tuning defaults (FamilyAdapter.finetune_defaults) reach FinetuneConfig for
-a model directory of that family; what the user gives wins; the record names family and source.
-Only config.json is read, so a directory holding one is all these tests build."""
+"""Each family's fine-tuning defaults (tasks/family_defaults.py) reach FinetuneConfig for a model
+directory of that family; what the user gives wins; the record names family and source. Only
+config.json is read, so a directory holding one is all these tests build."""
 
 from __future__ import annotations
 
@@ -11,9 +11,15 @@ import transformers
 
 from litebert.families import FAMILIES
 from litebert.families.base import FamilyAdapter
-from litebert.tasks.base import FinetuneConfig
+from litebert.tasks.base import RECIPES, FinetuneConfig
+from litebert.tasks.family_defaults import FINETUNE_DEFAULTS, family_defaults
 from tests.conftest import small_config
-from tests.families.configs import electra_config, hf_roberta_config, roberta_config
+from tests.families.configs import (
+    electra_config,
+    hf_roberta_config,
+    roberta_config,
+    xlnet_config,
+)
 
 # What every run of a task fills in, whatever the family: (batch, steps, max length).
 SST2_BUDGET = (32, 20935, 512)
@@ -152,11 +158,36 @@ def test_litebert_layout_keeps_the_family_it_came_from(tmp_path):
 
 def test_every_family_answers_every_task():
     """No family's table misses a task: a new recipe gets a family default (or the recipe's)."""
-    from litebert.tasks.base import RECIPES
-
-    configs = {"electra": electra_config(), "roberta": roberta_config()}
-    for name, adapter in FAMILIES.items():
-        assert isinstance(adapter, FamilyAdapter)
+    configs = {"electra": electra_config(), "roberta": roberta_config(),
+               "xlnet": xlnet_config()}
+    for name in FAMILIES:
         for task in RECIPES:
-            theirs = adapter.finetune_defaults(configs.get(name, small_config()), task)
+            theirs = FINETUNE_DEFAULTS[name](configs.get(name, small_config()), task)
             assert theirs.source and set(theirs.values()) >= {"weight_decay", "layer_decay"}
+
+
+def test_every_family_has_one_entry_and_adapters_hold_none():
+    """A new checkpoint family needs its entry here (else it would fine-tune with ALBERT's
+    recipe unnoticed); the format adapters no longer carry fine-tuning settings."""
+    assert set(FINETUNE_DEFAULTS) == set(FAMILIES)
+    assert not hasattr(FamilyAdapter, "finetune_defaults")
+    assert family_defaults(roberta_config(), "rte").source.startswith("RoBERTa")
+
+
+@pytest.mark.parametrize("task, lr, layer_decay", [
+    ("squad2", 3e-5, 0.75), ("squad1", 3e-5, 0.75), ("race", 2e-5, 1.0), ("mnli", 2e-5, 1.0),
+    ("sst2", 2e-5, 1.0)])
+def test_xlnet_defaults_are_table_8(task, lr, layer_decay):
+    defaults = FINETUNE_DEFAULTS["xlnet"](xlnet_config(), task)
+    assert (defaults.lr, defaults.layer_decay, defaults.weight_decay, defaults.dropout) == (
+        lr, layer_decay, 0.0, 0.1)
+    assert defaults.layer_decay_rule == "layers-only" and "Table 8" in defaults.source
+
+
+@pytest.mark.parametrize("hidden, size, lr, decay", [
+    (256, "Small", 3e-4, 0.8), (768, "Base", 1e-4, 0.8), (1024, "Large", 5e-5, 0.9)])
+def test_electra_defaults_follow_the_hidden_size(hidden, size, lr, decay):
+    config = electra_config().replace(hidden_size=hidden, num_attention_heads=2)
+    defaults = family_defaults(config, "mrpc")
+    assert (defaults.lr, defaults.layer_decay, defaults.weight_decay) == (lr, decay, 0.0)
+    assert f"Table 7, {size} (hidden size {hidden})" in defaults.source
