@@ -92,9 +92,9 @@ class Backbone(Protocol):
     A backbone is an nn.Module (in practice a litebert.model.AlbertPreTrainedModel subclass,
     which brings init_weights, save_pretrained and from_pretrained) with a `config`, built as
     `cls(config, add_pooling_layer)`: None follows config.use_pooler, True asks for a pooler
-    (the head reads pooler_output; a backbone that cannot have one raises ConfigError saying
-    so), False for none. A pooler lives at `pooler`, so a directory without one loads with it
-    newly initialised, as for ALBERT.
+    (the head reads pooler_output; build_backbone refuses it, in a ConfigError, for a backbone
+    whose capabilities.pooler is False), False for none. A pooler lives at `pooler`, so a
+    directory without one loads with it newly initialised, as for ALBERT.
     """
 
     config: AlbertConfig
@@ -297,8 +297,8 @@ def backbones_with(capability: str) -> list[str]:
 
 def require_capability(config: AlbertConfig, capability: str, needs: str) -> type[Backbone]:
     """The class config.backbone names when it declares the flag `capability`; else a
-    ConfigError saying who needs it: `needs` is "<user> <what for>", e.g. "objective electra
-    shares the discriminator's embeddings with its generator"."""
+    ConfigError saying who needs it: `needs` is "<user> <what for>", e.g.
+    "AlbertForPermutationLM predicts from a query stream"."""
     cls = backbone_class(config)
     if not getattr(cls.capabilities, capability):
         others = " or ".join(map(repr, backbones_with(capability))) or "one that declares it"
