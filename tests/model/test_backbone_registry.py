@@ -20,7 +20,13 @@ import litebert
 from litebert.cli import main
 from litebert.config import ConfigError
 from litebert.model.auto import AUTO_CLASSES
-from litebert.model.backbone import BACKBONES, backbone_of, build_backbone, register_backbone
+from litebert.model.backbone import (
+    BACKBONES,
+    BackboneCapabilities,
+    backbone_of,
+    build_backbone,
+    register_backbone,
+)
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token
 from litebert.model.outputs import BaseModelOutput
@@ -63,6 +69,7 @@ class TinyBackbone(AlbertPreTrainedModel):
 
     summary_position = -1
     embeds_token_types = False
+    capabilities = BackboneCapabilities(memories=True)  # "full" attention, a pooler on request
 
     def __init__(self, config, add_pooling_layer=None):
         super().__init__()

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 
 import pytest
 
 from litebert.cli import main
 from litebert.model import AlbertModel
-from litebert.objectives import OBJECTIVES, MLMObjective
+from litebert.objectives import (
+    OBJECTIVES,
+    EvaluationObjective,
+    MLMObjective,
+    ObjectiveError,
+    TrainingObjective,
+    resolve,
+)
+from litebert.objectives.base import missing_members
 from litebert.studies.runner import _continue
 from litebert.studies.spec import StudyError
 from litebert.train.run_config import PretrainConfig, RunConfigError, load_run_config
@@ -67,3 +77,31 @@ def test_a_study_recorded_before_the_option_continues(tmp_path):
     other = {**now, "pretrain": {**now["pretrain"], "objective": "electra"}}
     with pytest.raises(StudyError, match="differs in objective"):
         _continue(before, other, tmp_path / "run.json")
+
+
+# ---- the two protocols ---------------------------------------------------------------------
+
+def only(protocol: type, source: type) -> type:
+    """A class with `source`'s members of `protocol` alone."""
+    names = [n for n in (*vars(protocol), *vars(protocol).get("__annotations__", {}))
+             if not n.startswith("_") and hasattr(source, n)]
+    return type(f"Only{protocol.__name__}", (), {n: getattr(source, n) for n in names})
+
+
+@pytest.mark.parametrize("name", list(OBJECTIVES))
+def test_every_registered_objective_implements_both_protocols(name):
+    assert missing_members(OBJECTIVES[name]) == []
+
+
+@pytest.mark.parametrize(("half", "lacking"), [
+    (TrainingObjective, "evaluate, reads_directory, evaluate_directory, format_result, export"),
+    (EvaluationObjective, "dataset, build, flops_per_token, fsdp_units, begin_step, counts, "
+                          "loss_sums, state_dict, load_state_dict, Config, attentions")])
+def test_a_class_with_half_of_the_protocol_is_refused_naming_the_rest(monkeypatch, half,
+                                                                      lacking):
+    module = types.ModuleType("half_objective")
+    module.Half = only(half, MLMObjective)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "half_objective", module)
+    with pytest.raises(ObjectiveError, match=rf"'half_objective:Half': class Half lacks "
+                                             rf"{lacking}; an objective implements"):
+        resolve("half_objective:Half")

@@ -12,9 +12,11 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, ConfigError
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
+from litebert.model import AlbertForMaskedLM, AlbertModel
+from litebert.model.backbone import BACKBONES, register_backbone
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import (
@@ -24,8 +26,11 @@ from litebert.objectives.electra import (
     ElectraPretraining,
     generator_config,
 )
+from litebert.objectives.electra_eval import load_pair
 from litebert.train.pretrain import model_config
+from litebert.train.run_config import PretrainConfig
 from tests.conftest import randomize
+from tests.families.configs import xlnet_config
 from tests.train import test_pretrain
 from tests.train.test_pretrain import run_config
 
@@ -235,3 +240,57 @@ def test_training_flops_count_the_generator_and_both_heads(data_dir, train):
     # one layer position by hand: 6 x (4 H^2 + 2 H I + 2 T H), plus the E -> H projection
     assert encoder_flops_per_token(config, 64) == 6 * (16 * 32 + 2 * (
         4 * 32 * 32 + 2 * 32 * 64 + 2 * 64 * 32))
+
+
+# ---- the backbone: any that declares embed_encode ------------------------------------------
+
+class RenamedAlbert(AlbertModel):
+    """ALBERT with its embeddings at `embed` and its encoder at `layers`: a backbone whose
+    two modules ELECTRA can only find through the names it declares."""
+
+    embeddings_name, encoder_name = "embed", "layers"
+
+    def __init__(self, config, add_pooling_layer=None):
+        super().__init__(config, add_pooling_layer)
+        self.embed = self._modules.pop("embeddings")
+        self.layers = self._modules.pop("encoder")
+
+    embeddings = property(lambda self: self.embed)  # what AlbertModel's code reads
+    encoder = property(lambda self: self.layers)
+
+
+@pytest.fixture
+def renamed():
+    register_backbone("renamed-albert")(RenamedAlbert)
+    yield "renamed-albert"
+    del BACKBONES["renamed-albert"]
+
+
+def test_electra_refuses_a_backbone_without_embed_encode():
+    objective = ElectraObjective(PretrainConfig(objective="electra"))
+    with pytest.raises(ConfigError, match="objective electra runs its generator's encoder on "
+                                          "the discriminator's embeddings, which backbone "
+                                          "'xlnet' has not: use backbone 'albert'"):
+        objective.build(xlnet_config())
+
+
+def test_electra_trains_exports_and_reloads_on_another_embed_encode_backbone(
+        data_dir, train, tmp_path, renamed):
+    objective, model = objective_and_model(data_dir, train,
+                                           model_overrides={"backbone": renamed})
+    keys = model.state_dict().keys()
+    assert "discriminator.albert.embed.word_embeddings.weight" in keys
+    assert not [k for k in keys if k.startswith("generator.") and ".embed." in k]
+    out = model(**collate([train[i] for i in range(4)]))
+    out.generator_sum.backward()  # reaches the one embedding module through the protocol
+    assert model.discriminator.albert.embed.word_embeddings.weight.grad.abs().sum() > 0
+    randomize(model)
+    config = model.discriminator.config
+    exported = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
+    generator = AlbertForMaskedLM.from_pretrained(exported / "generator", strict=True)
+    assert type(generator.albert) is RenamedAlbert
+    torch.testing.assert_close(generator.albert.embed.word_embeddings.weight,
+                               model.discriminator.albert.embed.word_embeddings.weight)
+    again = load_pair(exported / "discriminator", exported / "generator", objective)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)

@@ -11,13 +11,16 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from litebert.config import ConfigError
 from litebert.data.loader import SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.model import AlbertForPreTraining
 from litebert.objectives import MLMObjective
 from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.train.pretrain import model_config
-from tests.conftest import randomize
+from litebert.train.run_config import PretrainConfig
+from tests.conftest import randomize, small_config
+from tests.families.configs import xlnet_config
 from tests.train import test_pretrain
 from tests.train.test_pretrain import run_config
 
@@ -125,3 +128,12 @@ def test_a_family_without_a_pair_head_class_keeps_the_trained_head_beside_it(dat
         torch.testing.assert_close(theirs(ids).logits, model(ids).prediction_logits,
                                    atol=1e-5, rtol=0)
     assert load_for_evaluation(out)[1] is True  # has a pair head: SOP and NSP are scored
+
+
+@pytest.mark.parametrize("attention", ["document", "unpadded"])
+def test_a_backbone_that_cannot_read_the_runs_layout_is_refused_at_build(attention):
+    objective = MLMObjective(PretrainConfig(objective="mlm", attention=attention))
+    assert isinstance(objective.build(small_config()), AlbertForPreTraining)
+    with pytest.raises(ConfigError, match=f"attention='{attention}': backbone 'xlnet' reads "
+                                          f"full only"):
+        objective.build(xlnet_config(use_pooler=True))

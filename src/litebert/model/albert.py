@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig, BackboneConfig, ConfigError
+from litebert.data.attention_layout import ATTENTIONS
 from litebert.model.attention import (
     Layout,
     attend,
@@ -43,7 +44,7 @@ from litebert.model.attention import (
     unpadded_layout,
     varlen_runs,
 )
-from litebert.model.backbone import DEFAULT_BACKBONE, register_backbone
+from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.layers import (
     activation,
@@ -234,6 +235,11 @@ class AlbertModel(AlbertPreTrainedModel):
     # [CLS] A [SEP] B [SEP]: the first token summarises the sequence
     summary_position: ClassVar[int] = 0
     embeds_token_types: ClassVar[bool] = True  # token_type_embeddings: type_vocab_size rows
+    capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
+        attentions=ATTENTIONS, pooler=True, embed_encode=True)
+    # embed_encode: ELECTRA's generator runs an AlbertEncoder on these embeddings.
+    embeddings_name: ClassVar[str] = "embeddings"
+    encoder_name: ClassVar[str] = "encoder"
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()
@@ -287,6 +293,10 @@ class AlbertModel(AlbertPreTrainedModel):
                 position_ids = self.embeddings.document_positions(layout.documents)
             x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         return layout.pad(encoder(layout.unpad(x), layout.mask, states)), layout
+
+    @classmethod
+    def build_encoder(cls, config: AlbertConfig) -> AlbertEncoder:
+        return AlbertEncoder(config)
 
     @staticmethod
     def attention_dropout(encoder: AlbertEncoder) -> bool:

@@ -7,7 +7,11 @@ Every head holds its backbone at `self.albert`, whatever the backbone: `albert.`
 canonical prefix of every backbone key in state dicts, checkpoints and the family adapters
 (see families/base.py), so it stays that name for any backbone. Everything that needs more
 than the forward pass (heads, Auto classes, layer-wise lr decay, FSDP units, FLOP counts,
-unrolling) goes through the `Backbone` protocol, never through a class name. A new backbone
+unrolling) goes through the `Backbone` protocol, never through a class name. What a backbone
+can do beyond it is declared, not probed: its class attribute `capabilities`
+(`BackboneCapabilities`: the attention layouts it takes, two streams, memories, a pooler,
+embeddings another encoder can share), which callers read before relying on any of it, and
+which `register_backbone` requires. A new backbone
 is one module whose class is decorated with `@register_backbone("name")`, imported by
 litebert/model/__init__.py (a class outside the package registers the same way before the
 model is built); config.json's `backbone` then selects it. A backbone has a transformers
@@ -22,6 +26,7 @@ import it; importing it runs litebert/model/__init__.py first, which registers o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar, cast
 
 import torch
@@ -33,10 +38,57 @@ from litebert.config import (
     ConfigError,
     register_backbone_config,
 )
+from litebert.data.attention_layout import ATTENTIONS
+from litebert.model.attention import Layout
 from litebert.model.outputs import BaseModelOutput
 
 DEFAULT_BACKBONE = "albert"
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
+
+
+@dataclass(frozen=True)
+class BackboneCapabilities:
+    """What a backbone class offers beyond the `Backbone` protocol, declared once as its class
+    attribute `capabilities`. Each flag promises protocol members or arguments (named below);
+    callers read the flag and never probe for them.
+
+    ALBERT: every attention layout, pooler, embed_encode. XLNet: "full" only, two_stream,
+    memories, a pooler on request. A ModernBERT-like backbone (rotary positions, no token
+    types, local sliding-window layers inside its own attention, embeddings = token
+    embeddings + norm) would declare every layout, pooler=False, embed_encode=True: positions
+    and windows are its own business, and `embeds_token_types` (on the class) says that it
+    reads no token types.
+    """
+
+    # The run option `attention` values (litebert.data.attention_layout.ATTENTIONS) whose
+    # batches the backbone reads: "full" always; "document" and "unpadded" mean that forward
+    # takes `document_ids=` ((B, T) documents or (N,) unpadded rows; model/attention.py).
+    attentions: tuple[str, ...] = ("full",)
+    # Two-stream attention (XLNet's): forward also takes perm_mask, target_mapping and
+    # target_positions, and the class offers query_stream_flops_per_target
+    # (`TwoStreamBackbone`).
+    two_stream: bool = False
+    # forward takes `mems` and returns the next segment's; False: it refuses them and
+    # returns mems=None.
+    memories: bool = False
+    # It can hold a pooler (`add_pooling_layer=True`); build_backbone refuses to ask one of
+    # a backbone that cannot.
+    pooler: bool = True
+    # Its input embeddings are one module that another encoder can read (ELECTRA's generator
+    # shares the discriminator's): `EmbeddingSharingBackbone`'s names, build_encoder and
+    # encode_with.
+    embed_encode: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.attentions if a not in ATTENTIONS]
+        if "full" not in self.attentions or unknown:
+            raise ValueError(f"BackboneCapabilities.attentions={self.attentions!r}: list "
+                             f"'full' and only layouts from {', '.join(ATTENTIONS)}")
+
+    @property
+    def document_ids(self) -> bool:
+        """Whether forward takes `document_ids=` (any layout but "full" needs them)."""
+        return self.attentions != ("full",)
 
 
 class Backbone(Protocol):
@@ -45,9 +97,9 @@ class Backbone(Protocol):
     A backbone is an nn.Module (in practice a litebert.model.AlbertPreTrainedModel subclass,
     which brings init_weights, save_pretrained and from_pretrained) with a `config`, built as
     `cls(config, add_pooling_layer)`: None follows config.use_pooler, True asks for a pooler
-    (the head reads pooler_output; a backbone that cannot have one raises ConfigError saying
-    so), False for none. A pooler lives at `pooler`, so a directory without one loads with it
-    newly initialised, as for ALBERT.
+    (the head reads pooler_output; build_backbone refuses it, in a ConfigError, for a backbone
+    whose capabilities.pooler is False), False for none. A pooler lives at `pooler`, so a
+    directory without one loads with it newly initialised, as for ALBERT.
     """
 
     config: AlbertConfig
@@ -62,6 +114,7 @@ class Backbone(Protocol):
     # of them) or are only compared (XLNet's "same segment or not"): litebert.compat checks
     # that a tokenizer's type ids have rows when they index one.
     embeds_token_types: ClassVar[bool]
+    capabilities: ClassVar[BackboneCapabilities]  # what it offers beyond this protocol
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None) -> None:
         ...
@@ -125,6 +178,69 @@ class Backbone(Protocol):
         ...
 
 
+class TwoStreamBackbone(Backbone, Protocol):
+    """A backbone with capabilities.two_stream (XLNet's, model/xlnet.py)."""
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                 token_type_ids: torch.Tensor | None = None,
+                 position_ids: torch.Tensor | None = None, output_hidden_states: bool = False,
+                 mems: tuple[torch.Tensor, ...] | None = None, use_mems: bool | None = None,
+                 *, perm_mask: torch.Tensor | None = None,
+                 target_mapping: torch.Tensor | None = None,
+                 target_positions: torch.Tensor | None = None) -> BaseModelOutput:
+        """As Backbone's, and (by keyword): perm_mask (B, T, T), 1 = query i may not see key j;
+        target_mapping (B, P, T) one-hot rows or target_positions (B, P): the query stream's
+        targets, whose states (B, P, H) are then last_hidden_state."""
+        ...
+
+    @classmethod
+    def query_stream_flops_per_target(cls, config: AlbertConfig, seq_len: int) -> float:
+        """Training FLOPs of the query stream per predicted token (flops_per_token counts
+        the content stream)."""
+        ...
+
+
+class Encoder(Protocol):
+    """The layers of a backbone without its embeddings (`build_encoder`'s module)."""
+
+    def fsdp_units(self) -> FsdpUnits:
+        """As Backbone.fsdp_units, for this encoder's modules."""
+        ...
+
+
+class EmbeddingSharingBackbone(Backbone, Protocol):
+    """A backbone with capabilities.embed_encode: embeddings, then an encoder, each a module
+    of its own, so that a second encoder (ELECTRA's generator) can read these embeddings.
+    Without a pooler its parameters are those two modules' alone."""
+
+    # Attribute names, and so state-dict prefixes within the backbone, of the two modules.
+    embeddings_name: ClassVar[str]
+    encoder_name: ClassVar[str]
+
+    @classmethod
+    def build_encoder(cls, config: AlbertConfig) -> Encoder:
+        """A newly made encoder of `config` (the one this backbone holds at encoder_name,
+        with the same state-dict keys), to run on these embeddings."""
+        ...
+
+    def encode_with(self, encoder: Encoder, input_ids: torch.Tensor,
+                    attention_mask: torch.Tensor | None = None,
+                    token_type_ids: torch.Tensor | None = None,
+                    position_ids: torch.Tensor | None = None,
+                    document_ids: torch.Tensor | None = None,
+                    states: list | None = None) -> tuple[torch.Tensor, Layout]:
+        """These embeddings of input_ids (B, T), then `encoder` (this backbone's own, or
+        another from build_encoder) laid out for the batch: (last hidden state (B, T, H) of
+        that encoder, the Layout). One call, not two, because the layout decides both sides:
+        document positions feed the embeddings, and the encoder's dropout the kernel."""
+        ...
+
+
+# What each capability promises on the class, checked when it is registered.
+PROMISED = {"two_stream": ("query_stream_flops_per_target",),
+            "embed_encode": ("embeddings_name", "encoder_name", "build_encoder", "encode_with")}
+
+
 BACKBONES: dict[str, type[Backbone]] = {}  # name -> class; filled by @register_backbone
 
 Cls = TypeVar("Cls", bound=type[Backbone])
@@ -135,6 +251,7 @@ def register_backbone(name: str) -> Callable[[Cls], Cls]:
     an error (remove the old entry from BACKBONES first to replace it)."""
 
     def register(cls: Cls) -> Cls:
+        check_capabilities(cls)
         if BACKBONES.get(name, cls) is not cls:
             raise ValueError(f"backbone {name!r} is already registered "
                              f"({BACKBONES[name].__qualname__})")
@@ -143,6 +260,20 @@ def register_backbone(name: str) -> Callable[[Cls], Cls]:
         return cls
 
     return register
+
+
+def check_capabilities(cls: type) -> None:
+    """ValueError unless `cls` declares BackboneCapabilities and has what they promise."""
+    declared = getattr(cls, "capabilities", None)  # the declaration itself, read once here
+    if not isinstance(declared, BackboneCapabilities):
+        raise ValueError(f"backbone class {cls.__qualname__} declares no capabilities: give "
+                         f"it a class attribute `capabilities = BackboneCapabilities(...)` "
+                         f"(litebert.model.backbone) saying what it offers")
+    for flag, members in PROMISED.items():
+        missing = [m for m in members if getattr(declared, flag) and not hasattr(cls, m)]
+        if missing:
+            raise ValueError(f"backbone class {cls.__qualname__} declares {flag} but lacks "
+                             f"{', '.join(missing)}: add them or declare {flag}=False")
 
 
 def backbone_class(config: AlbertConfig) -> type[Backbone]:
@@ -157,15 +288,59 @@ def backbone_class(config: AlbertConfig) -> type[Backbone]:
 
 
 def build_backbone(config: AlbertConfig, add_pooling_layer: bool | None = None) -> Backbone:
-    """A newly initialised backbone of the kind config.backbone names."""
-    return backbone_class(config)(config, add_pooling_layer=add_pooling_layer)
+    """A newly initialised backbone of the kind config.backbone names; ConfigError when a
+    pooler is asked of one that cannot hold it."""
+    cls = backbone_class(config)
+    pooling = config.use_pooler if add_pooling_layer is None else add_pooling_layer
+    if pooling and not cls.capabilities.pooler:
+        raise ConfigError(f"backbone {config.backbone!r} has no pooler (capabilities.pooler "
+                          f"is False): set use_pooler false, and a classifier_head that "
+                          f"reads the summary token")
+    return cls(config, add_pooling_layer=add_pooling_layer)
+
+
+def backbones_with(capability: str) -> list[str]:
+    """The registered backbones whose capabilities set the flag `capability`."""
+    return [name for name, cls in BACKBONES.items() if getattr(cls.capabilities, capability)]
+
+
+def require_capability(config: AlbertConfig, capability: str, needs: str) -> type[Backbone]:
+    """The class config.backbone names when it declares the flag `capability`; else a
+    ConfigError saying who needs it: `needs` is "<user> <what for>", e.g.
+    "AlbertForPermutationLM predicts from a query stream"."""
+    cls = backbone_class(config)
+    if not getattr(cls.capabilities, capability):
+        others = " or ".join(map(repr, backbones_with(capability))) or "one that declares it"
+        raise ConfigError(f"{needs}, which backbone {config.backbone!r} has not: use backbone "
+                          f"{others} (a backbone offers it by declaring "
+                          f"capabilities.{capability})")
+    return cls
+
+
+def two_stream_class(config: AlbertConfig, needs: str) -> type[TwoStreamBackbone]:
+    """require_capability(config, "two_stream", needs), typed as what the flag promises."""
+    return cast(type[TwoStreamBackbone], require_capability(config, "two_stream", needs))
+
+
+def embedding_sharing_class(config: AlbertConfig, needs: str) -> type[EmbeddingSharingBackbone]:
+    """require_capability(config, "embed_encode", needs), typed as what the flag promises."""
+    return cast(type[EmbeddingSharingBackbone],
+                require_capability(config, "embed_encode", needs))
+
+
+def check_attention(config: AlbertConfig, attention: str) -> None:
+    """ConfigError when the backbone cannot read batches laid out for the run's `attention`."""
+    taken = backbone_class(config).capabilities.attentions
+    if attention not in taken:
+        raise ConfigError(f"attention={attention!r}: backbone {config.backbone!r} reads "
+                          f"{', '.join(taken)} only (its capabilities.attentions); run with "
+                          f"--attention {taken[0]}")
 
 
 def backbone_of(model: nn.Module) -> Backbone:
     """The backbone of a head model (at `albert`) or the model itself when it is one."""
     backbone = getattr(model, "albert", model)
-    if not all(hasattr(backbone, name) for name in ("layer_depths", "fsdp_units",
-                                                    "summary_position")):
+    if not isinstance(getattr(type(backbone), "capabilities", None), BackboneCapabilities):
         raise TypeError(f"{type(model).__name__} is neither a backbone (see "
                         "litebert.model.backbone.Backbone) nor a head holding one at `.albert`")
     return cast(Backbone, backbone)

@@ -9,6 +9,7 @@ import torch
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import backbone_class
+from litebert.model.heads import AlbertForPreTraining
 
 
 @dataclass
@@ -22,8 +23,6 @@ class CountRow:
 
 def count(config: AlbertConfig) -> tuple[int, int]:
     """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used."""
-    from litebert.model import AlbertForPreTraining
-
     with torch.device("meta"):
         model = AlbertForPreTraining(config)
     return model.num_parameters(only_backbone=True), model.num_parameters()

@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig, ConfigError
-from litebert.model.backbone import backbone_class, build_backbone
+from litebert.config import AlbertConfig
+from litebert.model.backbone import build_backbone, require_capability
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.heads import AlbertSOPHead
 from litebert.model.outputs import PermutationLMOutput
@@ -49,9 +49,8 @@ class AlbertForPermutationLM(AlbertPreTrainedModel):
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
-        if not getattr(backbone_class(config), "two_stream", False):
-            raise ConfigError(f"AlbertForPermutationLM predicts from a query stream, which "
-                              f"backbone {config.backbone!r} has not: use backbone 'xlnet'")
+        require_capability(config, "two_stream",
+                           "AlbertForPermutationLM predicts from a query stream")
         self.config = config
         self.albert = build_backbone(config, add_pooling_layer=config.use_pooler)
         self.lm_loss = PermutationLMHead(config)

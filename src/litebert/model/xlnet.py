@@ -60,7 +60,7 @@ from torch import nn
 
 from litebert.config import AlbertConfig, BackboneConfig, is_whole
 from litebert.model.albert import AlbertModel
-from litebert.model.backbone import register_backbone
+from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
@@ -307,8 +307,11 @@ class XLNetModel(AlbertPreTrainedModel):
 
     config_class: ClassVar[type[BackboneConfig]] = XLNetBackboneConfig
     summary_position: ClassVar[int] = -1  # A <sep> B <sep> <cls>, padded on the left: <cls> is last
-    two_stream = True  # takes perm_mask and targets (AlbertForPermutationLM checks it)
     embeds_token_types: ClassVar[bool] = False  # types are only compared: same segment or not
+    # No document attention (relative positions over whole windows); no embed_encode: the
+    # layers run inside forward on a frame of masks and positions, not as a separate encoder.
+    capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
+        two_stream=True, memories=True, pooler=True)
 
     def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
         super().__init__()

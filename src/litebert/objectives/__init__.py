@@ -1,9 +1,12 @@
 """Pre-training objectives: what is trained, its batches, state, evaluation and export.
 
-The protocol is `base.Objective`; the loop (litebert.train.pretrain) knows nothing else of an
-objective. `OBJECTIVES` maps a name to the class; a new objective is a module here and one
-line in this registry. A class outside the package is named `package.module:Class`
-(`resolve`), so nothing depends on an objective's module path or registry name.
+The protocols are in `base`: `TrainingObjective` (what the loop trains with),
+`EvaluationObjective` (evaluation during a run and of exported directories, export) and
+`Objective`, both; the loop (litebert.train.pretrain) knows nothing else of an objective.
+`OBJECTIVES` maps a name to the class; a new objective is a module here and one line in this
+registry. A class outside the package is named `package.module:Class` (`resolve`, which
+checks that it has every member of both protocols), so nothing depends on an objective's
+module path or registry name.
 
 - `objective_config(value, where)`: a recipe's `objective:` (a name, or a mapping with `name`
   and the class's own fields) -> that class's Config, each field checked by name and type.
@@ -23,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from litebert.model import CheckpointError
-from litebert.objectives.base import Items, Objective, ObjectiveConfig
+from litebert.objectives.base import (
+    EvaluationObjective,
+    Items,
+    Objective,
+    ObjectiveConfig,
+    TrainingObjective,
+    missing_members,
+)
 from litebert.objectives.electra import ElectraObjective
 from litebert.objectives.mlm import MLMObjective
 from litebert.objectives.plm import PLMObjective
@@ -54,10 +64,14 @@ def resolve(name: str) -> type[Objective]:
         raise ObjectiveError(f"objective {name!r}: cannot import {module_name} ({err}); is "
                              f"its directory on PYTHONPATH?") from None
     cls = getattr(module, attr, None)
-    if not isinstance(cls, type) or not hasattr(cls, "Config") or not hasattr(cls, "loss_sums"):
+    if not isinstance(cls, type):
         raise ObjectiveError(f"objective {name!r}: {module_name} has no objective class "
-                             f"{attr!r} (a class with Config, loss_sums, ...: see "
-                             f"litebert.objectives.base.Objective)")
+                             f"{attr!r} (see litebert.objectives.base.Objective)")
+    missing = missing_members(cls)
+    if missing:
+        raise ObjectiveError(f"objective {name!r}: class {attr} lacks {', '.join(missing)}; "
+                             f"an objective implements TrainingObjective and "
+                             f"EvaluationObjective (litebert.objectives.base)")
     return cls
 
 
@@ -124,7 +138,7 @@ def describe_fields() -> str:
 
 def evaluate_directory(model_dir: str | Path, data_dir: str | Path, *, instances: int = 2000,
                        seed: int = 0, batch_size: int = 32,
-                       **options: Any) -> tuple[type[Objective], dict[str, Any]]:
+                       **options: Any) -> tuple[type[EvaluationObjective], dict[str, Any]]:
     """(the objective class that scored it, its result) for an exported model directory on
     the held-out part of a data directory: the first objective whose `reads_directory` says
     so (the heads they look for do not overlap: an MLM head, a discriminator's head)."""
@@ -140,6 +154,7 @@ def evaluate_directory(model_dir: str | Path, data_dir: str | Path, *, instances
                           f"needs the pre-training model a run exports")
 
 
-__all__ = ["OBJECTIVES", "ElectraObjective", "Items", "MLMObjective", "Objective",
-           "ObjectiveConfig", "ObjectiveError", "PLMObjective", "describe_fields",
+__all__ = ["OBJECTIVES", "ElectraObjective", "EvaluationObjective", "Items", "MLMObjective",
+           "Objective", "ObjectiveConfig", "ObjectiveError", "PLMObjective",
+           "TrainingObjective", "describe_fields",
            "evaluate_directory", "objective_config", "reporter_for", "resolve"]

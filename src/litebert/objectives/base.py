@@ -1,5 +1,7 @@
-"""The Objective protocol: everything the pre-training loop needs to know about what it trains.
+"""The objective protocols: everything the pre-training loop needs to know about what it trains.
 
+`TrainingObjective` is what the loop trains with, `EvaluationObjective` what evaluates and
+exports, and `Objective` both (every registered objective; the Trainer uses both halves).
 An objective owns, and the Trainer (litebert.train.pretrain) names none of:
 - its config: a dataclass of its own fields (`Config`, a subclass of ObjectiveConfig), nested
   in the run config as `objective:` (`{name: electra, temperature: 4.0}` in a recipe,
@@ -88,13 +90,17 @@ class RunSettings(Protocol):
     # run_replays_cuda_graphs(run).
 
 
-class Objective(Protocol):
-    """A pre-training objective; the Trainer calls nothing else of it.
-
-    Optional: `attentions`, a class attribute naming the run options `attention` its
-    dataset lays batches out for (litebert.data.attention_layout); without it, "full" only."""
+class TrainingObjective(Protocol):
+    """What the pre-training loop trains with: the objective's fields, its batches, its module,
+    loss parts as sums and counts, FSDP units, FLOPs and state across steps. The Trainer
+    (litebert.train.pretrain) calls these in its steps; the run config's checks and studies'
+    compute matching read `attentions`, `Config` and `flops_per_token`."""
 
     Config: ClassVar[type[ObjectiveConfig]]  # its fields, nested under `objective:`
+    # The run options `attention` its dataset lays batches out for
+    # (litebert.data.attention_layout.ATTENTIONS); ("full",) for none but the default.
+    attentions: ClassVar[tuple[str, ...]]
+
     @property
     def sampling(self) -> str:
         """One of SAMPLINGS: a class attribute, or set per instance from the config."""
@@ -148,6 +154,14 @@ class Objective(Protocol):
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None: ...
 
+
+class EvaluationObjective(Protocol):
+    """What an objective says about a model rather than trains: held-out metrics during a run
+    (`evaluate`, the Trainer at eval_every steps), the metrics of an exported directory (the
+    class methods: one dispatch, litebert.objectives.evaluate_directory, for
+    `eval-pretraining` and studies), and the export of a trained state dict to model
+    directories (the Trainer at the end, `litebert export`)."""
+
     def evaluate(self, model: nn.Module, info: DistInfo,
                  amp: AbstractContextManager[Any]) -> dict[str, float]:
         """Held-out metrics ("eval_*" keys, with their baselines) over all ranks, each rank
@@ -176,6 +190,20 @@ class Objective(Protocol):
         """Model directory(ies) under `out_dir` from the trained state dict (the module of
         `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer). Returns out_dir."""
         ...
+
+
+class Objective(TrainingObjective, EvaluationObjective, Protocol):
+    """A pre-training objective: both protocols. What the registry holds and a run's Trainer
+    uses (it trains, evaluates and exports); other users type against the half they call."""
+
+
+def missing_members(cls: type) -> list[str]:
+    """The methods and class attributes of Objective that `cls` lacks (its instance
+    attributes, parts and weights, cannot be checked before it is made)."""
+    wanted = [name for protocol in (TrainingObjective, EvaluationObjective)
+              for name in (*vars(protocol), *vars(protocol).get("__annotations__", {}))
+              if not name.startswith("_") and name not in ("parts", "weights", "sampling")]
+    return [name for name in wanted if not hasattr(cls, name)]
 
 
 def run_attention(run: RunSettings) -> str:

@@ -1,13 +1,15 @@
 """ELECTRA: replaced-token detection (Clark et al., 2020) on the litebert backbone.
 
-A small generator (our backbone at `generator_size` of the discriminator's width, FFN and
-heads) fills the masked slots of a batch by sampling from its MLM head; the discriminator (any
-backbone config: ALBERT's sharing and E != H included) learns, for every real token, whether
-it was replaced. Token, position and type embeddings and their LayerNorm are one module that
-both read (the official code's tied "electra/embeddings" scope); the generator has its own
-E -> H_G projection. Loss = gen_weight x generator MLM (mean over slots) + disc_weight x
-replaced-token detection (mean over real tokens), 1 and 50 as in the paper; optionally the
-data's SOP/NSP task on the discriminator's first token (ours alone; off by default).
+A small generator (the backbone's encoder at `generator_size` of the discriminator's width,
+FFN and heads) fills the masked slots of a batch by sampling from its MLM head; the
+discriminator (any config of a backbone that declares capabilities.embed_encode: ALBERT's
+sharing and E != H included) learns, for every real token, whether it was replaced. The
+backbone's embedding module (ALBERT's token, position and type embeddings and their
+LayerNorm) is one module that both read (the official code's tied "electra/embeddings"
+scope); the generator's encoder has its own E -> H_G projection. Loss = gen_weight x
+generator MLM (mean over slots) + disc_weight x replaced-token detection (mean over real
+tokens), 1 and 50 as in the paper; optionally the data's SOP/NSP task on the
+discriminator's first token (ours alone; off by default).
 
 The trained module is `ElectraPretraining`: state-dict keys discriminator.* (transformers'
 ElectraForPreTraining names under our layout), generator.encoder.*, generator.predictions.*
@@ -29,14 +31,14 @@ import torch.nn.functional as F
 from torch import nn
 
 import litebert.objectives.corruption as C
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import AlbertConfig
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForMaskedLM
-from litebert.model.albert import AlbertEncoder
+from litebert.model.backbone import Encoder, check_attention
 from litebert.model.base import AlbertPreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead, documents
@@ -57,6 +59,7 @@ from litebert.objectives.electra_eval import (
     RTD_HEAD,
     RTD_ROWS,
     evaluate_discriminator,
+    sharing_backbone,
 )
 from litebert.objectives.evaluation import (
     EvalSums,
@@ -123,13 +126,15 @@ def generator_config(config: AlbertConfig, size: float, layers: float) -> Albert
 
 
 class ElectraGenerator(AlbertPreTrainedModel):
-    """The generator without embeddings (it reads the discriminator's): encoder (with its own
-    E -> H_G projection) and MLM head."""
+    """The generator without embeddings (it reads the discriminator's): the backbone's encoder
+    (with its own E -> H_G projection) and MLM head."""
+
+    encoder: Encoder
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
         self.config = config
-        self.encoder = AlbertEncoder(config)
+        self.encoder = sharing_backbone(config).build_encoder(config)
         self.predictions = AlbertMLMHead(config)
         self.init_weights()
 
@@ -223,10 +228,9 @@ class ElectraPretraining(nn.Module):
         h, _ = backbone.encode_with(  # (B, T, H_G)
             self.generator.encoder, C.generator_input(ids, slots, self.corrupting.mask_id),
             attention_mask, token_type_ids, document_ids=document_ids)
-        embeddings = backbone.embeddings
         picked = h.gather(1, slots.positions[..., None].expand(-1, -1, h.shape[-1]))
         gen_logits = self.generator.predictions(  # (B, N, V)
-            picked, embeddings.word_embeddings.weight)
+            picked, backbone.input_embeddings)
         weights = slots.weights  # (B, N)
         gen_sum = (F.cross_entropy(gen_logits.flatten(0, 1).float(), slots.targets.flatten(),
                                    reduction="none") * weights.flatten()).sum()
@@ -301,13 +305,12 @@ class ElectraObjective(Stateless):
         return [self.special[k] for k in ("cls", "sep", "mask") if k in self.special]
 
     def build(self, config: AlbertConfig) -> nn.Module:
-        """Generator and discriminator on the ALBERT backbone: the generator reads the
-        discriminator's embedding module and runs an encoder of its own, which only that
-        backbone splits into those parts."""
-        if config.backbone != "albert":
-            raise ConfigError(f"objective electra: backbone {config.backbone!r}; ELECTRA's "
-                              f"generator shares the ALBERT backbone's embeddings and "
-                              f"encoder, so it needs backbone 'albert'")
+        """Generator and discriminator on a backbone that declares embed_encode: the
+        generator reads the discriminator's embedding module and runs an encoder of its own
+        (ConfigError naming the backbone for any other, or for an attention layout it does
+        not read)."""
+        sharing_backbone(config)
+        check_attention(config, run_attention(self.run))
         c = self.config
         corrupting = Corrupting(mask_prob=c.mask_prob, mask_id=self.special.get("mask", -1),
                                 temperature=c.temperature,
@@ -472,9 +475,11 @@ class ElectraObjective(Stateless):
         discriminator = AlbertForReplacedTokenDetection(config)
         discriminator.load_state_dict(part("discriminator."))
         generator = AlbertForMaskedLM(self.generator_config(config))
-        embeddings = {f"albert.embeddings.{k}": v
-                      for k, v in part("discriminator.albert.embeddings.").items()}
-        encoder = {f"albert.encoder.{k}": v for k, v in part("generator.encoder.").items()}
+        names = sharing_backbone(config)  # where its two modules' keys are in a backbone
+        embeddings = {f"albert.{names.embeddings_name}.{k}": v
+                      for k, v in part(f"discriminator.albert.{names.embeddings_name}.").items()}
+        encoder = {f"albert.{names.encoder_name}.{k}": v
+                   for k, v in part("generator.encoder.").items()}
         head = {f"predictions.{k}": v for k, v in part("generator.predictions.").items()}
         generator.load_state_dict({**embeddings, **encoder, **head})
         for name, model in (("discriminator", discriminator), ("generator", generator)):

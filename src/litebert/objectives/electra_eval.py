@@ -37,6 +37,7 @@ from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.model import AlbertForMaskedLM, CheckpointError
+from litebert.model.backbone import EmbeddingSharingBackbone, embedding_sharing_class
 from litebert.model.hub import external_key, extra_heads, read_config
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.objectives.evaluation import (
@@ -62,6 +63,12 @@ RTD_ROWS: Rows = (("rtd_accuracy", "rtd_baseline_accuracy"), ("rtd_precision", N
                   ("rtd_recall", None), ("rtd_loss", None), ("replaced_fraction", None),
                   ("generator_mlm_accuracy", "generator_mlm_baseline_accuracy"),
                   ("generator_mlm_loss", None))
+
+
+def sharing_backbone(config: AlbertConfig) -> type[EmbeddingSharingBackbone]:
+    """The backbone class of `config`, which must declare embed_encode (ConfigError else)."""
+    return embedding_sharing_class(config, "objective electra runs its generator's encoder "
+                                           "on the discriminator's embeddings")
 
 
 def find_generator(discriminator: Path, generator: str | Path | None) -> Path:
@@ -104,8 +111,9 @@ def _warn_untied(discriminator: AlbertForReplacedTokenDetection, generator: Albe
                  where: Path) -> None:
     """An exported generator carries a copy of the discriminator's embeddings; other ones
     mean another run's generator, which is scored with the discriminator's all the same."""
-    ours = discriminator.albert.embeddings.state_dict()
-    theirs = generator.albert.embeddings.state_dict()
+    name = sharing_backbone(discriminator.config).embeddings_name
+    ours = discriminator.albert.get_submodule(name).state_dict()
+    theirs = generator.albert.get_submodule(name).state_dict()
     if any(v.shape != ours[k].shape or not torch.equal(v, ours[k]) for k, v in theirs.items()):
         log.warning("%s: its embeddings differ from the discriminator's, so it may not be "
                     "this discriminator's generator; it reads the discriminator's, as in "
@@ -121,7 +129,8 @@ def load_pair(discriminator_dir: Path, generator_dir: Path, objective: Any) -> n
     _warn_untied(discriminator, generator, generator_dir)
     model = objective.build(discriminator.config)
     model.discriminator.load_state_dict(discriminator.state_dict())
-    model.generator.encoder.load_state_dict(generator.albert.encoder.state_dict())
+    encoder = sharing_backbone(generator.config).encoder_name
+    model.generator.encoder.load_state_dict(generator.albert.get_submodule(encoder).state_dict())
     model.generator.predictions.load_state_dict(generator.predictions.state_dict())
     kept = extra_heads(discriminator_dir, "pair_head.")
     if kept and getattr(model, "pair_head", None) is not None:

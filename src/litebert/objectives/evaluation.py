@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from torch import nn
 
 from litebert.compat import check_model_reads
@@ -120,8 +121,6 @@ def heldout_batches(dataset: Any, instances: int, batch_size: int,
 def checkpoint_keys(directory: Path) -> tuple[set[str], Path]:
     """The tensor names of a model directory's weights, and the file they are listed in
     (safetensors: from the headers only, no tensor read)."""
-    from safetensors import safe_open
-
     single, index = directory / WEIGHTS_NAME, directory / WEIGHTS_INDEX_NAME
     try:
         if single.is_file():
@@ -139,8 +138,6 @@ def checkpoint_keys(directory: Path) -> tuple[set[str], Path]:
 def has_weights(directory: Path, *keys: str) -> bool:
     """Whether a model directory holds every one of our canonical `keys`: in its weights file
     (under the layout's name) or among the heads kept beside it (EXTRA_HEADS_NAME)."""
-    from safetensors import safe_open
-
     if not directory.is_dir():
         return False
     found, _ = checkpoint_keys(directory)

@@ -30,6 +30,7 @@ from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
+from litebert.model.backbone import check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.hub import save_extra_heads
 from litebert.objectives.base import (
@@ -119,7 +120,9 @@ class MLMObjective(Stateless):
     def build(self, config: AlbertConfig) -> nn.Module:
         """Pre-training runs without dropout, as in the paper and the official code (whose
         SOP head has none); the exported config keeps classifier_dropout_prob for
-        fine-tuning. A recipe that sets it in model_overrides gets what it asks for."""
+        fine-tuning. A recipe that sets it in model_overrides gets what it asks for. A
+        backbone that cannot read the run's attention layout is a ConfigError."""
+        check_attention(config, run_attention(self.run))
         if "classifier_dropout_prob" not in self.run.model_overrides:
             config = config.replace(classifier_dropout_prob=0.0)
         return AlbertForPreTraining(config)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ from litebert.data.loader import StreamSampler
 from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForPermutationLM
-from litebert.model.backbone import backbone_class
+from litebert.model.backbone import two_stream_class
 from litebert.model.hub import extra_heads, read_config, save_extra_heads
 from litebert.objectives.base import (
     Batch,
@@ -86,6 +85,8 @@ IGNORE = -100
 LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
 PAIR_HEAD = ("albert.pooler.", "sop_classifier.")  # the "+NSP" pair head's keys
 OBJECTIVE_FIELDS_NAME = "litebert_objective.json"  # the run's PLM fields, beside an export
+# What the objective asks of its backbone (capabilities.two_stream), for the error without it.
+NEEDS = "objective plm predicts each target from a query stream in a factorisation order"
 TABLE_ROWS = (("plm_accuracy", "plm_baseline_accuracy"), ("plm_loss", None))
 NSP_ROWS = (("nsp_accuracy", "nsp_baseline_accuracy"), ("nsp_loss", None))
 
@@ -128,6 +129,7 @@ class PLMObjective:
     """XLNet's permutation LM (see the module docstring)."""
 
     Config: ClassVar[type[ObjectiveConfig]] = PLMConfig
+    attentions: ClassVar[tuple[str, ...]] = ("full",)  # two streams mask by permutation
 
     def __init__(self, run: RunSettings, data: TrainingData | HeldoutDocuments | None = None
                  ) -> None:
@@ -176,13 +178,13 @@ class PLMObjective:
 
     def adopt(self, config: AlbertConfig) -> AlbertConfig:
         """Check that `config`'s backbone can be trained so and take its memory shape."""
-        forward = getattr(backbone_class(config), "forward")  # noqa: B009 (a Protocol hides it)
-        if "perm_mask" not in inspect.signature(forward).parameters:
-            raise ConfigError(f"objective plm needs a backbone that takes a factorisation "
-                              f"order (perm_mask), such as 'xlnet'; backbone "
-                              f"{config.backbone!r} does not")
+        backbone = two_stream_class(config, NEEDS)
         memory = config.backbone_fields()  # a two-stream backbone's: XLNet's memory fields
-        self.mem_len = memory.get("mem_len") or 0
+        mem_len = memory.get("mem_len") or 0
+        if mem_len and not backbone.capabilities.memories:
+            raise ConfigError(f"mem_len={mem_len}: backbone {config.backbone!r} keeps "
+                              f"no memories (capabilities.memories is False); set mem_len 0")
+        self.mem_len = mem_len
         self.reuse_len = memory.get("reuse_len") or self.reuse_len
         self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
         return config
@@ -190,13 +192,11 @@ class PLMObjective:
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
         """The content stream over every token, and per target (1/K of the tokens) the
         query stream and the LM head (its H->E projection when E < H, then E x V)."""
-        backbone = backbone_class(config)
+        backbone = two_stream_class(config, NEEDS)
         per_target = 6.0 * config.embedding_size * config.vocab_size
         if config.embedding_size != config.hidden_size:
             per_target += 6.0 * config.hidden_size * config.embedding_size
-        query = getattr(backbone, "query_stream_flops_per_target", None)
-        if query is not None:
-            per_target += query(config, seq_len)
+        per_target += backbone.query_stream_flops_per_target(config, seq_len)
         return backbone.flops_per_token(config, seq_len) + per_target / self.config.prediction_k
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:

@@ -24,7 +24,7 @@ import yaml
 from litebert.config import PRESETS, AlbertConfig, ConfigError
 from litebert.data.builder import BuildConfig
 from litebert.files import named_yaml, yaml_names
-from litebert.objectives import resolve
+from litebert.objectives import TrainingObjective, resolve
 from litebert.train.run_config import (
     PretrainConfig,
     RunConfigError,
@@ -320,7 +320,8 @@ def step_flops(spec: StudySpec, run: RunSpec, cfg: PretrainConfig) -> float:
     length = build_config(spec.run_data(run), spec.source).max_seq_length
     config = AlbertConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
                                       **cfg.model_overrides)
-    return resolve(cfg.objective.name)(cfg).flops_per_token(config, length)
+    objective: TrainingObjective = resolve(cfg.objective.name)(cfg)
+    return objective.flops_per_token(config, length)
 
 
 def resolve_model_overrides(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:

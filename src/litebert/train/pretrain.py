@@ -42,7 +42,7 @@ from litebert.distributed import (
     wrap,
 )
 from litebert.model.backbone import backbone_class
-from litebert.objectives import resolve
+from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
@@ -141,7 +141,8 @@ class Trainer:
         self.run_dir, data_dir = Path(cfg.out), spec.first
         neutral = open_training_data(data_dir, cfg.seed)
         check_data_attention(cfg, neutral.config.packed)
-        self.objective = resolve(cfg.objective.name)(cfg, neutral)
+        # Both halves: it trains (TrainingObjective), evaluates and exports (Evaluation...).
+        self.objective: Objective = resolve(cfg.objective.name)(cfg, neutral)
         self.train_data = open_items(spec, self.objective, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         self.config = model_config(cfg, data_dir)

@@ -226,7 +226,7 @@ FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
 def check_data_attention(cfg: PretrainConfig, packed: bool) -> None:
     """RunConfigError when the run's attention does not fit its objective (one that lays its
     batches out for it says so in `attentions`) or its data (`document` needs packed data)."""
-    supported = getattr(resolve(cfg.objective.name), "attentions", ("full",))
+    supported = resolve(cfg.objective.name).attentions
     if cfg.attention not in supported:
         raise RunConfigError(f"pretrain config attention={cfg.attention!r}: objective "
                              f"{cfg.objective.name!r} supports {', '.join(supported)}")

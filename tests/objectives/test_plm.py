@@ -1,0 +1,52 @@
+"""PLMObjective and its backbone: what it asks of one is read from the backbone's declared
+capabilities (two streams, memories), and its FLOPs add the query stream the backbone counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from litebert.config import ConfigError
+from litebert.model import XLNetModel
+from litebert.model.backbone import BACKBONES, BackboneCapabilities, register_backbone
+from litebert.objectives.plm import PLMConfig, PLMObjective, _Settings
+from tests.families.configs import xlnet_config
+
+
+def objective(**fields) -> PLMObjective:
+    return PLMObjective(_Settings(0, 4, 16, PLMConfig(name="plm", **fields), {}))
+
+
+@pytest.fixture
+def forgetful():
+    """A two-stream backbone registered for one test that declares no memories."""
+    cls = type("Forgetful", (XLNetModel,), {
+        "capabilities": BackboneCapabilities(two_stream=True, memories=False)})
+    register_backbone("forgetful")(cls)
+    yield "forgetful"
+    del BACKBONES["forgetful"]
+
+
+def test_a_backbone_without_two_streams_is_refused_naming_it():
+    sentence = ("objective plm predicts each target from a query stream in a factorisation "
+                "order, which backbone 'albert' has not: use backbone 'xlnet'")
+    with pytest.raises(ConfigError, match=sentence):
+        objective().build(xlnet_config(backbone="albert"))
+    with pytest.raises(ConfigError, match=sentence):
+        objective().flops_per_token(xlnet_config(backbone="albert"), 32)
+
+
+def test_memories_are_asked_only_of_a_backbone_that_keeps_them(forgetful):
+    model = objective().build(xlnet_config(backbone=forgetful, mem_len=0))
+    assert type(model.albert).__name__ == "Forgetful"
+    with pytest.raises(ConfigError, match="mem_len=8: backbone 'forgetful' keeps no memories"):
+        objective().build(xlnet_config(backbone=forgetful, mem_len=8))
+    objective().build(xlnet_config(mem_len=8))  # XLNet's own keeps them
+
+
+@pytest.mark.parametrize("K", [2, 6])
+def test_flops_add_the_query_stream_and_the_head_per_target(K):
+    config = xlnet_config(mem_len=8)
+    E, V, T = config.embedding_size, config.vocab_size, 32
+    per_target = 6.0 * E * V + XLNetModel.query_stream_flops_per_target(config, T)
+    assert objective(prediction_k=K).flops_per_token(config, T) == pytest.approx(
+        XLNetModel.flops_per_token(config, T) + per_target / K)
