@@ -14,6 +14,9 @@ translation. The fields that are ours:
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
   `mlm_act`, `position_numbering` (documented on the dataclass). A family's adapter sets
   them when it reads that family's config.json; their defaults are ALBERT's.
+- the task heads' parts (model/head_parts.py builds the heads from them): `classifier_pooling`,
+  `head_dense_bias`, `head_norm_bias`, `decoder_bias`; defaults are every family's but
+  ModernBERT's, and layouts write them only when they differ.
 - the XLNet backbone's fields (transformers' XLNetConfig names): `mem_len`, `reuse_len`,
   `attn_type`, `clamp_len`, `same_length`, `bi_data`. Other backbones ignore them; layouts
   write them only when they differ from their defaults, so ALBERT, BERT, ELECTRA and
@@ -36,14 +39,18 @@ from typing import Any, Protocol
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
-# Sequence classifiers (AlbertConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
-CLASSIFIER_HEADS = ("pooler", "first_token", "summary")
+# Sequence classifiers (AlbertConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's,
+# ModernBERT's.
+CLASSIFIER_HEADS = ("pooler", "first_token", "summary", "pooled_norm")
 ATTENTION_TYPES = ("bi", "uni")
 POSITION_NUMBERINGS = ("from_zero", "after_pad")
+# The task heads' parts (model/head_parts.py): AlbertConfig.classifier_pooling, the biases.
+CLASSIFIER_POOLINGS = ("cls", "mean")
+HEAD_FIELDS = ("classifier_pooling", "head_dense_bias", "head_norm_bias", "decoder_bias")
 # The structure fields and their defaults (ALBERT's); family adapters read and write them.
 STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
                     "classifier_act", "mlm_act", "position_numbering", "mem_len", "reuse_len",
-                    "attn_type", "clamp_len", "same_length", "bi_data")
+                    "attn_type", "clamp_len", "same_length", "bi_data") + HEAD_FIELDS
 
 
 class ConfigError(ValueError):
@@ -117,8 +124,12 @@ class AlbertConfig:
     # needs use_pooler); "first_token" = h[:, 0] -> dropout -> dense H->H -> classifier_act ->
     # dropout -> out_proj (ELECTRA with gelu; RoBERTa with tanh, which keeps its pooler for
     # multiple choice only); "summary" = XLNet's sequence summary: the summary token -> dense
-    # H->H -> classifier_act -> dropout -> classifier. Multiple choice reads the pooler when
-    # there is one, else the same dense + classifier_act on the summary token.
+    # H->H -> classifier_act -> dropout -> classifier; "pooled_norm" = ModernBERT's: the
+    # pooled token (classifier_pooling) -> dense H->H -> classifier_act -> LayerNorm -> dropout
+    # -> classifier, with the same transform before the token and span classifiers. Multiple
+    # choice reads the pooler when there is one, else the same dense + classifier_act on the
+    # summary token; with "pooled_norm" it reads its own head, pooler or not. The heads are
+    # built from these fields by model/head_parts.py.
     classifier_head: str = "pooler"
     classifier_act: str = "gelu"
     # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head
@@ -141,6 +152,19 @@ class AlbertConfig:
     clamp_len: int = -1  # relative distances clamped to +-clamp_len; -1 (or 0): no clamping
     same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
     bi_data: bool = False  # the second half of the batch reads relative positions reversed
+    # ---- the task heads' parts (model/head_parts.py); ModernBERT's need non-defaults ----
+    # What a classifier that does not read the pooler pools of the hidden states (transformers'
+    # ModernBERT name and values): "cls" = the summary token (multiple choice with
+    # "pooled_norm": the first unpadded token, as ModernBERT), "mean" = the mean over the
+    # attention mask. classifier_head "pooler" reads the pooler: "cls" only.
+    classifier_pooling: str = "cls"
+    # Biases of the heads' transforms: the dense layer (MLM head, classifiers' dense or
+    # summary, the discriminator's dense; ModernBERT's classifier_bias) and the LayerNorm (MLM
+    # head, "pooled_norm"; ModernBERT's norm_bias, for its heads), and the MLM decoder's own
+    # bias (ModernBERT's decoder_bias). True everywhere but in ModernBERT (false, false, true).
+    head_dense_bias: bool = True
+    head_norm_bias: bool = True
+    decoder_bias: bool = True
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
@@ -212,6 +236,7 @@ class AlbertConfig:
                  f"{self.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
                  f"512 positions + 2 = 514)")
         self._validate_xlnet()
+        self._validate_heads()
 
     def _validate_xlnet(self) -> None:
         need = self._need
@@ -225,6 +250,16 @@ class AlbertConfig:
         need(_is_int(self.clamp_len) and self.clamp_len >= -1, "clamp_len",
              "must be a whole number >= 0, or -1 for no clamping")
         for name in ("same_length", "bi_data"):
+            need(isinstance(getattr(self, name), bool), name, "must be true or false")
+
+    def _validate_heads(self) -> None:
+        need = self._need
+        need(self.classifier_pooling in CLASSIFIER_POOLINGS, "classifier_pooling",
+             f"unknown; choose from {CLASSIFIER_POOLINGS}")
+        need(self.classifier_pooling == "cls" or self.classifier_head != "pooler",
+             "classifier_pooling", "classifier_head 'pooler' reads the pooled output, not a "
+             "pooling of the hidden states: use 'cls', or another classifier_head")
+        for name in ("head_dense_bias", "head_norm_bias", "decoder_bias"):
             need(isinstance(getattr(self, name), bool), name, "must be true or false")
 
     # ---- derived ---------------------------------------------------------------------------

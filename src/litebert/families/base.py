@@ -160,6 +160,10 @@ COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_
                "problem_type", "architectures")
 _STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlbertConfig)
                        if f.name in STRUCTURE_FIELDS}
+# The heads' parts of every transformers family here (model/head_parts.py): the summary token
+# pooled, a bias in every dense layer, norm and decoder. ModernBERT's differ.
+BIASED_HEADS: dict[str, Any] = dict(classifier_pooling="cls", head_dense_bias=True,
+                                    head_norm_bias=True, decoder_bias=True)
 
 
 def build_config(values: Mapping[str, Any], source: str,
@@ -189,6 +193,14 @@ def common_dict(config: AlbertConfig) -> dict[str, Any]:
     out: dict[str, Any] = dict(config.extra)
     out.update({k: getattr(config, k) for k in COMMON_KEYS})
     return out
+
+
+def heads_mismatch(config: AlbertConfig) -> str | None:
+    """Why `config`'s heads are not BIASED_HEADS, or None."""
+    for key, value in BIASED_HEADS.items():
+        if getattr(config, key) != value:
+            return f"has heads with {key}={value!r}, not {getattr(config, key)!r}"
+    return None
 
 
 def structure_dict(config: AlbertConfig) -> dict[str, Any]:

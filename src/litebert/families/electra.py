@@ -20,6 +20,7 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
+    BIASED_HEADS,
     FinetuneDefaults,
     build_config,
     check_encoder,
@@ -41,7 +42,7 @@ _SUMMARY = {"summary_type": "first", "summary_use_proj": True, "summary_activati
 # What ELECTRA's heads are, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="when_sizes_differ", use_pooler=False,
                  classifier_head="first_token", classifier_act="gelu", mlm_act="gelu",
-                 position_numbering="from_zero")
+                 position_numbering="from_zero", **BIASED_HEADS)
 
 # Clark et al. 2020, Appendix A, Table 7 (GLUE and SQuAD fine-tuning): peak lr and layer-wise
 # lr decay by model size, weight decay 0 (the released code's default is 0.01; the paper's

@@ -30,11 +30,13 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
+    BIASED_HEADS,
     FinetuneDefaults,
     build_config,
     check_encoder,
     common_dict,
     finish_dict,
+    heads_mismatch,
 )
 from litebert.families.bert import BertAdapter, classifier_dropout
 
@@ -49,7 +51,8 @@ _DEFAULTS: dict[str, Any] = dict(
 )
 # What RoBERTa's classes build, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="never", use_pooler=True, classifier_head="first_token",
-                 classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad")
+                 classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad",
+                 **BIASED_HEADS)
 
 # Liu et al. 2019, Appendix C, Table 10 (RoBERTa-Large). GLUE: lr from {1e-5, 2e-5, 3e-5}, batch
 # {16, 32}, weight decay 0.1, at most 10 epochs; SQuAD: lr 1.5e-5, batch 48, weight decay 0.01,
@@ -134,7 +137,7 @@ class RobertaAdapter(BertAdapter):
         if config.mlm_activation != "gelu":
             return (f"uses exact GELU in the LM head (mlm_act 'gelu'), not "
                     f"{config.mlm_activation!r}")
-        return None
+        return heads_mismatch(config)
 
     def finetune_defaults(self, config: AlbertConfig, task: str) -> FinetuneDefaults:
         lr, decay, column = _COLUMNS.get(task, (_GLUE_LR.get(task, 2e-5), 0.1, "GLUE"))
