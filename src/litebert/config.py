@@ -31,6 +31,9 @@ The fields that are ours:
 - structure: `embedding_projection`, `use_pooler`, `classifier_head`, `classifier_act`,
   `mlm_act` (documented on the dataclass). A family's adapter sets them when it reads that
   family's config.json; their defaults are ALBERT's.
+- the task heads' parts (model/head_parts.py builds the heads from them): `classifier_pooling`,
+  `head_dense_bias`, `head_norm_bias`, `decoder_bias`; defaults are every family's but
+  ModernBERT's, and layouts write them only when they differ.
 
 `AlbertConfig` is the name of the previous release, kept as an alias of ModelConfig.
 
@@ -51,12 +54,16 @@ from typing import Any, Protocol, TypeVar
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
 EMBEDDING_PROJECTIONS = ("always", "when_sizes_differ", "never")
-# Sequence classifiers (ModelConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's.
-CLASSIFIER_HEADS = ("pooler", "first_token", "summary")
+# Sequence classifiers (ModelConfig.classifier_head): ALBERT/BERT's, ELECTRA/RoBERTa's, XLNet's,
+# ModernBERT's.
+CLASSIFIER_HEADS = ("pooler", "first_token", "summary", "pooled_norm")
+# The task heads' parts (model/head_parts.py): ModelConfig.classifier_pooling, the biases.
+CLASSIFIER_POOLINGS = ("cls", "mean")
+HEAD_FIELDS = ("classifier_pooling", "head_dense_bias", "head_norm_bias", "decoder_bias")
 # The shared structure fields and their defaults (ALBERT's); family adapters read and write
 # them, with the backbone config's fields (`flat_fields`).
 STRUCTURE_FIELDS = ("backbone", "embedding_projection", "use_pooler", "classifier_head",
-                    "classifier_act", "mlm_act")
+                    "classifier_act", "mlm_act") + HEAD_FIELDS
 
 
 class ConfigError(ValueError):
@@ -191,13 +198,30 @@ class ModelConfig:
     # needs use_pooler); "first_token" = h[:, 0] -> dropout -> dense H->H -> classifier_act ->
     # dropout -> out_proj (ELECTRA with gelu; RoBERTa with tanh, which keeps its pooler for
     # multiple choice only); "summary" = XLNet's sequence summary: the summary token -> dense
-    # H->H -> classifier_act -> dropout -> classifier. Multiple choice reads the pooler when
-    # there is one, else the same dense + classifier_act on the summary token.
+    # H->H -> classifier_act -> dropout -> classifier; "pooled_norm" = ModernBERT's: the
+    # pooled token (classifier_pooling) -> dense H->H -> classifier_act -> LayerNorm -> dropout
+    # -> classifier, with the same transform before the token and span classifiers. Multiple
+    # choice reads the pooler when there is one, else the same dense + classifier_act on the
+    # summary token; with "pooled_norm" it reads its own head, pooler or not. The heads are
+    # built from these fields by model/head_parts.py.
     classifier_head: str = "pooler"
     classifier_act: str = "gelu"
     # The MLM head's activation; None = hidden_act (ALBERT, BERT). ELECTRA's generator head
     # and RoBERTa's LM head use exact "gelu" whatever hidden_act says.
     mlm_act: str | None = None
+    # ---- the task heads' parts (model/head_parts.py); ModernBERT's need non-defaults ----
+    # What a classifier that does not read the pooler pools of the hidden states (transformers'
+    # ModernBERT name and values): "cls" = the summary token (multiple choice with
+    # "pooled_norm": the first unpadded token, as ModernBERT), "mean" = the mean over the
+    # attention mask. classifier_head "pooler" reads the pooler: "cls" only.
+    classifier_pooling: str = "cls"
+    # Biases of the heads' transforms: the dense layer (MLM head, classifiers' dense or
+    # summary, the discriminator's dense; ModernBERT's classifier_bias) and the LayerNorm (MLM
+    # head, "pooled_norm"; ModernBERT's norm_bias, for its heads), and the MLM decoder's own
+    # bias (ModernBERT's decoder_bias). True everywhere but in ModernBERT (false, false, true).
+    head_dense_bias: bool = True
+    head_norm_bias: bool = True
+    decoder_bias: bool = True
     # Task heads (transformers' names).
     num_labels: int = 2
     id2label: dict[int, str] | None = None
@@ -268,7 +292,18 @@ class ModelConfig:
              f"unknown; choose from {ACTIVATIONS}")
         need(self.mlm_act is None or self.mlm_act in ACTIVATIONS, "mlm_act",
              f"unknown; choose from {ACTIVATIONS} or null (= hidden_act)")
+        self._validate_heads()
         self.backbone_config.validate(self)
+
+    def _validate_heads(self) -> None:
+        need = self._need
+        need(self.classifier_pooling in CLASSIFIER_POOLINGS, "classifier_pooling",
+             f"unknown; choose from {CLASSIFIER_POOLINGS}")
+        need(self.classifier_pooling == "cls" or self.classifier_head != "pooler",
+             "classifier_pooling", "classifier_head 'pooler' reads the pooled output, not a "
+             "pooling of the hidden states: use 'cls', or another classifier_head")
+        for name in ("head_dense_bias", "head_norm_bias", "decoder_bias"):
+            need(isinstance(getattr(self, name), bool), name, "must be true or false")
 
     # ---- derived ---------------------------------------------------------------------------
 

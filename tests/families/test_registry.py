@@ -29,6 +29,10 @@ CONFIGS = {
     "litebert": small_config(sharing="ffn"),
     "xlnet": xlnet_config(),
     "litebert xlnet": albert_xlnet_config(),  # ALBERT-XLNet: only our layout holds it
+    # ModernBERT's heads (model/head_parts.py) on ALBERT: ALBERT's layout writes their fields
+    "albert-heads": small_config(use_pooler=False, classifier_head="pooled_norm",
+                                 classifier_pooling="mean", head_dense_bias=False,
+                                 head_norm_bias=False, decoder_bias=False),
 }
 
 
@@ -95,6 +99,12 @@ def test_only_albert_layout_writes_structure_fields():
     (small_config(**{**BERT, "embedding_projection": "when_sizes_differ"}),
      "AlbertForReplacedTokenDetection", "albert", "no equivalent of"),
     (small_config(model_type="bert", sharing="none"), "AlbertModel", "albert", "projection"),
+    (small_config(**BERT, head_dense_bias=False), "AlbertForMaskedLM", "albert",
+     "head_dense_bias=True"),
+    (electra_config(classifier_pooling="mean"), "AlbertForSequenceClassification", "albert",
+     "classifier_pooling='cls'"),
+    (xlnet_config(head_norm_bias=False), "AlbertForSequenceClassification", "litebert",
+     "head_norm_bias=True"),
 ])
 def test_what_a_family_cannot_hold_goes_to_albert_or_our_layout(config, cls, family_name,
                                                                    words):

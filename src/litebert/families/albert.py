@@ -49,7 +49,7 @@ ALL_CLASSES = ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM",
 # Every head of ours, named as in its files (ours are ALBERT's names), and the pooler.
 OUR_HEADS = ("predictions.", "sop_classifier.", "classifier.", "qa_outputs.", "albert.pooler.",
              "discriminator_predictions.", "sequence_summary.", "start_logits.",
-             "end_logits.", "answer_class.")
+             "end_logits.", "answer_class.", "head.")
 
 _OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
 _THEIRS = re.compile(r"albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\."

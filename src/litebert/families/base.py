@@ -128,6 +128,10 @@ COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_
                "problem_type", "architectures")
 _STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlbertConfig)
                        if f.name in STRUCTURE_FIELDS}
+# The heads' parts of every transformers family here (model/head_parts.py): the summary token
+# pooled, a bias in every dense layer, norm and decoder. ModernBERT's differ.
+BIASED_HEADS: dict[str, Any] = dict(classifier_pooling="cls", head_dense_bias=True,
+                                    head_norm_bias=True, decoder_bias=True)
 
 
 def config_fields(backbone: str) -> frozenset[str]:
@@ -172,6 +176,15 @@ def numbering(config: AlbertConfig) -> str:
     """The albert backbone's position numbering (the families that hold only that backbone
     read it; the field lives in its config, model/albert.py's AlbertBackboneConfig)."""
     return str(config.backbone_fields()["position_numbering"])
+
+
+def heads_mismatch(config: AlbertConfig) -> str | None:
+    """Why `config`'s heads are not BIASED_HEADS, or None."""
+    held = config.flat_fields()
+    for key, value in BIASED_HEADS.items():
+        if held[key] != value:
+            return f"has heads with {key}={value!r}, not {held[key]!r}"
+    return None
 
 
 def structure_dict(config: AlbertConfig) -> dict[str, Any]:

@@ -15,12 +15,14 @@ from typing import Any, ClassVar
 
 from litebert.config import AlbertConfig
 from litebert.families.base import (
+    BIASED_HEADS,
     FamilyAdapter,
     Pairs,
     build_config,
     check_encoder,
     common_dict,
     finish_dict,
+    heads_mismatch,
     numbering,
     rename,
 )
@@ -80,7 +82,7 @@ class BertAdapter(FamilyAdapter):
                       num_hidden_groups=values["num_hidden_layers"], inner_group_num=1,
                       classifier_dropout_prob=classifier_dropout(values),
                       embedding_projection="never", use_pooler=True, classifier_head="pooler",
-                      mlm_act=None, position_numbering="from_zero")
+                      mlm_act=None, position_numbering="from_zero", **BIASED_HEADS)
         return build_config(values, source, consumed={"classifier_dropout"})
 
     def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
@@ -125,7 +127,7 @@ class BertAdapter(FamilyAdapter):
             return "uses hidden_act in the MLM head (mlm_act null)"
         if numbering(config) != "from_zero":
             return "numbers positions from zero (position_numbering 'from_zero')"
-        return None
+        return heads_mismatch(config)
 
     def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
         name = self.title

@@ -20,6 +20,7 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
+    BIASED_HEADS,
     build_config,
     check_encoder,
     common_dict,
@@ -40,7 +41,7 @@ _SUMMARY = {"summary_type": "first", "summary_use_proj": True, "summary_activati
 # What ELECTRA's heads are, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="when_sizes_differ", use_pooler=False,
                  classifier_head="first_token", classifier_act="gelu", mlm_act="gelu",
-                 position_numbering="from_zero")
+                 position_numbering="from_zero", **BIASED_HEADS)
 
 
 def _check_electra(values: Mapping[str, Any], source: str) -> None:

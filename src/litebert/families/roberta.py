@@ -30,10 +30,12 @@ from typing import Any
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families.base import (
+    BIASED_HEADS,
     build_config,
     check_encoder,
     common_dict,
     finish_dict,
+    heads_mismatch,
     numbering,
 )
 from litebert.families.bert import BertAdapter, classifier_dropout
@@ -49,7 +51,8 @@ _DEFAULTS: dict[str, Any] = dict(
 )
 # What RoBERTa's classes build, as AlbertConfig fields.
 STRUCTURE = dict(embedding_projection="never", use_pooler=True, classifier_head="first_token",
-                 classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad")
+                 classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad",
+                 **BIASED_HEADS)
 
 
 def _check_roberta(values: Mapping[str, Any], source: str) -> None:
@@ -118,4 +121,4 @@ class RobertaAdapter(BertAdapter):
         if config.mlm_activation != "gelu":
             return (f"uses exact GELU in the LM head (mlm_act 'gelu'), not "
                     f"{config.mlm_activation!r}")
-        return None
+        return heads_mismatch(config)

@@ -30,7 +30,13 @@ from typing import Any
 import torch
 
 from litebert.config import AlbertConfig, ConfigError
-from litebert.families.base import FamilyAdapter, build_config, finish_dict
+from litebert.families.base import (
+    BIASED_HEADS,
+    FamilyAdapter,
+    build_config,
+    finish_dict,
+    heads_mismatch,
+)
 
 # transformers' XLNetConfig defaults (xlnet-large-cased's shapes) for keys a file leaves out.
 _DEFAULTS: dict[str, Any] = dict(
@@ -49,7 +55,8 @@ _CONSUMED = frozenset({"d_model", "n_layer", "n_head", "d_inner", "d_head", "ff_
 # What XLNet's classes are, as AlbertConfig fields.
 STRUCTURE = dict(backbone="xlnet", sharing="none", inner_group_num=1,
                  embedding_projection="when_sizes_differ", use_pooler=False,
-                 classifier_head="summary", mlm_act=None, position_numbering="from_zero")
+                 classifier_head="summary", mlm_act=None, position_numbering="from_zero",
+                 **BIASED_HEADS)
 _BEAM = {"start_n_top": 5, "end_n_top": 5}  # the SQuAD beam, kept as the file has it
 
 _OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
@@ -202,6 +209,9 @@ class XLNetAdapter(FamilyAdapter):
             return ("XLNet has no pooler and classifies sequences through its sequence "
                     "summary (use_pooler false, classifier_head 'summary'), not "
                     f"use_pooler={config.use_pooler}, {config.classifier_head!r}")
+        heads = heads_mismatch(config)
+        if heads:
+            return f"XLNet {heads}"
         return super().unsupported(config, class_name)
 
 

@@ -17,13 +17,14 @@ same loss with shapes fixed per data directory and no read back to the host, so
 torch.compile(fullgraph=True) takes the step (cramming's way). The slots win when a batch
 carries both.
 
-The classifiers' structure comes from the config: `classifier_head` "pooler" (ALBERT, BERT),
-"first_token" (ELECTRA; RoBERTa with tanh; the summary token, first for these backbones) or
-"summary" (XLNet: a dense + classifier_act summary of the summary token, then dropout and the
-classifier), and multiple choice reads the pooler when the config has one (`use_pooler`), else
-that same summary (ELECTRA's and XLNet's sequence summary). Module names are transformers'
-for each structure, so the family adapters rename only the backbone (XLNet's classifier is
-its `logits_proj`). The beam-search span head with its answer classifier is in beam_qa.py.
+Every head is built from parts (model/head_parts.py): what it reads of the backbone, a
+transform, dropout and an output layer (the tied decoder for MLM), as the config's fields say
+(`classifier_head`, `classifier_pooling`, `classifier_act`, `mlm_act`, `use_pooler` and the
+heads' biases: head_parts.classifier_spec and mlm_spec are the one place that reads them).
+Module names are transformers' for each structure (ELECTRA's `classifier.out_proj`, XLNet's
+`sequence_summary.summary`, ModernBERT's `head.norm` and `drop`), so the family adapters
+rename only the backbone (XLNet's classifier is its `logits_proj`). The beam-search span
+head with its answer classifier is in beam_qa.py.
 
 Every head calls its backbone with use_mems=False: fine-tuning keeps no memories, even when
 the config kept a pre-training mem_len (XLNet).
@@ -33,12 +34,20 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
-from litebert.model.layers import activation
+from litebert.model.head_parts import (
+    ClassificationHead,
+    MLMHead,
+    Task,
+    add_classifier,
+    classifier_spec,
+    classify,
+    mlm_spec,
+    pool,
+)
 from litebert.model.outputs import (
     ClassifierOutput,
     MaskedLMOutput,
@@ -49,35 +58,23 @@ from litebert.model.outputs import (
 IGNORE = -100
 
 
-class AlbertMLMHead(nn.Module):
-    """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias.
-
-    ALBERT's and BERT's MLM head; ELECTRA's generator head and RoBERTa's LM head (with mlm_act
-    "gelu", E == H for RoBERTa).
-    """
-
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.embedding_size)
-        self.LayerNorm = nn.LayerNorm(config.embedding_size, eps=config.layer_norm_eps)
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
-        self.act = activation(config.mlm_activation)
-
-    def forward(self, h, word_embeddings):  # h (..., H); word_embeddings (V, E)
-        h = self.LayerNorm(self.act(self.dense(h)))  # (..., E)
-        return F.linear(h, word_embeddings, self.bias)  # (..., V)
-
-
-class AlbertSOPHead(nn.Module):
-    """Two-way classifier on the pooled output: sentence order (SOP) or next sentence (NSP)."""
+class AlbertMLMHead(MLMHead):
+    """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias
+    (head_parts.mlm_spec). ALBERT's and BERT's MLM head; ELECTRA's generator head and
+    RoBERTa's LM head (with mlm_act "gelu", E == H for RoBERTa); ModernBERT's without the
+    dense and norm biases."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.dropout = nn.Dropout(config.classifier_dropout_prob)
-        self.classifier = nn.Linear(config.hidden_size, 2)
+        super().__init__(mlm_spec(config), config.hidden_size, config.embedding_size,
+                         config.vocab_size)
 
-    def forward(self, pooled):  # (B, H) -> (B, 2)
-        return self.classifier(self.dropout(pooled))
+
+class AlbertSOPHead(ClassificationHead):
+    """Two-way classifier on the pooled output: sentence order (SOP) or next sentence (NSP);
+    dropout, then `classifier`."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__(classifier_spec(config, "pair"), config.hidden_size, 2)
 
 
 def _two_labels(config: AlbertConfig) -> AlbertConfig:
@@ -187,78 +184,39 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class FirstTokenClassifier(nn.Module):
-    """summary token -> dropout -> dense H->H -> act -> dropout -> out_proj (ELECTRA's
-    ElectraClassificationHead with GELU; RoBERTa's head is the same with tanh). The summary
-    token is the backbone's `summary_position`: the first ([CLS]) for BERT-style templates."""
-
-    def __init__(self, config: AlbertConfig, out_features: int):
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.classifier_dropout_prob)
-        self.act = activation(config.classifier_act)
-        self.out_proj = nn.Linear(config.hidden_size, out_features)
-
-    def forward(self, summary):  # (B, H) -> (B, out_features)
-        x = self.act(self.dense(self.dropout(summary)))  # (B, H)
-        return self.out_proj(self.dropout(x))
-
-
-class SequenceSummary(nn.Module):
-    """act(dense(summary token)): what multiple choice reads when the backbone has no pooler
-    and what the "summary" classifier reads (ELECTRA's sequence summary: first token,
-    projection, GELU; XLNet's: last token, projection, tanh; the dropout after it is the
-    head's)."""
-
-    def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.summary = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = activation(config.classifier_act)
-
-    def forward(self, summary):  # (B, H) -> (B, H)
-        return self.act(self.summary(summary))
-
-
 class _Classifier(AlbertPreTrainedModel):
-    """Backbone + dropout + a classifier; subclasses say which classifier, what it reads and
-    how it is scored, then call init_weights."""
+    """Backbone + the classifier that config gives `task` (head_parts.classifier_spec), its
+    parts at transformers' names; subclasses say how it is scored, then call init_weights."""
 
-    def __init__(self, config: AlbertConfig, classifier: nn.Module, pooling: bool):
+    def __init__(self, config: AlbertConfig, task: Task, out_features: int):
         super().__init__()
         self.config = config
         self.num_labels = config.num_labels
-        self.albert = build_backbone(config, add_pooling_layer=pooling)
-        self.dropout = nn.Dropout(config.classifier_dropout_prob)
-        self.classifier = classifier
+        self.spec = classifier_spec(config, task)
+        self.albert = build_backbone(config, add_pooling_layer=self.spec.pooling == "pooler")
+        add_classifier(self, self.spec, config.hidden_size, out_features)
 
-    def summary_token(self, hidden):  # (B, T, H) -> (B, H): the token that sums a sequence up
-        return hidden[:, self.albert.summary_position]
+    def classifier_logits(self, out, attention_mask):
+        """The backbone's output -> logits: (B, out) pooled, (B, T, out) per token."""
+        pooled = pool(self.spec.pooling, out, attention_mask, self.albert.summary_position)
+        return classify(self, self.spec, pooled)
 
 
 class AlbertForSequenceClassification(_Classifier):
-    """num_labels logits from the pooled output ("pooler" head), the summary token
-    ("first_token" head) or its sequence summary ("summary" head: XLNet's, where
-    `sequence_summary.summary` is its namesake and `classifier` its `logits_proj`);
-    num_labels == 1 is regression (MSE)."""
+    """num_labels logits from what classifier_head reads: the pooled output ("pooler"), the
+    summary token or the mean of the tokens (classifier_pooling) through ELECTRA's
+    ClassificationHead ("first_token"), XLNet's sequence summary ("summary": its
+    `sequence_summary.summary`; `classifier` is its `logits_proj`) or ModernBERT's head
+    ("pooled_norm"); num_labels == 1 is regression (MSE)."""
 
     def __init__(self, config: AlbertConfig):
-        kind = config.classifier_head
-        head = (FirstTokenClassifier(config, config.num_labels) if kind == "first_token"
-                else nn.Linear(config.hidden_size, config.num_labels))
-        super().__init__(config, head, pooling=kind == "pooler")
-        self.sequence_summary = SequenceSummary(config) if kind == "summary" else None
+        super().__init__(config, "sequence", config.num_labels)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
-        if isinstance(self.classifier, FirstTokenClassifier):
-            logits = self.classifier(self.summary_token(out.last_hidden_state))  # (B, labels)
-        elif self.sequence_summary is not None:
-            summary = self.sequence_summary(self.summary_token(out.last_hidden_state))  # (B, H)
-            logits = self.classifier(self.dropout(summary))  # (B, num_labels)
-        else:
-            logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
+        logits = self.classifier_logits(out, attention_mask)  # (B, num_labels)
         loss = None if labels is None else self._loss(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
@@ -284,13 +242,13 @@ class AlbertForTokenClassification(_Classifier):
     """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config, nn.Linear(config.hidden_size, config.num_labels), pooling=False)
+        super().__init__(config, "tokens", config.num_labels)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
-        logits = self.classifier(self.dropout(out.last_hidden_state))  # (B, T, num_labels)
+        logits = self.classifier_logits(out, attention_mask)  # (B, T, num_labels)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
@@ -299,43 +257,34 @@ class AlbertForTokenClassification(_Classifier):
 
 class AlbertForMultipleChoice(_Classifier):
     """Inputs (B, C, T): each choice scored from its pooled output, or without a pooler from
-    the summary of its summary token; logits (B, C)."""
+    the sequence summary of its summary token (or ModernBERT's head); logits (B, C)."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__(config, nn.Linear(config.hidden_size, 1), pooling=config.use_pooler)
-        self.sequence_summary = None if config.use_pooler else SequenceSummary(config)
+        super().__init__(config, "choice", 1)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
         B, C, T = input_ids.shape
-        flat = [None if x is None else x.reshape(B * C, T)
-                for x in (attention_mask, token_type_ids, position_ids)]
-        out = self.albert(input_ids.reshape(B * C, T), *flat, use_mems=False)
-        if self.sequence_summary is None:
-            pooled = out.pooler_output  # (B * C, H)
-        else:
-            pooled = self.sequence_summary(self.summary_token(out.last_hidden_state))  # (B*C, H)
-        logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
+        mask, types, positions = [None if x is None else x.reshape(B * C, T)
+                                  for x in (attention_mask, token_type_ids, position_ids)]
+        out = self.albert(input_ids.reshape(B * C, T), mask, types, positions, use_mems=False)
+        logits = self.classifier_logits(out, mask).view(B, C)  # (B, C)
         loss = None if labels is None else F.cross_entropy(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class AlbertForQuestionAnswering(AlbertPreTrainedModel):
+class AlbertForQuestionAnswering(_Classifier):
     """Start/end logits per token. SQuAD 2.0 "no answer" is start = end = 0 ([CLS])."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__()
-        config = _two_labels(config)
-        self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=False)
-        self.qa_outputs = nn.Linear(config.hidden_size, config.num_labels)
+        super().__init__(_two_labels(config), "spans", 2)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
-        logits = self.qa_outputs(out.last_hidden_state)  # (B, T, 2)
+        logits = self.classifier_logits(out, attention_mask)  # (B, T, 2)
         start, end = (x.squeeze(-1).contiguous() for x in logits.split(1, dim=-1))  # (B, T)
         loss = None
         if start_positions is not None and end_positions is not None:

@@ -12,27 +12,24 @@ There is no pooler: the discriminator reads every position.
 from __future__ import annotations
 
 import torch.nn.functional as F
-from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import build_backbone
 from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.head_parts import ClassificationHead, classifier_spec
 from litebert.model.heads import documents
-from litebert.model.layers import activation
 from litebert.model.outputs import ReplacedTokenDetectionOutput
 
 
-class DiscriminatorPredictions(nn.Module):
-    """dense H->H, hidden_act, dense_prediction H->1: one logit per token."""
+class DiscriminatorPredictions(ClassificationHead):
+    """dense H->H, hidden_act, dense_prediction H->1: one logit per token
+    (head_parts.classifier_spec's "replaced")."""
 
     def __init__(self, config: AlbertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = activation(config.hidden_act)
-        self.dense_prediction = nn.Linear(config.hidden_size, 1)
+        super().__init__(classifier_spec(config, "replaced"), config.hidden_size, 1)
 
     def forward(self, h):  # (B, T, H) -> (B, T)
-        return self.dense_prediction(self.act(self.dense(h))).squeeze(-1)
+        return super().forward(h).squeeze(-1)
 
 
 def detection_loss(logits, labels, attention_mask=None):
