@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from litebert.config import AlbertConfig
+from litebert.config import AlbertConfig, ConfigError
 from litebert.model.backbone import backbone_class
 
 
@@ -21,11 +21,16 @@ class CountRow:
 
 
 def count(config: AlbertConfig) -> tuple[int, int]:
-    """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used."""
-    from litebert.model import AlbertForPreTraining
+    """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used.
+    A backbone that has no pooler for the SOP head (ModernBERT's) counts the MLM head only."""
+    from litebert.model import AlbertForMaskedLM, AlbertForPreTraining, AlbertPreTrainedModel
 
+    model: AlbertPreTrainedModel
     with torch.device("meta"):
-        model = AlbertForPreTraining(config)
+        try:
+            model = AlbertForPreTraining(config)
+        except ConfigError:  # the backbone refuses add_pooling_layer=True
+            model = AlbertForMaskedLM(config)
     return model.num_parameters(only_backbone=True), model.num_parameters()
 
 
