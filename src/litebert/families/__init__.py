@@ -1,6 +1,6 @@
 """Checkpoint families: one adapter per `model_type` (see base.py for what an adapter does).
 
-    FAMILIES["albert" | "bert" | "electra" | "litebert" | "roberta" | "xlnet"]
+    FAMILIES["albert" | "bert" | "electra" | "litebert" | "modernbert" | "roberta" | "xlnet"]
 
 "litebert" is our own layout for what transformers cannot represent (attention-only or
 FFN-only sharing, RoBERTa's position numbering with shared layers or a pair head, a backbone
@@ -23,6 +23,7 @@ AlbertConfig.from_dict / to_dict use.
   steps, dropout 0.1, Adam beta2 0.98.
 - XLNet (Yang et al. 2019, Table 8): lr 2e-5 (RACE; GLUE and the generic tasks take MNLI's),
   3e-5 with layer-wise decay 0.75 (SQuAD); weight decay 0, dropout 0.1.
+- ModernBERT: the recipe, as ALBERT (no defaults of its own yet).
 results.json records them under `defaults` (family, source, the values taken).
 """
 
@@ -37,12 +38,13 @@ from litebert.families.base import FamilyAdapter
 from litebert.families.bert import BertAdapter
 from litebert.families.electra import ElectraAdapter
 from litebert.families.litebert import LitebertAdapter
+from litebert.families.modernbert import ModernBertAdapter
 from litebert.families.roberta import RobertaAdapter
 from litebert.families.xlnet import XLNetAdapter
 
 FAMILIES: dict[str, FamilyAdapter] = {adapter.model_type: adapter for adapter in (
-    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter(), RobertaAdapter(),
-    XLNetAdapter())}
+    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter(), ModernBertAdapter(),
+    RobertaAdapter(), XLNetAdapter())}
 # Google's albert_config.json names no model_type.
 DEFAULT_MODEL_TYPE = "albert"
 
