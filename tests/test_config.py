@@ -200,7 +200,7 @@ def test_a_backbone_config_of_the_wrong_class_is_refused():
                                           r"AlbertBackboneConfig"):
         AlbertConfig(backbone_config=XLNetBackboneConfig())
     with pytest.raises(ConfigError, match=r"backbone 'nope' is not registered; litebert knows "
-                                          r"'albert', 'xlnet'"):
+                                          r"'albert', 'modernbert', 'xlnet'"):
         AlbertConfig(backbone="nope")
 
 

@@ -511,6 +511,22 @@ def _xlnet(L: int, H: int, heads: int) -> dict[str, Any]:
                 eos_token_id=2)
 
 
+def _modernbert(L: int, H: int, heads: int, intermediate: int, **kw: Any) -> dict[str, Any]:
+    # transformers' ModernBertConfig (answerdotai/ModernBERT-base / -large): bias-free pre-norm
+    # layers, GeGLU (intermediate_size is each half's width), RoPE over 8192 positions, a
+    # global layer every third, no dropout, no pooler, bias-free heads (dense -> gelu -> norm)
+    # with a decoder bias; a 50368-token BPE vocabulary.
+    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
+                intermediate_size=intermediate, backbone="modernbert", model_type="modernbert",
+                sharing="none", num_hidden_groups=L, embedding_projection="when_sizes_differ",
+                use_pooler=False, classifier_head="pooled_norm", classifier_act="gelu",
+                head_dense_bias=False, head_norm_bias=False, mlm_act="gelu",
+                hidden_act="gelu", hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0,
+                layer_norm_eps=1e-5, vocab_size=50368, max_position_embeddings=8192,
+                pad_token_id=50283, bos_token_id=50281, eos_token_id=50282, **kw)
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": _albert(4, 256, 4),
     "albert-base": _albert(12, 768, 12),
@@ -531,4 +547,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # hold it, so it is saved in litebert's own layout.
     "albert-xlnet-tiny": {**_xlnet(4, 256, 4), "embedding_size": 128, "sharing": "all",
                           "num_hidden_groups": 1, "model_type": "litebert"},
+    "modernbert-tiny": _modernbert(4, 256, 4, 384, local_attention=64),
+    "modernbert-base": _modernbert(22, 768, 12, 1152),
+    "modernbert-large": _modernbert(28, 1024, 16, 2624),
+    # ALBERT's structure on ModernBERT (E < H, one layer shared by all): no transformers class
+    # holds it, so it is saved in litebert's own layout.
+    "albert-modern-tiny": {**_modernbert(4, 256, 4, 384, local_attention=64),
+                           "embedding_size": 128, "sharing": "all", "num_hidden_groups": 1,
+                           "model_type": "litebert"},
 }

@@ -283,7 +283,7 @@ def test_families_config_json_do_not_name_the_default_backbone():
 
 def test_an_unknown_backbone_names_the_file_and_the_known_ones(tiny, tmp_path):
     with pytest.raises(ConfigError, match=rf"backbone 'nope' is not registered; litebert "
-                                          rf"knows 'albert', 'xlnet', '{NAME}'"):
+                                          rf"knows 'albert', 'modernbert', 'xlnet', '{NAME}'"):
         litebert.AlbertForMaskedLM(small_config(backbone="nope"))
     litebert.AlbertForMaskedLM(small_config()).save_pretrained(tmp_path)
     path = tmp_path / "config.json"
@@ -292,7 +292,7 @@ def test_an_unknown_backbone_names_the_file_and_the_known_ones(tiny, tmp_path):
                  litebert.AlbertForMaskedLM.from_pretrained, litebert.AutoModel.from_pretrained):
         with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: backbone 'nope' is "
                                               rf"not registered; litebert knows 'albert', "
-                                              rf"'xlnet', '{NAME}'"):
+                                              rf"'modernbert', 'xlnet', '{NAME}'"):
             load(tmp_path)
 
 

@@ -175,7 +175,7 @@ def test_the_config_says_what_a_head_reads(structure, task, pooling):
     (dict(classifier_head="pooled", use_pooler=False), "classifier_head", "unknown"),
 ])
 def test_invalid_head_fields_name_the_field(changes, field, words):
-    with pytest.raises(ConfigError, match=rf"AlbertConfig\.{field}=.*{words}"):
+    with pytest.raises(ConfigError, match=rf"ModelConfig\.{field}=.*{words}"):
         small_config(**changes)
 
 

@@ -1,6 +1,6 @@
 """Checkpoint families: one adapter per `model_type` (see base.py for what an adapter does).
 
-    FAMILIES["albert" | "bert" | "electra" | "litebert" | "roberta" | "xlnet"]
+    FAMILIES["albert" | "bert" | "electra" | "litebert" | "modernbert" | "roberta" | "xlnet"]
 
 "litebert" is our own layout for what transformers cannot represent (attention-only or
 FFN-only sharing, RoBERTa's position numbering with shared layers or a pair head, a backbone
@@ -22,12 +22,13 @@ from litebert.families.base import FamilyAdapter
 from litebert.families.bert import BertAdapter
 from litebert.families.electra import ElectraAdapter
 from litebert.families.litebert import LitebertAdapter
+from litebert.families.modernbert import ModernBertAdapter
 from litebert.families.roberta import RobertaAdapter
 from litebert.families.xlnet import XLNetAdapter
 
 FAMILIES: dict[str, FamilyAdapter] = {adapter.model_type: adapter for adapter in (
-    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter(), RobertaAdapter(),
-    XLNetAdapter())}
+    AlbertAdapter(), BertAdapter(), ElectraAdapter(), LitebertAdapter(), ModernBertAdapter(),
+    RobertaAdapter(), XLNetAdapter())}
 # Google's albert_config.json names no model_type.
 DEFAULT_MODEL_TYPE = "albert"
 

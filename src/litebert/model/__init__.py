@@ -5,7 +5,8 @@ replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`o
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
 (`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
-language model (`permutation_lm.py`)."""
+language model (`permutation_lm.py`); the ModernBERT backbone (`modernbert.py`, registered as
+"modernbert")."""
 
 from litebert.config import PRESETS, AlbertConfig, ModelConfig  # built once backbones register
 from litebert.model.albert import AlbertModel  # registers the "albert" backbone
@@ -33,6 +34,7 @@ from litebert.model.heads import (
     AlbertForTokenClassification,
 )
 from litebert.model.hub import CheckpointError
+from litebert.model.modernbert import ModernBertModel  # registers the "modernbert" backbone
 from litebert.model.permutation_lm import AlbertForPermutationLM
 from litebert.model.rtd import AlbertForReplacedTokenDetection
 from litebert.model.unroll import unroll
@@ -49,5 +51,5 @@ __all__ = [
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
     "AutoModelForTokenClassification", "CheckpointError", "AlbertForPermutationLM",
-    "XLNetModel", "unroll",
+    "ModernBertModel", "XLNetModel", "unroll",
 ]

@@ -20,10 +20,20 @@ class AlbertPreTrainedModel(nn.Module):
     # the backbone's module defines a BackboneConfig subclass and names it here.
     config_class: ClassVar[type[BackboneConfig]] = BackboneConfig
 
+    # A backbone whose init is its own (ModernBERT's: output projections at a smaller std)
+    # says so: a head's init_weights leaves that backbone's modules to its init_weights.
+    initialises_itself: ClassVar[bool] = False
+
     def init_weights(self) -> None:
-        """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms."""
+        """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms; a
+        sub-model that initialises itself (`initialises_itself`) runs its own afterwards."""
         std = self.config.initializer_range
+        own = [m for m in self.modules() if m is not self
+               and isinstance(m, AlbertPreTrainedModel) and m.initialises_itself]
+        theirs = {id(m) for model in own for m in model.modules()}
         for module in self.modules():
+            if id(module) in theirs:
+                continue
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.trunc_normal_(module.weight, std=std, a=-2 * std, b=2 * std)
                 if isinstance(module, nn.Embedding) and module.padding_idx is not None:
@@ -39,6 +49,8 @@ class AlbertPreTrainedModel(nn.Module):
         for name, param in self.named_parameters():
             if name.endswith("predictions.bias"):
                 nn.init.zeros_(param)
+        for model in own:
+            model.init_weights()
 
     @property
     def base_model(self) -> nn.Module:

@@ -9,7 +9,8 @@ import torch
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import backbone_class
-from litebert.model.heads import AlbertForPreTraining
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
 @dataclass
@@ -22,9 +23,14 @@ class CountRow:
 
 
 def count(config: AlbertConfig) -> tuple[int, int]:
-    """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used."""
+    """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used.
+    A backbone that can hold no pooler for the SOP head (ModernBERT's) counts the MLM head."""
+    model: AlbertPreTrainedModel
     with torch.device("meta"):
-        model = AlbertForPreTraining(config)
+        if backbone_class(config).capabilities.pooler:
+            model = AlbertForPreTraining(config)
+        else:
+            model = AlbertForMaskedLM(config)
     return model.num_parameters(only_backbone=True), model.num_parameters()
 
 

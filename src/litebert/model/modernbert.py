@@ -1,0 +1,396 @@
+"""The ModernBERT backbone (Warner et al., 2024), top to bottom in one file.
+
+    input ids (B, T)
+      -> tok_embeddings (V, E), bias-free LayerNorm(E), dropout   no position or type embeddings
+      -> E->H projection when E != H (ALBERT's factorised embeddings; embedding_projection)
+      -> L x inner_group_num pre-norm layers, weights shared across depth as in model/albert.py:
+           x + attention(attn_norm(x)), rotary positions on q and k  (ModernBertAttention)
+           x + GeGLU(mlp_norm(x))                                         (PreNormMLP)
+      -> final_norm (the encoder's last step) -> last_hidden_state (B, T, H); no pooler
+
+Global and local layers. Layer POSITION k attends to every key when k % global_attn_every_n_layers
+== 0, else through a sliding window of |i - j| <= local_attention // 2 (model/attention.py's
+`windowed`); global positions rotate q and k with global_rope_theta, local ones with
+local_rope_theta. The type belongs to the position, not to the module: the encoder builds one
+mask and one rotary table per type per forward pass and hands each position its type's, so a
+module shared across depth (ALBERT's sharing) may serve positions of both types.
+
+Cross-layer sharing is ALBERT's: `encoder.attentions` / `encoder.ffns` hold the modules, and
+model/layers.py's `sharing_tables` say which one each position uses (sharing "all",
+"attention", "ffn" or "none", num_hidden_groups, inner_group_num). transformers' layer i is
+our attentions.{i} (attn_norm, attn.Wqkv, attn.Wo) and ffns.{i} (mlp_norm, mlp.Wi, mlp.Wo);
+families/modernbert.py renames them to `model.layers.{i}.*`.
+
+The first layer's norm. ModernBERT's layer 0 has no attn_norm (an identity): its input, the
+embeddings' output, is normed already. Here position 0 never norms its input, whatever module
+it uses. The module that position 0 alone uses has no attn_norm at all (nn.Identity, as
+transformers' layer 0); an attention module shared with later positions keeps its attn_norm,
+applied at those positions and skipped at position 0. So unrolling a shared model gives one
+whose layer 0 has the identity too: the same function, in transformers' layout.
+
+Attention layouts are albert.py's: padding (SDPA's additive mask, and its windowed bool form
+for local positions), documents ((B, T) document_ids: FlexAttention on CUDA, an explicit mask
+on the CPU, the window within each document, positions restarting at each document) and
+unpadded rows ((N,) document_ids: varlen on CUDA in half precision, with the window as
+FlashAttention's window_size; elsewhere the padded layout). The rotary tables come from each
+token's position: 0..T-1, the caller's position_ids, the offsets within documents, or the
+padded positions gathered for the unpadded rows.
+
+Initialisation is ModernBERT's (`init_weights`): truncated normal cut at +-2 std
+(initializer_cutoff_factor), std initializer_range for the embeddings, Wqkv and Wi (and the
+E->H projection), initializer_range / sqrt(2 x layer positions) for both Wo, norms at one.
+A head's init_weights (model/base.py's) leaves the backbone to this one
+(`initialises_itself`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from litebert.config import AlbertConfig, BackboneConfig, ConfigError, is_whole
+from litebert.data.attention_layout import ATTENTIONS
+from litebert.model.albert import AlbertModel
+from litebert.model.attention import (
+    Layout,
+    document_layout,
+    positions_in_documents,
+    unpadded_layout,
+    varlen_runs,
+    windowed,
+)
+from litebert.model.backbone import BackboneCapabilities, register_backbone
+from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.layers import (
+    GeGLU,
+    PreNormAttention,
+    PreNormMLP,
+    RotaryAttention,
+    additive_mask,
+    encoder_depths,
+    layer_norm,
+    sharing_tables,
+    unrolled_source,
+)
+from litebert.model.outputs import BaseModelOutput
+from litebert.model.rope import rope_tables
+
+Rope = tuple[torch.Tensor, torch.Tensor]  # (cos, sin), (T, hd) or (B, T, hd) each
+
+
+@dataclass
+class ModernBertBackboneConfig(BackboneConfig):
+    """What only this backbone reads, by transformers' ModernBertConfig names. The shared
+    fields hold the rest under ALBERT's names: ModernBERT's hidden_activation is hidden_act,
+    norm_eps is layer_norm_eps, and attention_dropout is attention_probs_dropout_prob (it
+    drops the attention probabilities and the output projection's result). This backbone
+    reads no hidden_dropout_prob: its dropouts are the three named here and that one."""
+
+    # Layer position k attends globally when k % global_attn_every_n_layers == 0 (1: all).
+    global_attn_every_n_layers: int = 3
+    # The other positions' window in keys, both sides together: |i - j| <= local_attention // 2.
+    local_attention: int = 128
+    global_rope_theta: float = 160_000.0  # rotary base of the global positions
+    local_rope_theta: float = 10_000.0  # rotary base of the sliding-window positions
+    embedding_dropout: float = 0.0  # after the embeddings' norm
+    mlp_dropout: float = 0.0  # on GeGLU's gated product, before Wo
+    initializer_cutoff_factor: float = 2.0  # init: truncated normal cut at +- this x std
+
+    def validate(self, config: AlbertConfig) -> None:
+        need = self.need
+        need(is_whole(self.global_attn_every_n_layers) and self.global_attn_every_n_layers >= 1,
+             "global_attn_every_n_layers",
+             "must be a whole number >= 1 (1: every layer attends globally)")
+        need(is_whole(self.local_attention) and self.local_attention >= 2, "local_attention",
+             "must be a whole number >= 2: the sliding window's keys, local_attention // 2 on "
+             "each side of the query")
+        for name in ("global_rope_theta", "local_rope_theta", "initializer_cutoff_factor"):
+            value = getattr(self, name)
+            need(_is_number(value) and value > 0, name, "must be a positive number")
+        for name in ("embedding_dropout", "mlp_dropout"):
+            value = getattr(self, name)
+            need(_is_number(value) and 0.0 <= value < 1.0, name, "must be in [0, 1)")
+        head_size = config.hidden_size // config.num_attention_heads
+        if head_size % 2:
+            raise ConfigError(f"ModelConfig.hidden_size={config.hidden_size}: rotary "
+                              f"embeddings need an even head size, and hidden_size / "
+                              f"num_attention_heads is {head_size}: change either")
+        if config.use_pooler:
+            raise ConfigError("ModelConfig.use_pooler=True: ModernBERT has no pooler; set "
+                              "use_pooler false and classify from the first token "
+                              "(classifier_head 'first_token')")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+modernbert_of = ModernBertBackboneConfig.of  # config.backbone_config, typed
+
+
+class ModernBertEmbeddings(nn.Module):
+    """Token embeddings -> bias-free LayerNorm -> dropout (transformers' names)."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E = config.embedding_size
+        self.tok_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.norm = layer_norm(E, config.layer_norm_eps)
+        self.drop = nn.Dropout(modernbert_of(config).embedding_dropout)
+
+    def forward(self, input_ids):  # (B, T) -> (B, T, E)
+        return self.drop(self.norm(self.tok_embeddings(input_ids)))
+
+
+class ModernBertAttention(PreNormAttention):
+    """PreNormAttention (same names, same state dict) that position 0 calls with its input
+    `normed` already: the norm is skipped there, in this module's own forward, so that FSDP
+    (which gathers a unit's weights in its forward hook) sees every call."""
+
+    def forward(self, x, mask, rope, normed: bool = False):  # (B, T, H) -> (B, T, H)
+        return x + self.attn(x if normed else self.attn_norm(x), mask, rope)
+
+
+class ModernBertEncoder(nn.Module):
+    """The E->H projection and the pre-norm attention / MLP modules, shared across depth by
+    `sharing_tables` (AlbertEncoder's keys and tables), with each position's attention type."""
+
+    def __init__(self, config: AlbertConfig):
+        super().__init__()
+        E, H = config.embedding_size, config.hidden_size
+        mb = modernbert_of(config)
+        # Bias-free like every linear layer of ModernBERT.
+        self.embedding_hidden_mapping_in = (nn.Linear(E, H, bias=False)
+                                            if config.has_projection else None)
+        self.attention_index, self.ffn_index = sharing_tables(config)
+        self.is_global = [k % mb.global_attn_every_n_layers == 0
+                          for k in range(config.num_layer_positions)]
+        self.attention_dropout = config.attention_probs_dropout_prob  # every layer's
+        heads, eps = config.num_attention_heads, config.layer_norm_eps
+        first_alone = self.attention_index.count(0) == 1  # module 0 serves position 0 only
+        self.attentions = nn.ModuleList(
+            ModernBertAttention(H, heads, config.attention_probs_dropout_prob, eps,
+                                first=n == 0 and first_alone)
+            for n in range(max(self.attention_index) + 1))
+        self.ffns = nn.ModuleList(
+            PreNormMLP(H, config.intermediate_size, config.hidden_act, mb.mlp_dropout, eps)
+            for _ in range(max(self.ffn_index) + 1))
+        self.final_norm = layer_norm(H, eps)
+        # What the attention types need: the window and one rotary base per type.
+        self.window = mb.local_attention
+        self.thetas = (mb.global_rope_theta, mb.local_rope_theta)
+        self.head_size = H // heads
+
+    def forward(self, x, mask, positions: torch.Tensor, length: int, keep: list | None = None):
+        """x (B, T, E), or (1, N, E) unpadded; `mask` the layout's (model/attention.py) for
+        rows of `length` T; positions (T,), (B, T) or (1, N), each token's. The final norm of
+        the last layer's output (B, T, H); with `keep`, every layer position's input is
+        appended."""
+        masks = self.attention_masks(mask, length, x.device)  # (global, local)
+        ropes = self.rotary_tables(positions)  # (global, local)
+        if self.embedding_hidden_mapping_in is not None:
+            x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
+        for k, (a, f) in enumerate(zip(self.attention_index, self.ffn_index, strict=True)):
+            if keep is not None:
+                keep.append(x)
+            kind = 0 if self.is_global[k] else 1
+            # Position 0's input is the embeddings' output, normed already (the docstring).
+            x = self.attentions[a](x, masks[kind], ropes[kind], normed=k == 0)
+            x = self.ffns[f](x)
+        return self.final_norm(x)
+
+    def attention_masks(self, mask, T: int, device: torch.device) -> tuple[Any, Any]:
+        """(global, local): the layout's mask, and it limited to the sliding window. Rows no
+        longer than half the window see every key from every query: no window to apply."""
+        if all(self.is_global) or T - 1 <= self.window // 2:
+            return mask, mask
+        return mask, windowed(mask, self.window, T, device)
+
+    def rotary_tables(self, positions: torch.Tensor) -> tuple[Rope, Rope]:
+        """(global, local) (cos, sin) tables for `positions`, one per theta."""
+        full = rope_tables(positions, self.head_size, self.thetas[0])
+        if self.thetas[1] == self.thetas[0]:
+            return full, full
+        return full, rope_tables(positions, self.head_size, self.thetas[1])
+
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        """As AlbertEncoder's: a module used at several depths stays gathered (False)."""
+        shared_attention = len(self.attentions) < len(self.attention_index)
+        shared_ffn = len(self.ffns) < len(self.ffn_index)
+        return ([(m, not shared_attention) for m in self.attentions]
+                + [(m, not shared_ffn) for m in self.ffns])
+
+
+@register_backbone("modernbert")
+class ModernBertModel(AlbertPreTrainedModel):
+    """The backbone: embeddings -> projection -> global / sliding-window layers -> final_norm.
+
+    No pooler: `add_pooling_layer` True is refused (heads classify from the first token, or a
+    mean over the tokens); None and False build none."""
+
+    config_class: ClassVar[type[BackboneConfig]] = ModernBertBackboneConfig
+    initialises_itself: ClassVar[bool] = True  # init_weights below, under any head too
+    capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
+        attentions=ATTENTIONS, pooler=False, embed_encode=True)
+    # embed_encode: ELECTRA's generator runs a ModernBertEncoder (final norm included) on
+    # these embeddings.
+    embeddings_name: ClassVar[str] = "embeddings"
+    encoder_name: ClassVar[str] = "encoder"
+    summary_position: ClassVar[int] = 0  # [CLS] A [SEP] B [SEP]: the first token
+    embeds_token_types: ClassVar[bool] = False  # no token-type embeddings: ids are ignored
+
+    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
+        super().__init__()
+        if add_pooling_layer:
+            raise ConfigError("add_pooling_layer=True: ModernBERT has no pooler; use a head "
+                              "that pools the first token or the mean of the tokens")
+        self.config = config
+        self.embeddings = ModernBertEmbeddings(config)
+        self.encoder = ModernBertEncoder(config)
+        self.pooler = None  # what heads and hub.py look for; ModernBERT has none
+        self.init_weights()
+
+    def init_weights(self) -> None:
+        """ModernBERT's init (see the module docstring); a padding row of zeros, as every
+        litebert embedding (it takes no gradient, so it stays what it starts as)."""
+        config = self.config
+        cutoff = modernbert_of(config).initializer_cutoff_factor
+        std = config.initializer_range
+        out_std = std / math.sqrt(2.0 * config.num_layer_positions)
+        encoder = self.encoder
+        weights = [(self.embeddings.tok_embeddings.weight, std)]
+        if encoder.embedding_hidden_mapping_in is not None:
+            weights.append((encoder.embedding_hidden_mapping_in.weight, std))
+        for module in encoder.modules():
+            if isinstance(module, RotaryAttention):
+                weights += [(module.Wqkv.weight, std), (module.Wo.weight, out_std)]
+            elif isinstance(module, GeGLU):
+                weights += [(module.Wi.weight, std), (module.Wo.weight, out_std)]
+        with torch.no_grad():
+            for weight, s in weights:
+                nn.init.trunc_normal_(weight, std=s, a=-cutoff * s, b=cutoff * s)
+            self.embeddings.tok_embeddings.weight[config.pad_token_id].zero_()
+            for module in self.modules():
+                if isinstance(module, nn.LayerNorm):
+                    nn.init.ones_(module.weight)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+                output_hidden_states: bool = False, mems=None, use_mems=None,
+                document_ids=None):
+        """See model/backbone.py. token_type_ids are ignored (no type embeddings); use_mems
+        is accepted as every backbone does (none kept). document_ids: (B, T) attend within
+        documents, (N,) run on the real tokens only (litebert.data.attention_layout)."""
+        if mems is not None:
+            raise ValueError("the ModernBERT backbone keeps no memories: pass mems=None")
+        states: list | None = [] if output_hidden_states else None
+        x, layout = self.encode_with(self.encoder, input_ids, attention_mask, token_type_ids,
+                                     position_ids, document_ids, states)  # (B, T, H)
+        hidden = None
+        if states is not None:  # every layer's input, then the output (transformers' [-1])
+            hidden = tuple(layout.pad(s) for s in states) + (x,)
+        return BaseModelOutput(last_hidden_state=x, pooler_output=None, hidden_states=hidden)
+
+    def encode_with(self, encoder: ModernBertEncoder, input_ids, attention_mask=None,
+                    token_type_ids=None, position_ids=None, document_ids=None,
+                    states: list | None = None) -> tuple[torch.Tensor, Layout]:
+        """These embeddings, then `encoder` (this model's, or ELECTRA's generator, which reads
+        the discriminator's embeddings) laid out for the batch. The last hidden state
+        (B, T, H), final norm included, and the layout."""
+        layout, positions = self.layout(encoder, input_ids, attention_mask, position_ids,
+                                        document_ids)
+        x = layout.unpad(self.embeddings(input_ids))  # (B, T, E), or (1, N, E) unpadded
+        x = encoder(x, layout.mask, positions, input_ids.shape[1], states)
+        return layout.pad(x), layout
+
+    @classmethod
+    def build_encoder(cls, config: AlbertConfig) -> ModernBertEncoder:
+        return ModernBertEncoder(config)
+
+    # ---- attention and positions, once per forward -------------------------------------------
+
+    def layout(self, encoder: ModernBertEncoder, input_ids, attention_mask, position_ids,
+               document_ids) -> tuple[Layout, torch.Tensor]:
+        """The batch's Layout (padding at most, documents, or unpadded rows: albert.py's
+        choice) and each token's position: (T,) or (B, T), (1, N) for unpadded rows."""
+        if document_ids is not None and document_ids.dim() == 1:
+            if attention_mask is None:
+                raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
+                                 "they list the real tokens it marks")
+            if not self.varlen_runs(encoder, input_ids):
+                document_ids = None  # the padded layout: per-row masks (model/attention.py)
+        B, T = input_ids.shape
+        if document_ids is None:
+            dtype = self.embeddings.tok_embeddings.weight.dtype
+            layout = Layout(mask=additive_mask(attention_mask, dtype))
+        elif document_ids.dim() == 1:
+            layout = unpadded_layout(attention_mask, document_ids.shape[0])
+        else:
+            layout = document_layout(attention_mask, document_ids,
+                                     self.fused_attention(encoder, input_ids))
+            if position_ids is None and layout.documents is not None:
+                position_ids = positions_in_documents(layout.documents)  # (B, T)
+        if position_ids is None:
+            position_ids = torch.arange(T, device=input_ids.device)  # (T,)
+        if layout.unpadding is not None:  # the padded positions of the N real tokens
+            position_ids = layout.unpad(position_ids.expand(B, T)[..., None])[..., 0]  # (1, N)
+        return layout, position_ids
+
+    @staticmethod
+    def attention_dropout_on(encoder: ModernBertEncoder) -> bool:
+        return encoder.training and encoder.attention_dropout > 0
+
+    def fused_attention(self, encoder: ModernBertEncoder, x) -> bool:
+        """FlexAttention for documents: on CUDA, unless attention dropout is on (it has
+        none); else the explicit per-row mask."""
+        return x.is_cuda and not self.attention_dropout_on(encoder)
+
+    def varlen_runs(self, encoder: ModernBertEncoder, x) -> bool:
+        """Whether unpadded rows run on varlen (model/attention.py says when they can)."""
+        dtype = self.embeddings.tok_embeddings.weight.dtype
+        return varlen_runs(x.device.type, self.attention_dropout_on(encoder), dtype)
+
+    # ---- what heads read ---------------------------------------------------------------------
+
+    @property
+    def input_embeddings(self) -> torch.Tensor:
+        return self.embeddings.tok_embeddings.weight  # (V, E)
+
+    # ---- what layer-wise lr decay, FSDP, counts and unrolling ask (model/backbone.py) --------
+
+    def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
+        """Embeddings and the E->H projection at depth 0, layer position k at k + 1 (a shared
+        module at its highest use), final_norm with the top layer (L); no pooler."""
+        parts, L = encoder_depths(self.encoder, [self.embeddings], None)
+        return parts + [(self.encoder.final_norm, L)], L
+
+    def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
+        return self.encoder.fsdp_units()
+
+    @classmethod
+    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+        """Forward + backward = 3 x forward, 2 FLOPs a multiply-add: the E->H projection,
+        then per layer position Wqkv and Wo (4 H^2), GeGLU's Wi (2 H I) and Wo (H I), and
+        the attention products over its keys (2 keys H): T at global positions,
+        min(T, local_attention + 1) at local ones. Norms, softmax and RoPE are left out."""
+        H, E, T = config.hidden_size, config.embedding_size, seq_len
+        mb = modernbert_of(config)
+        local_keys = min(T, mb.local_attention + 1)
+        per_layer = 4 * H * H + 3 * H * config.intermediate_size
+        total = 0.0
+        for k in range(config.num_layer_positions):
+            keys = T if k % mb.global_attn_every_n_layers == 0 else local_keys
+            total += per_layer + 2 * keys * H
+        projection = E * H if config.has_projection else 0
+        return 6.0 * (projection + total)
+
+    @classmethod
+    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+        return AlbertModel.unrolled_config(config)  # ALBERT's sharing rules; positions kept
+
+    def unrolled_source(self, key: str) -> str:
+        """Position k of the unrolled encoder copies the module position k used here."""
+        return unrolled_source(self.encoder, key)
