@@ -9,6 +9,7 @@ presets, FLOPs, depths, ModernBERT's init and the configs it refuses."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -174,10 +175,18 @@ def test_flex_documents_equal_the_explicit_mask(monkeypatch):
     ids, mask, documents, _ = packed_row()
     with torch.no_grad():
         reference = model(ids, mask, document_ids=documents).last_hidden_state
-    monkeypatch.setattr(attention, "compiled_flex_attention", lambda: flex_attention)
+    calls = []
+
+    def counted(*args, **kwargs):  # flex run eagerly, counted: the BlockMask path ran
+        calls.append(kwargs["block_mask"])
+        return flex_attention(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "compiled_flex_attention", lambda: counted)
     monkeypatch.setattr(ModernBertModel, "fused_attention", lambda self, encoder, x: True)
-    with torch.no_grad(), pytest.warns(UserWarning, match="without torch.compile"):
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # flex's "without torch.compile" (once per process)
         flex = model(ids, mask, document_ids=documents).last_hidden_state
+    assert len(calls) == 4  # every layer position, global and windowed alike
     torch.testing.assert_close(flex[:, :16], reference[:, :16], atol=ATOL, rtol=ATOL)
 
 

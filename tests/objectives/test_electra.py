@@ -294,3 +294,29 @@ def test_electra_trains_exports_and_reloads_on_another_embed_encode_backbone(
     again = load_pair(exported / "discriminator", exported / "generator", objective)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)
+
+
+def test_electra_trains_exports_and_reloads_on_the_modernbert_backbone(data_dir, train,
+                                                                         tmp_path):
+    # ModernBERT declares embed_encode: its generator is a ModernBERT encoder (a quarter as
+    # wide, final norm included) on the discriminator's token embeddings and norm.
+    cfg = run_config(data_dir, tmp_path / "run", model="modernbert-tiny",
+                     objective={"name": "electra"}, optimizer="adamw", lr=1e-3,
+                     model_overrides={**MICRO, "local_attention": 8})
+    objective = ElectraObjective(cfg, train)
+    torch.manual_seed(0)
+    model = objective.build(model_config(cfg, data_dir)).eval()
+    keys = model.state_dict().keys()
+    assert "discriminator.albert.embeddings.tok_embeddings.weight" in keys
+    assert "generator.encoder.final_norm.weight" in keys
+    assert not [k for k in keys if k.startswith("generator.") and "embeddings." in k]
+    out = model(**collate([train[i] for i in range(4)]))
+    assert torch.isfinite(out.generator_sum) and torch.isfinite(out.rtd_sum)
+    (out.generator_sum + out.rtd_sum).backward()
+    assert model.discriminator.albert.embeddings.tok_embeddings.weight.grad.abs().sum() > 0
+    randomize(model)
+    exported = objective.export(model.state_dict(), model.discriminator.config, data_dir,
+                                tmp_path / "export")
+    again = load_pair(exported / "discriminator", exported / "generator", objective)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)

@@ -169,9 +169,24 @@ def xlnet_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
 
 # config.json's model_type -> the family's defaults for (the model's config, the task). A
 # model_type without an entry gets ALBERT's, the recipes as they are.
+# ---- ModernBERT --------------------------------------------------------------------------------
+
+# Warner et al. 2024 pick the learning rate per task from a sweep on dev, which a default
+# cannot do; until a measured choice exists, ModernBERT fine-tunes with the task recipe, as
+# ALBERT does, and its results say so.
+MODERNBERT_FINETUNING = dataclasses.replace(
+    ALBERT_FINETUNING, source="ModernBERT (Warner et al. 2024) sweeps lr per task on dev; "
+                              "the task recipe (ALBERT's Table 14) here")
+
+
+def modernbert_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+    return MODERNBERT_FINETUNING
+
+
 FINETUNE_DEFAULTS: dict[str, Callable[[AlbertConfig, str], FinetuneDefaults]] = {
     "albert": albert_defaults, "litebert": albert_defaults, "bert": bert_defaults,
-    "electra": electra_defaults, "roberta": roberta_defaults, "xlnet": xlnet_defaults}
+    "electra": electra_defaults, "roberta": roberta_defaults, "xlnet": xlnet_defaults,
+    "modernbert": modernbert_defaults}
 
 
 def family_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
