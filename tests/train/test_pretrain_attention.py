@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import torch
+import transformers
 
+from litebert.data.loader import PretrainingDataset, collate
+from litebert.model import AlbertForMaskedLM
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
@@ -11,6 +15,11 @@ from tests.train import test_pretrain
 from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config, tiny_data
 
 data_dir = test_pretrain.data_dir  # sentence pairs (SOP), built once for this module
+# modernbert-tiny at the micro size; the ids of the test tokenizer, not ModernBERT's 50k.
+MODERN_MICRO = dict(hidden_size=32, embedding_size=32, num_hidden_layers=3,
+                    num_hidden_groups=3, num_attention_heads=2, intermediate_size=48,
+                    max_position_embeddings=64, pad_token_id=0, bos_token_id=2,
+                    eos_token_id=3)
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +81,25 @@ def test_document_attention_trains_on_packed_data(packed_dir, tmp_path, objectiv
     assert document["eval_loss"] > 0 and document["eval_loss"] != full["eval_loss"]
     losses = [x["loss"] for x in read_metrics(tmp_path / "doc")[0]]
     assert len(losses) == 3 and losses != [x["loss"] for x in read_metrics(tmp_path / "full")[0]]
+
+
+@pytest.mark.parametrize("attention", ["full", "document"])
+def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
+        packed_dir, tmp_path, attention):
+    """The modernbert backbone (no pooler) trains MLM alone in its masked LM, windows shorter
+    than the rows, and its export is a ModernBertForMaskedLM directory giving our logits."""
+    overrides = dict(MODERN_MICRO, local_attention=8)
+    result = pretrain(run_config(packed_dir, tmp_path / "run", model="modernbert-tiny",
+                                 model_overrides=overrides, attention=attention,
+                                 optimizer="adamw", lr=1e-3, schedule="wsd", max_steps=4))
+    assert result["eval_mlm_accuracy"] >= 0.0 and result["eval_loss"] > 0
+    export = tmp_path / "run" / "export"
+    ours = AlbertForMaskedLM.from_pretrained(export, strict=True).eval()
+    theirs = transformers.ModernBertForMaskedLM.from_pretrained(
+        export, attn_implementation="sdpa").eval()
+    batch = collate([PretrainingDataset(packed_dir, "heldout", seed=0)[i] for i in range(2)])
+    inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    with torch.no_grad():
+        a, b = ours(**inputs).logits, theirs(**inputs).logits
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(a[real], b[real], atol=1e-4, rtol=1e-4)

@@ -30,9 +30,10 @@ from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
-from litebert.model.backbone import check_attention
+from litebert.model.backbone import backbone_class, check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.hub import save_extra_heads
+from litebert.model.outputs import MaskedLMOutput
 from litebert.objectives.base import (
     Batch,
     FsdpUnits,
@@ -125,6 +126,8 @@ class MLMObjective(Stateless):
         check_attention(config, run_attention(self.run))
         if "classifier_dropout_prob" not in self.run.model_overrides:
             config = config.replace(classifier_dropout_prob=0.0)
+        if self.pair is None and not backbone_class(config).capabilities.pooler:
+            return AlbertForMaskedLM(config)  # MLM alone on a backbone without a pooler
         return AlbertForPreTraining(config)
 
     def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
@@ -135,7 +138,7 @@ class MLMObjective(Stateless):
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The backbone's own units (its attention and FFN modules)."""
-        assert isinstance(model, AlbertForPreTraining)
+        assert isinstance(model, AlbertForPreTraining | AlbertForMaskedLM)
         return model.albert.fsdp_units()
 
     def begin_step(self, step: int) -> None:
@@ -158,7 +161,9 @@ class MLMObjective(Stateless):
         logits would not."""
         out = model(**batch)
         counts = self.counts(batch)  # (P,)
-        means = [out.mlm_loss] + ([out.sop_loss] if self.label_key else [])
+        mlm = out.loss if isinstance(out, MaskedLMOutput) else out.mlm_loss
+        assert mlm is not None  # the batch's prediction slots always give one
+        means = [mlm] + ([out.sop_loss] if self.label_key else [])
         return torch.stack(means).float() * counts.clamp(min=1)
 
     # ---- evaluation --------------------------------------------------------------------------
@@ -187,7 +192,8 @@ class MLMObjective(Stateless):
         return result
 
     def _add_batch(self, sums: EvalSums, out: Any, batch: Batch) -> None:
-        add_mlm(sums, out.prediction_logits, batch["labels"], self.baseline_token)
+        logits = out.logits if isinstance(out, MaskedLMOutput) else out.prediction_logits
+        add_mlm(sums, logits, batch["labels"], self.baseline_token)
         if self.label_key:
             labels, logits = batch[self.label_key], out.sop_logits.float()  # (B,), (B, 2)
             sums.add(pair_loss=F.cross_entropy(logits, labels,
@@ -234,9 +240,12 @@ class MLMObjective(Stateless):
         a pre-training class holding a pair head (ELECTRA, RoBERTa) gets its masked LM in
         its transformers layout, and a trained pair head and pooler are kept beside it in
         litebert's layout (EXTRA_HEADS_NAME): litebert loads and scores them."""
-        model: AlbertForPreTraining | AlbertForMaskedLM = AlbertForPreTraining(config)
         kept: dict[str, torch.Tensor] = {}
-        if "AlbertForPreTraining" not in family(config.model_type).class_names:
+        model: AlbertForPreTraining | AlbertForMaskedLM
+        if "AlbertForPreTraining" in family(config.model_type).class_names \
+                and backbone_class(config).capabilities.pooler:
+            model = AlbertForPreTraining(config)
+        else:  # no such class, or a backbone without a pooler (MLM alone, ModernBERT)
             heads = ("sop_classifier.", "albert.pooler.")
             kept = {k: v for k, v in model_state.items() if k.startswith(heads)}
             model_state = {k: v for k, v in model_state.items() if not k.startswith(heads)}
