@@ -19,7 +19,8 @@ scaling. ModernBERT's names for shared fields: hidden_activation (hidden_act), n
 (classifier_dropout_prob) and classifier_activation (classifier_act, and mlm_act: its MLM
 head's activation is the same). classifier_pooling ("cls" or "mean") and classifier_bias (the
 heads' dense layers) are the heads' fields of the same meaning (classifier_pooling,
-head_dense_bias); cls_token_id, sep_token_id and the other keys are kept as they are
+head_dense_bias); cls_token_id and sep_token_id are read as bos_token_id and eos_token_id
+(what the template reads) and written as both; the other keys are kept as they are
 (`extra`).
 
 Heads, by transformers' names: the MLM head `head.dense`, `head.norm`, `decoder` (its weight is
@@ -58,7 +59,7 @@ _CONSUMED = frozenset({"hidden_activation", "norm_eps", "norm_bias", "attention_
                        "mlp_bias", "attention_dropout", "classifier_dropout",
                        "classifier_activation", "classifier_bias", "decoder_bias",
                        "tie_word_embeddings", "layer_types", "rope_parameters",
-                       "rope_scaling"})
+                       "rope_scaling", "cls_token_id", "sep_token_id"})
 # Biases litebert's ModernBERT does not have (False) or always has (True): a file must agree.
 _BIASES = {"norm_bias": False, "attention_bias": False, "mlp_bias": False, "decoder_bias": True}
 GLOBAL, LOCAL = "full_attention", "sliding_attention"  # transformers' layer types
@@ -171,6 +172,9 @@ class ModernBertAdapter(FamilyAdapter):
         H, L = values["hidden_size"], values["num_hidden_layers"]
         activation = values["classifier_activation"]
         values.update(
+            # [CLS] and [SEP] are what the template reads: our bos and eos.
+            bos_token_id=values.get("cls_token_id", values["bos_token_id"]),
+            eos_token_id=values.get("sep_token_id", values["eos_token_id"]),
             model_type="modernbert", embedding_size=H, num_hidden_groups=L,
             hidden_act=values["hidden_activation"], layer_norm_eps=values["norm_eps"],
             attention_probs_dropout_prob=values["attention_dropout"],
@@ -199,6 +203,9 @@ class ModernBertAdapter(FamilyAdapter):
             classifier_bias=config.head_dense_bias,
             pad_token_id=config.pad_token_id, bos_token_id=config.bos_token_id,
             eos_token_id=config.eos_token_id, num_labels=config.num_labels,
+            # ModernBERT's [CLS] and [SEP] are its bos and eos (transformers' defaults
+            # otherwise name ids of its own 50k vocabulary).
+            cls_token_id=config.bos_token_id, sep_token_id=config.eos_token_id,
             problem_type=config.problem_type, architectures=config.architectures,
             layer_types=layer_types(own["global_attn_every_n_layers"],
                                     config.num_hidden_layers),
