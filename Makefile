@@ -36,6 +36,7 @@ bench: setup
 	$(PY) benchmarks/bench_build_memory.py $(BENCH_DIR)/corpus-50mb.txt \
 		$(BENCH_DIR)/corpus-5000mb.txt --tokenizer $(BENCH_DIR)/tokenizer
 	$(PY) benchmarks/bench_pretrain.py
+	$(PY) benchmarks/bench_pretrain.py --preset modernbert-tiny --pair-task none
 	$(PY) benchmarks/bench_electra.py
 	$(PY) benchmarks/bench_xlnet.py
 	$(PY) benchmarks/bench_static_step.py

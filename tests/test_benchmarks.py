@@ -105,6 +105,14 @@ def test_electra_benchmark_eager(data):
     assert_table(out, "electra-small", "electra", ("litebert eager",))
 
 
+def test_pretrain_benchmark_runs_modernbert_against_its_masked_lm(data):
+    # MLM alone (no pair task: ModernBERT has no pooler); transformers' side is the class the
+    # exported directory names, ModernBertForMaskedLM.
+    out = bench("bench_pretrain.py", data["none"], "--preset", "modernbert-tiny",
+                "--pair-task", "none", "--compile", "false").stdout
+    assert_table(out, "modernbert-tiny", "pretrain", ("litebert eager",))
+
+
 def test_xlnet_benchmark_eager(data):
     out = bench("bench_xlnet.py", data["xlnet"], "--preset", "xlnet-tiny",
                 "--compile", "false").stdout
