@@ -23,7 +23,7 @@ from litebert.model.auto import (
     AutoModelForTokenClassification,
 )
 from litebert.model.backbone import BACKBONES, Backbone, build_backbone, register_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import AlbertPreTrainedModel, PreTrainedModel
 from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
 from litebert.model.heads import (
     AlbertForMaskedLM,
@@ -46,7 +46,7 @@ __all__ = [
     "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
     "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
-    "AlbertPreTrainedModel", "AutoModel", "AutoModelForBeamQuestionAnswering",
+    "AlbertPreTrainedModel", "PreTrainedModel", "AutoModel", "AutoModelForBeamQuestionAnswering",
     "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",

@@ -45,7 +45,7 @@ from litebert.model.attention import (
     varlen_runs,
 )
 from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.layers import (
     activation,
     additive_mask,
@@ -224,7 +224,7 @@ class AlbertEncoder(nn.Module):
 
 
 @register_backbone(DEFAULT_BACKBONE)
-class AlbertModel(AlbertPreTrainedModel):
+class AlbertModel(PreTrainedModel):
     """The backbone: embeddings -> projection -> shared layers -> pooler.
 
     `add_pooling_layer`: None follows config.use_pooler; heads say True when they read the

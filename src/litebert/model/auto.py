@@ -21,7 +21,7 @@ from typing import Any, ClassVar, cast
 from litebert.config import AlbertConfig, ConfigError
 from litebert.families import FAMILIES, family
 from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
 from litebert.model.heads import (
     AlbertForMaskedLM,
@@ -38,19 +38,19 @@ from litebert.model.rtd import AlbertForReplacedTokenDetection
 # Our classes by name. "AlbertModel", the name the families give the bare backbone, stands for
 # whichever backbone config.backbone names (see `model_class`); listed here is the default's.
 BACKBONE = "AlbertModel"
-MODEL_CLASSES: dict[str, type[AlbertPreTrainedModel]] = {
-    BACKBONE: cast(type[AlbertPreTrainedModel], BACKBONES[DEFAULT_BACKBONE])}
+MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {
+    BACKBONE: cast(type[PreTrainedModel], BACKBONES[DEFAULT_BACKBONE])}
 MODEL_CLASSES.update({cls.__name__: cls for cls in (
     AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
     AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering,
     AlbertForReplacedTokenDetection, AlbertForBeamQuestionAnswering, AlbertForPermutationLM)})
 
 
-def model_class(name: str, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
+def model_class(name: str, config: AlbertConfig) -> type[PreTrainedModel]:
     """Our class called `name` (a head, or BACKBONE for config's backbone). A backbone is an
-    AlbertPreTrainedModel (save_pretrained, from_pretrained), as model/backbone.py asks."""
+    PreTrainedModel (save_pretrained, from_pretrained), as model/backbone.py asks."""
     if name == BACKBONE:
-        return cast(type[AlbertPreTrainedModel], backbone_class(config))
+        return cast(type[PreTrainedModel], backbone_class(config))
     return MODEL_CLASSES[name]
 
 
@@ -69,7 +69,7 @@ def named_class(config: AlbertConfig) -> str | None:
 
 
 def choose_class(config: AlbertConfig, candidates: tuple[str, ...],
-                 fallback: str | None = None) -> type[AlbertPreTrainedModel]:
+                 fallback: str | None = None) -> type[PreTrainedModel]:
     if len(candidates) == 1:
         return model_class(candidates[0], config)
     named = named_class(config)
@@ -93,17 +93,17 @@ class _AutoModel:
                         f"{type(self).__name__}.from_pretrained(directory) or .from_config(config)")
 
     @classmethod
-    def model_class(cls, config: AlbertConfig) -> type[AlbertPreTrainedModel]:
+    def model_class(cls, config: AlbertConfig) -> type[PreTrainedModel]:
         return choose_class(config, cls.candidates, cls.fallback)
 
     @classmethod
-    def from_config(cls, config: AlbertConfig) -> AlbertPreTrainedModel:
+    def from_config(cls, config: AlbertConfig) -> PreTrainedModel:
         """A newly initialised model of the class this config calls for."""
         return cls.model_class(config)(config)
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, strict: bool = False,
-                        **config_overrides: Any) -> AlbertPreTrainedModel:
+                        **config_overrides: Any) -> PreTrainedModel:
         """Load a model directory of any family into the class its config.json calls for."""
         directory = Path(directory)
         if not directory.is_dir():

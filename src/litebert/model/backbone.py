@@ -94,7 +94,7 @@ class BackboneCapabilities:
 class Backbone(Protocol):
     """What a backbone offers. AlbertModel (model/albert.py) is the reference implementation.
 
-    A backbone is an nn.Module (in practice a litebert.model.AlbertPreTrainedModel subclass,
+    A backbone is an nn.Module (in practice a litebert.model.PreTrainedModel subclass,
     which brings init_weights, save_pretrained and from_pretrained) with a `config`, built as
     `cls(config, add_pooling_layer)`: None follows config.use_pooler, True asks for a pooler
     (the head reads pooler_output; build_backbone refuses it, in a ConfigError, for a backbone

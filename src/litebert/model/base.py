@@ -11,7 +11,7 @@ from torch import nn
 from litebert.config import AlbertConfig, BackboneConfig
 
 
-class AlbertPreTrainedModel(nn.Module):
+class PreTrainedModel(nn.Module):
     config: AlbertConfig
     # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
     # Typed loosely while objectives/ and train/ still reach into ALBERT's modules through it.
@@ -29,7 +29,7 @@ class AlbertPreTrainedModel(nn.Module):
         sub-model that initialises itself (`initialises_itself`) runs its own afterwards."""
         std = self.config.initializer_range
         own = [m for m in self.modules() if m is not self
-               and isinstance(m, AlbertPreTrainedModel) and m.initialises_itself]
+               and isinstance(m, PreTrainedModel) and m.initialises_itself]
         theirs = {id(m) for model in own for m in model.modules()}
         for module in self.modules():
             if id(module) in theirs:
@@ -79,3 +79,6 @@ class AlbertPreTrainedModel(nn.Module):
         from litebert.model.hub import load_pretrained
 
         return load_pretrained(cls, directory, strict=strict, **config_overrides)
+
+
+AlbertPreTrainedModel = PreTrainedModel  # the previous release's name

@@ -39,7 +39,7 @@ from torch import nn
 
 from litebert.config import AlbertConfig, ConfigError
 from litebert.model.backbone import build_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.outputs import BeamQuestionAnsweringOutput
 
 DEFAULT_BEAM = 5  # XLNet's start_n_top and end_n_top
@@ -115,7 +115,7 @@ def _rows(hidden: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return hidden[torch.arange(hidden.size(0), device=hidden.device), index.reshape(-1)]
 
 
-class AlbertForBeamQuestionAnswering(AlbertPreTrainedModel):
+class AlbertForBeamQuestionAnswering(PreTrainedModel):
     """Start, start-conditioned end and answer class (XLNetForQuestionAnswering); see the
     module docstring for the outputs."""
 

@@ -9,7 +9,7 @@ import torch
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import backbone_class
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.heads import AlbertForMaskedLM, AlbertForPreTraining
 
 
@@ -25,7 +25,7 @@ class CountRow:
 def count(config: AlbertConfig) -> tuple[int, int]:
     """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used.
     A backbone that can hold no pooler for the SOP head (ModernBERT's) counts the MLM head."""
-    model: AlbertPreTrainedModel
+    model: PreTrainedModel
     with torch.device("meta"):
         if backbone_class(config).capabilities.pooler:
             model = AlbertForPreTraining(config)

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import build_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.head_parts import (
     ClassificationHead,
     MLMHead,
@@ -129,7 +129,7 @@ def _mlm(head, hidden, embeddings, labels, slots):
     return _masked_lm(head, hidden, embeddings, labels)
 
 
-class AlbertForPreTraining(AlbertPreTrainedModel):
+class AlbertForPreTraining(PreTrainedModel):
     """MLM + sentence-order prediction (the same 2-way head serves NSP).
 
     The SOP head reads the pooler, so this model has one even when config.use_pooler is
@@ -164,7 +164,7 @@ class AlbertForPreTraining(AlbertPreTrainedModel):
             last_hidden_state=out.last_hidden_state)
 
 
-class AlbertForMaskedLM(AlbertPreTrainedModel):
+class AlbertForMaskedLM(PreTrainedModel):
 
     def __init__(self, config: AlbertConfig):
         super().__init__()
@@ -184,7 +184,7 @@ class AlbertForMaskedLM(AlbertPreTrainedModel):
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class _Classifier(AlbertPreTrainedModel):
+class _Classifier(PreTrainedModel):
     """Backbone + the classifier that config gives `task` (head_parts.classifier_spec), its
     parts at transformers' names; subclasses say how it is scored, then call init_weights."""
 

@@ -64,7 +64,7 @@ from litebert.model.attention import (
     windowed,
 )
 from litebert.model.backbone import BackboneCapabilities, register_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.layers import (
     GeGLU,
     PreNormAttention,
@@ -226,7 +226,7 @@ class ModernBertEncoder(nn.Module):
 
 
 @register_backbone("modernbert")
-class ModernBertModel(AlbertPreTrainedModel):
+class ModernBertModel(PreTrainedModel):
     """The backbone: embeddings -> projection -> global / sliding-window layers -> final_norm.
 
     No pooler: `add_pooling_layer` True is refused (heads classify from the first token, or a

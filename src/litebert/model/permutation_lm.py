@@ -22,7 +22,7 @@ from torch import nn
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import build_backbone, require_capability
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.heads import AlbertSOPHead
 from litebert.model.outputs import PermutationLMOutput
 
@@ -44,7 +44,7 @@ class PermutationLMHead(nn.Module):
         return F.linear(h, word_embeddings, self.bias)
 
 
-class AlbertForPermutationLM(AlbertPreTrainedModel):
+class AlbertForPermutationLM(PreTrainedModel):
     """A two-stream backbone (config.backbone "xlnet") + the permutation LM head."""
 
     def __init__(self, config: AlbertConfig):

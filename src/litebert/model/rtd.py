@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from litebert.config import AlbertConfig
 from litebert.model.backbone import build_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.head_parts import ClassificationHead, classifier_spec
 from litebert.model.heads import documents
 from litebert.model.outputs import ReplacedTokenDetectionOutput
@@ -41,7 +41,7 @@ def detection_loss(logits, labels, attention_mask=None):
     return F.binary_cross_entropy_with_logits(logits[real], target[real])
 
 
-class AlbertForReplacedTokenDetection(AlbertPreTrainedModel):
+class AlbertForReplacedTokenDetection(PreTrainedModel):
     """The ELECTRA discriminator: backbone (no pooler) + one logit per token."""
 
     def __init__(self, config: AlbertConfig):

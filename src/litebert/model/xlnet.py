@@ -61,7 +61,7 @@ from torch import nn
 from litebert.config import AlbertConfig, BackboneConfig, is_whole
 from litebert.model.albert import AlbertModel
 from litebert.model.backbone import BackboneCapabilities, register_backbone
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
 
@@ -298,7 +298,7 @@ def target_rows(target_mapping, target_positions):
 
 
 @register_backbone("xlnet")
-class XLNetModel(AlbertPreTrainedModel):
+class XLNetModel(PreTrainedModel):
     """The backbone: word embeddings -> two-stream relative layers with memories.
 
     `add_pooling_layer`: None follows config.use_pooler (XLNet's: none); True adds a

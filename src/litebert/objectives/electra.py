@@ -39,7 +39,7 @@ from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import AlbertForMaskedLM
 from litebert.model.backbone import Encoder, check_attention
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import AlbertMLMHead, AlbertSOPHead, documents
 from litebert.model.hub import save_extra_heads
@@ -125,7 +125,7 @@ def generator_config(config: AlbertConfig, size: float, layers: float) -> Albert
                           num_attention_heads=max(1, H // 64), num_hidden_groups=groups)
 
 
-class ElectraGenerator(AlbertPreTrainedModel):
+class ElectraGenerator(PreTrainedModel):
     """The generator without embeddings (it reads the discriminator's): the backbone's encoder
     (with its own E -> H_G projection) and MLM head."""
 

@@ -193,6 +193,7 @@ class MLMObjective(Stateless):
 
     def _add_batch(self, sums: EvalSums, out: Any, batch: Batch) -> None:
         logits = out.logits if isinstance(out, MaskedLMOutput) else out.prediction_logits
+        assert logits is not None  # the labels path always scores the masked tokens
         add_mlm(sums, logits, batch["labels"], self.baseline_token)
         if self.label_key:
             labels, logits = batch[self.label_key], out.sop_logits.float()  # (B,), (B, 2)
