@@ -105,3 +105,12 @@ def test_mean_pooling_matches_transformers(tmp_path, head):
     ours, theirs = pair(tmp_path, head, "transformers -> litebert", "mean")
     assert ours.config.classifier_pooling == "mean"
     compare(ours, theirs, head)
+
+
+def test_a_classifier_from_a_masked_lm_takes_its_head_as_transformers_does(tmp_path):
+    hf_config = hf_modern_config(every=2, window=6, impl="sdpa")
+    randomize(transformers.ModernBertForMaskedLM(hf_config)).save_pretrained(tmp_path)
+    theirs = transformers.ModernBertForSequenceClassification.from_pretrained(tmp_path)
+    ours = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path)
+    for name in ("head.dense.weight", "head.norm.weight"):
+        torch.testing.assert_close(ours.state_dict()[name], theirs.state_dict()[name])

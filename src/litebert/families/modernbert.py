@@ -243,10 +243,15 @@ class ModernBertAdapter(FamilyAdapter):
 
     def from_file(self, state: dict[str, torch.Tensor],
                   config: AlbertConfig) -> dict[str, torch.Tensor]:
-        """An MLM file's head under our names (see mlm_renames); any other file as it is."""
+        """An MLM file's head also under our MLM names (see mlm_renames): a masked LM reads
+        `predictions.*`, a classifier loaded from the same file reads `head.*` as
+        transformers' classifiers do (the pre-trained dense and norm); any other file as it
+        is."""
         if "decoder.bias" not in state:
             return state
-        return {rename(k, self.mlm_renames, reverse=True) or k: v for k, v in state.items()}
+        ours = {rename(k, self.mlm_renames, reverse=True): v for k, v in state.items()
+                if rename(k, self.mlm_renames, reverse=True) is not None}
+        return {**state, **ours}
 
     # ---- what the layout holds -------------------------------------------------------------
 
