@@ -249,9 +249,12 @@ class ModernBertAdapter(FamilyAdapter):
         is."""
         if "decoder.bias" not in state:
             return state
-        ours = {rename(k, self.mlm_renames, reverse=True): v for k, v in state.items()
-                if rename(k, self.mlm_renames, reverse=True) is not None}
-        return {**state, **ours}
+        ours = dict(state)
+        for key, value in state.items():
+            mine = rename(key, self.mlm_renames, reverse=True)
+            if mine is not None:
+                ours[mine] = value
+        return ours
 
     # ---- what the layout holds -------------------------------------------------------------
 
