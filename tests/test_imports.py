@@ -164,18 +164,6 @@ DEFERRED_IMPORTS = {
     # A cycle, to be cut in model/ (another stream of work edits it).
     ("model/base.py", "litebert.model.hub"):
         "hub reaches base through model.unroll: a cycle",
-    # No reason left; these packages are edited by other streams of work, which move them.
-    ("data/builder.py", "litebert.tokenization"): "none (no cycle; tokenization is below data)",
-    ("data/loader.py", "litebert.tokenization"): "as data/builder.py",
-    ("data/merge.py", "litebert.tokenization"): "as data/builder.py",
-    ("data/pass1.py", "litebert.tokenization"): "as data/builder.py",
-    ("tasks/sequence.py", "litebert.tasks.glue"): "none found (no cycle)",
-    ("tasks/sequence.py", "litebert.tasks.classification"): "none found (no cycle)",
-    ("train/checkpoint.py", "torch.distributed.checkpoint"):
-        "none: ~0.05 s once train/ is imported",
-    ("train/checkpoint.py", "io"): "none",
-    ("train/state.py", "torch.distributed.fsdp"): "none: model/ imports it already",
-    ("train/state.py", "torch.distributed.checkpoint.state_dict"): "as train/checkpoint.py",
 }
 
 

@@ -75,6 +75,7 @@ from litebert.data.pass1 import TOKEN_COUNTS, commonest_training_token, tokenize
 from litebert.data.splits import build_splits
 from litebert.files import atomic_write_json, damaged_files, exclusive, expand_inputs
 from litebert.readers import CorpusStats, empty_corpus
+from litebert.tokenization import Tokenizer
 
 log = logging.getLogger("litebert")
 
@@ -101,8 +102,6 @@ def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
     """Build (or find in the cache) the data directory `out`; returns its manifest. With
     `shard` (I, N): pass 1 of the I-th of N runs of the corpus's parts only, into a shard
     directory for `litebert data merge`."""
-    from litebert.tokenization import Tokenizer
-
     out, tokenizer_dir = Path(out), Path(tokenizer_dir)
     tokenizer = Tokenizer.from_pretrained(tokenizer_dir)
     with exclusive(out.with_name(f".{out.name}.lock"), str(out)):  # one writer at a time

@@ -50,6 +50,7 @@ from litebert.data.permutation import FeistelPermutation
 from litebert.data.splits import assemble, open_packed
 from litebert.data.word_starts import WordStarts
 from litebert.padding import pad_batch
+from litebert.tokenization import Tokenizer
 
 LABEL_KEYS = {"sop": "sentence_order_label", "nsp": "next_sentence_label"}
 IGNORE = -100  # labels of tokens that are not predicted
@@ -231,8 +232,6 @@ def open_training_data(directory: str | Path, seed: int) -> PretrainingDataset |
 
 def _tokenizer(directory: Path):
     """The copy of the tokenizer that `build` put in the directory (its ids are the data's)."""
-    from litebert.tokenization import Tokenizer
-
     return Tokenizer.from_pretrained(directory / "tokenizer")
 
 

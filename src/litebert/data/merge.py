@@ -28,6 +28,7 @@ from litebert.data.parts import Part, StatsFolder
 from litebert.data.pass1 import ARRAYS, TOKEN_COUNTS, ArraysWriter, write_histogram
 from litebert.files import damaged_files, exclusive
 from litebert.readers import empty_corpus
+from litebert.tokenization import Tokenizer
 
 HEADER = ("config_hash", "config", "tokenizer", "inputs", "input_files")
 _PART_FIELDS = tuple(f.name for f in dataclasses.fields(Part))
@@ -108,8 +109,6 @@ def merge(paths: list[str | Path], out: str | Path, workers: int = 1,
           force: bool = False) -> dict[str, Any]:
     """Merge the shards in `paths` into the data directory `out`; returns its manifest (a
     cache hit when `out` already holds this build)."""
-    from litebert.tokenization import Tokenizer
-
     out = Path(out)
     shards = load_shards(shard_directories(paths))
     first_dir, first = shards[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +32,7 @@ from litebert.data.pool import ordered_map
 from litebert.data.splits import heldout_documents
 from litebert.progress import progress
 from litebert.readers import CorpusStats, Document
-
-if TYPE_CHECKING:
-    from litebert.tokenization import Tokenizer
+from litebert.tokenization import Tokenizer
 
 DOCS_PER_TASK = 256  # documents per tokenizer call
 # Parts (8 MB each) a pass-1 worker reads before a fresh process replaces it (pool.py): a
@@ -51,8 +49,6 @@ _WORKER_TOKENIZER: Tokenizer | None = None  # a pool worker's, set by _init_work
 
 def _init_worker(tokenizer_dir: str) -> None:
     global _WORKER_TOKENIZER
-    from litebert.tokenization import Tokenizer
-
     _WORKER_TOKENIZER = Tokenizer.from_pretrained(tokenizer_dir)
     _WORKER_TOKENIZER.num_threads = 1  # one process per core already
 

@@ -24,8 +24,9 @@ from litebert.tasks.base import (
     reported,
 )
 from litebert.tasks.batching import length_batches, pad_for
+from litebert.tasks.classification import infer_labels, read_table
 from litebert.tasks.examples import TextExample
-from litebert.tasks.glue import GLUE_TASKS, submission_name, write_glue_predictions
+from litebert.tasks.glue import GLUE_TASKS, read_glue, submission_name, write_glue_predictions
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tasks.runtime import Runtime
 from litebert.tasks.table_inputs import TableRows
@@ -148,8 +149,6 @@ def encode_examples(tokenizer: Tokenizer, examples: list[TextExample], labels: l
 def load_data(cfg: FinetuneConfig, training: bool = True):
     """(train examples, {dev name: examples}, label strings or None for regression)."""
     if cfg.task in GLUE:
-        from litebert.tasks.glue import GLUE_TASKS, read_glue
-
         spec = GLUE_TASKS[cfg.task]
         train = reported(read_glue(cfg.task, cfg.data, "train")) if training else []
         names = ("dev_matched", "dev_mismatched") if cfg.task == "mnli" else ("dev",)
@@ -161,8 +160,6 @@ def load_data(cfg: FinetuneConfig, training: bool = True):
 
 
 def _generic(cfg: FinetuneConfig):
-    from litebert.tasks.classification import infer_labels, read_table
-
     def read(path: Path):
         return reported(read_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
                                    label=cfg.label_column))

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import io
 import json
 import logging
 import pickle
@@ -45,7 +46,9 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import torch
+import torch.distributed.checkpoint as dcp
 from safetensors.torch import load_file, save_file
+from torch.distributed.checkpoint import DefaultLoadPlanner
 
 from litebert.distributed import (
     agree_on_write,
@@ -449,8 +452,6 @@ def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
 def save_sharded(state_dict: dict[str, Any], directory: Path) -> None:
     """This rank's share of `state_dict`; a collective, every rank calls it. Tensors that
     several ranks hold alike (DDP's replicas) are written once, by one of them."""
-    import torch.distributed.checkpoint as dcp
-
     dcp.save(state_dict, storage_writer=dcp.FileSystemWriter(directory))
 
 
@@ -459,8 +460,6 @@ def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) 
     writes the copy meanwhile (the future says when it is done). Its collectives go over
     `group`, which must not be the one training uses: two threads issuing collectives on one
     group could interleave them differently on different ranks."""
-    import torch.distributed.checkpoint as dcp
-
     return cast(Future, dcp.async_save(state_dict, process_group=group,
                                        storage_writer=dcp.FileSystemWriter(directory)))
 
@@ -468,8 +467,6 @@ def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) 
 def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
     """Fill `state_dict` from a sharded checkpoint, resharded to its tensors' layout (DTensor
     shards under FSDP, whole tensors otherwise); with or without a process group."""
-    import torch.distributed.checkpoint as dcp
-
     _check_metadata(Path(path) / ".metadata")
     dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
              planner=_safe_load_planner())
@@ -478,10 +475,6 @@ def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
 def _safe_load_planner():
     """DCP's planner, but the non-tensor values (param-group hyper-parameters) are vetted
     with weights_only=True before DCP unpickles them its own (unrestricted) way."""
-    import io
-
-    from torch.distributed.checkpoint import DefaultLoadPlanner
-
     class SafeLoadPlanner(DefaultLoadPlanner):
         def load_bytes(self, read_item, value: io.BytesIO) -> None:
             data = value.getvalue()

@@ -21,6 +21,16 @@ from typing import Any, cast
 
 import torch
 from torch import nn
+from torch.distributed.checkpoint.state_dict import (
+    DictValueType,
+    StateDictOptions,
+    get_model_state_dict,
+    get_state_dict,
+    set_model_state_dict,
+    set_optimizer_state_dict,
+    set_state_dict,
+)
+from torch.distributed.fsdp import FSDPModule
 
 from litebert.config import AlbertConfig
 from litebert.data.loader import SAMPLER_VERSION
@@ -38,16 +48,12 @@ def is_fsdp(model: nn.Module) -> bool:
     not always DTensors: between forward and backward they can be unsharded ones)."""
     if not torch.distributed.is_initialized():
         return False  # FSDP needs a process group; and importing it costs a second
-    from torch.distributed.fsdp import FSDPModule
-
     return isinstance(model, FSDPModule)
 
 
 def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The whole model's state dict on CPU; under FSDP gathered, complete on rank 0 only."""
     if is_fsdp(model):
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
         opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
         # Typed as any DCP value; a model's full state dict holds plain tensors only.
         return cast(dict[str, torch.Tensor], get_model_state_dict(model, options=opts))
@@ -111,8 +117,6 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
               "format": "sharded"}
 
     def fill(directory: Path) -> Future | None:
-        from torch.distributed.checkpoint.state_dict import get_state_dict
-
         ensure_optimizer_state(optimizer)  # a run saving before its first update
         model_state, optim_state = get_state_dict(model, optimizer)  # this rank's, no copy
         both = {"model": model_state, "optimizer": optim_state}
@@ -169,13 +173,6 @@ def _load_full(model, optimizer, scheduler, path: Path) -> None:
     model_state = checkpoint.load_model_file(path)
     optim_state = checkpoint.load_pt(Path(path) / "optimizer.pt")
     if is_fsdp(model):  # every rank reads the whole file and keeps its shard
-        from torch.distributed.checkpoint.state_dict import (
-            DictValueType,
-            StateDictOptions,
-            set_model_state_dict,
-            set_optimizer_state_dict,
-        )
-
         opts = StateDictOptions(full_state_dict=True)
         # Tensors are DCP values; only dict's invariance keeps mypy from seeing it.
         set_model_state_dict(model, cast(DictValueType, model_state), options=opts)
@@ -190,8 +187,6 @@ def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
     """DCP fills this run's own state dicts in place (its shards, or whole tensors without
     FSDP) from whatever sharding the checkpoint was saved with, into the fresh optimizer's
     zero moments (ensure_optimizer_state)."""
-    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
-
     ensure_optimizer_state(optimizer)
     model_state, optim_state = get_state_dict(model, optimizer)
     # Two kinds of DCP state dict under one roof: Any, not their join (object).
