@@ -8,6 +8,7 @@ import transformers
 
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.model import AlbertForMaskedLM
+from litebert.objectives.mlm_eval import evaluate_pretraining, load_for_evaluation
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
@@ -103,3 +104,9 @@ def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
         a, b = ours(**inputs).logits, theirs(**inputs).logits
     real = batch["attention_mask"].bool()
     torch.testing.assert_close(a[real], b[real], atol=1e-4, rtol=1e-4)
+    # `litebert eval-pretraining` (and the studies) score it as a masked LM: no pooler, no
+    # pair head to load.
+    model, has_pair_head = load_for_evaluation(export)
+    assert isinstance(model, AlbertForMaskedLM) and not has_pair_head
+    scored = evaluate_pretraining(export, packed_dir, instances=16, batch_size=8)
+    assert 0.0 <= scored["mlm_accuracy"] <= 1.0

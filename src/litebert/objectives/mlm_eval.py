@@ -28,7 +28,8 @@ from litebert.data.heldout import (
 )
 from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo
-from litebert.model import AlbertForPreTraining, CheckpointError
+from litebert.model import AlbertForMaskedLM, AlbertForPreTraining, CheckpointError
+from litebert.model.backbone import backbone_class
 from litebert.model.hub import external_key, read_config
 from litebert.objectives.evaluation import (
     EvalSums,
@@ -139,7 +140,8 @@ def cross_eval_metrics(model: nn.Module, eval_set: EvalSet, info: DistInfo,
 
 # ---- any model directory on any data directory -----------------------------------------------
 
-def load_for_evaluation(directory: str | Path) -> tuple[AlbertForPreTraining, bool]:
+def load_for_evaluation(
+        directory: str | Path) -> tuple[AlbertForPreTraining | AlbertForMaskedLM, bool]:
     """(model, has_pair_head) of a model directory. The pair head counts as present when the
     directory holds both the pooler and the 2-way classifier (in its weights or kept beside
     them, litebert.model.hub.EXTRA_HEADS_NAME); without an MLM head there is nothing to score."""
@@ -153,7 +155,12 @@ def load_for_evaluation(directory: str | Path) -> tuple[AlbertForPreTraining, bo
                               f"scored on replaced-token detection: `litebert "
                               f"eval-pretraining`)")
     has_pair_head = has_weights(directory, *PAIR_HEAD)
-    model = AlbertForPreTraining.from_pretrained(directory)
+    config = read_config(directory)
+    model: AlbertForPreTraining | AlbertForMaskedLM
+    if backbone_class(config).capabilities.pooler:
+        model = AlbertForPreTraining.from_pretrained(directory)
+    else:  # no pooler, so no pair head to load (ModernBERT): the masked LM alone
+        model = AlbertForMaskedLM.from_pretrained(directory)
     if not has_pair_head:
         log.info("%s: no trained sentence-pair head; SOP and NSP are not scored", directory)
     return model, has_pair_head
