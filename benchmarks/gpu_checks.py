@@ -115,6 +115,17 @@ def mlm_document(s: Settings) -> list[Row]:
                     data="packed", preset="tiny", compare=False)
 
 
+def modernbert(s: Settings) -> list[Row]:
+    """ModernBERT's MLM step (no pair task: it has no pooler) on the packed rows, against the
+    loop around transformers' ModernBertForMaskedLM: padded SDPA with the window as a mask,
+    eager and compiled, then unpadded rows (varlen with FlashAttention's window_size)."""
+    preset = s.size("modernbert-base", "modernbert-tiny")
+    rows = mlm_rows(s, "modernbert", {"eager": False, "compiled": True}, data="packed",
+                    preset=preset)
+    return rows + mlm_rows(s, "modernbert unpadded", {"compiled": True}, data="packed",
+                           preset=preset, attention="unpadded")
+
+
 def one_process_group(device: torch.device) -> None:
     """A process group of one rank (NCCL on CUDA), so fully_shard has something to shard
     over; litebert.distributed.wrap then shards (one process counts there)."""
@@ -324,4 +335,5 @@ def finetune_squad(s: Settings) -> list[Row]:
 CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
     "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded, "electra": electra, "plm": plm,
     "mlm-document": mlm_document, "fsdp": fsdp, "checkpoint": checkpoint_check,
-    "finetune-sst2": finetune_sst2, "finetune-squad": finetune_squad}
+    "finetune-sst2": finetune_sst2, "finetune-squad": finetune_squad,
+    "modernbert": modernbert}

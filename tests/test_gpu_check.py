@@ -76,10 +76,13 @@ def test_the_dry_run_runs_every_check(check_data, tmp_path):
     assert [r["status"] for r in rows] == ["ok"] * len(rows)
     checks = {r["check"] for r in rows}
     assert checks == {"mlm+sop full", "mlm+sop unpadded", "electra", "plm", "mlm document",
-                      "fsdp", "checkpoint", "finetune sst2", "finetune squad1"}
+                      "fsdp", "checkpoint", "finetune sst2", "finetune squad1", "modernbert",
+                      "modernbert unpadded"}
     variants = {(r["check"], r["variant"]) for r in rows}
-    assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager")} <= \
-        variants
+    assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager"),
+            ("modernbert", "compiled"), ("modernbert unpadded", "compiled")} <= variants
+    modern = [r for r in rows if r["check"].startswith("modernbert")]
+    assert all(r["transformers"] is not None for r in modern)  # ModernBertForMaskedLM's loop
     for r in rows:  # every speed measured; every comparison a ratio of two measured figures
         assert r["litebert"] > 0
         if r["transformers"] is not None:
