@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from safetensors import SafetensorError
 
 from litebert.cli import main
 from litebert.files import is_temporary
 from litebert.model import AlbertForPreTraining, hub
-from litebert.train import checkpoint
+from litebert.train import checkpoint, state
 from litebert.train.pretrain import pretrain
 from litebert.train.state import load_model_state
 from litebert.write_errors import WriteFailed, human_size
@@ -64,3 +65,29 @@ def test_a_full_disk_while_exporting_is_one_sentence_and_the_export_comes_later(
                           f"no space left on the device")
     assert (export / hub.WEIGHTS_NAME).read_bytes() == first and temporaries(run) == []
     AlbertForPreTraining.from_pretrained(export)  # the earlier export, whole
+
+
+def _before_the_fix(optimizer) -> None:
+    """ensure_optimizer_state as it was: state only for an optimizer that never stepped."""
+    if not optimizer.state:
+        state.ensure_optimizer_state(optimizer)
+
+
+@pytest.mark.parametrize("written", ["now", "before the fix"])
+def test_mlm_alone_resumes_though_its_pooler_never_had_a_gradient(tmp_path_factory, tmp_path,
+                                                                   monkeypatch, written):
+    """MLM alone trains no pooler and no pair head, so AdamW keeps no state for them; the
+    resumed optimizer must not expect any (a checkpoint of an earlier version has none), and
+    the run ends with the weights of the run never stopped."""
+    packed = test_pretrain.tiny_data(tmp_path_factory.mktemp("packed"), objective="none",
+                                     packing="full-sentences")
+    fields = dict(optimizer="adamw", lr=1e-3, max_steps=6, save_every=2, eval_every=6)
+    if written != "now":
+        monkeypatch.setattr(state, "ensure_optimizer_state", _before_the_fix)
+    pretrain(run_config(packed, tmp_path / "straight", **fields))  # checkpoints 4 and 6 kept
+    monkeypatch.undo()
+    at_four = tmp_path / "straight" / "checkpoints" / "step-00000004"
+    pretrain(run_config(packed, tmp_path / "resumed", **fields, resume=str(at_four)))
+    a, _ = load_model_state(checkpoint.latest(tmp_path / "straight"))
+    b, _ = load_model_state(checkpoint.latest(tmp_path / "resumed"))
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -507,11 +507,17 @@ class _MetadataUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name}")
 
 
-def _check_metadata(path: Path) -> None:
-    """Unpickle DCP's .metadata through the allowlist before DCP reads it itself."""
+def saved_keys(path: Path) -> set[str]:
+    """The flattened keys a sharded checkpoint holds ("optimizer.state.FQN.step", ...), read
+    from its .metadata through the allowlist."""
+    return set(_check_metadata(Path(path) / ".metadata").state_dict_metadata)
+
+
+def _check_metadata(path: Path) -> Any:
+    """Unpickle DCP's .metadata through the allowlist before DCP reads it itself; returns it."""
     try:
         with open(path, "rb") as f:
-            _MetadataUnpickler(f).load()
+            return _MetadataUnpickler(f).load()
     except FileNotFoundError:
         raise DamagedCheckpoint(f"{path}: missing; not a complete sharded checkpoint") from None
     except pickle.UnpicklingError as err:

@@ -152,18 +152,22 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
 
 
 def ensure_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
-    """Give an optimizer that has not stepped yet the state its first step would create:
+    """Give every parameter without optimizer state (none has any before the first step; a
+    parameter that never had a gradient, such as the pooler and pair head of a run of MLM
+    alone, never gets any) the state its first update would create:
     zero moments and a step count of 0 per parameter (Lamb and AdamW keep the same three),
     which that step would then find, unchanged. Without it get_state_dict creates the state
     itself with a step at learning rate 0 on zero gradients: a gradient-sized buffer more,
     and the optimizer's arithmetic, on every resume (and a step count of 1 at a save before
     any step was taken)."""
-    if optimizer.state or not isinstance(optimizer, (Lamb, torch.optim.AdamW)):
+    if not isinstance(optimizer, (Lamb, torch.optim.AdamW)):
         return
     for group in optimizer.param_groups:
         # where each keeps its step count: Lamb and a fused or capturable AdamW on the device
         on_device = isinstance(optimizer, Lamb) or group.get("fused") or group.get("capturable")
         for p in group["params"]:
+            if p in optimizer.state:
+                continue
             optimizer.state[p] = {
                 "step": torch.zeros((), device=p.device if on_device else "cpu"),
                 "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
@@ -189,9 +193,15 @@ def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
     zero moments (ensure_optimizer_state)."""
     ensure_optimizer_state(optimizer)
     model_state, optim_state = get_state_dict(model, optimizer)
+    # A checkpoint written before ensure_optimizer_state covered parameters that never had a
+    # gradient holds no state for them: they keep the zero state, what a fresh one would be.
+    saved = checkpoint.saved_keys(path)
+    states = cast(dict[str, Any], optim_state["state"])  # parameter name -> its state
+    unsaved = {n: states.pop(n) for n in list(states) if f"optimizer.state.{n}.step" not in saved}
     # Two kinds of DCP state dict under one roof: Any, not their join (object).
     loaded: dict[str, Any] = {"model": model_state, "optimizer": optim_state}
     checkpoint.load_sharded(loaded, path)
+    states.update(unsaved)
     set_state_dict(model, optimizer, model_state_dict=loaded["model"],
                    optim_state_dict=loaded["optimizer"])
     scheduler.load_state_dict(checkpoint.load_pt(Path(path) / "scheduler.pt"))
