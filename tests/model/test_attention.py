@@ -6,6 +6,7 @@ without varlen they take the padded layout, and no mask over the whole batch."""
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -77,13 +78,21 @@ def test_flex_block_mask_equals_the_explicit_mask(monkeypatch):
     CPU reference (an explicit boolean mask through SDPA) give the same encoder output."""
     from torch.nn.attention.flex_attention import flex_attention
 
-    monkeypatch.setattr(attention, "compiled_flex_attention", lambda: flex_attention)
+    calls = []
+
+    def counted(*args, **kwargs):  # flex run eagerly, counted: the BlockMask path ran
+        calls.append(kwargs["block_mask"])
+        return flex_attention(*args, **kwargs)
+
+    monkeypatch.setattr(attention, "compiled_flex_attention", lambda: counted)
     model = backbone()
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 40, 16, generator=g)  # (B, T, E)
     documents = torch.tensor([[0] * 13 + [1] * 20 + [2] * 7, [0] * 30 + [-1] * 10])
-    with torch.no_grad(), pytest.warns(UserWarning, match="without torch.compile"):
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # flex's "without torch.compile" (once per process)
         flex = model.encoder(x, document_block_mask(documents))
+    assert calls  # every layer position went through FlexAttention
     with torch.no_grad():
         reference = model.encoder(x, same_document(documents))
     torch.testing.assert_close(flex, reference, atol=1e-5, rtol=1e-5)

@@ -18,6 +18,7 @@ from torch.nn.attention.flex_attention import flex_attention
 
 import litebert
 import litebert.model.attention as attention
+import litebert.model.layers as layers
 from litebert.config import ConfigError
 from litebert.data.attention_layout import with_unpadded_rows
 from litebert.families import FAMILIES
@@ -182,7 +183,7 @@ def test_flex_documents_equal_the_explicit_mask(monkeypatch):
         return flex_attention(*args, **kwargs)
 
     monkeypatch.setattr(attention, "compiled_flex_attention", lambda: counted)
-    monkeypatch.setattr(ModernBertModel, "fused_attention", lambda self, encoder, x: True)
+    monkeypatch.setattr(layers, "fused_documents", lambda encoder, x: True)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # flex's "without torch.compile" (once per process)
         flex = model(ids, mask, document_ids=documents).last_hidden_state

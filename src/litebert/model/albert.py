@@ -39,16 +39,13 @@ from litebert.data.attention_layout import ATTENTIONS
 from litebert.model.attention import (
     Layout,
     attend,
-    document_layout,
     positions_in_documents,
-    unpadded_layout,
-    varlen_runs,
 )
 from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.layers import (
     activation,
-    additive_mask,
+    batch_layout,
     encoder_depths,
     positions_after_pad,
     sharing_tables,
@@ -274,46 +271,16 @@ class AlbertModel(PreTrainedModel):
         """These embeddings, then `encoder` (this model's, or ELECTRA's generator, which reads
         the discriminator's embeddings) laid out for the batch: padding at most, documents
         or unpadded rows. The last hidden state (B, T, H) and the layout."""
-        if document_ids is not None and document_ids.dim() == 1:
-            if attention_mask is None:
-                raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
-                                 "they list the real tokens it marks")
-            if not self.varlen_runs(encoder, input_ids):
-                document_ids = None  # the padded layout: per-row masks (model/attention.py)
-        if document_ids is None:  # padding at most: the default path
-            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
-            layout = Layout(mask=additive_mask(attention_mask, x.dtype))
-        elif document_ids.dim() == 1:  # unpadded rows; their positions are the padded path's
-            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
-            layout = unpadded_layout(attention_mask, document_ids.shape[0])
-        else:
-            layout = document_layout(attention_mask, document_ids,
-                                     self.fused_attention(encoder, input_ids))
-            if position_ids is None and layout.documents is not None:
-                position_ids = self.embeddings.document_positions(layout.documents)
-            x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
+        dtype = self.embeddings.word_embeddings.weight.dtype
+        layout = batch_layout(encoder, input_ids, attention_mask, document_ids, dtype)
+        if position_ids is None and layout.documents is not None:  # restart per document
+            position_ids = self.embeddings.document_positions(layout.documents)
+        x = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, T, E)
         return layout.pad(encoder(layout.unpad(x), layout.mask, states)), layout
 
     @classmethod
     def build_encoder(cls, config: AlbertConfig) -> AlbertEncoder:
         return AlbertEncoder(config)
-
-    @staticmethod
-    def attention_dropout(encoder: AlbertEncoder) -> bool:
-        """Whether `encoder` drops attention probabilities now (training, p > 0)."""
-        return encoder.training and encoder.attention_dropout > 0
-
-    def fused_attention(self, encoder: AlbertEncoder, x) -> bool:
-        """FlexAttention for documents: on CUDA, unless attention dropout is on (it has
-        none); else the explicit per-row mask."""
-        return x.is_cuda and not self.attention_dropout(encoder)
-
-    def varlen_runs(self, encoder: AlbertEncoder, x) -> bool:
-        """Whether unpadded rows run on varlen (model/attention.py says when they can):
-        decided from the device, `encoder`'s dropout and the hidden states' dtype, once per
-        compiled graph."""
-        dtype = self.embeddings.word_embeddings.weight.dtype
-        return varlen_runs(x.device.type, self.attention_dropout(encoder), dtype)
 
     # ---- what heads read ---------------------------------------------------------------------
 

@@ -37,7 +37,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import AlbertConfig
-from litebert.model.attention import attend
+from litebert.model.attention import (
+    Layout,
+    attend,
+    document_layout,
+    unpadded_layout,
+    varlen_runs,
+)
 from litebert.model.rope import apply_rope
 
 
@@ -71,6 +77,36 @@ def additive_mask(attention_mask, dtype):
 
 
 # ---- cross-layer sharing -----------------------------------------------------------------------
+
+def drops_attention(encoder: Any) -> bool:
+    """Whether `encoder` drops attention probabilities now (training, p > 0)."""
+    return encoder.training and encoder.attention_dropout > 0
+
+
+def fused_documents(encoder: Any, x: torch.Tensor) -> bool:
+    """Documents through FlexAttention: on CUDA, unless `encoder` drops attention (it has no
+    dropout); else the explicit per-row mask."""
+    return x.is_cuda and not drops_attention(encoder)
+
+
+def batch_layout(encoder: Any, input_ids, attention_mask, document_ids,
+                 dtype: torch.dtype) -> Layout:
+    """The batch's attention for `encoder` (every backbone's rule): padding at most (an
+    additive mask), documents ((B, T) ids: FlexAttention or an explicit mask), or unpadded
+    rows ((N,) ids: varlen where it runs for this device, dropout and dtype, decided once per
+    compiled graph; else the padded layout)."""
+    if document_ids is not None and document_ids.dim() == 1:
+        if attention_mask is None:
+            raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
+                             "they list the real tokens it marks")
+        if not varlen_runs(input_ids.device.type, drops_attention(encoder), dtype):
+            document_ids = None  # the padded layout: per-row masks (model/attention.py)
+    if document_ids is None:
+        return Layout(mask=additive_mask(attention_mask, dtype))
+    if document_ids.dim() == 1:
+        return unpadded_layout(attention_mask, document_ids.shape[0])
+    return document_layout(attention_mask, document_ids, fused_documents(encoder, input_ids))
+
 
 def sharing_tables(config: AlbertConfig) -> tuple[list[int], list[int]]:
     """For each layer position, the index of its attention module and of its FFN module."""

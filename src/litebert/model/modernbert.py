@@ -57,10 +57,7 @@ from litebert.data.attention_layout import ATTENTIONS
 from litebert.model.albert import AlbertModel
 from litebert.model.attention import (
     Layout,
-    document_layout,
     positions_in_documents,
-    unpadded_layout,
-    varlen_runs,
     windowed,
 )
 from litebert.model.backbone import BackboneCapabilities, register_backbone
@@ -70,7 +67,7 @@ from litebert.model.layers import (
     PreNormAttention,
     PreNormMLP,
     RotaryAttention,
-    additive_mask,
+    batch_layout,
     encoder_depths,
     layer_norm,
     sharing_tables,
@@ -316,42 +313,16 @@ class ModernBertModel(PreTrainedModel):
                document_ids) -> tuple[Layout, torch.Tensor]:
         """The batch's Layout (padding at most, documents, or unpadded rows: albert.py's
         choice) and each token's position: (T,) or (B, T), (1, N) for unpadded rows."""
-        if document_ids is not None and document_ids.dim() == 1:
-            if attention_mask is None:
-                raise ValueError("unpadded document_ids (N,) need the batch's attention_mask: "
-                                 "they list the real tokens it marks")
-            if not self.varlen_runs(encoder, input_ids):
-                document_ids = None  # the padded layout: per-row masks (model/attention.py)
         B, T = input_ids.shape
-        if document_ids is None:
-            dtype = self.embeddings.tok_embeddings.weight.dtype
-            layout = Layout(mask=additive_mask(attention_mask, dtype))
-        elif document_ids.dim() == 1:
-            layout = unpadded_layout(attention_mask, document_ids.shape[0])
-        else:
-            layout = document_layout(attention_mask, document_ids,
-                                     self.fused_attention(encoder, input_ids))
-            if position_ids is None and layout.documents is not None:
-                position_ids = positions_in_documents(layout.documents)  # (B, T)
+        dtype = self.embeddings.tok_embeddings.weight.dtype
+        layout = batch_layout(encoder, input_ids, attention_mask, document_ids, dtype)
+        if position_ids is None and layout.documents is not None:  # restart per document
+            position_ids = positions_in_documents(layout.documents)  # (B, T)
         if position_ids is None:
             position_ids = torch.arange(T, device=input_ids.device)  # (T,)
         if layout.unpadding is not None:  # the padded positions of the N real tokens
             position_ids = layout.unpad(position_ids.expand(B, T)[..., None])[..., 0]  # (1, N)
         return layout, position_ids
-
-    @staticmethod
-    def attention_dropout_on(encoder: ModernBertEncoder) -> bool:
-        return encoder.training and encoder.attention_dropout > 0
-
-    def fused_attention(self, encoder: ModernBertEncoder, x) -> bool:
-        """FlexAttention for documents: on CUDA, unless attention dropout is on (it has
-        none); else the explicit per-row mask."""
-        return x.is_cuda and not self.attention_dropout_on(encoder)
-
-    def varlen_runs(self, encoder: ModernBertEncoder, x) -> bool:
-        """Whether unpadded rows run on varlen (model/attention.py says when they can)."""
-        dtype = self.embeddings.tok_embeddings.weight.dtype
-        return varlen_runs(x.device.type, self.attention_dropout_on(encoder), dtype)
 
     # ---- what heads read ---------------------------------------------------------------------
 
