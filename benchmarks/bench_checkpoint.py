@@ -10,7 +10,7 @@ and --async-save: how long the step is held (a copy into host memory) and how lo
 takes in the background until the checkpoint is committed.
 
 Runs itself under torchrun (--nproc gloo processes on the CPU). Each rank builds the preset's
-AlbertForPreTraining (no DDP wrapper: its gradient buckets would cost memory and change
+EncoderForPreTraining (no DDP wrapper: its gradient buckets would cost memory and change
 nothing in a checkpoint; the keys are the same) and takes one LAMB step on random gradients,
 so both moments exist. Save is checkpoint.write / save_checkpoint whole: the files, their
 fsync, every file's sha256 (shared by the ranks) and the rename. Resume is what a run does:
@@ -41,9 +41,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.distributed import all_gather_objects, barrier, init_distributed
-from litebert.model import AlbertForPreTraining
+from litebert.model import EncoderForPreTraining
 from litebert.train import checkpoint
 from litebert.train.lamb import build_optimizer
 from litebert.train.run_config import PretrainConfig
@@ -107,7 +107,7 @@ def build_parts(preset: str) -> tuple[torch.nn.Module, Any, Any, int]:
     """The preset's model, LAMB after one step on random gradients (moments materialised),
     its schedule; the same on every rank (the same seed), as DDP's replicas are."""
     torch.manual_seed(0)
-    model = AlbertForPreTraining(AlbertConfig.from_preset(preset))
+    model = EncoderForPreTraining(ModelConfig.from_preset(preset))
     optimizer = build_optimizer("lamb", model, lr=1e-4)
     scheduler = build_scheduler(optimizer, "polynomial", warmup_steps=10, total_steps=1000)
     for p in model.parameters():

@@ -59,13 +59,14 @@ def models(kind: str, preset: str, device: torch.device):
     import transformers
 
     transformers.utils.logging.disable_progress_bar()
-    config = litebert.AlbertConfig.from_preset(preset)
-    cls = "AlbertForSequenceClassification" if kind == "sst2" else "AlbertForQuestionAnswering"
+    config = litebert.ModelConfig.from_preset(preset)
+    task = "SequenceClassification" if kind == "sst2" else "QuestionAnswering"
     torch.manual_seed(0)
-    ours = getattr(litebert, cls)(config)
+    ours = getattr(litebert, f"EncoderFor{task}")(config)
     with tempfile.TemporaryDirectory() as tmp:
         ours.save_pretrained(tmp)
-        theirs = getattr(transformers, cls).from_pretrained(tmp, attn_implementation="sdpa")
+        theirs = getattr(transformers, f"AlbertFor{task}").from_pretrained(
+            tmp, attn_implementation="sdpa")
     return ours.to(device), theirs.to(device)
 
 

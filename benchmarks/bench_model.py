@@ -42,9 +42,9 @@ def build_pair(preset: str, device: torch.device):
     import transformers
 
     transformers.utils.logging.disable_progress_bar()
-    config = litebert.AlbertConfig.from_preset(preset)
+    config = litebert.ModelConfig.from_preset(preset)
     torch.manual_seed(0)
-    ours = litebert.AlbertForPreTraining(config)
+    ours = litebert.EncoderForPreTraining(config)
     with tempfile.TemporaryDirectory() as tmp:
         ours.save_pretrained(tmp)
         theirs = transformers.AlbertForPreTraining.from_pretrained(tmp, attn_implementation="sdpa")

@@ -6,7 +6,7 @@ optimizer (LAMB with LayerNorm/bias excluded, warmup + polynomial decay) and gra
 clipping. litebert runs its Trainer's step (accumulation, normalisation, clipping, skip
 check), eager and/or compiled (PretrainConfig.compile; LITEBERT_COMPILE_BACKEND picks another
 backend than inductor); transformers runs the plain loop a user would write around the
-family's class for the model the Trainer built: AlbertForPreTraining for the default tiny
+family's class for the model the Trainer built: EncoderForPreTraining for the default tiny
 preset and its SOP data; with `--pair-task none` (MLM alone, data of full sentences without
 pairs) the family's masked LM, e.g. ModernBertForMaskedLM for `--preset modernbert-tiny`.
 Steps alternate after --warmup untimed rounds (compilation happens there); the median step
@@ -73,7 +73,7 @@ def transformers_class(initial: Path) -> type:
 
 
 def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
-    """transformers' class of the same model (AlbertForPreTraining, ModernBertForMaskedLM,
+    """transformers' class of the same model (EncoderForPreTraining, ModernBertForMaskedLM,
     ...) with litebert's initial weights (`initial`, a save_pretrained directory), its
     optimizer, schedule, and a loader over the same data."""
     transformers.utils.logging.disable_progress_bar()

@@ -20,8 +20,8 @@ import argparse
 import torch
 from common import describe, interleaved
 
-from litebert.config import AlbertConfig
-from litebert.model import AlbertForPreTraining
+from litebert.config import ModelConfig
+from litebert.model import EncoderForPreTraining
 from litebert.train.lamb import build_optimizer, step_if
 
 VOCAB = 22057  # bbc-news' tokenizer in the other benchmarks
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = AlbertForPreTraining(AlbertConfig.from_preset(args.preset, vocab_size=VOCAB))
+    model = EncoderForPreTraining(ModelConfig.from_preset(args.preset, vocab_size=VOCAB))
     dynamic, static = mlm_batches(args)
 
     def forward_backward(batch: dict) -> int:

@@ -34,7 +34,7 @@ from common import (
 )
 from gpu_rows import Measured, Row, Settings, free, measured_row, timed
 
-from litebert.model import AlbertForPreTraining
+from litebert.model import EncoderForPreTraining
 from litebert.padding import pad_batch
 from litebert.tasks.finetune import FinetuneConfig, adapter_for, finetune
 from litebert.tokenization import Tokenizer
@@ -76,7 +76,7 @@ def mlm_rows(s: Settings, check: str, variants: dict[str, object], attention: st
              data: str = "sop", preset: str | None = None, compare: bool = True,
              **fields) -> list[Row]:
     """One row per variant (name -> compile setting) of the MLM objective's Trainer step;
-    `compare`: the transformers loop (AlbertForPreTraining) at the same shape."""
+    `compare`: the transformers loop (EncoderForPreTraining) at the same shape."""
     preset = preset or s.size("albert-base", "tiny")
     batch = s.size(32, 2)
     rows, initial = [], s.work / f"initial-{data}-{preset}"
@@ -248,7 +248,7 @@ def random_model(s: Settings, preset: str) -> Path:
     if not out.exists():
         cfg = PretrainConfig(model=preset, data=str(s.data / "sop"))
         torch.manual_seed(0)
-        AlbertForPreTraining(model_config(cfg, s.data / "sop")).save_pretrained(out)
+        EncoderForPreTraining(model_config(cfg, s.data / "sop")).save_pretrained(out)
         Tokenizer.from_pretrained(s.data / "sop" / "tokenizer").save_pretrained(out)
     return out
 

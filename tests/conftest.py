@@ -11,11 +11,11 @@ from litebert.tasks import table_cache
 VOCAB = 99
 
 
-def small_config(**overrides) -> litebert.AlbertConfig:
+def small_config(**overrides) -> litebert.ModelConfig:
     base = dict(vocab_size=VOCAB, embedding_size=16, hidden_size=32, num_hidden_layers=4,
                 num_attention_heads=4, intermediate_size=37, max_position_embeddings=64,
                 classifier_dropout_prob=0.1)
-    return litebert.AlbertConfig.from_fields(**{**base, **overrides})
+    return litebert.ModelConfig.from_fields(**{**base, **overrides})
 
 
 def randomize(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:

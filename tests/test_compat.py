@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from litebert import AlbertConfig, Tokenizer
+from litebert import ModelConfig, Tokenizer
 from litebert.compat import check_model_reads, model_tokenizer_mismatch
 from litebert.config import ConfigError
 from litebert.train.pretrain import model_config
@@ -24,10 +24,10 @@ def wordpiece(tmp_path) -> Tokenizer:
     return Tokenizer.from_pretrained(directory)
 
 
-def config(**overrides) -> AlbertConfig:
+def config(**overrides) -> ModelConfig:
     values = dict(vocab_size=len(WORDS), hidden_size=32, num_attention_heads=2,
                   intermediate_size=64, num_hidden_layers=1, pad_token_id=0)
-    return AlbertConfig(**{**values, **overrides})
+    return ModelConfig(**{**values, **overrides})
 
 
 def test_a_model_that_fits_passes(wordpiece):

@@ -6,7 +6,7 @@ import json
 import pytest
 import transformers
 
-from litebert import PRESETS, AlbertConfig, ConfigError
+from litebert import PRESETS, ConfigError, ModelConfig
 from litebert.config import BackboneConfig, register_backbone_config
 from litebert.families.base import config_fields
 from litebert.model.albert import AlbertBackboneConfig
@@ -15,13 +15,13 @@ from litebert.model.xlnet import XLNetBackboneConfig
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_presets_build(name):
-    config = AlbertConfig.from_preset(name)
+    config = ModelConfig.from_preset(name)
     assert config.hidden_size % config.num_attention_heads == 0
 
 
 def test_unknown_preset_lists_choices():
     with pytest.raises(ConfigError, match="unknown preset 'albert-huge'.*albert-base"):
-        AlbertConfig.from_preset("albert-huge")
+        ModelConfig.from_preset("albert-huge")
 
 
 @pytest.mark.parametrize("changes, field, words", [
@@ -44,11 +44,11 @@ def test_unknown_preset_lists_choices():
 ])
 def test_invalid_configs_name_the_field(changes, field, words):
     with pytest.raises(ConfigError, match=rf"ModelConfig\.{field}=.*{words}"):
-        AlbertConfig(**changes)
+        ModelConfig(**changes)
 
 
 def test_reads_transformers_albert_defaults():
-    config = AlbertConfig.from_dict(transformers.AlbertConfig().to_dict())
+    config = ModelConfig.from_dict(transformers.AlbertConfig().to_dict())
     assert (config.hidden_size, config.num_attention_heads, config.intermediate_size) == (
         4096, 64, 16384)  # transformers' default is xxlarge
     assert config.model_type == "albert" and config.sharing == "all"
@@ -57,7 +57,7 @@ def test_reads_transformers_albert_defaults():
 def test_reads_transformers_bert():
     hf = transformers.BertConfig(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
                                  intermediate_size=100, classifier_dropout=0.3)
-    config = AlbertConfig.from_dict(hf.to_dict())
+    config = ModelConfig.from_dict(hf.to_dict())
     assert config.model_type == "bert" and config.sharing == "none"
     assert config.embedding_size == 64 and not config.has_projection
     assert config.num_hidden_groups == 3 and config.hidden_act == "gelu"
@@ -74,32 +74,32 @@ def test_reads_google_albert_config(tmp_path):
         "type_vocab_size": 2, "vocab_size": 30000}
     path = tmp_path / "albert_config.json"
     path.write_text(json.dumps(google))
-    config = AlbertConfig.from_json_file(path)
+    config = ModelConfig.from_json_file(path)
     assert config.hidden_size == 768 and config.hidden_act == "gelu"
     assert "net_structure_type" not in config.to_dict()
     path.write_text(json.dumps({**google, "net_structure_type": 1}))
     with pytest.raises(ConfigError, match="albert_config.json: net_structure_type=1"):
-        AlbertConfig.from_json_file(path)
+        ModelConfig.from_json_file(path)
 
 
 def test_writes_config_transformers_reads():
-    ours = AlbertConfig.from_preset("albert-large", num_hidden_groups=2, hidden_act="gelu")
+    ours = ModelConfig.from_preset("albert-large", num_hidden_groups=2, hidden_act="gelu")
     theirs = transformers.AlbertConfig(**ours.to_dict())
     for key in ("hidden_size", "num_hidden_groups", "embedding_size", "hidden_act",
                 "intermediate_size", "num_attention_heads", "layer_norm_eps"):
         assert getattr(theirs, key) == getattr(ours, key), key
-    assert AlbertConfig.from_dict(ours.to_dict()) == ours
+    assert ModelConfig.from_dict(ours.to_dict()) == ours
 
 
 def test_not_shared_config_is_written_as_one_group_per_layer():
-    config = AlbertConfig(sharing="none", num_hidden_layers=6)
+    config = ModelConfig(sharing="none", num_hidden_layers=6)
     assert config.to_dict()["num_hidden_groups"] == 6
-    assert AlbertConfig.from_dict(config.to_dict()).sharing == "none"
+    assert ModelConfig.from_dict(config.to_dict()).sharing == "none"
 
 
 def test_partial_sharing_is_not_labelled_albert():
-    assert AlbertConfig(sharing="attention").to_dict()["model_type"] == "litebert"
-    back = AlbertConfig.from_dict(AlbertConfig(sharing="ffn").to_dict())
+    assert ModelConfig(sharing="attention").to_dict()["model_type"] == "litebert"
+    back = ModelConfig.from_dict(ModelConfig(sharing="ffn").to_dict())
     assert back.sharing == "ffn" and back.model_type == "albert"
 
 
@@ -107,9 +107,9 @@ def test_bad_json_names_file_and_line(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{\n  "hidden_size": 768,\n  oops\n}')
     with pytest.raises(ConfigError, match=r"config.json, line 3: invalid JSON"):
-        AlbertConfig.from_json_file(path)
+        ModelConfig.from_json_file(path)
     with pytest.raises(ConfigError, match="no such config file"):
-        AlbertConfig.from_json_file(tmp_path / "missing.json")
+        ModelConfig.from_json_file(tmp_path / "missing.json")
 
 
 def test_invalid_value_in_file_names_file_and_field(tmp_path):
@@ -117,44 +117,44 @@ def test_invalid_value_in_file_names_file_and_field(tmp_path):
     path.write_text(json.dumps({"model_type": "albert", "hidden_size": 100,
                                 "num_attention_heads": 12}))
     with pytest.raises(ConfigError, match=r"config.json: ModelConfig.hidden_size=100"):
-        AlbertConfig.from_json_file(path)
+        ModelConfig.from_json_file(path)
 
 
 def test_labels_round_trip():
-    config = AlbertConfig(id2label={0: "neg", 1: "neu", 2: "pos"})
+    config = ModelConfig(id2label={0: "neg", 1: "neu", 2: "pos"})
     assert config.num_labels == 3
-    again = AlbertConfig.from_dict(config.to_dict())
+    again = ModelConfig.from_dict(config.to_dict())
     assert again.id2label == {0: "neg", 1: "neu", 2: "pos"}
 
 
 def test_structure_fields_decide_the_projection():
-    assert AlbertConfig(embedding_size=128, hidden_size=768).has_projection  # "always"
-    assert AlbertConfig(embedding_size=768, embedding_projection="always").has_projection
-    same = AlbertConfig(embedding_size=768, embedding_projection="when_sizes_differ")
+    assert ModelConfig(embedding_size=128, hidden_size=768).has_projection  # "always"
+    assert ModelConfig(embedding_size=768, embedding_projection="always").has_projection
+    same = ModelConfig(embedding_size=768, embedding_projection="when_sizes_differ")
     assert not same.has_projection
-    assert AlbertConfig(embedding_size=128, embedding_projection="when_sizes_differ"
+    assert ModelConfig(embedding_size=128, embedding_projection="when_sizes_differ"
                         ).has_projection
-    assert not AlbertConfig(embedding_size=768, embedding_projection="never").has_projection
+    assert not ModelConfig(embedding_size=768, embedding_projection="never").has_projection
 
 
 def test_mlm_activation_defaults_to_hidden_act():
-    assert AlbertConfig(hidden_act="gelu_new").mlm_activation == "gelu_new"
-    assert AlbertConfig(hidden_act="gelu_new", mlm_act="gelu").mlm_activation == "gelu"
+    assert ModelConfig(hidden_act="gelu_new").mlm_activation == "gelu_new"
+    assert ModelConfig(hidden_act="gelu_new", mlm_act="gelu").mlm_activation == "gelu"
 
 
 def test_presets_keep_their_structure():
-    albert, bert = AlbertConfig.from_preset("albert-base"), AlbertConfig.from_preset("bert-base")
+    albert, bert = ModelConfig.from_preset("albert-base"), ModelConfig.from_preset("bert-base")
     assert albert.has_projection and albert.use_pooler and albert.classifier_head == "pooler"
     assert not bert.has_projection and bert.use_pooler and bert.model_type == "bert"
-    electra = AlbertConfig.from_preset("electra-small")
+    electra = ModelConfig.from_preset("electra-small")
     assert electra.has_projection and not electra.use_pooler
     assert (electra.model_type, electra.classifier_head, electra.mlm_activation) == (
         "electra", "first_token", "gelu")
-    assert not AlbertConfig.from_preset("electra-base").has_projection  # E == H == 768
+    assert not ModelConfig.from_preset("electra-base").has_projection  # E == H == 768
 
 
 def test_new_num_labels_drops_the_old_labels():
-    config = AlbertConfig(id2label={0: "neg", 1: "pos"})
+    config = ModelConfig(id2label={0: "neg", 1: "pos"})
     assert config.replace(num_labels=5).num_labels == 5
     assert config.replace(num_labels=5).id2label is None
     assert config.replace(num_labels=2).id2label == {0: "neg", 1: "pos"}
@@ -163,12 +163,12 @@ def test_new_num_labels_drops_the_old_labels():
 # ---- each backbone's own config ----------------------------------------------------------------
 
 def test_backbone_fields_are_routed_to_the_backbones_config():
-    config = AlbertConfig.from_preset("xlnet-tiny", mem_len=8, attn_type="uni")
+    config = ModelConfig.from_preset("xlnet-tiny", mem_len=8, attn_type="uni")
     assert isinstance(config.backbone_config, XLNetBackboneConfig)
     assert (config.backbone_config.mem_len, config.backbone_config.attn_type) == (8, "uni")
     assert config.flat_fields()["mem_len"] == 8
     assert config.backbone_fields(changed_only=True) == {"mem_len": 8, "attn_type": "uni"}
-    albert = AlbertConfig.from_preset("roberta-tiny")
+    albert = ModelConfig.from_preset("roberta-tiny")
     assert isinstance(albert.backbone_config, AlbertBackboneConfig)
     assert albert.backbone_config.position_numbering == "after_pad"
     assert albert.max_sequence_length == albert.max_position_embeddings - 2
@@ -176,19 +176,19 @@ def test_backbone_fields_are_routed_to_the_backbones_config():
 
 def test_another_backbones_field_is_ignored_at_its_default_and_refused_otherwise():
     # Files of the previous release wrote XLNet's fields at their defaults for every model.
-    config = AlbertConfig.from_fields(hidden_size=64, num_attention_heads=4, mem_len=None,
+    config = ModelConfig.from_fields(hidden_size=64, num_attention_heads=4, mem_len=None,
                                       bi_data=False, position_numbering="from_zero")
     assert config.backbone == "albert" and "mem_len" not in config.flat_fields()
     with pytest.raises(ConfigError, match=r"mem_len=16 is a setting of the 'xlnet' backbone, "
                                           r"not of 'albert'"):
-        AlbertConfig.from_fields(mem_len=16)
+        ModelConfig.from_fields(mem_len=16)
     with pytest.raises(ConfigError, match=r"position_numbering='after_pad' is a setting of "
                                           r"the 'albert' backbone, not of 'xlnet'"):
-        AlbertConfig.from_preset("xlnet-tiny", position_numbering="after_pad")
+        ModelConfig.from_preset("xlnet-tiny", position_numbering="after_pad")
 
 
 def test_replace_keeps_or_resets_the_backbones_fields():
-    config = AlbertConfig.from_preset("xlnet-tiny", mem_len=8)
+    config = ModelConfig.from_preset("xlnet-tiny", mem_len=8)
     assert config.replace(reuse_len=4).backbone_config == XLNetBackboneConfig(mem_len=8,
                                                                               reuse_len=4)
     moved = config.replace(backbone="albert", model_type="litebert")
@@ -198,10 +198,10 @@ def test_replace_keeps_or_resets_the_backbones_fields():
 def test_a_backbone_config_of_the_wrong_class_is_refused():
     with pytest.raises(ConfigError, match=r"backbone_config=.*backbone 'albert' reads a "
                                           r"AlbertBackboneConfig"):
-        AlbertConfig(backbone_config=XLNetBackboneConfig())
+        ModelConfig(backbone_config=XLNetBackboneConfig())
     with pytest.raises(ConfigError, match=r"backbone 'nope' is not registered; litebert knows "
                                           r"'albert', 'modernbert', 'xlnet'"):
-        AlbertConfig(backbone="nope")
+        ModelConfig(backbone="nope")
 
 
 def test_a_backbone_name_takes_one_config_class():
@@ -217,6 +217,6 @@ def test_a_backbone_name_takes_one_config_class():
 
 def test_the_flat_config_json_of_every_backbone_reads_back():
     for name in ("tiny", "roberta-tiny", "xlnet-tiny", "albert-xlnet-tiny"):
-        config = AlbertConfig.from_preset(name, mem_len=4) if "xlnet" in name \
-            else AlbertConfig.from_preset(name)
-        assert AlbertConfig.from_dict(config.to_dict()) == config, name
+        config = ModelConfig.from_preset(name, mem_len=4) if "xlnet" in name \
+            else ModelConfig.from_preset(name)
+        assert ModelConfig.from_dict(config.to_dict()) == config, name

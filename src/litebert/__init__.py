@@ -1,4 +1,5 @@
-"""litebert: ALBERT ("A Lite BERT") as a fast, complete PyTorch toolkit."""
+"""litebert: ALBERT ("A Lite BERT") and its family of encoder pre-training methods (BERT,
+RoBERTa, ELECTRA, XLNet, ModernBERT) as one fast, complete PyTorch toolkit."""
 
 import importlib
 from typing import Any
@@ -15,13 +16,18 @@ _EXPORTS = {
     "FAMILIES": "litebert.families",
     "Tokenizer": "litebert.tokenization",
     **dict.fromkeys((
-        "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
-        "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
-        "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
+        "EncoderForMaskedLM", "EncoderForMultipleChoice", "EncoderForPermutationLM",
+        "EncoderForPreTraining", "EncoderForQuestionAnswering",
+        "EncoderForReplacedTokenDetection", "EncoderForSequenceClassification",
+        "EncoderForTokenClassification", "AlbertModel", "ModernBertModel", "XLNetModel",
         "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
         "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
         "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-        "AutoModelForTokenClassification", "CheckpointError", "XLNetModel", "unroll"),
+        "AutoModelForTokenClassification", "CheckpointError", "unroll",
+        # the previous release's names of the Encoder* classes (model/previous_names.py)
+        "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
+        "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
+        "AlbertForSequenceClassification", "AlbertForTokenClassification"),
         "litebert.model"),
 }
 
@@ -40,13 +46,15 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 __all__ = [
-    "FAMILIES", "PRESETS", "AlbertConfig", "ModelConfig", "AlbertForMaskedLM",
-    "AlbertForMultipleChoice",
-    "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
-    "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
-    "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
-    "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
+    "FAMILIES", "PRESETS", "ModelConfig", "ConfigError", "Tokenizer", "CheckpointError",
+    "EncoderForMaskedLM", "EncoderForMultipleChoice", "EncoderForPermutationLM",
+    "EncoderForPreTraining", "EncoderForQuestionAnswering", "EncoderForReplacedTokenDetection",
+    "EncoderForSequenceClassification", "EncoderForTokenClassification", "AlbertModel",
+    "ModernBertModel", "XLNetModel", "AutoModel", "AutoModelForMaskedLM",
+    "AutoModelForMultipleChoice", "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-    "AutoModelForTokenClassification", "CheckpointError", "ConfigError", "Tokenizer", "unroll",
-    "AlbertForPermutationLM", "XLNetModel",
+    "AutoModelForTokenClassification", "unroll",
+    "AlbertConfig", "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
+    "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
+    "AlbertForSequenceClassification", "AlbertForTokenClassification",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 
 if TYPE_CHECKING:
     from litebert.tokenization import Tokenizer
@@ -38,7 +38,7 @@ class Reader(Protocol):
     embeds_token_types: bool  # one embedding row per token type id
 
 
-def model_tokenizer_mismatch(config: AlbertConfig, tokenizer: Tokenizer, pairs: bool = True,
+def model_tokenizer_mismatch(config: ModelConfig, tokenizer: Tokenizer, pairs: bool = True,
                              reader: Reader | None = None, summary: bool = False) -> str | None:
     """Why a model of `config` cannot read the tokenizer's inputs (None when it can).
     pairs: whether the inputs hold segment pairs (fine-tuning on pairs, pairs data); reader:
@@ -79,7 +79,7 @@ def summary_mismatch(position: int, tokenizer: Tokenizer) -> str | None:
     return None
 
 
-def check_model_reads(config: AlbertConfig, tokenizer: Tokenizer, model_source: str,
+def check_model_reads(config: ModelConfig, tokenizer: Tokenizer, model_source: str,
                       tokenizer_source: str, pairs: bool = True, reader: Reader | None = None,
                       summary: bool = False) -> None:
     """ConfigError naming both sources when the model cannot read the tokenizer's inputs

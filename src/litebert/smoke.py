@@ -7,11 +7,11 @@ import time
 
 import torch
 
-from litebert.config import AlbertConfig
-from litebert.model import AlbertForPreTraining
+from litebert.config import ModelConfig
+from litebert.model import EncoderForPreTraining
 
 
-def random_batch(config: AlbertConfig, batch: int, seq: int, seed: int = 0) -> dict:
+def random_batch(config: ModelConfig, batch: int, seq: int, seed: int = 0) -> dict:
     """Token ids, 15% MLM labels, two segments and sentence-order labels."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, config.vocab_size, (batch, seq), generator=g)
@@ -24,8 +24,8 @@ def random_batch(config: AlbertConfig, batch: int, seq: int, seed: int = 0) -> d
 def smoke(preset: str, batch: int = 8, seq: int = 128, steps: int = 3) -> float:
     """Returns the reload difference; prints losses and tokens/s."""
     torch.manual_seed(0)
-    config = AlbertConfig.from_preset(preset)
-    model = AlbertForPreTraining(config)
+    config = ModelConfig.from_preset(preset)
+    model = EncoderForPreTraining(config)
     print(f"{preset}: {model.num_parameters():,} parameters "
           f"({model.num_parameters(only_backbone=True):,} in the backbone)")
     data = random_batch(config, batch, seq)
@@ -42,7 +42,7 @@ def smoke(preset: str, batch: int = 8, seq: int = 128, steps: int = 3) -> float:
     model.eval()
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp)
-        again = AlbertForPreTraining.from_pretrained(tmp).eval()
+        again = EncoderForPreTraining.from_pretrained(tmp).eval()
         with torch.no_grad():
             diff = (model(**data).loss - again(**data).loss).abs().item()
     print(f"saved and reloaded in transformers' layout: loss difference {diff:.2e}")

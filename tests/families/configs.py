@@ -15,7 +15,7 @@ ELECTRA_FIELDS = dict(model_type="electra", sharing="none", hidden_act="gelu",
                       classifier_head="first_token", classifier_act="gelu", mlm_act="gelu")
 
 
-def electra_config(**overrides) -> litebert.AlbertConfig:
+def electra_config(**overrides) -> litebert.ModelConfig:
     """H 32, E 16 (unless overridden), 3 layers, 4 heads, vocabulary 99."""
     layers = overrides.get("num_hidden_layers", 3)
     base = dict(ELECTRA_FIELDS, num_hidden_layers=layers, num_hidden_groups=layers)
@@ -36,14 +36,14 @@ ROBERTA_FIELDS = dict(model_type="roberta", sharing="none", embedding_projection
 PAD = 1  # RoBERTa's <pad>; <s> is 0, </s> 2
 
 
-def roberta_config(**overrides) -> litebert.AlbertConfig:
+def roberta_config(**overrides) -> litebert.ModelConfig:
     """roberta-tiny made small: H = E = 32, 3 layers, 4 heads, vocabulary 99, 64 positions
     after the pad id (max_position_embeddings 66)."""
     layers = overrides.get("num_hidden_layers", 3)
     base = dict(vocab_size=VOCAB, hidden_size=32, embedding_size=32, num_hidden_layers=layers,
                 num_hidden_groups=layers, num_attention_heads=4, intermediate_size=37,
                 max_position_embeddings=66)
-    return litebert.AlbertConfig.from_preset("roberta-tiny", **{**base, **overrides})
+    return litebert.ModelConfig.from_preset("roberta-tiny", **{**base, **overrides})
 
 
 def hf_roberta_config(num_labels: int = 3, **overrides) -> transformers.RobertaConfig:
@@ -65,7 +65,7 @@ def roberta_inputs(left: bool = False, **kw) -> dict[str, torch.Tensor]:
     return dict(input_ids=ids, attention_mask=mask)
 
 
-def xlnet_config(**overrides) -> litebert.AlbertConfig:
+def xlnet_config(**overrides) -> litebert.ModelConfig:
     """xlnet-tiny made small: H = E = 32, 2 layers, 4 heads, FFN 37, vocabulary 50, no
     dropout (the parity tests compare in train mode too)."""
     layers = overrides.get("num_hidden_layers", 2)
@@ -73,10 +73,10 @@ def xlnet_config(**overrides) -> litebert.AlbertConfig:
                 num_hidden_groups=layers, num_attention_heads=4, intermediate_size=37,
                 hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                 classifier_dropout_prob=0.0)
-    return litebert.AlbertConfig.from_preset("xlnet-tiny", **{**base, **overrides})
+    return litebert.ModelConfig.from_preset("xlnet-tiny", **{**base, **overrides})
 
 
-def albert_xlnet_config(**overrides) -> litebert.AlbertConfig:
+def albert_xlnet_config(**overrides) -> litebert.ModelConfig:
     """albert-xlnet-tiny made small: xlnet_config's with E 16 and one shared layer."""
     base = dict(embedding_size=16, sharing="all", num_hidden_groups=1, model_type="litebert")
     return xlnet_config(**{**base, **overrides})

@@ -22,12 +22,12 @@ from tests.families.configs import electra_config, hf_electra_config
 from tests.model.parity import assert_same_gradients, assert_same_outputs, labels_for
 
 HEADS = {"AlbertModel": "ElectraModel",
-         "AlbertForReplacedTokenDetection": "ElectraForPreTraining",
-         "AlbertForMaskedLM": "ElectraForMaskedLM",
-         "AlbertForSequenceClassification": "ElectraForSequenceClassification",
-         "AlbertForTokenClassification": "ElectraForTokenClassification",
-         "AlbertForQuestionAnswering": "ElectraForQuestionAnswering",
-         "AlbertForMultipleChoice": "ElectraForMultipleChoice"}
+         "EncoderForReplacedTokenDetection": "ElectraForPreTraining",
+         "EncoderForMaskedLM": "ElectraForMaskedLM",
+         "EncoderForSequenceClassification": "ElectraForSequenceClassification",
+         "EncoderForTokenClassification": "ElectraForTokenClassification",
+         "EncoderForQuestionAnswering": "ElectraForQuestionAnswering",
+         "EncoderForMultipleChoice": "ElectraForMultipleChoice"}
 # hidden_act gelu_new: the generator and classification heads must still use exact GELU.
 VARIANTS = {"E!=H gelu": dict(embedding_size=16),
             "E==H gelu_new": dict(embedding_size=32, hidden_act="gelu_new")}
@@ -99,7 +99,7 @@ def test_backbone_is_our_not_shared_encoder(tmp_path):
 
 
 def test_reads_transformers_electra_defaults():
-    config = litebert.AlbertConfig.from_dict(transformers.ElectraConfig().to_dict())
+    config = litebert.ModelConfig.from_dict(transformers.ElectraConfig().to_dict())
     assert (config.embedding_size, config.hidden_size, config.num_attention_heads,
             config.intermediate_size, config.vocab_size) == (128, 256, 4, 1024, 30522)
     assert config.model_type == "electra" and config.sharing == "none"
@@ -107,7 +107,7 @@ def test_reads_transformers_electra_defaults():
             config.classifier_act, config.mlm_act) == (
         "when_sizes_differ", False, "first_token", "gelu", "gelu")
     assert config.has_projection and config.classifier_dropout_prob == 0.1
-    assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
+    assert litebert.ModelConfig.from_dict(config.to_dict()) == config
 
 
 def test_writes_config_transformers_reads():
@@ -130,7 +130,7 @@ def test_writes_config_transformers_reads():
 def test_unsupported_electra_configs_are_errors(change, words):
     data = {**hf_electra_config().to_dict(), **change}
     with pytest.raises(ConfigError, match=f"electra.json: {words}"):
-        litebert.AlbertConfig.from_dict(data, source="electra.json")
+        litebert.ModelConfig.from_dict(data, source="electra.json")
 
 
 def test_discriminator_directory_fine_tunes_as_a_classifier(tmp_path, caplog):
@@ -139,7 +139,7 @@ def test_discriminator_directory_fine_tunes_as_a_classifier(tmp_path, caplog):
     theirs = randomize(transformers.ElectraForPreTraining(hf_electra_config()))
     theirs.save_pretrained(tmp_path)
     with caplog.at_level("WARNING", logger="litebert"):
-        clf = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
+        clf = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
     clf.eval()
     assert "newly initialised" in caplog.text and "classifier.out_proj.weight" in caplog.text
     assert clf.classifier.out_proj.out_features == 5

@@ -47,7 +47,7 @@ def test_finetune_and_evaluate_take_an_electra_directory(electra_model, tmp_path
 def test_pretraining_evaluation_loads_a_generator_not_a_discriminator(tmp_path):
     transformers.ElectraForMaskedLM(hf_electra_config()).save_pretrained(tmp_path / "g")
     model, has_pair_head = load_for_evaluation(tmp_path / "g")
-    assert isinstance(model, litebert.AlbertForPreTraining) and not has_pair_head
+    assert isinstance(model, litebert.EncoderForPreTraining) and not has_pair_head
     transformers.ElectraForPreTraining(hf_electra_config()).save_pretrained(tmp_path / "d")
     with pytest.raises(CheckpointError, match="no MLM head.*generator_predictions"):
         load_for_evaluation(tmp_path / "d")

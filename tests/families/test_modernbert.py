@@ -28,7 +28,7 @@ OWN_KEYS = ("global_attn_every_n_layers", "local_attention", "global_rope_theta"
 
 def test_reads_transformers_defaults_and_writes_them_back():
     hf = transformers.ModernBertConfig()
-    config = litebert.AlbertConfig.from_dict(hf.to_dict())
+    config = litebert.ModelConfig.from_dict(hf.to_dict())
     assert (config.hidden_size, config.embedding_size, config.num_hidden_layers,
             config.num_attention_heads, config.intermediate_size, config.vocab_size,
             config.max_position_embeddings) == (768, 768, 22, 12, 1152, 50368, 8192)
@@ -42,8 +42,8 @@ def test_reads_transformers_defaults_and_writes_them_back():
     assert (config.classifier_head, config.classifier_pooling, config.head_dense_bias,
             config.head_norm_bias, config.decoder_bias) == ("pooled_norm", "cls", False,
                                                             False, True)
-    assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
-    assert config == litebert.AlbertConfig.from_preset("modernbert-base").replace(
+    assert litebert.ModelConfig.from_dict(config.to_dict()) == config
+    assert config == litebert.ModelConfig.from_preset("modernbert-base").replace(
         extra=config.extra, id2label=config.id2label)
 
 
@@ -63,9 +63,9 @@ def test_writes_a_config_transformers_reads():
         6, 3, 0.1, 0.2, 0.3, 0.4)
     assert (theirs.hidden_activation, theirs.norm_eps, theirs.num_labels) == ("silu", 1e-6, 3)
     assert not (theirs.norm_bias or theirs.attention_bias or theirs.mlp_bias)
-    assert litebert.AlbertConfig.from_dict(saved) == ours
+    assert litebert.ModelConfig.from_dict(saved) == ours
     # and back from transformers' own writing of it
-    assert litebert.AlbertConfig.from_dict(theirs.to_dict()).backbone_config == \
+    assert litebert.ModelConfig.from_dict(theirs.to_dict()).backbone_config == \
         ours.backbone_config
 
 
@@ -81,11 +81,11 @@ def test_reads_an_earlier_config_json():
         "global_rope_theta": 160000.0, "local_rope_theta": 10000.0,
         "classifier_pooling": "mean", "position_embedding_type": "absolute",
         "torch_dtype": "float32", "transformers_version": "4.48.0"}
-    config = litebert.AlbertConfig.from_dict(earlier)
+    config = litebert.ModelConfig.from_dict(earlier)
     assert config.backbone_config.local_rope_theta == 10_000.0
     assert config.classifier_pooling == "mean" and "classifier_pooling" not in config.extra
-    assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
-    same = litebert.AlbertConfig.from_dict({**earlier, "local_rope_theta": None,
+    assert litebert.ModelConfig.from_dict(config.to_dict()) == config
+    same = litebert.ModelConfig.from_dict({**earlier, "local_rope_theta": None,
                                             "global_rope_theta": 5000.0})
     assert same.backbone_config.local_rope_theta == 5000.0
 
@@ -94,14 +94,14 @@ def test_layer_types_give_the_pattern_or_are_refused():
     base = hf_modern_config().to_dict()
     del base["global_attn_every_n_layers"]
     every_two = ["full_attention", "sliding_attention"] * 2
-    config = litebert.AlbertConfig.from_dict({**base, "layer_types": every_two})
+    config = litebert.ModelConfig.from_dict({**base, "layer_types": every_two})
     assert config.backbone_config.global_attn_every_n_layers == 2
     with pytest.raises(ConfigError, match=r"^my/config.json: layer_types=.*is not ModernBERT's "
                                           r"pattern: litebert builds a global layer every n"):
-        litebert.AlbertConfig.from_dict({**base, "layer_types": every_two[::-1]},
+        litebert.ModelConfig.from_dict({**base, "layer_types": every_two[::-1]},
                                         source="my/config.json")
     with pytest.raises(ConfigError, match=r"pattern with global_attn_every_n_layers=3"):
-        litebert.AlbertConfig.from_dict({**base, "layer_types": every_two,
+        litebert.ModelConfig.from_dict({**base, "layer_types": every_two,
                                          "global_attn_every_n_layers": 3})
 
 
@@ -121,13 +121,13 @@ def test_layer_types_give_the_pattern_or_are_refused():
 def test_unsupported_modernbert_configs_name_the_file(changes, words):
     data = {**hf_modern_config().to_dict(), **changes}
     with pytest.raises(ConfigError, match=rf"^my/config.json: .*{words}"):
-        litebert.AlbertConfig.from_dict(data, source="my/config.json")
+        litebert.ModelConfig.from_dict(data, source="my/config.json")
 
 
 def test_keys_map_both_ways():
     """Every key of a masked LM on this backbone has a transformers name and comes back;
     layer halves are one transformers layer."""
-    model = litebert.AlbertForMaskedLM(modern_config())
+    model = litebert.EncoderForMaskedLM(modern_config())
     config = model.config
     state = _canonical_state(model)
     file = {ADAPTER.external_key(key, config): value for key, value in state.items()}
@@ -169,7 +169,7 @@ def test_auto_classes_read_a_transformers_masked_lm(tmp_path):
     backbone = litebert.AutoModel.from_pretrained(tmp_path).eval()
     assert type(backbone) is ModernBertModel
     for auto in (litebert.AutoModelForPreTraining, litebert.AutoModelForMaskedLM):
-        assert type(auto.from_pretrained(tmp_path)) is litebert.AlbertForMaskedLM
+        assert type(auto.from_pretrained(tmp_path)) is litebert.EncoderForMaskedLM
     x = inputs()
     real = x["attention_mask"].bool()
     with torch.no_grad():
@@ -185,7 +185,7 @@ def test_auto_classes_read_a_transformers_masked_lm(tmp_path):
     (dict(mlm_act="relu"), "share classifier_activation"),
 ])
 def test_what_modernbert_cannot_hold_goes_to_our_layout(changes, words):
-    adapter, why = layout_for(modern_config(**changes), "AlbertForMaskedLM")
+    adapter, why = layout_for(modern_config(**changes), "EncoderForMaskedLM")
     assert adapter is FAMILIES["litebert"]
     assert why is not None and words in why
 
@@ -194,7 +194,7 @@ def test_what_modernbert_cannot_hold_goes_to_our_layout(changes, words):
 def test_albert_modern_round_trips_in_our_layout(tmp_path, caplog, model_type):
     """The preset (model_type litebert), and the same structure called modernbert, which is
     saved in our layout with the reason."""
-    config = litebert.AlbertConfig.from_preset("albert-modern-tiny", vocab_size=99,
+    config = litebert.ModelConfig.from_preset("albert-modern-tiny", vocab_size=99,
                                                pad_token_id=0, local_attention=6,
                                                global_rope_theta=1000.0, model_type=model_type)
     assert (config.embedding_size, config.hidden_size, config.sharing) == (128, 256, "all")
@@ -208,7 +208,7 @@ def test_albert_modern_round_trips_in_our_layout(tmp_path, caplog, model_type):
         "litebert", "modernbert", 6)
     again = litebert.AutoModel.from_pretrained(tmp_path, strict=True).eval()
     assert isinstance(again, ModernBertModel)
-    assert again.config == config.replace(architectures=["AlbertModel"])
+    assert again.config == config.replace(architectures=["EncoderModel"])
     x = inputs()
     with torch.no_grad():
         torch.testing.assert_close(again(**x).last_hidden_state,
@@ -217,4 +217,4 @@ def test_albert_modern_round_trips_in_our_layout(tmp_path, caplog, model_type):
 
 @pytest.mark.parametrize("name", ["tiny", "roberta-tiny", "xlnet-tiny", "electra-small"])
 def test_other_families_files_do_not_gain_the_modernbert_keys(name):
-    assert not set(OWN_KEYS) & set(litebert.AlbertConfig.from_preset(name).to_dict())
+    assert not set(OWN_KEYS) & set(litebert.ModelConfig.from_preset(name).to_dict())

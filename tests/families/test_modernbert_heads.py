@@ -16,22 +16,22 @@ from tests.conftest import randomize
 from tests.model.test_modernbert import ATOL, B, T, hf_modern_config, inputs
 
 ADAPTER = FAMILIES["modernbert"]
-HEADS = ["AlbertForMaskedLM", "AlbertForSequenceClassification", "AlbertForTokenClassification",
-         "AlbertForQuestionAnswering", "AlbertForMultipleChoice"]
+HEADS = ["EncoderForMaskedLM", "EncoderForSequenceClassification", "EncoderForTokenClassification",
+         "EncoderForQuestionAnswering", "EncoderForMultipleChoice"]
 
 
 def labels_for(head: str, mask: torch.Tensor) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(5)
-    if head == "AlbertForMaskedLM":
+    if head == "EncoderForMaskedLM":
         labels = torch.randint(3, 99, (B, T), generator=g).masked_fill(mask == 0, -100)
         labels[:, ::3] = -100  # some tokens unmasked
         return {"labels": labels}
-    if head == "AlbertForTokenClassification":
+    if head == "EncoderForTokenClassification":
         return {"labels": torch.randint(0, 3, (B, T), generator=g).masked_fill(mask == 0, -100)}
-    if head == "AlbertForQuestionAnswering":
+    if head == "EncoderForQuestionAnswering":
         return {"start_positions": torch.tensor([1, 4, 2]),
                 "end_positions": torch.tensor([3, 9, 5])}
-    if head == "AlbertForMultipleChoice":
+    if head == "EncoderForMultipleChoice":
         return {"labels": torch.tensor([1])}
     return {"labels": torch.tensor([0, 2, 1])}
 
@@ -39,18 +39,18 @@ def labels_for(head: str, mask: torch.Tensor) -> dict[str, torch.Tensor]:
 def batch_for(head: str) -> dict[str, torch.Tensor]:
     """(B, T) rows; multiple choice: one question with B choices (1, B, T)."""
     data = inputs()
-    if head == "AlbertForQuestionAnswering":  # full rows: the span softmax reads every
+    if head == "EncoderForQuestionAnswering":  # full rows: the span softmax reads every
         # position, and a padding query's window may hold no real key (each library fills
         # it differently), so padding would change the loss, not the model
         data["attention_mask"] = torch.ones_like(data["attention_mask"])
-    if head == "AlbertForMultipleChoice":
+    if head == "EncoderForMultipleChoice":
         data = {k: v[None] for k, v in data.items()}
     return {**data, **labels_for(head, inputs()["attention_mask"])}
 
 
 def pair(tmp_path, head: str, direction: str, pooling: str):
     hf_config = hf_modern_config(every=2, window=6, impl="sdpa")
-    hf_config.num_labels = 2 if head == "AlbertForQuestionAnswering" else 3  # start, end
+    hf_config.num_labels = 2 if head == "EncoderForQuestionAnswering" else 3  # start, end
     hf_config.classifier_pooling = pooling
     their_class = getattr(transformers, ADAPTER.transformers_class(head))
     if direction == "transformers -> litebert":
@@ -60,7 +60,7 @@ def pair(tmp_path, head: str, direction: str, pooling: str):
     else:
         theirs = their_class(hf_config)
         theirs.save_pretrained(tmp_path / "shape")  # our config from theirs, then our weights
-        config = litebert.AlbertConfig.from_json_file(tmp_path / "shape" / "config.json")
+        config = litebert.ModelConfig.from_json_file(tmp_path / "shape" / "config.json")
         ours = randomize(getattr(litebert, head)(config))
         ours.save_pretrained(tmp_path / "ours")
         theirs = their_class.from_pretrained(tmp_path / "ours", attn_implementation="sdpa")
@@ -70,14 +70,14 @@ def pair(tmp_path, head: str, direction: str, pooling: str):
 def compare(ours, theirs, head: str) -> None:
     data = batch_for(head)
     mine, other = ours(**data), theirs(**data)
-    names = ("start_logits", "end_logits") if head == "AlbertForQuestionAnswering" \
+    names = ("start_logits", "end_logits") if head == "EncoderForQuestionAnswering" \
         else ("logits",)
     mask = data["attention_mask"].bool()
     for name in names:
         a, b = getattr(mine, name), getattr(other, name)
-        if head in ("AlbertForTokenClassification", "AlbertForQuestionAnswering"):
+        if head in ("EncoderForTokenClassification", "EncoderForQuestionAnswering"):
             a, b = a[mask], b[mask]  # a padding query's window may hold no real key
-        elif head == "AlbertForMaskedLM":
+        elif head == "EncoderForMaskedLM":
             a, b = a, b[data["labels"] != -100]  # ours: logits at the masked tokens only
         torch.testing.assert_close(a, b, atol=ATOL * max(1.0, float(b.abs().max())), rtol=0)
     torch.testing.assert_close(mine.loss, other.loss, atol=ATOL, rtol=ATOL)
@@ -100,7 +100,7 @@ def test_heads_match_transformers(tmp_path, head, direction):
     compare(ours, theirs, head)
 
 
-@pytest.mark.parametrize("head", ["AlbertForSequenceClassification", "AlbertForMultipleChoice"])
+@pytest.mark.parametrize("head", ["EncoderForSequenceClassification", "EncoderForMultipleChoice"])
 def test_mean_pooling_matches_transformers(tmp_path, head):
     ours, theirs = pair(tmp_path, head, "transformers -> litebert", "mean")
     assert ours.config.classifier_pooling == "mean"
@@ -111,6 +111,6 @@ def test_a_classifier_from_a_masked_lm_takes_its_head_as_transformers_does(tmp_p
     hf_config = hf_modern_config(every=2, window=6, impl="sdpa")
     randomize(transformers.ModernBertForMaskedLM(hf_config)).save_pretrained(tmp_path)
     theirs = transformers.ModernBertForSequenceClassification.from_pretrained(tmp_path)
-    ours = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path)
+    ours = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path)
     for name in ("head.dense.weight", "head.norm.weight"):
         torch.testing.assert_close(ours.state_dict()[name], theirs.state_dict()[name])

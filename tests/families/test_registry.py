@@ -57,10 +57,10 @@ def test_keys_map_there_and_back_for_every_class(name):
     for cls_name, cls in MODEL_CLASSES.items():
         if cls_name not in adapter.class_names:
             continue
-        try:  # "AlbertModel" names the backbone in every layout: the config's
-            model = build_backbone(config) if cls_name == "AlbertModel" else cls(config)
+        try:  # "EncoderModel" names the backbone in every layout: the config's
+            model = build_backbone(config) if cls_name == "EncoderModel" else cls(config)
         except ConfigError:  # a head this backbone cannot carry (the permutation LM: XLNet's)
-            assert cls_name == "AlbertForPermutationLM" and config.backbone != "xlnet"
+            assert cls_name == "EncoderForPermutationLM" and config.backbone != "xlnet"
             continue
         keys = list(_canonical_state(model))
         external = [adapter.external_key(k, config) for k in keys]
@@ -88,22 +88,22 @@ def test_only_albert_layout_writes_structure_fields():
 
 
 @pytest.mark.parametrize("config, cls, family_name, words", [
-    (small_config(sharing="attention"), "AlbertModel", "litebert", "no transformers equivalent"),
-    (electra_config(sharing="all"), "AlbertModel", "albert", "one set of weights per layer"),
-    (electra_config(use_pooler=True), "AlbertModel", "albert", "use_pooler"),
-    (electra_config(mlm_act=None, hidden_act="relu"), "AlbertForMaskedLM", "albert",
+    (small_config(sharing="attention"), "EncoderModel", "litebert", "no transformers equivalent"),
+    (electra_config(sharing="all"), "EncoderModel", "albert", "one set of weights per layer"),
+    (electra_config(use_pooler=True), "EncoderModel", "albert", "use_pooler"),
+    (electra_config(mlm_act=None, hidden_act="relu"), "EncoderForMaskedLM", "albert",
      "mlm_act"),
-    (electra_config(embedding_size=32, embedding_projection="always"), "AlbertModel",
+    (electra_config(embedding_size=32, embedding_projection="always"), "EncoderModel",
      "albert", "exactly when"),
-    (electra_config(), "AlbertForPreTraining", "albert", "no equivalent of"),
+    (electra_config(), "EncoderForPreTraining", "albert", "no equivalent of"),
     (small_config(**{**BERT, "embedding_projection": "when_sizes_differ"}),
-     "AlbertForReplacedTokenDetection", "albert", "no equivalent of"),
-    (small_config(model_type="bert", sharing="none"), "AlbertModel", "albert", "projection"),
-    (small_config(**BERT, head_dense_bias=False), "AlbertForMaskedLM", "albert",
+     "EncoderForReplacedTokenDetection", "albert", "no equivalent of"),
+    (small_config(model_type="bert", sharing="none"), "EncoderModel", "albert", "projection"),
+    (small_config(**BERT, head_dense_bias=False), "EncoderForMaskedLM", "albert",
      "head_dense_bias=True"),
-    (electra_config(classifier_pooling="mean"), "AlbertForSequenceClassification", "albert",
+    (electra_config(classifier_pooling="mean"), "EncoderForSequenceClassification", "albert",
      "classifier_pooling='cls'"),
-    (xlnet_config(head_norm_bias=False), "AlbertForSequenceClassification", "litebert",
+    (xlnet_config(head_norm_bias=False), "EncoderForSequenceClassification", "litebert",
      "head_norm_bias=True"),
 ])
 def test_what_a_family_cannot_hold_goes_to_albert_or_our_layout(config, cls, family_name,
@@ -119,12 +119,12 @@ def test_family_models_saved_in_albert_layout_round_trip(tmp_path, caplog, name)
     ALBERT layout with a message, and reads back as the same config and the same function."""
     config = (small_config(**{**BERT, "sharing": "all"}) if name == "bert"
               else electra_config(sharing="all"))
-    model = randomize(litebert.AlbertForSequenceClassification(config))
+    model = randomize(litebert.EncoderForSequenceClassification(config))
     with caplog.at_level(logging.WARNING, logger="litebert"):
         model.save_pretrained(tmp_path)
     assert "saved in ALBERT layout" in caplog.text and "unroll=True" in caplog.text
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "albert"
-    again = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path, strict=True)
+    again = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, strict=True)
     assert again.config == model.config.replace(architectures=["AlbertForSequenceClassification"])
     outputs_equal(model, again)
 

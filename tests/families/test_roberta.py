@@ -28,16 +28,16 @@ from tests.families.configs import PAD, hf_roberta_config, roberta_config, rober
 from tests.model.parity import assert_same_gradients, assert_same_outputs, labels_for
 
 HEADS = {"AlbertModel": "RobertaModel",
-         "AlbertForMaskedLM": "RobertaForMaskedLM",
-         "AlbertForSequenceClassification": "RobertaForSequenceClassification",
-         "AlbertForTokenClassification": "RobertaForTokenClassification",
-         "AlbertForQuestionAnswering": "RobertaForQuestionAnswering",
-         "AlbertForMultipleChoice": "RobertaForMultipleChoice"}
-AUTO = {"AlbertModel": "AutoModel", "AlbertForMaskedLM": "AutoModelForMaskedLM",
-        "AlbertForSequenceClassification": "AutoModelForSequenceClassification",
-        "AlbertForTokenClassification": "AutoModelForTokenClassification",
-        "AlbertForQuestionAnswering": "AutoModelForQuestionAnswering",
-        "AlbertForMultipleChoice": "AutoModelForMultipleChoice"}
+         "EncoderForMaskedLM": "RobertaForMaskedLM",
+         "EncoderForSequenceClassification": "RobertaForSequenceClassification",
+         "EncoderForTokenClassification": "RobertaForTokenClassification",
+         "EncoderForQuestionAnswering": "RobertaForQuestionAnswering",
+         "EncoderForMultipleChoice": "RobertaForMultipleChoice"}
+AUTO = {"AlbertModel": "AutoModel", "EncoderForMaskedLM": "AutoModelForMaskedLM",
+        "EncoderForSequenceClassification": "AutoModelForSequenceClassification",
+        "EncoderForTokenClassification": "AutoModelForTokenClassification",
+        "EncoderForQuestionAnswering": "AutoModelForQuestionAnswering",
+        "EncoderForMultipleChoice": "AutoModelForMultipleChoice"}
 # Left padding with hidden_act gelu_new: the LM head must still use exact GELU, the
 # classifier tanh.
 VARIANTS = {"right gelu": (False, {}), "left gelu_new": (True, dict(hidden_act="gelu_new"))}
@@ -54,7 +54,7 @@ def _theirs(head: str, variant: str):
     return randomize(getattr(transformers, HEADS[head])(config))
 
 
-def _fields(config: litebert.AlbertConfig, leave_out: tuple[str, ...]) -> dict:
+def _fields(config: litebert.ModelConfig, leave_out: tuple[str, ...]) -> dict:
     return {k: v for k, v in vars(config).items() if k not in leave_out}
 
 
@@ -105,13 +105,13 @@ def test_structure_is_robertas():
     reads the first token through dense + tanh; the LM head is H->H with exact GELU."""
     config = roberta_config(hidden_act="relu")
     assert litebert.AlbertModel(config).pooler is not None
-    assert litebert.AlbertForMultipleChoice(config).albert.pooler is not None
-    for head in ("AlbertForMaskedLM", "AlbertForSequenceClassification",
-                 "AlbertForTokenClassification", "AlbertForQuestionAnswering"):
+    assert litebert.EncoderForMultipleChoice(config).albert.pooler is not None
+    for head in ("EncoderForMaskedLM", "EncoderForSequenceClassification",
+                 "EncoderForTokenClassification", "EncoderForQuestionAnswering"):
         assert getattr(litebert, head)(config).albert.pooler is None, head
-    clf = litebert.AlbertForSequenceClassification(config)
+    clf = litebert.EncoderForSequenceClassification(config)
     assert (clf.classifier.dense.out_features, clf.classifier.act) == (32, torch.tanh)
-    mlm = litebert.AlbertForMaskedLM(config)
+    mlm = litebert.EncoderForMaskedLM(config)
     assert mlm.predictions.dense.out_features == 32 and mlm.predictions.act is F.gelu
     assert mlm.albert.encoder.embedding_hidden_mapping_in is None
 
@@ -161,7 +161,7 @@ def test_sequence_length_counts_only_real_tokens(tmp_path):
 # ---- config.json ---------------------------------------------------------------------------
 
 def test_reads_transformers_roberta_defaults():
-    config = litebert.AlbertConfig.from_dict(transformers.RobertaConfig().to_dict())
+    config = litebert.ModelConfig.from_dict(transformers.RobertaConfig().to_dict())
     assert (config.vocab_size, config.hidden_size, config.embedding_size,
             config.num_hidden_layers, config.intermediate_size) == (50265, 768, 768, 12, 3072)
     # RobertaConfig's class defaults are BERT's; roberta-base's file says 514, 1, 1e-5.
@@ -173,11 +173,11 @@ def test_reads_transformers_roberta_defaults():
             config.classifier_act, config.mlm_act, config.backbone_config.position_numbering) == (
         "never", True, "first_token", "tanh", "gelu", "after_pad")
     assert config.max_sequence_length == 510 and config.classifier_dropout_prob == 0.1
-    assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
+    assert litebert.ModelConfig.from_dict(config.to_dict()) == config
 
 
 def test_preset_config_loads_in_transformers(tmp_path):
-    ours = litebert.AlbertConfig.from_preset("roberta-base")
+    ours = litebert.ModelConfig.from_preset("roberta-base")
     ours.replace(architectures=["RobertaForMaskedLM"]).save(tmp_path)
     theirs = transformers.AutoConfig.from_pretrained(tmp_path)
     assert isinstance(theirs, transformers.RobertaConfig)
@@ -188,7 +188,7 @@ def test_preset_config_loads_in_transformers(tmp_path):
                   attention_probs_dropout_prob=0.1, classifier_dropout=0.1,
                   architectures=["RobertaForMaskedLM"], tie_word_embeddings=True)
     assert {k: getattr(theirs, k) for k in wanted} == wanted
-    assert litebert.AlbertConfig.from_json_file(tmp_path / "config.json") == ours.replace(
+    assert litebert.ModelConfig.from_json_file(tmp_path / "config.json") == ours.replace(
         architectures=["RobertaForMaskedLM"])
 
 
@@ -197,7 +197,7 @@ def test_transformers_config_round_trips_through_litebert(tmp_path):
                            classifier_dropout=0.2, architectures=["RobertaForTokenClassification"],
                            id2label={0: "O", 1: "B"}, label2id={"O": 0, "B": 1})
     hf.save_pretrained(tmp_path / "hf")
-    ours = litebert.AlbertConfig.from_json_file(tmp_path / "hf" / "config.json")
+    ours = litebert.ModelConfig.from_json_file(tmp_path / "hf" / "config.json")
     assert (ours.pad_token_id, ours.bos_token_id, ours.eos_token_id) == (3, 5, 6)
     assert ours.architectures == ["RobertaForTokenClassification"]
     assert ours.classifier_dropout_prob == 0.2 and ours.id2label == {0: "O", 1: "B"}
@@ -220,7 +220,7 @@ def test_transformers_config_round_trips_through_litebert(tmp_path):
 def test_unsupported_roberta_configs_are_errors(change, words):
     data = {**hf_roberta_config().to_dict(), **change}
     with pytest.raises(ConfigError, match=f"roberta.json: .*{words}"):
-        litebert.AlbertConfig.from_dict(data, source="roberta.json")
+        litebert.ModelConfig.from_dict(data, source="roberta.json")
 
 
 def test_position_numbering_is_validated():
@@ -234,14 +234,14 @@ def test_position_numbering_is_validated():
 def test_presets_have_robertas_sizes():
     """roberta-base counts as transformers' RobertaModel and RobertaForMaskedLM (meta
     device: no memory); roberta-tiny takes a tokenizer's vocabulary size."""
-    config = litebert.AlbertConfig.from_preset("roberta-base")
+    config = litebert.ModelConfig.from_preset("roberta-base")
     hf = transformers.RobertaConfig(max_position_embeddings=514, type_vocab_size=1)
     with torch.device("meta"):
         pairs = [(litebert.AlbertModel(config), transformers.RobertaModel(hf)),
-                 (litebert.AlbertForMaskedLM(config), transformers.RobertaForMaskedLM(hf))]
+                 (litebert.EncoderForMaskedLM(config), transformers.RobertaForMaskedLM(hf))]
     for ours, theirs in pairs:
         assert ours.num_parameters() == theirs.num_parameters(), type(theirs).__name__
-    tiny = litebert.AlbertConfig.from_preset("roberta-tiny", vocab_size=8000)
+    tiny = litebert.ModelConfig.from_preset("roberta-tiny", vocab_size=8000)
     assert (tiny.vocab_size, tiny.hidden_size, tiny.num_hidden_layers,
             tiny.max_sequence_length, tiny.pad_token_id) == (8000, 256, 4, 512, 1)
     assert layout_for(tiny) == (ROBERTA, None)
@@ -250,17 +250,17 @@ def test_presets_have_robertas_sizes():
 # ---- what RoBERTa's layout cannot hold -------------------------------------------------------
 
 @pytest.mark.parametrize("change, cls, family_name, words", [
-    (dict(sharing="all", num_hidden_groups=1), "AlbertModel", "litebert",
+    (dict(sharing="all", num_hidden_groups=1), "EncoderModel", "litebert",
      "RoBERTa has one set of weights per layer, but sharing='all'"),
-    (dict(embedding_size=16, embedding_projection="always"), "AlbertModel", "litebert",
+    (dict(embedding_size=16, embedding_projection="always"), "EncoderModel", "litebert",
      "no E->H projection"),
-    (dict(position_numbering="from_zero"), "AlbertModel", "albert", "after the pad id"),
-    (dict(use_pooler=False), "AlbertModel", "litebert", "has a pooler"),
-    (dict(classifier_act="gelu"), "AlbertForSequenceClassification", "litebert",
+    (dict(position_numbering="from_zero"), "EncoderModel", "albert", "after the pad id"),
+    (dict(use_pooler=False), "EncoderModel", "litebert", "has a pooler"),
+    (dict(classifier_act="gelu"), "EncoderForSequenceClassification", "litebert",
      "dense \\+ tanh"),
-    (dict(mlm_act=None, hidden_act="relu"), "AlbertForMaskedLM", "litebert", "exact GELU"),
-    ({}, "AlbertForPreTraining", "litebert", "no RoBERTa model with a sentence-pair head"),
-    ({}, "AlbertForReplacedTokenDetection", "litebert", "roberta has no equivalent"),
+    (dict(mlm_act=None, hidden_act="relu"), "EncoderForMaskedLM", "litebert", "exact GELU"),
+    ({}, "EncoderForPreTraining", "litebert", "no RoBERTa model with a sentence-pair head"),
+    ({}, "EncoderForReplacedTokenDetection", "litebert", "roberta has no equivalent"),
 ])
 def test_what_roberta_cannot_hold_is_refused_with_the_reason(change, cls, family_name, words):
     adapter, why = layout_for(roberta_config(**change), cls)
@@ -290,7 +290,7 @@ def test_shared_roberta_is_saved_in_own_layout(tmp_path, caplog):
     """sharing 'all' with a roberta model_type: the reason in the log, litebert's layout
     (transformers' ALBERT would number the positions from zero), an exact round trip; the
     unrolled copy is a RoBERTa directory."""
-    model = randomize(litebert.AlbertForSequenceClassification(
+    model = randomize(litebert.EncoderForSequenceClassification(
         roberta_config(sharing="all", num_hidden_groups=1)))
     with caplog.at_level(logging.WARNING, logger="litebert"):
         model.save_pretrained(tmp_path / "shared")
@@ -301,7 +301,7 @@ def test_shared_roberta_is_saved_in_own_layout(tmp_path, caplog):
     again = litebert.AutoModelForSequenceClassification.from_pretrained(
         tmp_path / "shared", strict=True)
     assert again.config == model.config.replace(
-        architectures=["AlbertForSequenceClassification"])
+        architectures=["EncoderForSequenceClassification"])
     _same(model, again)
     model.save_pretrained(tmp_path / "unrolled", unroll=True)
     theirs = transformers.RobertaForSequenceClassification.from_pretrained(tmp_path / "unrolled")
@@ -311,18 +311,18 @@ def test_shared_roberta_is_saved_in_own_layout(tmp_path, caplog):
 
 def test_pretraining_model_goes_to_own_layout_its_mlm_to_roberta(tmp_path, caplog):
     """transformers has no RobertaForPreTraining: MLM + pair head is saved in litebert's
-    layout with the reason; its MLM part, as AlbertForMaskedLM, is a RobertaForMaskedLM
+    layout with the reason; its MLM part, as EncoderForMaskedLM, is a RobertaForMaskedLM
     directory with equal outputs."""
-    model = randomize(litebert.AlbertForPreTraining(roberta_config()))
+    model = randomize(litebert.EncoderForPreTraining(roberta_config()))
     with caplog.at_level(logging.WARNING, logger="litebert"):
         model.save_pretrained(tmp_path / "pt")
     assert "no RoBERTa model with a sentence-pair head" in caplog.text
     assert "unroll=True" not in caplog.text  # no sharing to unroll: it would not help
     assert json.loads((tmp_path / "pt" / "config.json").read_text())["model_type"] == "litebert"
     again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path / "pt", strict=True)
-    assert isinstance(again, litebert.AlbertForPreTraining)
+    assert isinstance(again, litebert.EncoderForPreTraining)
     _same(model, again)
-    mlm = litebert.AlbertForMaskedLM.from_pretrained(tmp_path / "pt")
+    mlm = litebert.EncoderForMaskedLM.from_pretrained(tmp_path / "pt")
     mlm.save_pretrained(tmp_path / "mlm")
     assert json.loads((tmp_path / "mlm" / "config.json").read_text())["architectures"] == [
         "RobertaForMaskedLM"]
@@ -338,6 +338,6 @@ def test_auto_pretraining_on_a_roberta_directory_is_the_masked_lm(tmp_path):
     """As transformers' AutoModelForPreTraining, which gives RobertaForMaskedLM."""
     transformers.RobertaForMaskedLM(hf_roberta_config()).save_pretrained(tmp_path)
     assert isinstance(litebert.AutoModelForPreTraining.from_pretrained(tmp_path, strict=True),
-                      litebert.AlbertForMaskedLM)
+                      litebert.EncoderForMaskedLM)
     assert isinstance(litebert.AutoModelForPreTraining.from_config(roberta_config()),
-                      litebert.AlbertForMaskedLM)
+                      litebert.EncoderForMaskedLM)

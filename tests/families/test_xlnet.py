@@ -16,7 +16,7 @@ from safetensors.torch import load_file
 import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
-from litebert.model import AlbertForPermutationLM, XLNetModel
+from litebert.model import EncoderForPermutationLM, XLNetModel
 from tests.conftest import randomize, small_config
 from tests.families.configs import (
     albert_xlnet_config,
@@ -33,7 +33,7 @@ XLNET_KEYS = ("mem_len", "reuse_len", "attn_type", "clamp_len", "same_length", "
 
 def test_reads_transformers_defaults_and_writes_them_back():
     hf = transformers.XLNetConfig()
-    config = litebert.AlbertConfig.from_dict(hf.to_dict())
+    config = litebert.ModelConfig.from_dict(hf.to_dict())
     assert (config.hidden_size, config.embedding_size, config.num_hidden_layers,
             config.num_attention_heads, config.intermediate_size, config.vocab_size) == (
         1024, 1024, 24, 16, 4096, 32000)
@@ -44,7 +44,7 @@ def test_reads_transformers_defaults_and_writes_them_back():
     assert (xl.mem_len, xl.attn_type, config.hidden_dropout_prob,
             config.attention_probs_dropout_prob, config.pad_token_id) == (512, "bi", 0.1, 0.1, 5)
     assert not config.has_projection
-    assert litebert.AlbertConfig.from_dict(config.to_dict()) == config
+    assert litebert.ModelConfig.from_dict(config.to_dict()) == config
 
 
 def test_writes_a_config_transformers_reads():
@@ -62,8 +62,8 @@ def test_writes_a_config_transformers_reads():
     assert (theirs.ff_activation, theirs.summary_last_dropout, theirs.num_labels) == (
         "relu", 0.3, 3)
     assert (theirs.start_n_top, theirs.end_n_top) == (5, 5)
-    assert litebert.AlbertConfig.from_dict(saved) == ours
-    kept = litebert.AlbertConfig.from_dict({**saved, "start_n_top": 4})
+    assert litebert.ModelConfig.from_dict(saved) == ours
+    kept = litebert.ModelConfig.from_dict({**saved, "start_n_top": 4})
     assert kept.extra["start_n_top"] == 4 and kept.to_dict()["start_n_top"] == 4
 
 
@@ -77,7 +77,7 @@ def test_writes_a_config_transformers_reads():
 def test_unsupported_xlnet_configs_name_the_file(changes, words):
     data = {**hf_xlnet_config().to_dict(), **changes}
     with pytest.raises(ConfigError, match=rf"^my/config.json: .*{words}"):
-        litebert.AlbertConfig.from_dict(data, source="my/config.json")
+        litebert.ModelConfig.from_dict(data, source="my/config.json")
 
 
 @pytest.mark.parametrize("changes, field, words", [
@@ -121,7 +121,7 @@ def test_bare_backbone_file_is_transformers_xlnet_model(tmp_path):
 
 @pytest.mark.parametrize("hf_class, auto, ours", [
     ("XLNetModel", "AutoModel", XLNetModel),
-    ("XLNetLMHeadModel", "AutoModelForPreTraining", AlbertForPermutationLM),
+    ("XLNetLMHeadModel", "AutoModelForPreTraining", EncoderForPermutationLM),
     ("XLNetLMHeadModel", "AutoModel", XLNetModel),
 ])
 def test_auto_classes_read_a_transformers_directory(tmp_path, hf_class, auto, ours):
@@ -131,7 +131,7 @@ def test_auto_classes_read_a_transformers_directory(tmp_path, hf_class, auto, ou
     assert type(model) is ours
     x = inputs(CASES["perm_mask + targets"])
     a, b = model(**x, use_mems=False), theirs(**x, use_mems=False)
-    field = "logits" if ours is AlbertForPermutationLM else "last_hidden_state"
+    field = "logits" if ours is EncoderForPermutationLM else "last_hidden_state"
     if hf_class == "XLNetLMHeadModel" and ours is XLNetModel:
         b = theirs.transformer(**x, use_mems=False)
     torch.testing.assert_close(a[field], b[field], atol=1e-5, rtol=0)
@@ -144,12 +144,12 @@ def test_pretraining_directory_without_architectures_is_the_permutation_lm(tmp_p
     del data["architectures"]
     path.write_text(json.dumps(data))
     model = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
-    assert isinstance(model, AlbertForPermutationLM)
+    assert isinstance(model, EncoderForPermutationLM)
 
 
 def test_permutation_lm_file_ties_its_decoder(tmp_path):
     """lm_loss.weight is the word embeddings: only the bias is written and read."""
-    ours = randomize(AlbertForPermutationLM(xlnet_config()))
+    ours = randomize(EncoderForPermutationLM(xlnet_config()))
     ours.save_pretrained(tmp_path)
     tensors = load_file(tmp_path / "model.safetensors")
     assert "lm_loss.bias" in tensors and "lm_loss.weight" not in tensors
@@ -165,14 +165,14 @@ def test_permutation_lm_file_ties_its_decoder(tmp_path):
     (dict(use_pooler=True), "no pooler"),
 ])
 def test_what_xlnet_cannot_hold_goes_to_our_layout(changes, words):
-    adapter, why = layout_for(xlnet_config(**changes), "AlbertForPermutationLM")
+    adapter, why = layout_for(xlnet_config(**changes), "EncoderForPermutationLM")
     assert adapter is FAMILIES["litebert"]
     assert why is not None and words in why
 
 
 def test_albert_xlnet_round_trips_in_our_layout_with_the_reason(tmp_path, caplog):
     config = albert_xlnet_config(model_type="xlnet", mem_len=6, reuse_len=4, bi_data=True)
-    model = randomize(AlbertForPermutationLM(config)).eval()
+    model = randomize(EncoderForPermutationLM(config)).eval()
     with caplog.at_level(logging.WARNING, logger="litebert"):
         model.save_pretrained(tmp_path)
     assert "one set of weights per layer" in caplog.text
@@ -182,8 +182,8 @@ def test_albert_xlnet_round_trips_in_our_layout_with_the_reason(tmp_path, caplog
         "litebert", "xlnet", "xlnet")
     assert (saved["mem_len"], saved["reuse_len"], saved["bi_data"]) == (6, 4, True)
     again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path, strict=True).eval()
-    assert isinstance(again, AlbertForPermutationLM)
-    assert again.config == config.replace(architectures=["AlbertForPermutationLM"])
+    assert isinstance(again, EncoderForPermutationLM)
+    assert again.config == config.replace(architectures=["EncoderForPermutationLM"])
     x = inputs(CASES["bi_data clamp_len"])
     torch.testing.assert_close(again(**x).logits, model(**x).logits, atol=0, rtol=0)
     with pytest.raises(Exception, match="(?i)xlnet|key|size|shape"):
@@ -191,19 +191,19 @@ def test_albert_xlnet_round_trips_in_our_layout_with_the_reason(tmp_path, caplog
 
 
 def test_albert_xlnet_preset_is_saved_in_our_layout(tmp_path):
-    config = litebert.AlbertConfig.from_preset("albert-xlnet-tiny", vocab_size=60)
+    config = litebert.ModelConfig.from_preset("albert-xlnet-tiny", vocab_size=60)
     assert (config.embedding_size, config.hidden_size, config.sharing) == (128, 256, "all")
     XLNetModel(config).save_pretrained(tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model_type"] == "litebert" and saved["backbone"] == "xlnet"
     again = litebert.AutoModel.from_pretrained(tmp_path)
     assert isinstance(again, XLNetModel)
-    assert again.config == config.replace(architectures=["AlbertModel"])
+    assert again.config == config.replace(architectures=["EncoderModel"])
 
 
 @pytest.mark.parametrize("head, hf_head", [
-    ("AlbertForTokenClassification", "XLNetForTokenClassification"),
-    ("AlbertForQuestionAnswering", "XLNetForQuestionAnsweringSimple")])
+    ("EncoderForTokenClassification", "XLNetForTokenClassification"),
+    ("EncoderForQuestionAnswering", "XLNetForQuestionAnsweringSimple")])
 def test_token_and_span_heads_read_transformers_files(tmp_path, head, hf_head):
     """The heads that keep transformers' names on XLNet (classifier, qa_outputs): same
     outputs after a round trip through a transformers directory."""

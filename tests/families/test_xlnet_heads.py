@@ -12,7 +12,7 @@ import transformers
 
 import litebert
 from litebert.families import FAMILIES
-from litebert.model import AlbertForBeamQuestionAnswering
+from litebert.model import EncoderForBeamQuestionAnswering
 from tests.conftest import randomize
 from tests.families.configs import hf_xlnet_config
 from tests.model.test_xlnet import CASES, B, inputs
@@ -20,9 +20,9 @@ from tests.model.test_xlnet import CASES, B, inputs
 ATOL = 1e-5
 XLNET = FAMILIES["xlnet"]
 CLASSES = {**{name: getattr(litebert, name) for name in (
-    "AlbertForSequenceClassification", "AlbertForTokenClassification",
-    "AlbertForMultipleChoice", "AlbertForQuestionAnswering")},
-    "AlbertForBeamQuestionAnswering": AlbertForBeamQuestionAnswering}
+    "EncoderForSequenceClassification", "EncoderForTokenClassification",
+    "EncoderForMultipleChoice", "EncoderForQuestionAnswering")},
+    "EncoderForBeamQuestionAnswering": EncoderForBeamQuestionAnswering}
 
 
 def batch(head: str) -> dict[str, torch.Tensor]:
@@ -30,16 +30,16 @@ def batch(head: str) -> dict[str, torch.Tensor]:
     2, pad 3."""
     x = inputs(CASES["left padding"])
     T = x["input_ids"].shape[1]
-    if head == "AlbertForSequenceClassification":
+    if head == "EncoderForSequenceClassification":
         x["labels"] = torch.tensor([0, 2, 1, 1])
-    elif head == "AlbertForTokenClassification":
+    elif head == "EncoderForTokenClassification":
         labels = torch.randint(0, 3, (B, T), generator=torch.Generator().manual_seed(3))
         x["labels"] = labels.masked_fill(x["attention_mask"] == 0, -100)
-    elif head == "AlbertForMultipleChoice":
+    elif head == "EncoderForMultipleChoice":
         other = inputs(CASES["left padding"], seed=1)
         x = {k: torch.stack([x[k], other[k]], dim=1) for k in x}  # (B, C, T)
         x["labels"] = torch.tensor([1, 0, 1, 0])
-    elif head == "AlbertForQuestionAnswering":
+    elif head == "EncoderForQuestionAnswering":
         x.update(start_positions=torch.tensor([4, 6, T - 1, 2]),
                  end_positions=torch.tensor([7, 6, T - 1, 5]))
     else:  # the beam head: row 2 impossible (start = end = <cls>, the last token)
@@ -53,11 +53,11 @@ def batch(head: str) -> dict[str, torch.Tensor]:
 
 
 HEADS = {  # ours -> (transformers' class, num_labels, the output compared)
-    "AlbertForSequenceClassification": ("XLNetForSequenceClassification", 3, "logits"),
-    "AlbertForTokenClassification": ("XLNetForTokenClassification", 3, "logits"),
-    "AlbertForMultipleChoice": ("XLNetForMultipleChoice", 1, "logits"),
-    "AlbertForQuestionAnswering": ("XLNetForQuestionAnsweringSimple", 2, "start_logits"),
-    "AlbertForBeamQuestionAnswering": ("XLNetForQuestionAnswering", 2, None),
+    "EncoderForSequenceClassification": ("XLNetForSequenceClassification", 3, "logits"),
+    "EncoderForTokenClassification": ("XLNetForTokenClassification", 3, "logits"),
+    "EncoderForMultipleChoice": ("XLNetForMultipleChoice", 1, "logits"),
+    "EncoderForQuestionAnswering": ("XLNetForQuestionAnsweringSimple", 2, "start_logits"),
+    "EncoderForBeamQuestionAnswering": ("XLNetForQuestionAnswering", 2, None),
 }
 
 
@@ -69,7 +69,7 @@ def pair(head: str, direction: str, tmp_path):
         theirs.save_pretrained(tmp_path)
         ours = CLASSES[head].from_pretrained(tmp_path, strict=True)
     else:
-        config = litebert.AlbertConfig.from_dict(hf_xlnet_config(labels).to_dict())
+        config = litebert.ModelConfig.from_dict(hf_xlnet_config(labels).to_dict())
         ours = randomize(CLASSES[head](config))
         ours.save_pretrained(tmp_path)
         theirs = getattr(transformers, hf_name).from_pretrained(tmp_path)
@@ -114,7 +114,7 @@ def test_head_matches_transformers_outputs_loss_and_gradients(head, direction, t
 def test_beam_head_inference_matches_transformers(direction, tmp_path):
     """The beam on a whole model: transformers' probabilities are our exp(log-probs), its
     end entries end-major where ours are start-major."""
-    ours, theirs = pair("AlbertForBeamQuestionAnswering", direction, tmp_path)
+    ours, theirs = pair("EncoderForBeamQuestionAnswering", direction, tmp_path)
     x = {k: v for k, v in batch("beam").items()
          if k not in ("start_positions", "end_positions", "is_impossible")}
     with torch.no_grad():
@@ -135,7 +135,7 @@ def test_beam_head_inference_matches_transformers(direction, tmp_path):
 def test_heads_keep_no_memories_whatever_mem_len(head):
     """A pre-training config keeps mem_len; fine-tuning heads still ask the backbone for no
     memories (before, the backbone built and kept them at every step)."""
-    config = litebert.AlbertConfig.from_dict(hf_xlnet_config(HEADS[head][1], mem_len=8)
+    config = litebert.ModelConfig.from_dict(hf_xlnet_config(HEADS[head][1], mem_len=8)
                                              .to_dict())
     assert config.backbone_config.mem_len == 8
     model = CLASSES[head](config)

@@ -15,7 +15,7 @@ import transformers
 import litebert
 from litebert.cli import main
 from litebert.compat import model_tokenizer_mismatch
-from litebert.model import AlbertForBeamQuestionAnswering, AlbertForPermutationLM
+from litebert.model import EncoderForBeamQuestionAnswering, EncoderForPermutationLM
 from litebert.model.albert import AlbertModel
 from litebert.model.hub import read_config
 from litebert.model.xlnet import XLNetModel
@@ -47,7 +47,7 @@ def xlnet_model(xlnet_tokenizer, tmp_path_factory):
     root = tmp_path_factory.mktemp("xlnet-model")
     torch.manual_seed(0)
     config = xlnet_config(vocab_size=len(xlnet_tokenizer), **MICRO)
-    AlbertForPermutationLM(config).save_pretrained(root)
+    EncoderForPermutationLM(config).save_pretrained(root)
     xlnet_tokenizer.save_pretrained(root)
     assert json.loads((root / "config.json").read_text())["architectures"] == ["XLNetLMHeadModel"]
     return root
@@ -90,7 +90,7 @@ def test_a_model_that_cannot_read_the_tokenizers_types_or_summary_is_refused(
     model = tmp_path / "model"
     config = read_config(xlnet_model).replace(vocab_size=len(cls_first),
                                               pad_token_id=cls_first.pad_token_id)
-    AlbertForPermutationLM(config).save_pretrained(model)
+    EncoderForPermutationLM(config).save_pretrained(model)
     cls_first.save_pretrained(model)
     data = sst2_dir(tmp_path / "S", 8, 4)
     assert main(["finetune", "--task", "sst2", "--data", str(data), "--model", str(model),
@@ -156,7 +156,7 @@ def test_squad2_trains_the_beam_head_and_writes_the_official_files(xlnet_model, 
                          **fast(max_steps=6, eval_every=3, max_seq_length=48, batch_size=8))
     assert (cfg.lr, cfg.layer_decay, cfg.layer_decay_rule) == (2e-3, 0.75, "layers-only")
     task = adapter_for(cfg)
-    assert task.beam and isinstance(task.build_model(), AlbertForBeamQuestionAnswering)
+    assert task.beam and isinstance(task.build_model(), EncoderForBeamQuestionAnswering)
     rows = task.train_rows[:8]
     batch = task.collate(rows)
     T = batch["input_ids"].shape[1]
@@ -237,7 +237,7 @@ def test_squad_layer_decay_follows_xlnets_rule(xlnet_model, tmp_path):
     """Table 8's 0.75 for SQuAD, the official rule: layer l of L at 0.75 ** (L - 1 - l), the
     word embeddings, mask_emb and the head at the lr."""
     cfg = FinetuneConfig(task="squad2", data="d", model=str(xlnet_model), out="o", lr=1.0)
-    model = AlbertForBeamQuestionAnswering.from_pretrained(xlnet_model)
+    model = EncoderForBeamQuestionAnswering.from_pretrained(xlnet_model)
     rate = {}
     for group in finetune_groups(model, cfg):
         for p in group["params"]:

@@ -21,12 +21,12 @@ DESIGN_COUNTS = {  # the design's counts: backbone, + MLM & SOP heads (vocab 300
 
 @pytest.mark.parametrize("name", list(DESIGN_COUNTS))
 def test_parameter_counts_match_to_the_parameter(name):
-    assert count(litebert.AlbertConfig.from_preset(name)) == DESIGN_COUNTS[name]
+    assert count(litebert.ModelConfig.from_preset(name)) == DESIGN_COUNTS[name]
 
 
 def test_real_model_counts_what_meta_counts():
-    config = litebert.AlbertConfig.from_preset("albert-base")
-    assert litebert.AlbertForPreTraining(config).num_parameters() == DESIGN_COUNTS[
+    config = litebert.ModelConfig.from_preset("albert-base")
+    assert litebert.EncoderForPreTraining(config).num_parameters() == DESIGN_COUNTS[
         "albert-base"][1]
 
 
@@ -48,7 +48,7 @@ def test_paper_figures_agree_within_rounding():
 @pytest.mark.parametrize("sharing, attentions, ffns", [
     ("all", 1, 1), ("attention", 1, 12), ("ffn", 12, 1), ("none", 12, 12)])
 def test_sharing_modes_hold_the_right_modules(sharing, attentions, ffns):
-    config = litebert.AlbertConfig(sharing=sharing, num_hidden_layers=12, hidden_size=64,
+    config = litebert.ModelConfig(sharing=sharing, num_hidden_layers=12, hidden_size=64,
                                    num_attention_heads=4, intermediate_size=64, vocab_size=50)
     encoder = litebert.AlbertModel(config).encoder
     assert (len(encoder.attentions), len(encoder.ffns)) == (attentions, ffns)
@@ -100,7 +100,7 @@ def test_default_token_types_are_zero():
 
 
 def test_mlm_logits_only_at_masked_positions():
-    model = randomize(litebert.AlbertForPreTraining(small_config())).eval()
+    model = randomize(litebert.EncoderForPreTraining(small_config())).eval()
     x = make_inputs()
     labels = mlm_labels(x)
     with torch.no_grad():
@@ -116,7 +116,7 @@ def test_mlm_logits_only_at_masked_positions():
 
 
 def test_no_masked_token_gives_zero_loss_not_nan():
-    model = litebert.AlbertForMaskedLM(small_config())
+    model = litebert.EncoderForMaskedLM(small_config())
     x = make_inputs()
     out = model(**x, labels=torch.full_like(x["input_ids"], -100))
     assert out.loss.item() == 0.0
@@ -124,7 +124,7 @@ def test_no_masked_token_gives_zero_loss_not_nan():
 
 
 def test_pretraining_loss_is_mlm_plus_sop():
-    model = randomize(litebert.AlbertForPreTraining(small_config())).eval()
+    model = randomize(litebert.EncoderForPreTraining(small_config())).eval()
     x = make_inputs()
     order = torch.tensor([0, 1, 0])
     out = model(**x, labels=mlm_labels(x), sentence_order_label=order)
@@ -145,7 +145,7 @@ def test_dropout_acts_only_in_training():
 
 
 def test_init_follows_the_reference():
-    model = litebert.AlbertForPreTraining(litebert.AlbertConfig.from_preset("tiny"))
+    model = litebert.EncoderForPreTraining(litebert.ModelConfig.from_preset("tiny"))
     words = model.albert.embeddings.word_embeddings.weight
     assert words[0].abs().sum() == 0  # padding row
     assert abs(words[1:].std().item() - 0.02) < 0.003  # truncated normal(0, 0.02)
@@ -159,9 +159,9 @@ def test_all_heads_train_one_step():
     config = small_config(num_labels=3)
     x = make_inputs()
     for cls, extra in [
-        (litebert.AlbertForSequenceClassification, dict(labels=torch.tensor([0, 2, 1]))),
-        (litebert.AlbertForTokenClassification, dict(labels=torch.zeros_like(x["input_ids"]))),
-        (litebert.AlbertForQuestionAnswering,
+        (litebert.EncoderForSequenceClassification, dict(labels=torch.tensor([0, 2, 1]))),
+        (litebert.EncoderForTokenClassification, dict(labels=torch.zeros_like(x["input_ids"]))),
+        (litebert.EncoderForQuestionAnswering,
          dict(start_positions=torch.tensor([1, 2, 0]), end_positions=torch.tensor([2, 3, 0]))),
     ]:
         model = cls(config)

@@ -150,7 +150,7 @@ def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path(referen
     losses, grads = [], []
     for batch in (dict(inputs), with_unpadded_rows(dict(inputs))):
         torch.manual_seed(0)
-        model = randomize(litebert.AlbertForPreTraining(config))
+        model = randomize(litebert.EncoderForPreTraining(config))
         out = model(**batch, labels=labels, sentence_order_label=order)
         out.loss.backward()
         losses.append(out.loss.detach())

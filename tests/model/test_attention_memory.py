@@ -21,7 +21,7 @@ import pytest
 CHILD = """
 import json, resource, sys
 import torch
-from litebert import AlbertConfig, AlbertModel
+from litebert import ModelConfig, AlbertModel
 from litebert.data.attention_layout import with_unpadded_rows
 
 layers, rows, width, attention, cap_gib, dropout = sys.argv[1:]
@@ -29,7 +29,7 @@ layers, rows, width, dropout = int(layers), int(rows), int(width), float(dropout
 cap = int(float(cap_gib) * 2**30)
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 torch.manual_seed(0)
-config = AlbertConfig.from_preset("bert-base", num_hidden_layers=layers, vocab_size=1000,
+config = ModelConfig.from_preset("bert-base", num_hidden_layers=layers, vocab_size=1000,
                                   hidden_dropout_prob=dropout,
                                   attention_probs_dropout_prob=dropout)
 model = AlbertModel(config, add_pooling_layer=False).train()

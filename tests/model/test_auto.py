@@ -10,14 +10,14 @@ from litebert.model.hub import CheckpointError
 from tests.conftest import VOCAB, small_config
 from tests.families.configs import electra_config, hf_electra_config
 
-AUTO = {"AutoModel": "AlbertModel", "AutoModelForMaskedLM": "AlbertForMaskedLM",
-        "AutoModelForSequenceClassification": "AlbertForSequenceClassification",
-        "AutoModelForTokenClassification": "AlbertForTokenClassification",
-        "AutoModelForQuestionAnswering": "AlbertForQuestionAnswering",
-        "AutoModelForMultipleChoice": "AlbertForMultipleChoice",
-        "AutoModelForReplacedTokenDetection": "AlbertForReplacedTokenDetection"}
-PRETRAINING = {"albert": "AlbertForPreTraining", "bert": "AlbertForPreTraining",
-               "electra": "AlbertForReplacedTokenDetection"}
+AUTO = {"AutoModel": "AlbertModel", "AutoModelForMaskedLM": "EncoderForMaskedLM",
+        "AutoModelForSequenceClassification": "EncoderForSequenceClassification",
+        "AutoModelForTokenClassification": "EncoderForTokenClassification",
+        "AutoModelForQuestionAnswering": "EncoderForQuestionAnswering",
+        "AutoModelForMultipleChoice": "EncoderForMultipleChoice",
+        "AutoModelForReplacedTokenDetection": "EncoderForReplacedTokenDetection"}
+PRETRAINING = {"albert": "EncoderForPreTraining", "bert": "EncoderForPreTraining",
+               "electra": "EncoderForReplacedTokenDetection"}
 
 
 def _directory(root, family: str):
@@ -50,20 +50,20 @@ def test_auto_classes_dispatch_on_model_type(tmp_path, family):
 def test_pretraining_follows_architectures_when_the_layout_is_albert(tmp_path):
     """An all-shared discriminator is written in ALBERT layout; its architectures entry
     brings it back as the discriminator, not as ALBERT's MLM + SOP model."""
-    litebert.AlbertForReplacedTokenDetection(electra_config(sharing="all")).save_pretrained(
+    litebert.EncoderForReplacedTokenDetection(electra_config(sharing="all")).save_pretrained(
         tmp_path)
     model = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
-    assert isinstance(model, litebert.AlbertForReplacedTokenDetection)
+    assert isinstance(model, litebert.EncoderForReplacedTokenDetection)
     transformers.ElectraForPreTraining(hf_electra_config()).save_pretrained(tmp_path / "hf")
     model = litebert.AutoModelForPreTraining.from_pretrained(tmp_path / "hf", strict=True)
-    assert isinstance(model, litebert.AlbertForReplacedTokenDetection)
+    assert isinstance(model, litebert.EncoderForReplacedTokenDetection)
 
 
 def test_from_config_and_overrides(tmp_path):
     assert isinstance(litebert.AutoModelForPreTraining.from_config(electra_config()),
-                      litebert.AlbertForReplacedTokenDetection)
+                      litebert.EncoderForReplacedTokenDetection)
     assert isinstance(litebert.AutoModelForPreTraining.from_config(small_config()),
-                      litebert.AlbertForPreTraining)
+                      litebert.EncoderForPreTraining)
     directory = _directory(tmp_path, "electra")
     model = litebert.AutoModelForSequenceClassification.from_pretrained(directory, num_labels=4)
     assert model.classifier.out_proj.out_features == 4

@@ -27,7 +27,7 @@ from litebert.model.backbone import (
     build_backbone,
     register_backbone,
 )
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.model.base import PreTrainedModel
 from litebert.model.counts import encoder_flops_per_token
 from litebert.model.outputs import BaseModelOutput
 from litebert.tasks.layer_decay import lr_multipliers
@@ -63,7 +63,7 @@ class TinyBlock(nn.Module):
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 
 
-class TinyBackbone(AlbertPreTrainedModel):
+class TinyBackbone(PreTrainedModel):
     """Word embeddings (no positions, no token types) -> E->H -> one block; the summary is the
     LAST token, as in XLNet's template; a pooler only when asked; memories in and out."""
 
@@ -129,7 +129,7 @@ def tiny():
     del BACKBONES[NAME]
 
 
-def tiny_config(**overrides) -> litebert.AlbertConfig:
+def tiny_config(**overrides) -> litebert.ModelConfig:
     # No pooler unless a head asks (pre-training does): the classifier reads the summary token.
     return small_config(**{**dict(backbone=NAME, use_pooler=False,
                                   classifier_head="first_token"), **overrides})
@@ -143,27 +143,27 @@ POOLER = dict(use_pooler=True, classifier_head="pooler")
 def head_inputs(cls_name: str, labelled: bool = True) -> dict[str, torch.Tensor]:
     x = make_inputs()
     B, T = x["input_ids"].shape
-    if cls_name == "AlbertForMultipleChoice":
+    if cls_name == "EncoderForMultipleChoice":
         x = {k: torch.stack([v, v.flip(0)], dim=1) for k, v in x.items()}  # (B, 2, T)
     if not labelled:
         return x
     labels = {
-        "AlbertForPreTraining": dict(labels=mlm_labels(x), sentence_order_label=torch.tensor(
+        "EncoderForPreTraining": dict(labels=mlm_labels(x), sentence_order_label=torch.tensor(
             [0, 1, 1])),
-        "AlbertForMaskedLM": dict(labels=mlm_labels(x)),
-        "AlbertForSequenceClassification": dict(labels=torch.tensor([0, 1, 1])),
-        "AlbertForTokenClassification": dict(labels=torch.randint(0, 2, (B, T))),
-        "AlbertForQuestionAnswering": dict(start_positions=torch.tensor([1, 2, 0]),
+        "EncoderForMaskedLM": dict(labels=mlm_labels(x)),
+        "EncoderForSequenceClassification": dict(labels=torch.tensor([0, 1, 1])),
+        "EncoderForTokenClassification": dict(labels=torch.randint(0, 2, (B, T))),
+        "EncoderForQuestionAnswering": dict(start_positions=torch.tensor([1, 2, 0]),
                                            end_positions=torch.tensor([3, 2, 0])),
-        "AlbertForMultipleChoice": dict(labels=torch.tensor([1, 0, 1])),
-        "AlbertForReplacedTokenDetection": dict(labels=torch.randint(0, 2, (B, T))),
+        "EncoderForMultipleChoice": dict(labels=torch.tensor([1, 0, 1])),
+        "EncoderForReplacedTokenDetection": dict(labels=torch.randint(0, 2, (B, T))),
     }.get(cls_name, {})
     return {**x, **labels}
 
 
-HEADS = ["AlbertForPreTraining", "AlbertForMaskedLM", "AlbertForSequenceClassification",
-         "AlbertForTokenClassification", "AlbertForQuestionAnswering",
-         "AlbertForMultipleChoice", "AlbertForReplacedTokenDetection"]
+HEADS = ["EncoderForPreTraining", "EncoderForMaskedLM", "EncoderForSequenceClassification",
+         "EncoderForTokenClassification", "EncoderForQuestionAnswering",
+         "EncoderForMultipleChoice", "EncoderForReplacedTokenDetection"]
 
 
 @pytest.mark.parametrize("structure", [{}, POOLER], ids=["summary-token", "pooler"])
@@ -183,15 +183,15 @@ def test_summary_heads_read_the_backbones_last_token(tiny):
     """With summary_position -1 the classifier and the multiple-choice summary read h[:, -1];
     a head that read h[:, 0] gives other logits."""
     torch.manual_seed(0)
-    seq = randomize(litebert.AlbertForSequenceClassification(tiny_config())).eval()
-    x = head_inputs("AlbertForSequenceClassification", labelled=False)
+    seq = randomize(litebert.EncoderForSequenceClassification(tiny_config())).eval()
+    x = head_inputs("EncoderForSequenceClassification", labelled=False)
     with torch.no_grad():
         out = seq(**x)
         h = out.last_hidden_state  # (B, T, H)
         torch.testing.assert_close(out.logits, seq.classifier(h[:, -1]))
         assert not torch.allclose(out.logits, seq.classifier(h[:, 0]))
-    choice = randomize(litebert.AlbertForMultipleChoice(tiny_config())).eval()
-    x = head_inputs("AlbertForMultipleChoice", labelled=False)
+    choice = randomize(litebert.EncoderForMultipleChoice(tiny_config())).eval()
+    x = head_inputs("EncoderForMultipleChoice", labelled=False)
     with torch.no_grad():
         out = choice(**x)
         h = out.last_hidden_state  # (B * C, T, H)
@@ -200,7 +200,7 @@ def test_summary_heads_read_the_backbones_last_token(tiny):
 
 
 def test_mlm_head_is_tied_to_the_backbones_input_embeddings(tiny):
-    model = randomize(litebert.AlbertForMaskedLM(tiny_config())).eval()
+    model = randomize(litebert.EncoderForMaskedLM(tiny_config())).eval()
     x = make_inputs()
     with torch.no_grad():
         logits = model(**x).logits  # (B, T, V)
@@ -227,7 +227,7 @@ def test_memories_come_out_and_go_back_in(tiny):
 
 def test_layer_decay_fsdp_counts_and_unroll_ask_the_backbone(tiny):
     config = tiny_config(**POOLER)
-    model = litebert.AlbertForSequenceClassification(config)
+    model = litebert.EncoderForSequenceClassification(config)
     m = lr_multipliers(model, 0.5)  # L = 1: embeddings 0.5**3, the block 0.5**2, head 1
     assert m["albert.word_embeddings.weight"] == m["albert.projection.weight"] == 0.125
     assert m["albert.scale"] == 0.125
@@ -244,7 +244,7 @@ def test_layer_decay_fsdp_counts_and_unroll_ask_the_backbone(tiny):
 # ---- directories and the Auto classes --------------------------------------------------------
 
 def auto_inputs(auto) -> dict[str, torch.Tensor]:
-    return head_inputs("AlbertForMultipleChoice" if auto is litebert.AutoModelForMultipleChoice
+    return head_inputs("EncoderForMultipleChoice" if auto is litebert.AutoModelForMultipleChoice
                        else "", labelled=False)
 
 
@@ -276,7 +276,7 @@ def test_families_config_json_do_not_name_the_default_backbone():
                electra_config(sharing="all"),
                small_config(model_type="bert", sharing="none", embedding_size=32,
                             embedding_projection="never"),
-               litebert.AlbertConfig.from_preset("roberta-tiny")]
+               litebert.ModelConfig.from_preset("roberta-tiny")]
     for config in configs:
         assert "backbone" not in config.to_dict()
 
@@ -284,12 +284,12 @@ def test_families_config_json_do_not_name_the_default_backbone():
 def test_an_unknown_backbone_names_the_file_and_the_known_ones(tiny, tmp_path):
     with pytest.raises(ConfigError, match=rf"backbone 'nope' is not registered; litebert "
                                           rf"knows 'albert', 'modernbert', 'xlnet', '{NAME}'"):
-        litebert.AlbertForMaskedLM(small_config(backbone="nope"))
-    litebert.AlbertForMaskedLM(small_config()).save_pretrained(tmp_path)
+        litebert.EncoderForMaskedLM(small_config(backbone="nope"))
+    litebert.EncoderForMaskedLM(small_config()).save_pretrained(tmp_path)
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "backbone": "nope"}))
     for load in (litebert.AutoModelForSequenceClassification.from_pretrained,
-                 litebert.AlbertForMaskedLM.from_pretrained, litebert.AutoModel.from_pretrained):
+                 litebert.EncoderForMaskedLM.from_pretrained, litebert.AutoModel.from_pretrained):
         with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))}: backbone 'nope' is "
                                               rf"not registered; litebert knows 'albert', "
                                               rf"'modernbert', 'xlnet', '{NAME}'"):
@@ -323,7 +323,7 @@ def test_finetune_on_the_backbones_directory(tiny, tmp_path):
     tok = litebert.Tokenizer.from_file(train_tokenizer("xlnet", [text], tmp_path / "tok",
                                                        vocab_size=60))
     torch.manual_seed(0)
-    model = litebert.AlbertForPreTraining(tiny_config(vocab_size=len(tok),
+    model = litebert.EncoderForPreTraining(tiny_config(vocab_size=len(tok),
                                                       pad_token_id=tok.pad_token_id))
     model.save_pretrained(tmp_path / "model")
     tok.save_pretrained(tmp_path / "model")

@@ -3,13 +3,13 @@
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig
-from litebert.model.base import AlbertPreTrainedModel
+from litebert.config import ModelConfig
+from litebert.model.base import PreTrainedModel
 from litebert.model.layers import PreNormLayer
 
 
-class Mixed(AlbertPreTrainedModel):
-    def __init__(self, config: AlbertConfig):
+class Mixed(PreTrainedModel):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.modern = PreNormLayer(32, 4, 64, first=False)  # norms and linears without biases
@@ -19,7 +19,7 @@ class Mixed(AlbertPreTrainedModel):
 
 def test_init_takes_norms_and_linears_with_and_without_biases():
     with torch.no_grad():
-        model = Mixed(AlbertConfig(hidden_size=32, num_attention_heads=4, intermediate_size=64))
+        model = Mixed(ModelConfig(hidden_size=32, num_attention_heads=4, intermediate_size=64))
         for module in model.modules():
             if isinstance(module, nn.LayerNorm):
                 assert torch.equal(module.weight, torch.ones_like(module.weight))

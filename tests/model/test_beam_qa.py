@@ -15,7 +15,7 @@ from transformers.models.xlnet.modeling_xlnet import XLNetModelOutput
 
 import litebert
 from litebert.config import ConfigError
-from litebert.model import AlbertForBeamQuestionAnswering, AutoModelForBeamQuestionAnswering
+from litebert.model import AutoModelForBeamQuestionAnswering, EncoderForBeamQuestionAnswering
 from litebert.model.outputs import BaseModelOutput
 from tests.conftest import make_inputs, randomize, small_config
 
@@ -31,7 +31,7 @@ def xlnet_config(**overrides) -> transformers.XLNetConfig:
         end_n_top=E, layer_norm_eps=1e-12, dropout=0.1), **overrides})
 
 
-def our_config(**overrides) -> litebert.AlbertConfig:
+def our_config(**overrides) -> litebert.ModelConfig:
     return small_config(**{**dict(layer_norm_eps=1e-12, use_pooler=False,
                                   classifier_head="summary", classifier_act="tanh",
                                   extra=dict(start_n_top=S, end_n_top=E)), **overrides})
@@ -105,7 +105,7 @@ def p_mask() -> torch.Tensor:
 
 def beam_pair():
     theirs = randomize(transformers.XLNetForQuestionAnswering(xlnet_config()), seed=3).eval()
-    ours = AlbertForBeamQuestionAnswering(our_config()).eval()
+    ours = EncoderForBeamQuestionAnswering(our_config()).eval()
     copy_heads(theirs, ours, {p: p for p in HEAD_PREFIXES})
     return ours, theirs
 
@@ -199,7 +199,7 @@ def test_summary_classifier_matches_xlnet_for_sequence_classification(train):
     in training (the same dropout mask from the same seed: one dropout in both)."""
     theirs = randomize(transformers.XLNetForSequenceClassification(
         xlnet_config(num_labels=3)), seed=4).train(train)
-    ours = litebert.AlbertForSequenceClassification(our_config(num_labels=3)).train(train)
+    ours = litebert.EncoderForSequenceClassification(our_config(num_labels=3)).train(train)
     assert set(k for k, _ in ours.named_parameters() if not k.startswith("albert.")) == {
         "sequence_summary.summary.weight", "sequence_summary.summary.bias",
         "classifier.weight", "classifier.bias"}
@@ -224,7 +224,7 @@ def test_summary_classifier_matches_xlnet_for_sequence_classification(train):
 def test_multiple_choice_without_a_pooler_matches_xlnet_for_multiple_choice():
     C = 2
     theirs = randomize(transformers.XLNetForMultipleChoice(xlnet_config()), seed=6).eval()
-    ours = litebert.AlbertForMultipleChoice(our_config()).eval()
+    ours = litebert.EncoderForMultipleChoice(our_config()).eval()
     copy_heads(theirs, ours, SUMMARY_PAIRS)
     mine, their = hidden_pair(seed=8, shape=(B * C, T, H))
     stub_backbones(ours, theirs, mine, their)
@@ -241,7 +241,7 @@ def test_multiple_choice_without_a_pooler_matches_xlnet_for_multiple_choice():
 
 def test_beam_head_trains_and_predicts_on_the_albert_backbone(tmp_path):
     config = small_config(extra=dict(start_n_top=S, end_n_top=E))
-    model = randomize(AlbertForBeamQuestionAnswering(config))
+    model = randomize(EncoderForBeamQuestionAnswering(config))
     x = make_inputs()
     loss = model(**x, **LABELS).loss
     assert math.isfinite(loss.item())
@@ -258,14 +258,14 @@ def test_beam_head_trains_and_predicts_on_the_albert_backbone(tmp_path):
     torch.testing.assert_close(out.cls_logits, first)
     model.save_pretrained(tmp_path)
     again = AutoModelForBeamQuestionAnswering.from_pretrained(tmp_path, strict=True).eval()
-    assert type(again) is AlbertForBeamQuestionAnswering
+    assert type(again) is EncoderForBeamQuestionAnswering
     assert (again.start_n_top, again.end_n_top) == (S, E)
     with torch.no_grad():
         torch.testing.assert_close(again(**x).cls_logits, out.cls_logits)
 
 
 def test_beam_defaults_to_five_by_five_and_is_cut_to_the_sequence():
-    model = AlbertForBeamQuestionAnswering(small_config()).eval()
+    model = EncoderForBeamQuestionAnswering(small_config()).eval()
     assert (model.start_n_top, model.end_n_top) == (5, 5)
     x = {k: v[:, :4] for k, v in make_inputs().items()}  # 4 tokens: a beam of 4 x 4
     with torch.no_grad():
@@ -276,4 +276,4 @@ def test_beam_defaults_to_five_by_five_and_is_cut_to_the_sequence():
 @pytest.mark.parametrize("value", [0, -1, 2.5, "5", True])
 def test_a_bad_beam_size_is_a_config_error(value):
     with pytest.raises(ConfigError, match="start_n_top.*whole number >= 1"):
-        AlbertForBeamQuestionAnswering(small_config(extra=dict(start_n_top=value)))
+        EncoderForBeamQuestionAnswering(small_config(extra=dict(start_n_top=value)))

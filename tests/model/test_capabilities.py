@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from litebert.config import ConfigError
-from litebert.model import AlbertForPermutationLM, AlbertModel, XLNetModel
+from litebert.model import AlbertModel, EncoderForPermutationLM, XLNetModel
 from litebert.model.backbone import (
     BACKBONES,
     BackboneCapabilities,
@@ -107,7 +107,7 @@ def test_two_stream_backbones_take_a_factorisation_order_and_targets(name):
     else:
         with pytest.raises(ConfigError, match=f"query stream, which backbone '{name}' has not: "
                                               f"use backbone 'xlnet'"):
-            AlbertForPermutationLM(CONFIGS[name]())
+            EncoderForPermutationLM(CONFIGS[name]())
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

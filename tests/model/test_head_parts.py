@@ -287,7 +287,7 @@ def test_mlm_head_matches_modernbert():
         num_attention_heads=4, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
         sep_token_id=2))
     randomize(theirs, seed=5)
-    ours = litebert.AlbertForMaskedLM(small_config(**MODERNBERT, embedding_size=H))
+    ours = litebert.EncoderForMaskedLM(small_config(**MODERNBERT, embedding_size=H))
     names = {"predictions.dense.weight": "head.dense.weight",
              "predictions.LayerNorm.weight": "head.norm.weight",
              "predictions.bias": "decoder.bias"}

@@ -11,7 +11,7 @@ from litebert.data.loader import prediction_slots
 from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
 
 
-@pytest.mark.parametrize("head", ["AlbertForPreTraining", "AlbertForMaskedLM"])
+@pytest.mark.parametrize("head", ["EncoderForPreTraining", "EncoderForMaskedLM"])
 def test_the_slot_loss_equals_the_labels_loss(head):
     model = randomize(getattr(litebert, head)(small_config())).eval()
     x = make_inputs(batch=3, seq=11)
@@ -23,21 +23,21 @@ def test_the_slot_loss_equals_the_labels_loss(head):
         old = model(**x, labels=labels)
         new = model(**x, **slots)
         both = model(**x, labels=labels, **slots)  # a pre-training batch carries both
-    loss = "mlm_loss" if head == "AlbertForPreTraining" else "loss"
-    logits = "prediction_logits" if head == "AlbertForPreTraining" else "logits"
+    loss = "mlm_loss" if head == "EncoderForPreTraining" else "loss"
+    logits = "prediction_logits" if head == "EncoderForPreTraining" else "logits"
     torch.testing.assert_close(new[loss], old[loss], rtol=1e-6, atol=1e-6)
     # A batch with both, in a CPU's eager step: the labels path, bit for bit.
     torch.testing.assert_close(both[loss], old[loss], rtol=0, atol=0)
     assert new[logits].shape == (3, int(used.max()) + 3, VOCAB)  # (B, P, V), never (B, T, V)
     used_slots = slots["masked_weights"].bool()  # (B, P), row-major like labels != -100
     torch.testing.assert_close(new[logits][used_slots], old[logits], rtol=1e-5, atol=1e-5)
-    if head == "AlbertForPreTraining":
+    if head == "EncoderForPreTraining":
         assert new.loss is not None and old.loss is not None
         torch.testing.assert_close(new.loss - new.mlm_loss, old.loss - old.mlm_loss)
 
 
 def test_slots_without_a_used_one_give_a_zero_loss_and_without_ids_no_loss():
-    model = randomize(litebert.AlbertForMaskedLM(small_config())).eval()
+    model = randomize(litebert.EncoderForMaskedLM(small_config())).eval()
     x = make_inputs()
     slots = prediction_slots(mlm_labels(x), 8)
     with torch.no_grad():
@@ -50,7 +50,7 @@ def test_slots_without_a_used_one_give_a_zero_loss_and_without_ids_no_loss():
 def test_a_compiled_step_scores_the_slots_of_a_batch_with_both():
     """Where the step must keep one shape (compiled; CUDA alike), a batch carrying labels and
     slots is scored at its slots: (B, P, V) logits, the slot path's loss."""
-    model = randomize(litebert.AlbertForPreTraining(small_config())).eval()
+    model = randomize(litebert.EncoderForPreTraining(small_config())).eval()
     x = make_inputs(batch=3, seq=11)
     labels = mlm_labels(x)
     slots = prediction_slots(labels, int((labels != -100).sum(-1).max()) + 2)

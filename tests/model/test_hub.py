@@ -24,12 +24,12 @@ def outputs_equal(a, b) -> None:
 
 @pytest.mark.parametrize("sharing", ["attention", "ffn"])
 def test_partial_sharing_round_trips_in_own_layout(tmp_path, caplog, sharing):
-    model = randomize(litebert.AlbertForPreTraining(small_config(sharing=sharing)))
+    model = randomize(litebert.EncoderForPreTraining(small_config(sharing=sharing)))
     with caplog.at_level(logging.WARNING, logger="litebert"):
         model.save_pretrained(tmp_path)
     assert "no transformers equivalent" in caplog.text
     assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "litebert"
-    again = litebert.AlbertForPreTraining.from_pretrained(tmp_path)
+    again = litebert.EncoderForPreTraining.from_pretrained(tmp_path)
     assert again.config.sharing == sharing
     outputs_equal(model, again)
 
@@ -40,16 +40,16 @@ def test_bare_backbone_saves_without_prefix_and_loads_under_heads(tmp_path, capl
     keys = load_file(tmp_path / "model.safetensors")
     assert "embeddings.word_embeddings.weight" in keys
     with caplog.at_level(logging.WARNING, logger="litebert"):
-        clf = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
+        clf = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
     assert "newly initialised" in caplog.text and "classifier.weight" in caplog.text
     assert clf.classifier.out_features == 5
     outputs_equal(backbone, clf.albert)
     with pytest.raises(CheckpointError, match="missing 2 key.*classifier"):
-        litebert.AlbertForSequenceClassification.from_pretrained(tmp_path, strict=True)
+        litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, strict=True)
 
 
 def test_unused_heads_in_the_file_are_fine(tmp_path):
-    full = randomize(litebert.AlbertForPreTraining(small_config()))
+    full = randomize(litebert.EncoderForPreTraining(small_config()))
     full.save_pretrained(tmp_path)
     backbone = litebert.AlbertModel.from_pretrained(tmp_path)
     outputs_equal(full.albert, backbone)
@@ -73,7 +73,7 @@ def _edit_weights(directory, edit) -> None:
 
 
 def test_shape_mismatch_names_file_key_and_both_shapes(tmp_path):
-    litebert.AlbertForPreTraining(small_config()).save_pretrained(tmp_path)
+    litebert.EncoderForPreTraining(small_config()).save_pretrained(tmp_path)
     key = "albert.encoder.embedding_hidden_mapping_in.weight"
 
     def shrink(t):
@@ -81,21 +81,21 @@ def test_shape_mismatch_names_file_key_and_both_shapes(tmp_path):
     _edit_weights(tmp_path, shrink)
     with pytest.raises(CheckpointError, match=rf"model.safetensors: {key} has shape \(32, 8\)"
                                               r".*expects \(32, 16\)"):
-        litebert.AlbertForPreTraining.from_pretrained(tmp_path)
+        litebert.EncoderForPreTraining.from_pretrained(tmp_path)
 
 
 def test_unexpected_key_is_an_error(tmp_path):
-    litebert.AlbertForPreTraining(small_config()).save_pretrained(tmp_path)
+    litebert.EncoderForPreTraining(small_config()).save_pretrained(tmp_path)
     _edit_weights(tmp_path, lambda t: t.update({"albert.encoder.mystery.weight": torch.ones(2)}))
     with pytest.raises(CheckpointError, match="unexpected key albert.encoder.mystery.weight"):
-        litebert.AlbertForPreTraining.from_pretrained(tmp_path)
+        litebert.EncoderForPreTraining.from_pretrained(tmp_path)
 
 
 def test_missing_backbone_key_is_an_error_even_when_not_strict(tmp_path):
-    litebert.AlbertForPreTraining(small_config()).save_pretrained(tmp_path)
+    litebert.EncoderForPreTraining(small_config()).save_pretrained(tmp_path)
     _edit_weights(tmp_path, lambda t: t.pop("albert.embeddings.LayerNorm.weight"))
     with pytest.raises(CheckpointError, match="missing 1 key.*embeddings.LayerNorm.weight"):
-        litebert.AlbertForPreTraining.from_pretrained(tmp_path)
+        litebert.EncoderForPreTraining.from_pretrained(tmp_path)
 
 
 def test_group_count_mismatch_is_reported(tmp_path):
@@ -108,12 +108,12 @@ def test_group_count_mismatch_is_reported(tmp_path):
 
 
 def test_pytorch_bin_is_read_with_weights_only(tmp_path):
-    model = randomize(litebert.AlbertForPreTraining(small_config()))
+    model = randomize(litebert.EncoderForPreTraining(small_config()))
     model.save_pretrained(tmp_path)
     tensors = load_file(tmp_path / "model.safetensors")
     (tmp_path / "model.safetensors").unlink()
     torch.save(tensors, tmp_path / "pytorch_model.bin")
-    outputs_equal(model, litebert.AlbertForPreTraining.from_pretrained(tmp_path))
+    outputs_equal(model, litebert.EncoderForPreTraining.from_pretrained(tmp_path))
 
 
 class Payload:  # anything but tensors and containers must never be unpickled

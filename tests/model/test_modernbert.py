@@ -40,14 +40,14 @@ CASES = {
 }
 
 
-def modern_config(**overrides) -> litebert.AlbertConfig:
+def modern_config(**overrides) -> litebert.ModelConfig:
     """modernbert-tiny made small: L 4, H = E = 32, 4 heads, GeGLU 2 x 24, vocabulary 99,
     window 4 (2 on each side), pad 0."""
     base = dict(vocab_size=V, hidden_size=32, embedding_size=32, num_hidden_layers=4,
                 num_hidden_groups=4, num_attention_heads=4, intermediate_size=24,
                 max_position_embeddings=64, local_attention=4, pad_token_id=PAD,
                 bos_token_id=1, eos_token_id=2)
-    return litebert.AlbertConfig.from_preset("modernbert-tiny", **{**base, **overrides})
+    return litebert.ModelConfig.from_preset("modernbert-tiny", **{**base, **overrides})
 
 
 def hf_modern_config(every: int = 3, window: int = 4, impl: str = "sdpa",
@@ -270,7 +270,7 @@ def test_all_shared_model_unrolls_into_transformers_layout(tmp_path):
 def test_presets_have_transformers_parameter_count(preset, hf_sizes):
     """Built on the meta device: the backbones count the same (149.0M and 394.8M)."""
     with torch.device("meta"):
-        ours = ModernBertModel(litebert.AlbertConfig.from_preset(preset))
+        ours = ModernBertModel(litebert.ModelConfig.from_preset(preset))
         theirs = transformers.ModernBertModel(transformers.ModernBertConfig(**hf_sizes))
     assert ours.num_parameters() == theirs.num_parameters()
     assert {k: tuple(v.shape) for k, v in ADAPTER.to_file(_canonical_state(ours),
@@ -337,22 +337,22 @@ def test_dropouts_are_wired_where_modernbert_has_them():
     assert (a - b).abs().max() > 1e-3  # dropout draws differ in training
 
 
-@pytest.mark.parametrize("head", ["AlbertForMaskedLM", "AlbertForSequenceClassification",
-                                  "AlbertForTokenClassification", "AlbertForQuestionAnswering",
-                                  "AlbertForMultipleChoice"])
+@pytest.mark.parametrize("head", ["EncoderForMaskedLM", "EncoderForSequenceClassification",
+                                  "EncoderForTokenClassification", "EncoderForQuestionAnswering",
+                                  "EncoderForMultipleChoice"])
 def test_every_head_without_a_pooler_runs_on_it(head):
     """The heads that need no pooler build on this backbone and train (a loss with a
     gradient into the backbone)."""
     model = getattr(litebert, head)(modern_config(num_labels=2))
     x = inputs()
-    labels = {"AlbertForMaskedLM": dict(labels=x["input_ids"].masked_fill(
+    labels = {"EncoderForMaskedLM": dict(labels=x["input_ids"].masked_fill(
                   x["attention_mask"] == 0, -100)),
-              "AlbertForSequenceClassification": dict(labels=torch.tensor([0, 1, 1])),
-              "AlbertForTokenClassification": dict(labels=torch.zeros(B, T, dtype=torch.long)),
-              "AlbertForQuestionAnswering": dict(start_positions=torch.tensor([1, 2, 0]),
+              "EncoderForSequenceClassification": dict(labels=torch.tensor([0, 1, 1])),
+              "EncoderForTokenClassification": dict(labels=torch.zeros(B, T, dtype=torch.long)),
+              "EncoderForQuestionAnswering": dict(start_positions=torch.tensor([1, 2, 0]),
                                                  end_positions=torch.tensor([3, 2, 0])),
-              "AlbertForMultipleChoice": dict(labels=torch.tensor([1, 0, 1]))}[head]
-    if head == "AlbertForMultipleChoice":
+              "EncoderForMultipleChoice": dict(labels=torch.tensor([1, 0, 1]))}[head]
+    if head == "EncoderForMultipleChoice":
         x = {k: torch.stack([v, v.flip(0)], dim=1) for k, v in x.items()}  # (B, 2, T)
     model(**x, **labels).loss.backward()
     assert model.albert.encoder.attentions[1].attn.Wqkv.weight.grad.abs().sum() > 0
@@ -390,7 +390,7 @@ def test_no_pooler_and_no_memories():
     with pytest.raises(ConfigError, match="ModernBERT has no pooler; use a head that pools"):
         ModernBertModel(modern_config(), add_pooling_layer=True)
     with pytest.raises(ConfigError, match="backbone 'modernbert' has no pooler"):  # SOP's
-        litebert.AlbertForPreTraining(modern_config())
+        litebert.EncoderForPreTraining(modern_config())
     model = ModernBertModel(modern_config(), add_pooling_layer=False)
     assert model.pooler is None
     with pytest.raises(ValueError, match="keeps no memories"):

@@ -20,42 +20,47 @@ ALBERT_CONFIGS = {
     "groups+inner gelu": dict(num_hidden_groups=2, inner_group_num=2, hidden_act="gelu"),
     "E==H not-shared": dict(embedding_size=32, num_hidden_layers=3, sharing="none"),
 }
-HEADS = ["AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM",
-         "AlbertForSequenceClassification", "AlbertForTokenClassification",
-         "AlbertForQuestionAnswering", "AlbertForMultipleChoice"]
+# Our class -> transformers' ALBERT class.
+HEADS = {"AlbertModel": "AlbertModel"} | {
+    f"EncoderFor{task}": f"AlbertFor{task}" for task in (
+        "PreTraining", "MaskedLM", "SequenceClassification", "TokenClassification",
+        "QuestionAnswering", "MultipleChoice")}
 
 
-def hf_albert_config(ours: litebert.AlbertConfig, num_labels: int):
+def hf_albert_config(ours: litebert.ModelConfig, num_labels: int):
     d = ours.replace(num_labels=num_labels).to_dict()
     d.pop("architectures", None)
     return transformers.AlbertConfig(**d)
 
 
-@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("head", list(HEADS))
 @pytest.mark.parametrize("variant", list(ALBERT_CONFIGS))
 def test_litebert_to_transformers(tmp_path, head, variant):
-    num_labels = labels_for(head)
+    their_head = HEADS[head]
+    num_labels = labels_for(their_head)
     config = small_config(num_labels=num_labels, **ALBERT_CONFIGS[variant])
     ours = randomize(getattr(litebert, head)(config))
     ours.save_pretrained(tmp_path)
-    theirs = getattr(transformers, head).from_pretrained(tmp_path, attn_implementation="sdpa")
-    assert_same_outputs(ours, theirs, head, num_labels)
+    theirs = getattr(transformers, their_head).from_pretrained(tmp_path,
+                                                               attn_implementation="sdpa")
+    assert_same_outputs(ours, theirs, their_head, num_labels)
 
 
-@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("head", list(HEADS))
 @pytest.mark.parametrize("variant", list(ALBERT_CONFIGS))
 def test_transformers_to_litebert(tmp_path, head, variant):
-    num_labels = labels_for(head)
+    their_head = HEADS[head]
+    num_labels = labels_for(their_head)
     config = small_config(num_labels=num_labels, **ALBERT_CONFIGS[variant])
-    theirs = randomize(getattr(transformers, head)(hf_albert_config(config, num_labels)))
+    theirs = randomize(getattr(transformers, their_head)(hf_albert_config(config, num_labels)))
     theirs.save_pretrained(tmp_path)
     ours = getattr(litebert, head).from_pretrained(tmp_path)
-    assert_same_outputs(ours, theirs, head, num_labels)
+    assert_same_outputs(ours, theirs, their_head, num_labels)
 
 
 def test_regression_head_matches(tmp_path):
     config = small_config(num_labels=1)
-    ours = randomize(litebert.AlbertForSequenceClassification(config)).eval()
+    ours = randomize(litebert.EncoderForSequenceClassification(config)).eval()
     ours.save_pretrained(tmp_path)
     theirs = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path).eval()
     x = make_inputs()
@@ -64,12 +69,12 @@ def test_regression_head_matches(tmp_path):
         torch.testing.assert_close(ours(**x, labels=target).loss, theirs(**x, labels=target).loss)
 
 
-BERT_HEADS = {"AlbertModel": "BertModel", "AlbertForPreTraining": "BertForPreTraining",
-              "AlbertForMaskedLM": "BertForMaskedLM",
-              "AlbertForSequenceClassification": "BertForSequenceClassification",
-              "AlbertForTokenClassification": "BertForTokenClassification",
-              "AlbertForQuestionAnswering": "BertForQuestionAnswering",
-              "AlbertForMultipleChoice": "BertForMultipleChoice"}
+BERT_HEADS = {"AlbertModel": "BertModel", "EncoderForPreTraining": "BertForPreTraining",
+              "EncoderForMaskedLM": "BertForMaskedLM",
+              "EncoderForSequenceClassification": "BertForSequenceClassification",
+              "EncoderForTokenClassification": "BertForTokenClassification",
+              "EncoderForQuestionAnswering": "BertForQuestionAnswering",
+              "EncoderForMultipleChoice": "BertForMultipleChoice"}
 
 
 def bert_config(num_labels: int = 3) -> transformers.BertConfig:
@@ -97,7 +102,7 @@ def test_bert_directories_both_ways(tmp_path, ours_name):
 def test_gradients_match_transformers(tmp_path):
     """Training parity: same loss gradient for every parameter (E != H, groups, inner)."""
     config = small_config(num_hidden_groups=2, inner_group_num=2)
-    ours = randomize(litebert.AlbertForPreTraining(config))
+    ours = randomize(litebert.EncoderForPreTraining(config))
     ours.save_pretrained(tmp_path)
     theirs = transformers.AlbertForPreTraining.from_pretrained(tmp_path)
     assert_same_gradients(ours, theirs, "AlbertForPreTraining", 2, FAMILIES["albert"])

@@ -19,7 +19,7 @@ def _labels(x, seed: int = 4) -> torch.Tensor:
 
 
 def test_one_logit_per_token_and_no_pooler():
-    model = randomize(litebert.AlbertForReplacedTokenDetection(electra_config())).eval()
+    model = randomize(litebert.EncoderForReplacedTokenDetection(electra_config())).eval()
     x = make_inputs()
     out = model(**x)
     assert out.logits.shape == x["input_ids"].shape and out.loss is None
@@ -29,7 +29,7 @@ def test_one_logit_per_token_and_no_pooler():
 
 
 def test_loss_is_mean_bce_over_real_tokens_only():
-    model = randomize(litebert.AlbertForReplacedTokenDetection(electra_config())).eval()
+    model = randomize(litebert.EncoderForReplacedTokenDetection(electra_config())).eval()
     x = make_inputs()
     labels = _labels(x)
     with torch.no_grad():
@@ -59,7 +59,7 @@ def test_loss_without_a_mask_covers_every_token():
 
 
 def test_gradient_reaches_every_parameter():
-    model = randomize(litebert.AlbertForReplacedTokenDetection(electra_config()))
+    model = randomize(litebert.EncoderForReplacedTokenDetection(electra_config()))
     x = make_inputs()
     model(**x, labels=_labels(x)).loss.backward()
     for name, p in model.named_parameters():
@@ -69,9 +69,9 @@ def test_gradient_reaches_every_parameter():
 @pytest.mark.parametrize("config", [small_config(), small_config(sharing="attention")],
                          ids=["albert", "litebert"])
 def test_on_an_albert_backbone_round_trips(tmp_path, config):
-    model = randomize(litebert.AlbertForReplacedTokenDetection(config)).eval()
+    model = randomize(litebert.EncoderForReplacedTokenDetection(config)).eval()
     model.save_pretrained(tmp_path)
-    again = litebert.AlbertForReplacedTokenDetection.from_pretrained(tmp_path, strict=True)
+    again = litebert.EncoderForReplacedTokenDetection.from_pretrained(tmp_path, strict=True)
     x = make_inputs()
     with torch.no_grad():
         torch.testing.assert_close(again.eval()(**x).logits, model(**x).logits)

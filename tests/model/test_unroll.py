@@ -30,9 +30,9 @@ def _same_function(a, b) -> None:
 
 def test_unroll_copies_each_layer_it_used():
     config = small_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
-    shared = randomize(litebert.AlbertForTokenClassification(config))
+    shared = randomize(litebert.EncoderForTokenClassification(config))
     flat = litebert.unroll(shared)
-    assert type(flat) is litebert.AlbertForTokenClassification
+    assert type(flat) is litebert.EncoderForTokenClassification
     assert (flat.config.sharing, flat.config.num_hidden_layers, flat.config.inner_group_num) == (
         "none", 8, 1)
     assert len(flat.albert.encoder.attentions) == len(flat.albert.encoder.ffns) == 8
@@ -45,14 +45,14 @@ def test_unroll_copies_each_layer_it_used():
 
 @pytest.mark.parametrize("E", [16, 32])
 def test_all_shared_electra_unrolls_into_electra_layout(tmp_path, E):
-    shared = randomize(litebert.AlbertForSequenceClassification(
+    shared = randomize(litebert.EncoderForSequenceClassification(
         electra_config(sharing="all", num_hidden_groups=1, embedding_size=E)))
     shared.save_pretrained(tmp_path, unroll=True)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model_type"] == "electra" and saved["num_hidden_layers"] == 3
     assert shared.config.sharing == "all"  # the model saved is not changed
     theirs = transformers.ElectraForSequenceClassification.from_pretrained(tmp_path).eval()
-    ours = litebert.AlbertForSequenceClassification.from_pretrained(tmp_path)
+    ours = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path)
     _same_function(shared, ours)
     x = make_inputs()
     with torch.no_grad():

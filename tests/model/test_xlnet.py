@@ -73,7 +73,7 @@ def labels_for(x: dict[str, torch.Tensor]) -> torch.Tensor:
 
 def pair(tmp_path, head: str, direction: str, **config):
     """(ours, theirs) with the same random weights, moved through the adapter."""
-    cls = litebert.XLNetModel if head == "backbone" else litebert.AlbertForPermutationLM
+    cls = litebert.XLNetModel if head == "backbone" else litebert.EncoderForPermutationLM
     hf_cls = transformers.XLNetModel if head == "backbone" else transformers.XLNetLMHeadModel
     if direction == "transformers -> litebert":
         theirs = randomize(hf_cls(hf_xlnet_config(**config)))
@@ -234,7 +234,7 @@ def test_albert_xlnet_shares_and_factorises():
     """E < H with the E->H projection, one layer module for all positions; unrolled, the same
     function; every parameter has a depth for layer-wise decay (mask_emb at 0)."""
     config = albert_xlnet_config()
-    model = randomize(litebert.AlbertForPermutationLM(config)).eval()
+    model = randomize(litebert.EncoderForPermutationLM(config)).eval()
     backbone = model.albert
     assert backbone.word_embedding.weight.shape == (V, 16)
     assert backbone.encoder.embedding_hidden_mapping_in is not None
@@ -254,7 +254,7 @@ def test_initialisation_follows_transformers():
     init_weights (which re-initialises Linear, Embedding and LayerNorm)."""
     torch.manual_seed(0)
     config = xlnet_config(hidden_size=256, embedding_size=256, intermediate_size=64)
-    model = litebert.AlbertForPermutationLM(config)
+    model = litebert.EncoderForPermutationLM(config)
     attention = model.albert.encoder.attentions[0]
     for tensor in (attention.q, attention.r_w_bias, attention.seg_embed, model.albert.mask_emb):
         assert abs(float(tensor.detach().std()) - 0.02) < 0.003
@@ -264,7 +264,7 @@ def test_initialisation_follows_transformers():
 
 def test_a_permutation_lm_needs_a_two_stream_backbone():
     with pytest.raises(ConfigError, match="backbone 'albert' has not: use backbone 'xlnet'"):
-        litebert.AlbertForPermutationLM(xlnet_config(backbone="albert"))
+        litebert.EncoderForPermutationLM(xlnet_config(backbone="albert"))
 
 
 def test_the_nsp_pair_head_reads_the_content_stream_at_cls():
@@ -272,7 +272,7 @@ def test_the_nsp_pair_head_reads_the_content_stream_at_cls():
     last layer's content state at <cls> (the last token), the state a forward without
     targets returns there, and its mean cross-entropy is added to the PLM loss."""
     config = xlnet_config(use_pooler=True)
-    model = randomize(litebert.AlbertForPermutationLM(config)).eval()
+    model = randomize(litebert.EncoderForPermutationLM(config)).eval()
     x = inputs(CASES["perm_mask + targets"])
     label = torch.tensor([0, 1, 1, 0])
     plm = labels_for(x)
@@ -283,5 +283,5 @@ def test_the_nsp_pair_head_reads_the_content_stream_at_cls():
     alone = model(**x, labels=plm)
     expected = alone.loss + torch.nn.functional.cross_entropy(out.sop_logits, label)
     assert_close(out.loss, expected, "loss")
-    assert litebert.AlbertForPermutationLM(xlnet_config()).sop_classifier is None
+    assert litebert.EncoderForPermutationLM(xlnet_config()).sop_classifier is None
     assert alone.logits.shape == (B, P, V)

@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
-from litebert.model import AlbertForMaskedLM, AlbertModel
+from litebert.model import AlbertModel, EncoderForMaskedLM
 from litebert.model.backbone import BACKBONES, register_backbone
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
@@ -64,13 +64,13 @@ def objective_and_model(data_dir, train, **kw) -> tuple[ElectraObjective, Electr
 
 
 def test_the_generator_is_a_quarter_wide_with_a_head_per_64_dimensions():
-    small = AlbertConfig.from_preset("electra-small")
+    small = ModelConfig.from_preset("electra-small")
     gen = generator_config(small, 0.25, 1.0)
     assert (gen.hidden_size, gen.intermediate_size, gen.num_attention_heads,
             gen.num_hidden_layers, gen.embedding_size) == (64, 256, 1, 12, 128)
-    base = generator_config(AlbertConfig.from_preset("electra-base"), 1 / 3, 0.5)
+    base = generator_config(ModelConfig.from_preset("electra-base"), 1 / 3, 0.5)
     assert (base.hidden_size, base.num_attention_heads, base.num_hidden_layers) == (256, 4, 6)
-    shared = generator_config(AlbertConfig.from_preset("tiny"), 0.25, 1.0)  # ALBERT sharing
+    shared = generator_config(ModelConfig.from_preset("tiny"), 0.25, 1.0)  # ALBERT sharing
     assert shared.sharing == "all" and shared.num_hidden_groups == 1
 
 
@@ -287,7 +287,7 @@ def test_electra_trains_exports_and_reloads_on_another_embed_encode_backbone(
     randomize(model)
     config = model.discriminator.config
     exported = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
-    generator = AlbertForMaskedLM.from_pretrained(exported / "generator", strict=True)
+    generator = EncoderForMaskedLM.from_pretrained(exported / "generator", strict=True)
     assert type(generator.albert) is RenamedAlbert
     torch.testing.assert_close(generator.albert.embed.word_embeddings.weight,
                                model.discriminator.albert.embed.word_embeddings.weight)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from litebert import AlbertForMaskedLM
+from litebert import EncoderForMaskedLM
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.model import CheckpointError
@@ -121,7 +121,7 @@ def test_a_generator_elsewhere_gives_the_same_scores(run, tmp_path, caplog):
     assert direct["generator"] == str(generator)
     # A generator whose own embeddings are not the discriminator's: scored with the
     # discriminator's, as trained, and the user is told.
-    other = AlbertForMaskedLM.from_pretrained(generator)
+    other = EncoderForMaskedLM.from_pretrained(generator)
     with torch.no_grad():
         other.albert.embeddings.word_embeddings.weight.add_(1.0)
     other.save_pretrained(tmp_path / "other")

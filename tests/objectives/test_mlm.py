@@ -14,7 +14,7 @@ import transformers
 from litebert.config import ConfigError
 from litebert.data.loader import SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
-from litebert.model import AlbertForPreTraining
+from litebert.model import EncoderForPreTraining
 from litebert.objectives import MLMObjective
 from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.train.pretrain import model_config
@@ -96,11 +96,11 @@ def test_evaluation_reports_todays_metric_names(data_dir, train, pair_tasks):
 def test_export_is_an_albert_pretraining_directory_with_the_tokenizer(data_dir, train,
                                                                       tmp_path):
     objective, model = objective_and_model(data_dir, train)
-    assert isinstance(model, AlbertForPreTraining)  # its state-dict keys are the checkpoints'
+    assert isinstance(model, EncoderForPreTraining)  # its state-dict keys are the checkpoints'
     config = model_config(run_config(data_dir, tmp_path), data_dir)
     out = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
     assert (out / "spiece.model").exists()
-    loaded = AlbertForPreTraining.from_pretrained(out).eval()
+    loaded = EncoderForPreTraining.from_pretrained(out).eval()
     ids = torch.randint(5, config.vocab_size, (2, 12))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).sop_logits, model(ids).sop_logits, atol=0, rtol=0)
@@ -121,7 +121,7 @@ def test_a_family_without_a_pair_head_class_keeps_the_trained_head_beside_it(dat
     assert json.loads((out / "config.json").read_text())["architectures"] == [
         "ElectraForMaskedLM"]
     theirs = transformers.ElectraForMaskedLM.from_pretrained(out).eval()
-    loaded = AlbertForPreTraining.from_pretrained(out, strict=True).eval()  # nothing missing
+    loaded = EncoderForPreTraining.from_pretrained(out, strict=True).eval()  # nothing missing
     ids = torch.randint(5, config.vocab_size, (2, 12))
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).sop_logits, model(ids).sop_logits, atol=0, rtol=0)
@@ -133,7 +133,7 @@ def test_a_family_without_a_pair_head_class_keeps_the_trained_head_beside_it(dat
 @pytest.mark.parametrize("attention", ["document", "unpadded"])
 def test_a_backbone_that_cannot_read_the_runs_layout_is_refused_at_build(attention):
     objective = MLMObjective(PretrainConfig(objective="mlm", attention=attention))
-    assert isinstance(objective.build(small_config()), AlbertForPreTraining)
+    assert isinstance(objective.build(small_config()), EncoderForPreTraining)
     with pytest.raises(ConfigError, match=f"attention='{attention}': backbone 'xlnet' reads "
                                           f"full only"):
         objective.build(xlnet_config(use_pooler=True))

@@ -14,7 +14,7 @@ import pytest
 import torch
 import transformers
 
-from litebert import AlbertConfig, AlbertForMaskedLM, AlbertForPreTraining
+from litebert import EncoderForMaskedLM, EncoderForPreTraining, ModelConfig
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.data.heldout import PAIR_TASKS as TASKS
@@ -137,7 +137,7 @@ def test_baselines_are_the_majority_label_and_the_commonest_training_token(run, 
 
 
 def test_a_checkpoint_without_a_pair_head_is_not_scored_on_pairs(run, data, tmp_path):
-    AlbertForMaskedLM.from_pretrained(run / "export").save_pretrained(tmp_path / "mlm")
+    EncoderForMaskedLM.from_pretrained(run / "export").save_pretrained(tmp_path / "mlm")
     assert load_for_evaluation(run / "export")[1] is True
     assert load_for_evaluation(tmp_path / "mlm")[1] is False
     full = evaluate_pretraining(run / "export", data["sop"], seed=0, **EVAL)
@@ -163,7 +163,7 @@ def test_transformers_bert_directories(data, tmp_path, name, has_head):
 
 
 def test_ranks_split_the_batches_and_sum_to_one_process(run, data):
-    model = AlbertForPreTraining.from_pretrained(run / "export")
+    model = EncoderForPreTraining.from_pretrained(run / "export")
     eval_set = draw_eval_set(open_heldout(data["sop"]), seed=0, instances=60, batch_size=4)
     assert len(eval_set.batches) % 2 == 1  # one rank scores a batch fewer
     cpu = torch.device("cpu")
@@ -193,8 +193,8 @@ def test_cli_errors_are_one_line_naming_the_files(run, data, tmp_path, capsys):
     missing = tmp_path / "nowhere"
     cases = [(missing, data["sop"], [str(missing)]),
              (run / "export", missing, [str(missing)])]
-    config = AlbertConfig.from_json_file(run / "export" / "config.json")
-    AlbertForPreTraining(config.replace(vocab_size=300)).save_pretrained(tmp_path / "other")
+    config = ModelConfig.from_json_file(run / "export" / "config.json")
+    EncoderForPreTraining(config.replace(vocab_size=300)).save_pretrained(tmp_path / "other")
     cases.append((tmp_path / "other", data["sop"],
                   [str(tmp_path / "other" / "config.json"), str(data["sop"] / "manifest.json"),
                    "vocab_size 300", f"{_vocab(data['sop'])} ids"]))

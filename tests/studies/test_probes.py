@@ -79,10 +79,10 @@ def micro_model(tmp_path_factory):
                               (corpus / "bbc-news.jsonl").read_text().splitlines()))
     tok = litebert.Tokenizer.from_file(train_sentencepiece([text], root / "tok", vocab_size=60))
     torch.manual_seed(0)
-    config = litebert.AlbertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1,
+    config = litebert.ModelConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1,
                                    num_attention_heads=2, intermediate_size=32,
                                    embedding_size=8, max_position_embeddings=64)
-    litebert.AlbertForPreTraining(config).save_pretrained(root / "model")
+    litebert.EncoderForPreTraining(config).save_pretrained(root / "model")
     tok.save_pretrained(root / "model")
     return root / "model", corpus
 

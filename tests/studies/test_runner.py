@@ -97,13 +97,13 @@ def test_the_builtin_studies_are_listed():
 
 
 def test_a_flops_matched_budget_gives_each_run_the_first_runs_compute():
-    from litebert.config import AlbertConfig
+    from litebert.config import ModelConfig
     from litebert.objectives import OBJECTIVES
     from litebert.studies.spec import pretrain_config
 
     spec = load_spec("electra-vs-mlm")
     cfgs = [pretrain_config(spec, run, {"data": "-", "out": "-"}, "test") for run in spec.runs]
-    config = AlbertConfig.from_preset("electra-small", vocab_size=spec.vocab_size,
+    config = ModelConfig.from_preset("electra-small", vocab_size=spec.vocab_size,
                                       **cfgs[0].model_overrides)
     flops = [OBJECTIVES[c.objective.name](c).flops_per_token(config, 128) for c in cfgs]
     assert cfgs[0].max_steps == spec.budget["steps"] == 600

@@ -42,7 +42,7 @@ def base_model(tmp_path_factory):
     tok = litebert.Tokenizer.from_file(train_sentencepiece([text], root / "tok",
                                                            vocab_size=120))
     torch.manual_seed(0)
-    model = litebert.AlbertForPreTraining(litebert.AlbertConfig(vocab_size=len(tok), **MICRO))
+    model = litebert.EncoderForPreTraining(litebert.ModelConfig(vocab_size=len(tok), **MICRO))
     model.save_pretrained(root / "model")
     tok.save_pretrained(root / "model")
     return root / "model"

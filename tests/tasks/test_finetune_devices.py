@@ -18,7 +18,7 @@ from torch._dynamo.utils import counters
 
 import litebert
 from litebert.cli import main
-from litebert.model import AlbertForPermutationLM
+from litebert.model import EncoderForPermutationLM
 from litebert.tasks.base import FinetuneError
 from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
 from litebert.tasks.runtime import finetune_compiles
@@ -51,8 +51,8 @@ def lively_model(base_model, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("lively")
     tokenizer = litebert.Tokenizer.from_pretrained(base_model)
     torch.manual_seed(0)
-    config = litebert.AlbertConfig(vocab_size=len(tokenizer), initializer_range=0.2, **MICRO)
-    litebert.AlbertForPreTraining(config).save_pretrained(root)
+    config = litebert.ModelConfig(vocab_size=len(tokenizer), initializer_range=0.2, **MICRO)
+    litebert.EncoderForPreTraining(config).save_pretrained(root)
     tokenizer.save_pretrained(root)
     return root
 
@@ -64,7 +64,7 @@ def lively_xlnet(xlnet_tokenizer, tmp_path_factory):  # noqa: F811
     root = tmp_path_factory.mktemp("lively-xlnet")
     torch.manual_seed(0)
     config = xlnet_config(vocab_size=len(xlnet_tokenizer), initializer_range=0.2, mem_len=16)
-    AlbertForPermutationLM(config).save_pretrained(root)
+    EncoderForPermutationLM(config).save_pretrained(root)
     xlnet_tokenizer.save_pretrained(root)
     return root
 

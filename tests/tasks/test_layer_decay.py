@@ -30,9 +30,9 @@ from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (
 D = 0.5  # an exact power of two: multipliers compare exactly
 
 
-def classifier(**overrides) -> litebert.AlbertForSequenceClassification:
+def classifier(**overrides) -> litebert.EncoderForSequenceClassification:
     torch.manual_seed(0)
-    return litebert.AlbertForSequenceClassification(small_config(**overrides))
+    return litebert.EncoderForSequenceClassification(small_config(**overrides))
 
 
 # ---- which rate each parameter gets ------------------------------------------------------------
@@ -77,8 +77,8 @@ def test_groups_and_partial_sharing_take_the_highest_depth_they_serve():
 
 
 @pytest.mark.parametrize("head", [
-    litebert.AlbertForSequenceClassification, litebert.AlbertForTokenClassification,
-    litebert.AlbertForQuestionAnswering, litebert.AlbertForMultipleChoice])
+    litebert.EncoderForSequenceClassification, litebert.EncoderForTokenClassification,
+    litebert.EncoderForQuestionAnswering, litebert.EncoderForMultipleChoice])
 @pytest.mark.parametrize("family", ["albert", "electra"])
 def test_head_trains_at_the_lr_and_embeddings_at_decay_to_the_l_plus_2(head, family):
     config = small_config() if family == "albert" else electra_config()
@@ -234,13 +234,13 @@ def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # n
     tok = litebert.Tokenizer.from_pretrained(base_model)
     config = electra_config(vocab_size=len(tok), num_hidden_layers=2,
                             max_position_embeddings=128, pad_token_id=tok.pad_token_id)
-    litebert.AlbertForReplacedTokenDetection(config).save_pretrained(tmp_path / "electra")
+    litebert.EncoderForReplacedTokenDetection(config).save_pretrained(tmp_path / "electra")
     tok.save_pretrained(tmp_path / "electra")
     cfg = FinetuneConfig(task="sst2", data=str(sst2_dir(tmp_path / "SST-2", 16, 8)),
                          model=str(tmp_path / "electra"), out=str(tmp_path / "out"),
                          **{k: v for k, v in fast(max_steps=2, eval_every=2).items()
                             if k != "lr"})
-    groups = finetune_groups(litebert.AlbertForSequenceClassification(config), cfg)
+    groups = finetune_groups(litebert.EncoderForSequenceClassification(config), cfg)
     assert {g["lr"] for g in groups} == {3e-4 * 0.8 ** e for e in (0, 2, 3, 4)}
     result = finetune(cfg)
     assert result["optimizer"] == {"lr": 3e-4, "weight_decay": 0.0, "layer_decay": 0.8,

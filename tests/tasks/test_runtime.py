@@ -56,11 +56,11 @@ def _labels(head: str, batch: int, seq: int) -> dict[str, torch.Tensor]:
             "end_positions": torch.randint(0, seq - 4, (batch,), generator=g)}
 
 
-HEADS = {"classification": lambda: litebert.AlbertForSequenceClassification(
+HEADS = {"classification": lambda: litebert.EncoderForSequenceClassification(
              small_config(num_labels=3, classifier_dropout_prob=0.0)),
-         "regression": lambda: litebert.AlbertForSequenceClassification(
+         "regression": lambda: litebert.EncoderForSequenceClassification(
              small_config(num_labels=1, classifier_dropout_prob=0.0)),
-         "span": lambda: litebert.AlbertForQuestionAnswering(small_config())}
+         "span": lambda: litebert.EncoderForQuestionAnswering(small_config())}
 
 
 def _gradient(model, batch, rows=None, scale=1.0) -> torch.Tensor:
@@ -96,7 +96,7 @@ def _runtime(rank: int, world: int, precision: str = "fp32") -> Runtime:
 
 
 def test_ranks_evaluating_their_own_batches_give_one_processs_outputs():
-    model = randomize(litebert.AlbertForSequenceClassification(small_config(num_labels=3)))
+    model = randomize(litebert.EncoderForSequenceClassification(small_config(num_labels=3)))
     model.eval()
     inputs = make_inputs(batch=3, seq=11)
     rows = [{k: v[i % 3] for k, v in inputs.items()} for i in range(7)]

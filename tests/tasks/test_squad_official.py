@@ -127,7 +127,7 @@ def micro_model(tmp_path_factory):
     text.write_text("\n".join(_sentence(rng) for _ in range(2000)) + "\nThe cat sat on a mat.\n")
     tok = Tokenizer.from_file(train_sentencepiece([text], root / "tok", vocab_size=300))
     torch.manual_seed(0)
-    model = litebert.AlbertForPreTraining(litebert.AlbertConfig(vocab_size=len(tok), **MICRO))
+    model = litebert.EncoderForPreTraining(litebert.ModelConfig(vocab_size=len(tok), **MICRO))
     model.save_pretrained(root / "model")
     tok.save_pretrained(root / "model")
     return root / "model"

@@ -19,7 +19,7 @@ from torch._dynamo.utils import counters
 
 import litebert.model.attention as attention
 from litebert.cli import main
-from litebert.model import AlbertForPermutationLM
+from litebert.model import EncoderForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
 from litebert.train.compiling import (
     BACKEND_ENV,
@@ -251,13 +251,13 @@ def test_inductor_compiles_the_plm_step(request, tmp_path, monkeypatch, recompil
 def test_a_compile_failure_names_the_option_that_turns_it_off(plm_data, tmp_path,  # noqa: F811
                                                               monkeypatch, capsys):
     monkeypatch.setenv(BACKEND_ENV, "aot_eager")
-    forward = AlbertForPermutationLM.forward
+    forward = EncoderForPermutationLM.forward
 
     def breaking(self, *args, **kwargs):
         torch._dynamo.graph_break()  # fullgraph: an error, not a slower graph
         return forward(self, *args, **kwargs)
 
-    monkeypatch.setattr(AlbertForPermutationLM, "forward", breaking)
+    monkeypatch.setattr(EncoderForPermutationLM, "forward", breaking)
     torch._dynamo.reset()
     with pytest.raises(RunConfigError, match=r"torch.compile failed.*--no-compile.*"
                                              r"compile: false"):

@@ -165,7 +165,7 @@ def test_state_dict_round_trip_gives_identical_steps():
 
 
 def test_lamb_param_groups_on_albert():
-    model = litebert.AlbertForPreTraining(litebert.AlbertConfig.from_preset("tiny", vocab_size=100))
+    model = litebert.EncoderForPreTraining(litebert.ModelConfig.from_preset("tiny", vocab_size=100))
     groups = lamb_param_groups(model)
     assert len(groups) == 2
     decayed, excluded = ({id(p) for p in g["params"]} for g in groups)

@@ -18,7 +18,7 @@ import transformers
 
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
-from litebert.model import AlbertForPreTraining
+from litebert.model import EncoderForPreTraining
 from litebert.objectives import OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
@@ -88,7 +88,7 @@ def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
     assert saved == ["step-00000003", "step-00000006"]
     export = tmp_path / "run" / "export"
     assert (export / "spiece.model").exists()
-    ours = AlbertForPreTraining.from_pretrained(export).eval()
+    ours = EncoderForPreTraining.from_pretrained(export).eval()
     theirs = transformers.AlbertForPreTraining.from_pretrained(export).eval()
     ids = torch.randint(5, ours.config.vocab_size, (2, 12))
     with torch.no_grad():
@@ -216,7 +216,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, mon
     next log line, where max_nonfinite in a row stops the run."""
     trainer = Trainer(run_config(data_dir, tmp_path / "nan", max_steps=20, max_nonfinite=3,
                                  save_every=2, eval_every=100, log_every=2))
-    forward = AlbertForPreTraining.forward
+    forward = EncoderForPreTraining.forward
     calls = {"n": 0}
 
     def flaky(self, *args, **kwargs):
@@ -226,7 +226,7 @@ def test_non_finite_losses_are_skipped_then_stop_the_run(data_dir, tmp_path, mon
             out.mlm_loss = out.mlm_loss * float("nan")
         return out
 
-    monkeypatch.setattr(AlbertForPreTraining, "forward", flaky)
+    monkeypatch.setattr(EncoderForPreTraining, "forward", flaky)
     with pytest.raises(TrainingDiverged, match="3 non-finite losses in a row by step 8.*"
                                                "step-00000006"):
         trainer.run()
@@ -355,8 +355,8 @@ def test_fsdp_checkpoint_exports_in_one_process(fsdp_run, tmp_path):
     assert not torch.distributed.is_initialized()  # DCP reads the shards without one
     assert (checkpoint.latest(fsdp_run) / "__1_0.distcp").exists()
     out = export_run(fsdp_run, tmp_path / "exported")  # from the sharded step-5 checkpoint
-    ours = AlbertForPreTraining.from_pretrained(out).eval()
-    live = AlbertForPreTraining.from_pretrained(fsdp_run / "export").eval()  # the run's own
+    ours = EncoderForPreTraining.from_pretrained(out).eval()
+    live = EncoderForPreTraining.from_pretrained(fsdp_run / "export").eval()  # the run's own
     ids = torch.randint(5, ours.config.vocab_size, (2, 12))
     with torch.no_grad():
         a, b = ours(ids), live(ids)

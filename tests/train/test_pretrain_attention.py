@@ -7,7 +7,7 @@ import torch
 import transformers
 
 from litebert.data.loader import PretrainingDataset, collate
-from litebert.model import AlbertForMaskedLM
+from litebert.model import EncoderForMaskedLM
 from litebert.objectives.mlm_eval import evaluate_pretraining, load_for_evaluation
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
@@ -95,7 +95,7 @@ def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
                                  optimizer="adamw", lr=1e-3, schedule="wsd", max_steps=4))
     assert result["eval_mlm_accuracy"] >= 0.0 and result["eval_loss"] > 0
     export = tmp_path / "run" / "export"
-    ours = AlbertForMaskedLM.from_pretrained(export, strict=True).eval()
+    ours = EncoderForMaskedLM.from_pretrained(export, strict=True).eval()
     theirs = transformers.ModernBertForMaskedLM.from_pretrained(
         export, attn_implementation="sdpa").eval()
     batch = collate([PretrainingDataset(packed_dir, "heldout", seed=0)[i] for i in range(2)])
@@ -107,6 +107,6 @@ def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
     # `litebert eval-pretraining` (and the studies) score it as a masked LM: no pooler, no
     # pair head to load.
     model, has_pair_head = load_for_evaluation(export)
-    assert isinstance(model, AlbertForMaskedLM) and not has_pair_head
+    assert isinstance(model, EncoderForMaskedLM) and not has_pair_head
     scored = evaluate_pretraining(export, packed_dir, instances=16, batch_size=8)
     assert 0.0 <= scored["mlm_accuracy"] <= 1.0

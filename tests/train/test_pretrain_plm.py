@@ -16,7 +16,7 @@ import transformers
 from safetensors.torch import load_file
 
 from litebert.data.builder import BuildConfig, build
-from litebert.model import AlbertForPermutationLM
+from litebert.model import EncoderForPermutationLM
 from litebert.objectives import evaluate_directory
 from litebert.tokenization import train_tokenizer
 from litebert.train import checkpoint
@@ -79,7 +79,7 @@ def test_plm_trains_evaluates_and_exports_an_xlnet_directory(data_dir, tmp_path)
     export = tmp_path / "run" / "export"
     config = json.loads((export / "config.json").read_text())
     assert config["model_type"] == "xlnet" and config["architectures"] == ["XLNetLMHeadModel"]
-    ours = AlbertForPermutationLM.from_pretrained(export).eval()
+    ours = EncoderForPermutationLM.from_pretrained(export).eval()
     theirs = transformers.XLNetLMHeadModel.from_pretrained(export).eval()
     ids = torch.randint(9, ours.config.vocab_size, (2, 12))
     with torch.no_grad():

@@ -8,7 +8,7 @@ other than "albert": see config.backbone). A model
 is saved in its config's family when that family's layout holds it (`layout_for`); otherwise
 in ALBERT's layout when that holds it (transformers reads the backbone), else in ours.
 Importing this package installs the config.json readers and writers that
-AlbertConfig.from_dict / to_dict use.
+ModelConfig.from_dict / to_dict use.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from litebert.config import AlbertConfig, ConfigError, install_formats
+from litebert.config import ConfigError, ModelConfig, install_formats
 from litebert.families.albert import AlbertAdapter
-from litebert.families.base import FamilyAdapter
+from litebert.families.base import BACKBONE_CLASS, FamilyAdapter
 from litebert.families.bert import BertAdapter
 from litebert.families.electra import ElectraAdapter
 from litebert.families.litebert import LitebertAdapter
@@ -43,7 +43,7 @@ def family(model_type: str) -> FamilyAdapter:
 
 
 def read_config_dict(data: Mapping[str, Any],
-                     source: str = "<dict>") -> tuple[AlbertConfig, FamilyAdapter]:
+                     source: str = "<dict>") -> tuple[ModelConfig, FamilyAdapter]:
     """A config.json's content -> (config, the adapter of the layout its weights are in)."""
     try:
         adapter = family(data.get("model_type", DEFAULT_MODEL_TYPE))
@@ -52,7 +52,7 @@ def read_config_dict(data: Mapping[str, Any],
     return adapter.config_from_dict(data, source), adapter
 
 
-def layout_for(config: AlbertConfig,
+def layout_for(config: ModelConfig,
                class_name: str | None = None) -> tuple[FamilyAdapter, str | None]:
     """The adapter a model (of class `class_name`) with `config` is saved with, and why that
     is not its own family's (None when it is): ALBERT's when that holds it, else ours. When
@@ -70,19 +70,19 @@ def layout_for(config: AlbertConfig,
 
 
 class _Formats:
-    """config.json by model_type, for AlbertConfig.from_dict / to_dict."""
+    """config.json by model_type, for ModelConfig.from_dict / to_dict."""
 
     def model_types(self) -> tuple[str, ...]:
         return tuple(FAMILIES)
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         return read_config_dict(data, source)[0]
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         return layout_for(config)[0].config_to_dict(config)
 
 
 install_formats(_Formats())
 
-__all__ = ["DEFAULT_MODEL_TYPE", "FAMILIES", "FamilyAdapter", "family", "layout_for",
-           "read_config_dict"]
+__all__ = ["BACKBONE_CLASS", "DEFAULT_MODEL_TYPE", "FAMILIES", "FamilyAdapter", "family",
+           "layout_for", "read_config_dict"]

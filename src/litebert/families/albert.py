@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.families.base import (
+    BACKBONE_CLASS,
     FamilyAdapter,
     build_config,
     check_encoder,
@@ -42,10 +43,10 @@ _GOOGLE_ONLY_KEYS = frozenset({"net_structure_type", "layers_to_keep", "gap_size
                                "num_memory_blocks", "down_scale_factor"})
 # Which family a config written in this layout came from, when not ALBERT (see the docstring).
 FAMILY_KEY = "litebert_model_type"
-ALL_CLASSES = ("AlbertModel", "AlbertForPreTraining", "AlbertForMaskedLM",
-               "AlbertForSequenceClassification", "AlbertForTokenClassification",
-               "AlbertForMultipleChoice", "AlbertForQuestionAnswering",
-               "AlbertForReplacedTokenDetection", "AlbertForBeamQuestionAnswering")
+ALL_CLASSES = (BACKBONE_CLASS, "EncoderForPreTraining", "EncoderForMaskedLM",
+               "EncoderForSequenceClassification", "EncoderForTokenClassification",
+               "EncoderForMultipleChoice", "EncoderForQuestionAnswering",
+               "EncoderForReplacedTokenDetection", "EncoderForBeamQuestionAnswering")
 # Every head of ours, named as in its files (ours are ALBERT's names), and the pooler.
 OUR_HEADS = ("predictions.", "sop_classifier.", "classifier.", "qa_outputs.", "albert.pooler.",
              "discriminator_predictions.", "sequence_summary.", "start_logits.",
@@ -57,8 +58,8 @@ _THEIRS = re.compile(r"albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layer
 _PROJECTION = "albert.encoder.embedding_hidden_mapping_in."
 
 
-def albert_config_from_dict(data: Mapping[str, Any], source: str) -> AlbertConfig:
-    """ALBERT-layout config.json (transformers', Google's, or ours) -> AlbertConfig."""
+def albert_config_from_dict(data: Mapping[str, Any], source: str) -> ModelConfig:
+    """ALBERT-layout config.json (transformers', Google's, or ours) -> ModelConfig."""
     check_encoder(data, source)
     _check_google_albert(data, source)
     values = {**_DEFAULTS, **data}
@@ -66,7 +67,7 @@ def albert_config_from_dict(data: Mapping[str, Any], source: str) -> AlbertConfi
     return build_config(values, source, consumed=_GOOGLE_ONLY_KEYS)
 
 
-def albert_config_to_dict(config: AlbertConfig, model_type: str) -> dict[str, Any]:
+def albert_config_to_dict(config: ModelConfig, model_type: str) -> dict[str, Any]:
     out = common_dict(config)
     groups = config.num_hidden_layers if config.sharing == "none" else config.num_hidden_groups
     out.update(
@@ -94,17 +95,20 @@ class AlbertAdapter(FamilyAdapter):
     model_type = "albert"
     title = "ALBERT"
     prefix = "albert."
-    class_names = {name: name for name in ALL_CLASSES}
+    # transformers' names: ALBERT's for our generic classes ("EncoderForMaskedLM" is
+    # AlbertForMaskedLM), and the same pattern for the two it has not (replaced-token
+    # detection and the beam-search span head), which only litebert reads.
+    class_names = {name: "Albert" + name.removeprefix("Encoder") for name in ALL_CLASSES}
     other_heads = OUR_HEADS
     tied_copies = ("predictions.decoder.weight", "predictions.decoder.bias")
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         return albert_config_from_dict(data, source)
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "albert")
 
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
         if not match:
             return key
@@ -113,7 +117,7 @@ class AlbertAdapter(FamilyAdapter):
         half = "attention." if part == "attentions" else ""
         return f"albert.encoder.albert_layer_groups.{g}.albert_layers.{j}.{half}{module}.{tensor}"
 
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         match = _THEIRS.match(key)
         if not match:
             return key
@@ -123,7 +127,7 @@ class AlbertAdapter(FamilyAdapter):
         part = "attentions" if attention else "ffns"
         return f"albert.encoder.{part}.{int(g) * config.inner_group_num + int(j)}.{module}.{tensor}"
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         if not config.hf_compatible:
             return f"sharing={config.sharing!r} has no transformers equivalent"
         if numbering(config) != "from_zero":
@@ -132,7 +136,7 @@ class AlbertAdapter(FamilyAdapter):
         return super().unsupported(config, class_name)
 
     def to_file(self, state: Mapping[str, torch.Tensor],
-                config: AlbertConfig) -> dict[str, torch.Tensor]:
+                config: ModelConfig) -> dict[str, torch.Tensor]:
         """transformers' ALBERT always has the E->H projection: a model without one (E == H)
         gets an identity there, which changes no output."""
         out = super().to_file(state, config)
@@ -144,7 +148,7 @@ class AlbertAdapter(FamilyAdapter):
         return out
 
     def from_file(self, state: dict[str, torch.Tensor],
-                  config: AlbertConfig) -> dict[str, torch.Tensor]:
+                  config: ModelConfig) -> dict[str, torch.Tensor]:
         """Drop the identity that `to_file` wrote for a model without a projection; any other
         projection stays and is reported as not matching config.json."""
         weight, bias = (state.get(_PROJECTION + n) for n in ("weight", "bias"))

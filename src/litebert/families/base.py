@@ -1,12 +1,12 @@
 """The family adapter: one checkpoint family's config.json and state-dict layout.
 
-Models are built from AlbertConfig alone and name their parameters one way (ours, see
+Models are built from ModelConfig alone and name their parameters one way (ours, see
 model/albert.py: the backbone under `albert.`, `encoder.attentions.{n}` / `encoder.ffns.{n}`).
 `albert.` is the canonical backbone prefix whatever config.backbone names
 (model/backbone.py); a layout says which backbones it has names for (`backbones`).
 A family adapter translates at the directory boundary only, like torchtitan's
 StateDictAdapter:
-- config.json <-> AlbertConfig, setting the structure fields to what the family builds,
+- config.json <-> ModelConfig, setting the structure fields to what the family builds,
 - our canonical key <-> the key in the family's transformers layout,
 - our class -> the family's transformers class name (absent: the family has no such model),
 - key prefixes in its files that belong to heads a class may lack (ignored on load), and keys
@@ -26,12 +26,15 @@ from litebert.config import (
     BACKBONE_CONFIGS,
     DEFAULT_BACKBONE,
     STRUCTURE_FIELDS,
-    AlbertConfig,
     ConfigError,
+    ModelConfig,
     backbone_config_class,
     backbone_field_names,
 )
 
+# The name class_names give the bare backbone, whatever class config.backbone registers
+# (model/auto.py resolves it); each family maps it to its XModel.
+BACKBONE_CLASS = "EncoderModel"
 Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most specific first
 
 
@@ -50,36 +53,36 @@ class FamilyAdapter(ABC):
     # ---- config.json -----------------------------------------------------------------------
 
     @abstractmethod
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
-        """The family's config.json content -> AlbertConfig (ConfigError naming `source`)."""
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
+        """The family's config.json content -> ModelConfig (ConfigError naming `source`)."""
 
     @abstractmethod
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
-        """AlbertConfig -> the family's config.json content."""
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
+        """ModelConfig -> the family's config.json content."""
 
     # ---- state dict ------------------------------------------------------------------------
 
     @abstractmethod
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         """Our canonical key (backbone under `albert.`) -> the family's key."""
 
     @abstractmethod
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         """The family's key -> our canonical key; None when no parameter of ours has it."""
 
     def to_file(self, state: Mapping[str, torch.Tensor],
-                config: AlbertConfig) -> dict[str, torch.Tensor]:
+                config: ModelConfig) -> dict[str, torch.Tensor]:
         """Our canonical state -> the tensors a file of this family holds."""
         return {self.external_key(k, config): v for k, v in state.items()}
 
     def from_file(self, state: dict[str, torch.Tensor],
-                  config: AlbertConfig) -> dict[str, torch.Tensor]:
+                  config: ModelConfig) -> dict[str, torch.Tensor]:
         """A file's tensors (their keys) without those that stand for nothing of ours."""
         return state
 
     # ---- what the layout holds -------------------------------------------------------------
 
-    def cannot_hold(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def cannot_hold(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         """Why this family's layout cannot hold `config` (and the class), or None: a backbone
         it has no names for, else what `unsupported` says."""
         if self.backbones is not None and config.backbone not in self.backbones:
@@ -88,7 +91,7 @@ class FamilyAdapter(ABC):
                     f"backbone {config.backbone!r}")
         return self.unsupported(config, class_name)
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         """Why this family's layout cannot hold `config` (and the class) with the backbones
         it names, or None."""
         if class_name is not None and class_name not in self.class_names:
@@ -118,7 +121,7 @@ def rename(key: str, pairs: Pairs, *, reverse: bool = False) -> str | None:
 IGNORED_KEYS = frozenset({
     "label2id", "transformers_version", "torch_dtype", "dtype", "output_past", "_name_or_path",
     "use_cache", "gradient_checkpointing", "position_embedding_type"})
-SHARED_FIELDS = frozenset(f.name for f in dataclasses.fields(AlbertConfig)) \
+SHARED_FIELDS = frozenset(f.name for f in dataclasses.fields(ModelConfig)) \
     - {"extra", "backbone_config"}
 # Written by every family; the rest is the family's own.
 COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -126,7 +129,7 @@ COMMON_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_
                "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
                "initializer_range", "layer_norm_eps", "pad_token_id", "num_labels",
                "problem_type", "architectures")
-_STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AlbertConfig)
+_STRUCTURE_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
                        if f.name in STRUCTURE_FIELDS}
 # The heads' parts of every transformers family here (model/head_parts.py): the summary token
 # pooled, a bias in every dense layer, norm and decoder. ModernBERT's differ.
@@ -143,15 +146,15 @@ def config_fields(backbone: str) -> frozenset[str]:
 
 
 def build_config(values: Mapping[str, Any], source: str,
-                 consumed: frozenset[str] | set[str] = frozenset()) -> AlbertConfig:
-    """AlbertConfig from merged config.json values; unknown keys (not ignored, not consumed by
+                 consumed: frozenset[str] | set[str] = frozenset()) -> ModelConfig:
+    """ModelConfig from merged config.json values; unknown keys (not ignored, not consumed by
     the adapter) are kept in `extra` and written back on save."""
     try:
         fields = config_fields(values.get("backbone", DEFAULT_BACKBONE))
         known = {k: v for k, v in values.items() if k in fields}
         extra = {k: v for k, v in values.items()
                  if k not in fields and k not in IGNORED_KEYS and k not in consumed}
-        return AlbertConfig.from_fields(**known, extra=extra)
+        return ModelConfig.from_fields(**known, extra=extra)
     except (ConfigError, TypeError) as err:
         raise ConfigError(f"{source}: {err}") from None
 
@@ -166,19 +169,19 @@ def check_encoder(data: Mapping[str, Any], source: str) -> None:
         raise ConfigError(f"{source}: decoder models are not supported")
 
 
-def common_dict(config: AlbertConfig) -> dict[str, Any]:
+def common_dict(config: ModelConfig) -> dict[str, Any]:
     out: dict[str, Any] = dict(config.extra)
     out.update({k: getattr(config, k) for k in COMMON_KEYS})
     return out
 
 
-def numbering(config: AlbertConfig) -> str:
+def numbering(config: ModelConfig) -> str:
     """The albert backbone's position numbering (the families that hold only that backbone
     read it; the field lives in its config, model/albert.py's AlbertBackboneConfig)."""
     return str(config.backbone_fields()["position_numbering"])
 
 
-def heads_mismatch(config: AlbertConfig) -> str | None:
+def heads_mismatch(config: ModelConfig) -> str | None:
     """Why `config`'s heads are not BIASED_HEADS, or None."""
     held = config.flat_fields()
     for key, value in BIASED_HEADS.items():
@@ -187,7 +190,7 @@ def heads_mismatch(config: AlbertConfig) -> str | None:
     return None
 
 
-def structure_dict(config: AlbertConfig) -> dict[str, Any]:
+def structure_dict(config: ModelConfig) -> dict[str, Any]:
     """The structure fields that differ from ALBERT's, and the backbone's own fields that
     differ from its defaults, for layouts that do not imply them."""
     shared = {k: getattr(config, k) for k, default in _STRUCTURE_DEFAULTS.items()
@@ -195,7 +198,7 @@ def structure_dict(config: AlbertConfig) -> dict[str, Any]:
     return {**shared, **config.backbone_fields(changed_only=True)}
 
 
-def finish_dict(out: dict[str, Any], config: AlbertConfig) -> dict[str, Any]:
+def finish_dict(out: dict[str, Any], config: ModelConfig) -> dict[str, Any]:
     if config.id2label is not None:
         out["id2label"] = {str(k): v for k, v in config.id2label.items()}
         out["label2id"] = {v: k for k, v in config.id2label.items()}

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.families.base import (
     BIASED_HEADS,
     FamilyAdapter,
@@ -54,12 +54,12 @@ class BertAdapter(FamilyAdapter):
     model_type = "bert"
     title = "BERT"
     prefix = "bert."
-    class_names = {"AlbertModel": "BertModel", "AlbertForPreTraining": "BertForPreTraining",
-                   "AlbertForMaskedLM": "BertForMaskedLM",
-                   "AlbertForSequenceClassification": "BertForSequenceClassification",
-                   "AlbertForTokenClassification": "BertForTokenClassification",
-                   "AlbertForMultipleChoice": "BertForMultipleChoice",
-                   "AlbertForQuestionAnswering": "BertForQuestionAnswering"}
+    class_names = {"EncoderModel": "BertModel", "EncoderForPreTraining": "BertForPreTraining",
+                   "EncoderForMaskedLM": "BertForMaskedLM",
+                   "EncoderForSequenceClassification": "BertForSequenceClassification",
+                   "EncoderForTokenClassification": "BertForTokenClassification",
+                   "EncoderForMultipleChoice": "BertForMultipleChoice",
+                   "EncoderForQuestionAnswering": "BertForQuestionAnswering"}
     other_heads: ClassVar[tuple[str, ...]] = ("cls.", "classifier.", "qa_outputs.",
                                               "bert.pooler.")
     tied_copies: ClassVar[tuple[str, ...]] = ("cls.predictions.decoder.weight",
@@ -75,7 +75,7 @@ class BertAdapter(FamilyAdapter):
 
     # ---- config.json -----------------------------------------------------------------------
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         check_encoder(data, source)
         values = {**_DEFAULTS, **data}
         values.update(model_type="bert", embedding_size=values["hidden_size"], sharing="none",
@@ -85,7 +85,7 @@ class BertAdapter(FamilyAdapter):
                       mlm_act=None, position_numbering="from_zero", **BIASED_HEADS)
         return build_config(values, source, consumed={"classifier_dropout"})
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         out = common_dict(config)
         out.update(model_type="bert", classifier_dropout=config.classifier_dropout_prob,
                    position_embedding_type="absolute")
@@ -96,7 +96,7 @@ class BertAdapter(FamilyAdapter):
     def _pairs(self) -> Pairs:
         return self.heads + (("albert.", self.prefix),)
 
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
         if match:
             part, n, module, tensor = match.groups()
@@ -104,7 +104,7 @@ class BertAdapter(FamilyAdapter):
             return f"{self.prefix}encoder.layer.{n}.{table[module]}.{tensor}"
         return rename(key, self._pairs()) or key
 
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         layer = f"{self.prefix}encoder.layer."
         if key.startswith(layer):
             n, _, rest = key[len(layer):].partition(".")
@@ -117,7 +117,7 @@ class BertAdapter(FamilyAdapter):
 
     # ---- what the layout holds -------------------------------------------------------------
 
-    def structure_mismatch(self, config: AlbertConfig) -> str | None:
+    def structure_mismatch(self, config: ModelConfig) -> str | None:
         """The first structure field this family's transformers classes do not build."""
         if config.has_projection:
             return "has no E->H projection (embedding_projection 'never', E == H)"
@@ -129,7 +129,7 @@ class BertAdapter(FamilyAdapter):
             return "numbers positions from zero (position_numbering 'from_zero')"
         return heads_mismatch(config)
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         name = self.title
         if config.sharing != "none" or config.inner_group_num != 1:
             return (f"{name} has one set of weights per layer, but sharing={config.sharing!r}, "

@@ -1,7 +1,7 @@
 """transformers' ELECTRA layout (Clark et al., 2020).
 
 The encoder is BERT's under `electra.` (our not-shared backbone is exactly it: post-LN layers,
-same shapes). Differences from BERT, all expressed by AlbertConfig's structure fields:
+same shapes). Differences from BERT, all expressed by ModelConfig's structure fields:
 - `electra.embeddings_project` (E->H) exists iff embedding_size != hidden_size,
 - no pooler; sequence classification is `classifier.{dense,out_proj}` on the first token with
   exact GELU; multiple choice is `sequence_summary.summary` (dense H->H on the first token,
@@ -10,7 +10,7 @@ same shapes). Differences from BERT, all expressed by AlbertConfig's structure f
   hidden_act says, and its decoder `generator_lm_head` is tied to the word embeddings with its
   own bias,
 - the discriminator `discriminator_predictions.{dense,dense_prediction}` (our
-  AlbertForReplacedTokenDetection; transformers' ElectraForPreTraining).
+  EncoderForReplacedTokenDetection; transformers' ElectraForPreTraining).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.families.base import (
     BIASED_HEADS,
     build_config,
@@ -38,7 +38,7 @@ _DEFAULTS: dict[str, Any] = dict(
 )
 # The one multiple-choice summary litebert builds (transformers' ElectraSequenceSummary).
 _SUMMARY = {"summary_type": "first", "summary_use_proj": True, "summary_activation": "gelu"}
-# What ELECTRA's heads are, as AlbertConfig fields.
+# What ELECTRA's heads are, as ModelConfig fields.
 STRUCTURE = dict(embedding_projection="when_sizes_differ", use_pooler=False,
                  classifier_head="first_token", classifier_act="gelu", mlm_act="gelu",
                  position_numbering="from_zero", **BIASED_HEADS)
@@ -62,12 +62,12 @@ class ElectraAdapter(BertAdapter):
     prefix = "electra."
     backbone_roots = ("embeddings", "embeddings_project", "encoder")
     class_names = {
-        "AlbertModel": "ElectraModel", "AlbertForReplacedTokenDetection": "ElectraForPreTraining",
-        "AlbertForMaskedLM": "ElectraForMaskedLM",
-        "AlbertForSequenceClassification": "ElectraForSequenceClassification",
-        "AlbertForTokenClassification": "ElectraForTokenClassification",
-        "AlbertForMultipleChoice": "ElectraForMultipleChoice",
-        "AlbertForQuestionAnswering": "ElectraForQuestionAnswering"}
+        "EncoderModel": "ElectraModel", "EncoderForReplacedTokenDetection": "ElectraForPreTraining",
+        "EncoderForMaskedLM": "ElectraForMaskedLM",
+        "EncoderForSequenceClassification": "ElectraForSequenceClassification",
+        "EncoderForTokenClassification": "ElectraForTokenClassification",
+        "EncoderForMultipleChoice": "ElectraForMultipleChoice",
+        "EncoderForQuestionAnswering": "ElectraForQuestionAnswering"}
     other_heads = ("discriminator_predictions.", "generator_predictions.", "generator_lm_head.",
                    "classifier.", "sequence_summary.", "qa_outputs.")
     tied_copies = ("generator_lm_head.weight",)
@@ -79,7 +79,7 @@ class ElectraAdapter(BertAdapter):
         ("predictions.bias", "generator_lm_head.bias"),
     )
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         check_encoder(data, source)
         values = {**_DEFAULTS, **data}
         _check_electra(values, source)
@@ -91,7 +91,7 @@ class ElectraAdapter(BertAdapter):
             del config.extra["summary_last_dropout"]  # what config_to_dict writes anyway
         return config
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         out = common_dict(config)
         out.update(model_type="electra", embedding_size=config.embedding_size,
                    classifier_dropout=config.classifier_dropout_prob,
@@ -102,7 +102,7 @@ class ElectraAdapter(BertAdapter):
         out.setdefault("summary_last_dropout", config.classifier_dropout_prob)
         return finish_dict(out, config)
 
-    def structure_mismatch(self, config: AlbertConfig) -> str | None:
+    def structure_mismatch(self, config: ModelConfig) -> str | None:
         if config.has_projection != (config.embedding_size != config.hidden_size):
             return ("projects E->H exactly when embedding_size != hidden_size "
                     "(embedding_projection 'when_sizes_differ')")

@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.families.albert import ALL_CLASSES, AlbertAdapter, albert_config_to_dict
 from litebert.families.base import FamilyAdapter
 
 # Classes that ALBERT's layout has no name for (they read the XLNet backbone): ours here.
-_OWN_CLASSES = ("AlbertForPermutationLM", "AlbertForBeamQuestionAnswering")
+_OWN_CLASSES = ("EncoderForPermutationLM", "EncoderForBeamQuestionAnswering")
 
 
 class LitebertAdapter(AlbertAdapter):
@@ -29,25 +29,25 @@ class LitebertAdapter(AlbertAdapter):
     backbones = None  # our names as they are: any backbone's
     class_names = {name: name for name in ALL_CLASSES + _OWN_CLASSES}
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         return albert_config_to_dict(config, "litebert")
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         """Our layout holds every config (any sharing, backbone or numbering): only a class
         it has no name for is refused."""
         return FamilyAdapter.unsupported(self, config, class_name)
 
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         return key  # our names are the file's
 
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         return key
 
     def ignorable(self, key: str) -> bool:
         return key.startswith("lm_loss.") or super().ignorable(key)  # the permutation LM's
 
     def to_file(self, state: Mapping[str, torch.Tensor],
-                config: AlbertConfig) -> dict[str, torch.Tensor]:
+                config: ModelConfig) -> dict[str, torch.Tensor]:
         """ALBERT's rule for the "albert" backbone (an identity E->H projection where the
         model has none, as this layout always wrote); any other backbone's state as it is."""
         if config.backbone == "albert":

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from litebert.config import AlbertConfig, ConfigError, is_whole
+from litebert.config import ConfigError, ModelConfig, is_whole
 from litebert.families.base import FamilyAdapter, Pairs, build_config, finish_dict, rename
 
 # transformers' ModernBertConfig defaults (ModernBERT-base) for keys a file leaves out.
@@ -142,11 +142,11 @@ class ModernBertAdapter(FamilyAdapter):
     backbone_roots = ("embeddings", "layers", "final_norm")
     backbones = ("modernbert",)
     class_names = {
-        "AlbertModel": "ModernBertModel", "AlbertForMaskedLM": "ModernBertForMaskedLM",
-        "AlbertForSequenceClassification": "ModernBertForSequenceClassification",
-        "AlbertForTokenClassification": "ModernBertForTokenClassification",
-        "AlbertForQuestionAnswering": "ModernBertForQuestionAnswering",
-        "AlbertForMultipleChoice": "ModernBertForMultipleChoice"}
+        "EncoderModel": "ModernBertModel", "EncoderForMaskedLM": "ModernBertForMaskedLM",
+        "EncoderForSequenceClassification": "ModernBertForSequenceClassification",
+        "EncoderForTokenClassification": "ModernBertForTokenClassification",
+        "EncoderForQuestionAnswering": "ModernBertForQuestionAnswering",
+        "EncoderForMultipleChoice": "ModernBertForMultipleChoice"}
     other_heads = ("head.", "decoder.", "predictions.", "classifier.", "qa_outputs.")
     tied_copies = ("decoder.weight",)
     # Outside the layers: our prefix -> theirs (the backbone's own prefix last).
@@ -165,7 +165,7 @@ class ModernBertAdapter(FamilyAdapter):
 
     # ---- config.json -----------------------------------------------------------------------
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         values = {**_DEFAULTS, **data}
         _check_modernbert(values, source)
         global_theta, local_theta = _rope_thetas(values, source)
@@ -185,7 +185,7 @@ class ModernBertAdapter(FamilyAdapter):
             global_rope_theta=global_theta, local_rope_theta=local_theta, **STRUCTURE)
         return build_config(values, source, consumed=_CONSUMED)
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         own = config.backbone_fields()
         out: dict[str, Any] = dict(config.extra)
         out.update(
@@ -224,14 +224,14 @@ class ModernBertAdapter(FamilyAdapter):
 
     # ---- keys ------------------------------------------------------------------------------
 
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
         if match:
             _, n, rest = match.groups()
             return f"model.layers.{n}.{rest}"
         return rename(key, self.mlm_renames + self.renames) or key
 
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         match = _THEIRS.match(key)
         if match:
             n, rest, module = match.groups()
@@ -242,7 +242,7 @@ class ModernBertAdapter(FamilyAdapter):
         return rename(key, self.renames, reverse=True) or key
 
     def from_file(self, state: dict[str, torch.Tensor],
-                  config: AlbertConfig) -> dict[str, torch.Tensor]:
+                  config: ModelConfig) -> dict[str, torch.Tensor]:
         """An MLM file's head also under our MLM names (see mlm_renames): a masked LM reads
         `predictions.*`, a classifier loaded from the same file reads `head.*` as
         transformers' classifiers do (the pre-trained dense and norm); any other file as it
@@ -258,7 +258,7 @@ class ModernBertAdapter(FamilyAdapter):
 
     # ---- what the layout holds -------------------------------------------------------------
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         if config.sharing != "none" or config.inner_group_num != 1:
             return (f"ModernBERT has one set of weights per layer, but "
                     f"sharing={config.sharing!r}, inner_group_num={config.inner_group_num}")

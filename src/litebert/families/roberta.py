@@ -1,7 +1,7 @@
 """transformers' RoBERTa layout (Liu et al., 2019).
 
 The encoder is BERT's under `roberta.` (`roberta.encoder.layer.{i}...`), the pooler
-`roberta.pooler.dense`. Differences from BERT, all expressed by AlbertConfig's structure
+`roberta.pooler.dense`. Differences from BERT, all expressed by ModelConfig's structure
 fields (STRUCTURE below):
 - position ids after the pad id (position_numbering "after_pad"): real tokens are numbered
   pad_token_id + 1, + 2, ..., pads get pad_token_id, a padding row of the position table;
@@ -15,8 +15,8 @@ fields (STRUCTURE below):
 One token type and eps 1e-5 are plain fields (type_vocab_size, layer_norm_eps).
 
 transformers has no RoBERTa pre-training class with a sentence-pair head: an
-AlbertForPreTraining (or a replaced-token detector) with a roberta config is saved in the
-layout that holds it (see litebert.families.layout_for), its MLM part as AlbertForMaskedLM
+EncoderForPreTraining (or a replaced-token detector) with a roberta config is saved in the
+layout that holds it (see litebert.families.layout_for), its MLM part as EncoderForMaskedLM
 is a RobertaForMaskedLM directory. One difference litebert does not reproduce: transformers'
 RobertaForMultipleChoice drops out the pooled output with hidden_dropout_prob, litebert with
 classifier_dropout_prob (`classifier_dropout`); they agree unless a config sets
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.families.base import (
     BIASED_HEADS,
     build_config,
@@ -49,7 +49,7 @@ _DEFAULTS: dict[str, Any] = dict(
     initializer_range=0.02, layer_norm_eps=1e-12, pad_token_id=1, bos_token_id=0,
     eos_token_id=2,
 )
-# What RoBERTa's classes build, as AlbertConfig fields.
+# What RoBERTa's classes build, as ModelConfig fields.
 STRUCTURE = dict(embedding_projection="never", use_pooler=True, classifier_head="first_token",
                  classifier_act="tanh", mlm_act="gelu", position_numbering="after_pad",
                  **BIASED_HEADS)
@@ -68,11 +68,11 @@ class RobertaAdapter(BertAdapter):
     model_type = "roberta"
     title = "RoBERTa"
     prefix = "roberta."
-    class_names = {"AlbertModel": "RobertaModel", "AlbertForMaskedLM": "RobertaForMaskedLM",
-                   "AlbertForSequenceClassification": "RobertaForSequenceClassification",
-                   "AlbertForTokenClassification": "RobertaForTokenClassification",
-                   "AlbertForMultipleChoice": "RobertaForMultipleChoice",
-                   "AlbertForQuestionAnswering": "RobertaForQuestionAnswering"}
+    class_names = {"EncoderModel": "RobertaModel", "EncoderForMaskedLM": "RobertaForMaskedLM",
+                   "EncoderForSequenceClassification": "RobertaForSequenceClassification",
+                   "EncoderForTokenClassification": "RobertaForTokenClassification",
+                   "EncoderForMultipleChoice": "RobertaForMultipleChoice",
+                   "EncoderForQuestionAnswering": "RobertaForQuestionAnswering"}
     other_heads = ("lm_head.", "classifier.", "qa_outputs.", "roberta.pooler.")
     tied_copies = ("lm_head.decoder.weight", "lm_head.decoder.bias")
     # The classifier and span heads have transformers' names already.
@@ -83,7 +83,7 @@ class RobertaAdapter(BertAdapter):
         ("albert.pooler.", "roberta.pooler.dense."),
     )
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         check_encoder(data, source)
         values = {**_DEFAULTS, **data}
         _check_roberta(values, source)
@@ -94,19 +94,19 @@ class RobertaAdapter(BertAdapter):
         consumed = {"classifier_dropout", "tie_word_embeddings"}
         return build_config(values, source, consumed=consumed)
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         out = common_dict(config)
         out.update(model_type="roberta", classifier_dropout=config.classifier_dropout_prob,
                    bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id)
         return finish_dict(out, config)
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
-        if class_name == "AlbertForPreTraining":
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
+        if class_name == "EncoderForPreTraining":
             return ("transformers has no RoBERTa model with a sentence-pair head (its MLM "
-                    "part, saved as AlbertForMaskedLM, is a RobertaForMaskedLM directory)")
+                    "part, saved as EncoderForMaskedLM, is a RobertaForMaskedLM directory)")
         return super().unsupported(config, class_name)
 
-    def structure_mismatch(self, config: AlbertConfig) -> str | None:
+    def structure_mismatch(self, config: ModelConfig) -> str | None:
         if config.has_projection:
             return "has no E->H projection (embedding_projection 'never', E == H)"
         if numbering(config) != "after_pad":

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.families.base import (
     BIASED_HEADS,
     FamilyAdapter,
@@ -45,14 +45,14 @@ _DEFAULTS: dict[str, Any] = dict(
     reuse_len=None, bi_data=False, clamp_len=-1, same_length=False, summary_type="last",
     summary_use_proj=True, summary_activation="tanh", summary_last_dropout=0.1,
     pad_token_id=5, bos_token_id=1, eos_token_id=2)
-# Read into AlbertConfig fields (the rest of a file is kept in `extra`, start_n_top and
+# Read into ModelConfig fields (the rest of a file is kept in `extra`, start_n_top and
 # end_n_top among it). untie_r is only read by transformers' TensorFlow converter: PyTorch
 # XLNet always has per-layer biases, as ours.
 _CONSUMED = frozenset({"d_model", "n_layer", "n_head", "d_inner", "d_head", "ff_activation",
                        "dropout", "summary_type", "summary_use_proj", "summary_activation",
                        "summary_last_dropout", "summary_proj_to_labels", "untie_r",
                        "tie_word_embeddings", "n_token"})
-# What XLNet's classes are, as AlbertConfig fields.
+# What XLNet's classes are, as ModelConfig fields.
 STRUCTURE = dict(backbone="xlnet", sharing="none", inner_group_num=1,
                  embedding_projection="when_sizes_differ", use_pooler=False,
                  classifier_head="summary", mlm_act=None, position_numbering="from_zero",
@@ -95,19 +95,19 @@ class XLNetAdapter(FamilyAdapter):
     backbone_roots = ("word_embedding", "mask_emb", "layer")
     backbones = ("xlnet",)
     class_names = {
-        "AlbertModel": "XLNetModel", "AlbertForPermutationLM": "XLNetLMHeadModel",
-        "AlbertForSequenceClassification": "XLNetForSequenceClassification",
-        "AlbertForTokenClassification": "XLNetForTokenClassification",
-        "AlbertForQuestionAnswering": "XLNetForQuestionAnsweringSimple",
-        "AlbertForMultipleChoice": "XLNetForMultipleChoice",
-        "AlbertForBeamQuestionAnswering": "XLNetForQuestionAnswering"}
+        "EncoderModel": "XLNetModel", "EncoderForPermutationLM": "XLNetLMHeadModel",
+        "EncoderForSequenceClassification": "XLNetForSequenceClassification",
+        "EncoderForTokenClassification": "XLNetForTokenClassification",
+        "EncoderForQuestionAnswering": "XLNetForQuestionAnsweringSimple",
+        "EncoderForMultipleChoice": "XLNetForMultipleChoice",
+        "EncoderForBeamQuestionAnswering": "XLNetForQuestionAnswering"}
     other_heads = ("lm_loss.", "sequence_summary.", "logits_proj.", "classifier.",
                    "qa_outputs.", "start_logits.", "end_logits.", "answer_class.")
     tied_copies = ("lm_loss.weight",)
 
     # ---- config.json -----------------------------------------------------------------------
 
-    def config_from_dict(self, data: Mapping[str, Any], source: str) -> AlbertConfig:
+    def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:
         values = {**_DEFAULTS, **data}
         _check_xlnet(values, source)
         d_model, n_layer = values["d_model"], values["n_layer"]
@@ -125,7 +125,7 @@ class XLNetAdapter(FamilyAdapter):
                 del config.extra[key]
         return config
 
-    def config_to_dict(self, config: AlbertConfig) -> dict[str, Any]:
+    def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         H, n = config.hidden_size, config.num_attention_heads
         out: dict[str, Any] = dict(config.extra)
         out.update(
@@ -150,7 +150,7 @@ class XLNetAdapter(FamilyAdapter):
 
     # ---- keys ------------------------------------------------------------------------------
 
-    def external_key(self, key: str, config: AlbertConfig) -> str:
+    def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
         if match:
             part, n, rest = match.groups()
@@ -159,7 +159,7 @@ class XLNetAdapter(FamilyAdapter):
             return self.prefix + key[len("albert."):]
         return key
 
-    def internal_key(self, key: str, config: AlbertConfig) -> str | None:
+    def internal_key(self, key: str, config: ModelConfig) -> str | None:
         match = _THEIRS.match(key)
         if match:
             n, part, rest = match.groups()
@@ -172,7 +172,7 @@ class XLNetAdapter(FamilyAdapter):
         return key
 
     def to_file(self, state: Mapping[str, torch.Tensor],
-                config: AlbertConfig) -> dict[str, torch.Tensor]:
+                config: ModelConfig) -> dict[str, torch.Tensor]:
         """Our tensors under XLNet's names and shapes; a `classifier` read through a
         `sequence_summary` (sequence classification, multiple choice) is `logits_proj`."""
         summary = any(k.startswith("sequence_summary.") for k in state)
@@ -186,13 +186,13 @@ class XLNetAdapter(FamilyAdapter):
         return out
 
     def from_file(self, state: dict[str, torch.Tensor],
-                  config: AlbertConfig) -> dict[str, torch.Tensor]:
+                  config: ModelConfig) -> dict[str, torch.Tensor]:
         """XLNet's einsum tensors [d, n_head, d_head] as our (H, H) matrices (same keys)."""
         return {k: _linear_shape(k, v) for k, v in state.items()}
 
     # ---- what the layout holds -------------------------------------------------------------
 
-    def unsupported(self, config: AlbertConfig, class_name: str | None = None) -> str | None:
+    def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         if config.sharing != "none" or config.inner_group_num != 1:
             return (f"XLNet has one set of weights per layer, but sharing={config.sharing!r}, "
                     f"inner_group_num={config.inner_group_num}")

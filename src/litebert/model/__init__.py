@@ -6,7 +6,8 @@ weight init and save/load (`base.py`), model directories in the families' layout
 unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
 (`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
 language model (`permutation_lm.py`); the ModernBERT backbone (`modernbert.py`, registered as
-"modernbert")."""
+"modernbert"). The heads are `Encoder*`; their previous `Albert*` names are aliases
+(`previous_names.py`)."""
 
 from litebert.config import PRESETS, AlbertConfig, ModelConfig  # built once backbones register
 from litebert.model.albert import AlbertModel  # registers the "albert" backbone
@@ -23,33 +24,50 @@ from litebert.model.auto import (
     AutoModelForTokenClassification,
 )
 from litebert.model.backbone import BACKBONES, Backbone, build_backbone, register_backbone
-from litebert.model.base import AlbertPreTrainedModel, PreTrainedModel
-from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
+from litebert.model.base import PreTrainedModel
+from litebert.model.beam_qa import EncoderForBeamQuestionAnswering
 from litebert.model.heads import (
-    AlbertForMaskedLM,
-    AlbertForMultipleChoice,
-    AlbertForPreTraining,
-    AlbertForQuestionAnswering,
-    AlbertForSequenceClassification,
-    AlbertForTokenClassification,
+    EncoderForMaskedLM,
+    EncoderForMultipleChoice,
+    EncoderForPreTraining,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
 )
 from litebert.model.hub import CheckpointError
 from litebert.model.modernbert import ModernBertModel  # registers the "modernbert" backbone
-from litebert.model.permutation_lm import AlbertForPermutationLM
-from litebert.model.rtd import AlbertForReplacedTokenDetection
+from litebert.model.permutation_lm import EncoderForPermutationLM
+from litebert.model.previous_names import (
+    AlbertForBeamQuestionAnswering,
+    AlbertForMaskedLM,
+    AlbertForMultipleChoice,
+    AlbertForPermutationLM,
+    AlbertForPreTraining,
+    AlbertForQuestionAnswering,
+    AlbertForReplacedTokenDetection,
+    AlbertForSequenceClassification,
+    AlbertForTokenClassification,
+    AlbertPreTrainedModel,
+)
+from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.model.unroll import unroll
 from litebert.model.xlnet import XLNetModel  # registers the "xlnet" backbone
 
 __all__ = [
     "PRESETS", "AlbertConfig", "ModelConfig", "BACKBONES", "MODEL_CLASSES", "Backbone",
     "build_backbone", "register_backbone",
-    "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
-    "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
-    "AlbertForSequenceClassification", "AlbertForTokenClassification", "AlbertModel",
-    "AlbertPreTrainedModel", "PreTrainedModel", "AutoModel", "AutoModelForBeamQuestionAnswering",
-    "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
+    "EncoderForBeamQuestionAnswering", "EncoderForMaskedLM", "EncoderForMultipleChoice",
+    "EncoderForPreTraining", "EncoderForQuestionAnswering", "EncoderForReplacedTokenDetection",
+    "EncoderForSequenceClassification", "EncoderForTokenClassification",
+    "EncoderForPermutationLM", "AlbertModel", "PreTrainedModel", "AutoModel",
+    "AutoModelForBeamQuestionAnswering", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-    "AutoModelForTokenClassification", "CheckpointError", "AlbertForPermutationLM",
-    "ModernBertModel", "XLNetModel", "unroll",
+    "AutoModelForTokenClassification", "CheckpointError", "ModernBertModel", "XLNetModel",
+    "unroll",
+    # the previous release's names (previous_names.py)
+    "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
+    "AlbertForPermutationLM", "AlbertForPreTraining", "AlbertForQuestionAnswering",
+    "AlbertForReplacedTokenDetection", "AlbertForSequenceClassification",
+    "AlbertForTokenClassification", "AlbertPreTrainedModel",
 ]

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig, BackboneConfig, ConfigError
+from litebert.config import BackboneConfig, ConfigError, ModelConfig
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.model.attention import (
     Layout,
@@ -68,7 +68,7 @@ class AlbertBackboneConfig(BackboneConfig):
     # max_position_embeddings 514 with pad 1 holds 512 tokens (max_sequence_length).
     position_numbering: str = "from_zero"
 
-    def validate(self, config: AlbertConfig) -> None:
+    def validate(self, config: ModelConfig) -> None:
         self.need(self.position_numbering in POSITION_NUMBERINGS, "position_numbering",
                   f"unknown; choose from {POSITION_NUMBERINGS}")
         if self.position_numbering == "after_pad" \
@@ -79,14 +79,14 @@ class AlbertBackboneConfig(BackboneConfig):
                 f"{config.pad_token_id + 1}: max_position_embeddings must exceed it (RoBERTa: "
                 f"512 positions + 2 = 514)")
 
-    def max_sequence_length(self, config: AlbertConfig) -> int:
+    def max_sequence_length(self, config: ModelConfig) -> int:
         if self.position_numbering == "after_pad":
             return config.max_position_embeddings - config.pad_token_id - 1
         return config.max_position_embeddings
 
 
 class AlbertEmbeddings(nn.Module):
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E = config.embedding_size
         self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
@@ -143,7 +143,7 @@ class AlbertEmbeddings(nn.Module):
 class AlbertAttention(nn.Module):
     """Multi-head self-attention + output projection + residual + post-LayerNorm."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         H = config.hidden_size
         self.num_heads = config.num_attention_heads
@@ -171,7 +171,7 @@ class AlbertAttention(nn.Module):
 class AlbertFFN(nn.Module):
     """Position-wise feed-forward + residual + post-LayerNorm (transformers' names)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.ffn = nn.Linear(config.hidden_size, config.intermediate_size)
         self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
@@ -187,7 +187,7 @@ class AlbertFFN(nn.Module):
 
 
 class AlbertEncoder(nn.Module):
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E, H = config.embedding_size, config.hidden_size
         self.embedding_hidden_mapping_in = nn.Linear(E, H) if config.has_projection else None
@@ -238,7 +238,7 @@ class AlbertModel(PreTrainedModel):
     embeddings_name: ClassVar[str] = "embeddings"
     encoder_name: ClassVar[str] = "encoder"
 
-    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
+    def __init__(self, config: ModelConfig, add_pooling_layer: bool | None = None):
         super().__init__()
         self.config = config
         self.embeddings = AlbertEmbeddings(config)
@@ -279,7 +279,7 @@ class AlbertModel(PreTrainedModel):
         return layout.pad(encoder(layout.unpad(x), layout.mask, states)), layout
 
     @classmethod
-    def build_encoder(cls, config: AlbertConfig) -> AlbertEncoder:
+    def build_encoder(cls, config: ModelConfig) -> AlbertEncoder:
         return AlbertEncoder(config)
 
     # ---- what heads read ---------------------------------------------------------------------
@@ -299,7 +299,7 @@ class AlbertModel(PreTrainedModel):
         return self.encoder.fsdp_units()
 
     @classmethod
-    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(cls, config: ModelConfig, seq_len: int) -> float:
         """Forward + backward = 3 x forward, 2 FLOPs a multiply-add: the E->H projection,
         then per layer position the Q, K, V and output projections (4 H^2), the FFN (2 H I)
         and the attention products over `seq_len` keys (2 T H). Sharing saves parameters,
@@ -311,7 +311,7 @@ class AlbertModel(PreTrainedModel):
         return 6.0 * (projection + config.num_layer_positions * per_layer)
 
     @classmethod
-    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+    def unrolled_config(cls, config: ModelConfig) -> ModelConfig:
         """Sharing "none", one layer per position applied (layers x inner_group_num), one
         layer per group; `config` itself when each position already has its own layer."""
         if config.sharing == "none" and config.inner_group_num == 1:

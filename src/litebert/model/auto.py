@@ -18,35 +18,36 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
-from litebert.config import AlbertConfig, ConfigError
-from litebert.families import FAMILIES, family
+from litebert.config import ConfigError, ModelConfig
+from litebert.families import BACKBONE_CLASS, FAMILIES, family
 from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
 from litebert.model.base import PreTrainedModel
-from litebert.model.beam_qa import AlbertForBeamQuestionAnswering
+from litebert.model.beam_qa import EncoderForBeamQuestionAnswering
 from litebert.model.heads import (
-    AlbertForMaskedLM,
-    AlbertForMultipleChoice,
-    AlbertForPreTraining,
-    AlbertForQuestionAnswering,
-    AlbertForSequenceClassification,
-    AlbertForTokenClassification,
+    EncoderForMaskedLM,
+    EncoderForMultipleChoice,
+    EncoderForPreTraining,
+    EncoderForQuestionAnswering,
+    EncoderForSequenceClassification,
+    EncoderForTokenClassification,
 )
 from litebert.model.hub import CheckpointError, config_file, read_config
-from litebert.model.permutation_lm import AlbertForPermutationLM
-from litebert.model.rtd import AlbertForReplacedTokenDetection
+from litebert.model.permutation_lm import EncoderForPermutationLM
+from litebert.model.previous_names import PREVIOUS_NAMES
+from litebert.model.rtd import EncoderForReplacedTokenDetection
 
-# Our classes by name. "AlbertModel", the name the families give the bare backbone, stands for
+# Our classes by name. BACKBONE, the name the families give the bare backbone, stands for
 # whichever backbone config.backbone names (see `model_class`); listed here is the default's.
-BACKBONE = "AlbertModel"
+BACKBONE = BACKBONE_CLASS
 MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {
     BACKBONE: cast(type[PreTrainedModel], BACKBONES[DEFAULT_BACKBONE])}
 MODEL_CLASSES.update({cls.__name__: cls for cls in (
-    AlbertForPreTraining, AlbertForMaskedLM, AlbertForSequenceClassification,
-    AlbertForTokenClassification, AlbertForMultipleChoice, AlbertForQuestionAnswering,
-    AlbertForReplacedTokenDetection, AlbertForBeamQuestionAnswering, AlbertForPermutationLM)})
+    EncoderForPreTraining, EncoderForMaskedLM, EncoderForSequenceClassification,
+    EncoderForTokenClassification, EncoderForMultipleChoice, EncoderForQuestionAnswering,
+    EncoderForReplacedTokenDetection, EncoderForBeamQuestionAnswering, EncoderForPermutationLM)})
 
 
-def model_class(name: str, config: AlbertConfig) -> type[PreTrainedModel]:
+def model_class(name: str, config: ModelConfig) -> type[PreTrainedModel]:
     """Our class called `name` (a head, or BACKBONE for config's backbone). A backbone is an
     PreTrainedModel (save_pretrained, from_pretrained), as model/backbone.py asks."""
     if name == BACKBONE:
@@ -54,11 +55,12 @@ def model_class(name: str, config: AlbertConfig) -> type[PreTrainedModel]:
     return MODEL_CLASSES[name]
 
 
-def named_class(config: AlbertConfig) -> str | None:
-    """Our class that config.architectures names (ours, or a family's transformers name)."""
+def named_class(config: ModelConfig) -> str | None:
+    """Our class that config.architectures names (ours, the previous release's name of one,
+    or a family's transformers name)."""
     if not config.architectures:
         return None
-    name = config.architectures[0]
+    name = PREVIOUS_NAMES.get(config.architectures[0], config.architectures[0])
     if name in MODEL_CLASSES:
         return name
     for adapter in FAMILIES.values():
@@ -68,7 +70,7 @@ def named_class(config: AlbertConfig) -> str | None:
     return None
 
 
-def choose_class(config: AlbertConfig, candidates: tuple[str, ...],
+def choose_class(config: ModelConfig, candidates: tuple[str, ...],
                  fallback: str | None = None) -> type[PreTrainedModel]:
     if len(candidates) == 1:
         return model_class(candidates[0], config)
@@ -93,11 +95,11 @@ class _AutoModel:
                         f"{type(self).__name__}.from_pretrained(directory) or .from_config(config)")
 
     @classmethod
-    def model_class(cls, config: AlbertConfig) -> type[PreTrainedModel]:
+    def model_class(cls, config: ModelConfig) -> type[PreTrainedModel]:
         return choose_class(config, cls.candidates, cls.fallback)
 
     @classmethod
-    def from_config(cls, config: AlbertConfig) -> PreTrainedModel:
+    def from_config(cls, config: ModelConfig) -> PreTrainedModel:
         """A newly initialised model of the class this config calls for."""
         return cls.model_class(config)(config)
 
@@ -121,39 +123,39 @@ class AutoModel(_AutoModel):
 
 
 class AutoModelForPreTraining(_AutoModel):
-    candidates = ("AlbertForPreTraining", "AlbertForReplacedTokenDetection",
-                  "AlbertForPermutationLM")
-    fallback = "AlbertForMaskedLM"
+    candidates = ("EncoderForPreTraining", "EncoderForReplacedTokenDetection",
+                  "EncoderForPermutationLM")
+    fallback = "EncoderForMaskedLM"
 
 
 class AutoModelForMaskedLM(_AutoModel):
-    candidates = ("AlbertForMaskedLM",)
+    candidates = ("EncoderForMaskedLM",)
 
 
 class AutoModelForSequenceClassification(_AutoModel):
-    candidates = ("AlbertForSequenceClassification",)
+    candidates = ("EncoderForSequenceClassification",)
 
 
 class AutoModelForTokenClassification(_AutoModel):
-    candidates = ("AlbertForTokenClassification",)
+    candidates = ("EncoderForTokenClassification",)
 
 
 class AutoModelForQuestionAnswering(_AutoModel):
-    candidates = ("AlbertForQuestionAnswering",)
+    candidates = ("EncoderForQuestionAnswering",)
 
 
 class AutoModelForBeamQuestionAnswering(_AutoModel):
     """XLNet's span head with its answer classifier (XLNetForQuestionAnswering)."""
 
-    candidates = ("AlbertForBeamQuestionAnswering",)
+    candidates = ("EncoderForBeamQuestionAnswering",)
 
 
 class AutoModelForMultipleChoice(_AutoModel):
-    candidates = ("AlbertForMultipleChoice",)
+    candidates = ("EncoderForMultipleChoice",)
 
 
 class AutoModelForReplacedTokenDetection(_AutoModel):
-    candidates = ("AlbertForReplacedTokenDetection",)
+    candidates = ("EncoderForReplacedTokenDetection",)
 
 
 AUTO_CLASSES = (AutoModel, AutoModelForPreTraining, AutoModelForMaskedLM,

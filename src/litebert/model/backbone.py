@@ -1,4 +1,4 @@
-"""Backbones: the registry that AlbertConfig.backbone names, and the protocol heads rely on.
+"""Backbones: the registry that ModelConfig.backbone names, and the protocol heads rely on.
 
     BACKBONES["albert"]                        the class (model/albert.py registers itself)
     build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `albert`
@@ -33,9 +33,9 @@ import torch
 from torch import nn
 
 from litebert.config import (
-    AlbertConfig,
     BackboneConfig,
     ConfigError,
+    ModelConfig,
     register_backbone_config,
 )
 from litebert.data.attention_layout import ATTENTIONS
@@ -102,7 +102,7 @@ class Backbone(Protocol):
     directory without one loads with it newly initialised, as for ALBERT.
     """
 
-    config: AlbertConfig
+    config: ModelConfig
     # The dataclass of this backbone's own settings (config.backbone_config), defined in its
     # module; registered with the backbone (litebert.config.register_backbone_config).
     config_class: ClassVar[type[BackboneConfig]]
@@ -116,7 +116,7 @@ class Backbone(Protocol):
     embeds_token_types: ClassVar[bool]
     capabilities: ClassVar[BackboneCapabilities]  # what it offers beyond this protocol
 
-    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None) -> None:
+    def __init__(self, config: ModelConfig, add_pooling_layer: bool | None = None) -> None:
         ...
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
@@ -161,13 +161,13 @@ class Backbone(Protocol):
         ...
 
     @classmethod
-    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(cls, config: ModelConfig, seq_len: int) -> float:
         """Training FLOPs (forward + backward) per token of this backbone with `config`, at
         sequences of `seq_len`: what studies match at equal compute (model/counts.py)."""
         ...
 
     @classmethod
-    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+    def unrolled_config(cls, config: ModelConfig) -> ModelConfig:
         """The config of the same function with one set of weights per layer (`config` itself
         when nothing is shared); see model/unroll.py."""
         ...
@@ -194,7 +194,7 @@ class TwoStreamBackbone(Backbone, Protocol):
         ...
 
     @classmethod
-    def query_stream_flops_per_target(cls, config: AlbertConfig, seq_len: int) -> float:
+    def query_stream_flops_per_target(cls, config: ModelConfig, seq_len: int) -> float:
         """Training FLOPs of the query stream per predicted token (flops_per_token counts
         the content stream)."""
         ...
@@ -218,7 +218,7 @@ class EmbeddingSharingBackbone(Backbone, Protocol):
     encoder_name: ClassVar[str]
 
     @classmethod
-    def build_encoder(cls, config: AlbertConfig) -> Encoder:
+    def build_encoder(cls, config: ModelConfig) -> Encoder:
         """A newly made encoder of `config` (the one this backbone holds at encoder_name,
         with the same state-dict keys), to run on these embeddings."""
         ...
@@ -276,7 +276,7 @@ def check_capabilities(cls: type) -> None:
                              f"{', '.join(missing)}: add them or declare {flag}=False")
 
 
-def backbone_class(config: AlbertConfig) -> type[Backbone]:
+def backbone_class(config: ModelConfig) -> type[Backbone]:
     """The class config.backbone names; ConfigError listing the registered ones otherwise."""
     try:
         return BACKBONES[config.backbone]
@@ -287,7 +287,7 @@ def backbone_class(config: AlbertConfig) -> type[Backbone]:
             "litebert.model.backbone.register_backbone before the model is built)") from None
 
 
-def build_backbone(config: AlbertConfig, add_pooling_layer: bool | None = None) -> Backbone:
+def build_backbone(config: ModelConfig, add_pooling_layer: bool | None = None) -> Backbone:
     """A newly initialised backbone of the kind config.backbone names; ConfigError when a
     pooler is asked of one that cannot hold it."""
     cls = backbone_class(config)
@@ -304,10 +304,10 @@ def backbones_with(capability: str) -> list[str]:
     return [name for name, cls in BACKBONES.items() if getattr(cls.capabilities, capability)]
 
 
-def require_capability(config: AlbertConfig, capability: str, needs: str) -> type[Backbone]:
+def require_capability(config: ModelConfig, capability: str, needs: str) -> type[Backbone]:
     """The class config.backbone names when it declares the flag `capability`; else a
     ConfigError saying who needs it: `needs` is "<user> <what for>", e.g.
-    "AlbertForPermutationLM predicts from a query stream"."""
+    "EncoderForPermutationLM predicts from a query stream"."""
     cls = backbone_class(config)
     if not getattr(cls.capabilities, capability):
         others = " or ".join(map(repr, backbones_with(capability))) or "one that declares it"
@@ -317,18 +317,18 @@ def require_capability(config: AlbertConfig, capability: str, needs: str) -> typ
     return cls
 
 
-def two_stream_class(config: AlbertConfig, needs: str) -> type[TwoStreamBackbone]:
+def two_stream_class(config: ModelConfig, needs: str) -> type[TwoStreamBackbone]:
     """require_capability(config, "two_stream", needs), typed as what the flag promises."""
     return cast(type[TwoStreamBackbone], require_capability(config, "two_stream", needs))
 
 
-def embedding_sharing_class(config: AlbertConfig, needs: str) -> type[EmbeddingSharingBackbone]:
+def embedding_sharing_class(config: ModelConfig, needs: str) -> type[EmbeddingSharingBackbone]:
     """require_capability(config, "embed_encode", needs), typed as what the flag promises."""
     return cast(type[EmbeddingSharingBackbone],
                 require_capability(config, "embed_encode", needs))
 
 
-def check_attention(config: AlbertConfig, attention: str) -> None:
+def check_attention(config: ModelConfig, attention: str) -> None:
     """ConfigError when the backbone cannot read batches laid out for the run's `attention`."""
     taken = backbone_class(config).capabilities.attentions
     if attention not in taken:

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig, BackboneConfig
+from litebert.config import BackboneConfig, ModelConfig
 
 
 class PreTrainedModel(nn.Module):
-    config: AlbertConfig
+    config: ModelConfig
     # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
     # Typed loosely while objectives/ and train/ still reach into ALBERT's modules through it.
     albert: Any
@@ -79,6 +79,3 @@ class PreTrainedModel(nn.Module):
         from litebert.model.hub import load_pretrained
 
         return load_pretrained(cls, directory, strict=strict, **config_overrides)
-
-
-AlbertPreTrainedModel = PreTrainedModel  # the previous release's name

@@ -1,7 +1,7 @@
 """XLNet's span head for SQuAD 2.0: a start, an end that depends on the start, and an answer
 classifier; at inference a beam of starts x ends per window.
 
-AlbertForBeamQuestionAnswering is transformers' XLNetForQuestionAnswering on any backbone
+EncoderForBeamQuestionAnswering is transformers' XLNetForQuestionAnswering on any backbone
 (held at `albert`, as every head: model/backbone.py), with transformers' module names, so
 the family adapters rename only the backbone:
 
@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig, ConfigError
+from litebert.config import ConfigError, ModelConfig
 from litebert.model.backbone import build_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.outputs import BeamQuestionAnsweringOutput
@@ -45,7 +45,7 @@ from litebert.model.outputs import BeamQuestionAnsweringOutput
 DEFAULT_BEAM = 5  # XLNet's start_n_top and end_n_top
 
 
-def beam_sizes(config: AlbertConfig) -> tuple[int, int]:
+def beam_sizes(config: ModelConfig) -> tuple[int, int]:
     """(start_n_top, end_n_top): config fields if it has them, else config.json's keys (kept in
     config.extra), else 5 and 5."""
     sizes = []
@@ -69,7 +69,7 @@ def mask_logits(logits: torch.Tensor, p_mask: torch.Tensor | None) -> torch.Tens
 
 
 class StartLogits(nn.Module):
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, 1)
 
@@ -78,7 +78,7 @@ class StartLogits(nn.Module):
 
 
 class EndLogits(nn.Module):
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         H = config.hidden_size
         self.dense_0 = nn.Linear(2 * H, H)
@@ -99,7 +99,7 @@ class EndLogits(nn.Module):
 
 
 class AnswerClass(nn.Module):
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         H = config.hidden_size
         self.dense_0 = nn.Linear(2 * H, H)
@@ -115,11 +115,11 @@ def _rows(hidden: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return hidden[torch.arange(hidden.size(0), device=hidden.device), index.reshape(-1)]
 
 
-class AlbertForBeamQuestionAnswering(PreTrainedModel):
+class EncoderForBeamQuestionAnswering(PreTrainedModel):
     """Start, start-conditioned end and answer class (XLNetForQuestionAnswering); see the
     module docstring for the outputs."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.start_n_top, self.end_n_top = beam_sizes(config)

@@ -7,30 +7,30 @@ from dataclasses import dataclass
 
 import torch
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.backbone import backbone_class
 from litebert.model.base import PreTrainedModel
-from litebert.model.heads import AlbertForMaskedLM, AlbertForPreTraining
+from litebert.model.heads import EncoderForMaskedLM, EncoderForPreTraining
 
 
 @dataclass
 class CountRow:
     name: str
-    config: AlbertConfig
+    config: ModelConfig
     backbone: int
     with_heads: int
     paper: str = ""  # the paper's rounded figure, where it gives one
 
 
-def count(config: AlbertConfig) -> tuple[int, int]:
+def count(config: ModelConfig) -> tuple[int, int]:
     """(backbone, backbone + MLM and SOP heads), built on the meta device: no memory used.
     A backbone that can hold no pooler for the SOP head (ModernBERT's) counts the MLM head."""
     model: PreTrainedModel
     with torch.device("meta"):
         if backbone_class(config).capabilities.pooler:
-            model = AlbertForPreTraining(config)
+            model = EncoderForPreTraining(config)
         else:
-            model = AlbertForMaskedLM(config)
+            model = EncoderForMaskedLM(config)
     return model.num_parameters(only_backbone=True), model.num_parameters()
 
 
@@ -49,7 +49,7 @@ PAPER_SHARING = {(768, "all"): "31M", (768, "attention"): "83M", (768, "ffn"): "
 def preset_rows(presets: dict) -> list[CountRow]:
     rows = []
     for name in presets:
-        config = AlbertConfig.from_preset(name)
+        config = ModelConfig.from_preset(name)
         rows.append(CountRow(name, config, *count(config), PAPER_PRESETS.get(name, "")))
     return rows
 
@@ -61,19 +61,19 @@ def ablation_rows() -> list[CountRow]:
         name = f"albert-base E={E} sharing={sharing}"
         if any(r.name == name for r in rows):
             continue
-        config = AlbertConfig.from_preset("albert-base", embedding_size=E, sharing=sharing)
+        config = ModelConfig.from_preset("albert-base", embedding_size=E, sharing=sharing)
         rows.append(CountRow(name, config, *count(config), paper))
     return rows
 
 
-def encoder_flops_per_token(config: AlbertConfig, seq_len: int) -> float:
+def encoder_flops_per_token(config: ModelConfig, seq_len: int) -> float:
     """Training FLOPs per token of the backbone config.backbone names (forward + backward, 2
     FLOPs a multiply-add), at sequences of `seq_len`: the backbone's own count
     (`flops_per_token`, model/backbone.py; ALBERT's in model/albert.py)."""
     return backbone_class(config).flops_per_token(config, seq_len)
 
 
-def mlm_head_flops_per_token(config: AlbertConfig, predicted: float) -> float:
+def mlm_head_flops_per_token(config: ModelConfig, predicted: float) -> float:
     """Training FLOPs per token of an MLM head that scores a `predicted` share of the tokens:
     dense H->E, then the E x V decoder."""
     E = config.embedding_size

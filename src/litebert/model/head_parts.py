@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.layers import activation
 from litebert.model.outputs import BaseModelOutput
 
@@ -241,26 +241,26 @@ def pool(pooling: Pooling, out: BaseModelOutput, attention_mask, summary_positio
 
 # ---- the specs a config gives ------------------------------------------------------------------
 
-Shape = Callable[[AlbertConfig, Pooling], ClassifierSpec]
+Shape = Callable[[ModelConfig, Pooling], ClassifierSpec]
 
 
-def _dense_act(config: AlbertConfig, dense_name: str = "dense") -> TransformSpec:
+def _dense_act(config: ModelConfig, dense_name: str = "dense") -> TransformSpec:
     return TransformSpec("dense-act", config.classifier_act, config.head_dense_bias,
                          dense_name=dense_name)
 
 
-def _linear(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
+def _linear(config: ModelConfig, pooling: Pooling) -> ClassifierSpec:
     """dropout -> classifier (ALBERT's and BERT's heads, whatever reads the pooler)."""
     return ClassifierSpec(pooling, dropout=config.classifier_dropout_prob,
                           dropout_before_output=True)
 
 
-def _spans(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
+def _spans(config: ModelConfig, pooling: Pooling) -> ClassifierSpec:
     """qa_outputs on every token, no dropout (BERT's span head)."""
     return ClassifierSpec(pooling, output_name="qa_outputs")
 
 
-def _grouped(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
+def _grouped(config: ModelConfig, pooling: Pooling) -> ClassifierSpec:
     """ELECTRA's and RoBERTa's ClassificationHead at `classifier`: dropout -> dense -> act ->
     dropout -> out_proj."""
     return ClassifierSpec(pooling, _dense_act(config), config.classifier_dropout_prob,
@@ -268,7 +268,7 @@ def _grouped(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
                           group="classifier", output_name="out_proj")
 
 
-def _summary(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
+def _summary(config: ModelConfig, pooling: Pooling) -> ClassifierSpec:
     """XLNet's (and ELECTRA's multiple-choice) sequence summary: dense -> act at
     `sequence_summary.summary`, dropout, classifier."""
     return ClassifierSpec(pooling, _dense_act(config, dense_name="summary"),
@@ -276,7 +276,7 @@ def _summary(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
                           transform_name="sequence_summary")
 
 
-def _normed(config: AlbertConfig, pooling: Pooling) -> ClassifierSpec:
+def _normed(config: ModelConfig, pooling: Pooling) -> ClassifierSpec:
     """ModernBERT's: dense -> act -> LayerNorm at `head`, `drop`, classifier."""
     transform = TransformSpec("dense-act-norm", config.classifier_act, config.head_dense_bias,
                               config.head_norm_bias, config.layer_norm_eps)
@@ -310,8 +310,8 @@ STRUCTURES: dict[str, _Structure] = {
 }
 
 
-def _pooling(config: AlbertConfig, task: Task, structure: _Structure) -> Pooling:
-    """What the `task` head reads: see `_Structure` and AlbertConfig.classifier_pooling."""
+def _pooling(config: ModelConfig, task: Task, structure: _Structure) -> Pooling:
+    """What the `task` head reads: see `_Structure` and ModelConfig.classifier_pooling."""
     if task in ("tokens", "spans", "replaced"):
         return "tokens"
     if task == "pair" or config.classifier_head == "pooler":
@@ -323,7 +323,7 @@ def _pooling(config: AlbertConfig, task: Task, structure: _Structure) -> Pooling
     return structure.choice_cls if task == "choice" else "summary"
 
 
-def classifier_spec(config: AlbertConfig, task: Task) -> ClassifierSpec:
+def classifier_spec(config: ModelConfig, task: Task) -> ClassifierSpec:
     """The classifier a config builds for `task`: "sequence", "choice" (multiple choice),
     "tokens", "spans" (start/end logits), "pair" (SOP/NSP on the pooler, at
     `sop_classifier`) or "replaced" (ELECTRA's discriminator at `discriminator_predictions`:
@@ -340,7 +340,7 @@ def classifier_spec(config: AlbertConfig, task: Task) -> ClassifierSpec:
     return shape(config, pooling)
 
 
-def mlm_spec(config: AlbertConfig) -> MLMHeadSpec:
+def mlm_spec(config: ModelConfig) -> MLMHeadSpec:
     """dense H->E -> mlm_act -> LayerNorm(E) at BERT's names (`dense`, `LayerNorm`); the
     biases as the config says (all of them but ModernBERT's)."""
     transform = TransformSpec("dense-act-norm", config.mlm_activation, config.head_dense_bias,

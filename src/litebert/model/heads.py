@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.backbone import build_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.head_parts import (
@@ -58,26 +58,26 @@ from litebert.model.outputs import (
 IGNORE = -100
 
 
-class AlbertMLMHead(MLMHead):
+class MaskedLMHead(MLMHead):
     """dense H->E, activation, LayerNorm(E), decoder tied to the word embeddings, own bias
     (head_parts.mlm_spec). ALBERT's and BERT's MLM head; ELECTRA's generator head and
     RoBERTa's LM head (with mlm_act "gelu", E == H for RoBERTa); ModernBERT's without the
     dense and norm biases."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(mlm_spec(config), config.hidden_size, config.embedding_size,
                          config.vocab_size)
 
 
-class AlbertSOPHead(ClassificationHead):
+class SentencePairHead(ClassificationHead):
     """Two-way classifier on the pooled output: sentence order (SOP) or next sentence (NSP);
     dropout, then `classifier`."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(classifier_spec(config, "pair"), config.hidden_size, 2)
 
 
-def _two_labels(config: AlbertConfig) -> AlbertConfig:
+def _two_labels(config: ModelConfig) -> ModelConfig:
     """transformers sizes the SOP and span heads by num_labels: keep it at their 2 outputs."""
     return config if config.num_labels == 2 else config.replace(num_labels=2, id2label=None)
 
@@ -129,20 +129,20 @@ def _mlm(head, hidden, embeddings, labels, slots):
     return _masked_lm(head, hidden, embeddings, labels)
 
 
-class AlbertForPreTraining(PreTrainedModel):
+class EncoderForPreTraining(PreTrainedModel):
     """MLM + sentence-order prediction (the same 2-way head serves NSP).
 
     The SOP head reads the pooler, so this model has one even when config.use_pooler is
     false (an ELECTRA generator directory loads here with the pair head newly initialised).
     """
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         config = _two_labels(config)
         self.config = config
         self.albert = build_backbone(config, add_pooling_layer=True)
-        self.predictions = AlbertMLMHead(config)
-        self.sop_classifier = AlbertSOPHead(config)
+        self.predictions = MaskedLMHead(config)
+        self.sop_classifier = SentencePairHead(config)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -164,13 +164,13 @@ class AlbertForPreTraining(PreTrainedModel):
             last_hidden_state=out.last_hidden_state)
 
 
-class AlbertForMaskedLM(PreTrainedModel):
+class EncoderForMaskedLM(PreTrainedModel):
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.albert = build_backbone(config, add_pooling_layer=False)
-        self.predictions = AlbertMLMHead(config)
+        self.predictions = MaskedLMHead(config)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -188,7 +188,7 @@ class _Classifier(PreTrainedModel):
     """Backbone + the classifier that config gives `task` (head_parts.classifier_spec), its
     parts at transformers' names; subclasses say how it is scored, then call init_weights."""
 
-    def __init__(self, config: AlbertConfig, task: Task, out_features: int):
+    def __init__(self, config: ModelConfig, task: Task, out_features: int):
         super().__init__()
         self.config = config
         self.num_labels = config.num_labels
@@ -202,14 +202,14 @@ class _Classifier(PreTrainedModel):
         return classify(self, self.spec, pooled)
 
 
-class AlbertForSequenceClassification(_Classifier):
+class EncoderForSequenceClassification(_Classifier):
     """num_labels logits from what classifier_head reads: the pooled output ("pooler"), the
     summary token or the mean of the tokens (classifier_pooling) through ELECTRA's
     ClassificationHead ("first_token"), XLNet's sequence summary ("summary": its
     `sequence_summary.summary`; `classifier` is its `logits_proj`) or ModernBERT's head
     ("pooled_norm"); num_labels == 1 is regression (MSE)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(config, "sequence", config.num_labels)
         self.init_weights()
 
@@ -238,10 +238,10 @@ class AlbertForSequenceClassification(_Classifier):
         return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
 
-class AlbertForTokenClassification(_Classifier):
+class EncoderForTokenClassification(_Classifier):
     """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(config, "tokens", config.num_labels)
         self.init_weights()
 
@@ -255,11 +255,11 @@ class AlbertForTokenClassification(_Classifier):
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class AlbertForMultipleChoice(_Classifier):
+class EncoderForMultipleChoice(_Classifier):
     """Inputs (B, C, T): each choice scored from its pooled output, or without a pooler from
     the sequence summary of its summary token (or ModernBERT's head); logits (B, C)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(config, "choice", 1)
         self.init_weights()
 
@@ -274,10 +274,10 @@ class AlbertForMultipleChoice(_Classifier):
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 
-class AlbertForQuestionAnswering(_Classifier):
+class EncoderForQuestionAnswering(_Classifier):
     """Start/end logits per token. SQuAD 2.0 "no answer" is start = end = 0 ([CLS])."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(_two_labels(config), "spans", 2)
         self.init_weights()
 

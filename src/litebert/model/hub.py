@@ -21,8 +21,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from litebert.config import AlbertConfig, ConfigError, read_json_object
-from litebert.families import FamilyAdapter, layout_for, read_config_dict
+from litebert.config import ConfigError, ModelConfig, read_json_object
+from litebert.families import BACKBONE_CLASS, FamilyAdapter, layout_for, read_config_dict
 from litebert.families import family as family_of
 from litebert.files import atomic_write, atomic_write_json
 from litebert.model.backbone import backbone_class
@@ -45,7 +45,7 @@ class CheckpointError(ValueError):
     """A model directory that cannot be loaded; the message names the file and the key."""
 
 
-def external_key(key: str, config: AlbertConfig) -> str:
+def external_key(key: str, config: ModelConfig) -> str:
     """Our canonical key -> its name in the layout `config` is saved in."""
     return layout_for(config)[0].external_key(key, config)
 
@@ -74,12 +74,12 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    config: AlbertConfig = model.config  # type: ignore[assignment]
+    config: ModelConfig = model.config  # type: ignore[assignment]
     if unroll and backbone_class(config).unrolled_config(config) != config:
         model = unroll_model(model)
         config = model.config  # type: ignore[assignment]
-    # A bare backbone is "AlbertModel" to the families, whatever its class (model/auto.py).
-    name = "AlbertModel" if _bare(model) else type(model).__name__
+    # A bare backbone is BACKBONE_CLASS to the families, whatever its class (model/auto.py).
+    name = BACKBONE_CLASS if _bare(model) else type(model).__name__
     family, why = layout_for(config, name)
     if why is not None:
         _say_layout(family, why, config, directory, name)
@@ -94,7 +94,7 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     return directory
 
 
-def _say_layout(family: FamilyAdapter, why: str, config: AlbertConfig, directory: Path,
+def _say_layout(family: FamilyAdapter, why: str, config: ModelConfig, directory: Path,
                 class_name: str) -> None:
     own = family_of(config.model_type)
     unrolled = backbone_class(config).unrolled_config(config)
@@ -131,13 +131,13 @@ def config_file(directory: Path) -> Path:
     raise CheckpointError(f"{directory}: no config.json (nor Google's albert_config.json)")
 
 
-def read_directory_config(directory: Path) -> tuple[AlbertConfig, FamilyAdapter]:
+def read_directory_config(directory: Path) -> tuple[ModelConfig, FamilyAdapter]:
     """The config of a model directory and the adapter of the layout its weights are in."""
     path = config_file(directory)
     return read_config_dict(read_json_object(path), str(path))
 
 
-def read_config(directory: Path) -> AlbertConfig:
+def read_config(directory: Path) -> ModelConfig:
     return read_directory_config(Path(directory))[0]
 
 
@@ -214,7 +214,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
 
 
 def _match(state: dict[str, torch.Tensor], ours: dict[str, torch.Tensor],
-           family: FamilyAdapter, config: AlbertConfig, source: Path) -> dict[str, torch.Tensor]:
+           family: FamilyAdapter, config: ModelConfig, source: Path) -> dict[str, torch.Tensor]:
     """The file's tensors under our keys; heads the model lacks are skipped, anything else
     that has no place in the model is an error naming the key."""
     loaded: dict[str, torch.Tensor] = {}

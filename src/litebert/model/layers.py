@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.attention import (
     Layout,
     attend,
@@ -108,7 +108,7 @@ def batch_layout(encoder: Any, input_ids, attention_mask, document_ids,
     return document_layout(attention_mask, document_ids, fused_documents(encoder, input_ids))
 
 
-def sharing_tables(config: AlbertConfig) -> tuple[list[int], list[int]]:
+def sharing_tables(config: ModelConfig) -> tuple[list[int], list[int]]:
     """For each layer position, the index of its attention module and of its FFN module."""
     inner = config.inner_group_num
     positions = range(config.num_layer_positions)

@@ -52,7 +52,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig, BackboneConfig, ConfigError, is_whole
+from litebert.config import BackboneConfig, ConfigError, ModelConfig, is_whole
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.model.albert import AlbertModel
 from litebert.model.attention import (
@@ -97,7 +97,7 @@ class ModernBertBackboneConfig(BackboneConfig):
     mlp_dropout: float = 0.0  # on GeGLU's gated product, before Wo
     initializer_cutoff_factor: float = 2.0  # init: truncated normal cut at +- this x std
 
-    def validate(self, config: AlbertConfig) -> None:
+    def validate(self, config: ModelConfig) -> None:
         need = self.need
         need(is_whole(self.global_attn_every_n_layers) and self.global_attn_every_n_layers >= 1,
              "global_attn_every_n_layers",
@@ -132,7 +132,7 @@ modernbert_of = ModernBertBackboneConfig.of  # config.backbone_config, typed
 class ModernBertEmbeddings(nn.Module):
     """Token embeddings -> bias-free LayerNorm -> dropout (transformers' names)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E = config.embedding_size
         self.tok_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
@@ -156,7 +156,7 @@ class ModernBertEncoder(nn.Module):
     """The E->H projection and the pre-norm attention / MLP modules, shared across depth by
     `sharing_tables` (AlbertEncoder's keys and tables), with each position's attention type."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E, H = config.embedding_size, config.hidden_size
         mb = modernbert_of(config)
@@ -240,7 +240,7 @@ class ModernBertModel(PreTrainedModel):
     summary_position: ClassVar[int] = 0  # [CLS] A [SEP] B [SEP]: the first token
     embeds_token_types: ClassVar[bool] = False  # no token-type embeddings: ids are ignored
 
-    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
+    def __init__(self, config: ModelConfig, add_pooling_layer: bool | None = None):
         super().__init__()
         if add_pooling_layer:
             raise ConfigError("add_pooling_layer=True: ModernBERT has no pooler; use a head "
@@ -304,7 +304,7 @@ class ModernBertModel(PreTrainedModel):
         return layout.pad(x), layout
 
     @classmethod
-    def build_encoder(cls, config: AlbertConfig) -> ModernBertEncoder:
+    def build_encoder(cls, config: ModelConfig) -> ModernBertEncoder:
         return ModernBertEncoder(config)
 
     # ---- attention and positions, once per forward -------------------------------------------
@@ -342,7 +342,7 @@ class ModernBertModel(PreTrainedModel):
         return self.encoder.fsdp_units()
 
     @classmethod
-    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(cls, config: ModelConfig, seq_len: int) -> float:
         """Forward + backward = 3 x forward, 2 FLOPs a multiply-add: the E->H projection,
         then per layer position Wqkv and Wo (4 H^2), GeGLU's Wi (2 H I) and Wo (H I), and
         the attention products over its keys (2 keys H): T at global positions,
@@ -359,7 +359,7 @@ class ModernBertModel(PreTrainedModel):
         return 6.0 * (projection + total)
 
     @classmethod
-    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+    def unrolled_config(cls, config: ModelConfig) -> ModelConfig:
         return AlbertModel.unrolled_config(config)  # ALBERT's sharing rules; positions kept
 
     def unrolled_source(self, key: str) -> str:

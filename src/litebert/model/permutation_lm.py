@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.backbone import build_backbone, require_capability
 from litebert.model.base import PreTrainedModel
-from litebert.model.heads import AlbertSOPHead
+from litebert.model.heads import SentencePairHead
 from litebert.model.outputs import PermutationLMOutput
 
 IGNORE = -100
@@ -32,7 +32,7 @@ IGNORE = -100
 class PermutationLMHead(nn.Module):
     """[dense H->E when E != H] -> decoder tied to the word embeddings, own bias."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E, H = config.embedding_size, config.hidden_size
         self.dense = nn.Linear(H, E) if E != H else None
@@ -44,18 +44,18 @@ class PermutationLMHead(nn.Module):
         return F.linear(h, word_embeddings, self.bias)
 
 
-class AlbertForPermutationLM(PreTrainedModel):
+class EncoderForPermutationLM(PreTrainedModel):
     """A two-stream backbone (config.backbone "xlnet") + the permutation LM head."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         require_capability(config, "two_stream",
-                           "AlbertForPermutationLM predicts from a query stream")
+                           "EncoderForPermutationLM predicts from a query stream")
         self.config = config
         self.albert = build_backbone(config, add_pooling_layer=config.use_pooler)
         self.lm_loss = PermutationLMHead(config)
         # The "+NSP" ablation's pair head: the content stream's <cls> state, pooled.
-        self.sop_classifier = AlbertSOPHead(config) if config.use_pooler else None
+        self.sop_classifier = SentencePairHead(config) if config.use_pooler else None
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -86,4 +86,4 @@ class AlbertForPermutationLM(PreTrainedModel):
                                    mems=out.mems, last_hidden_state=out.last_hidden_state)
 
 
-__all__ = ["AlbertForPermutationLM", "PermutationLMHead"]
+__all__ = ["EncoderForPermutationLM", "PermutationLMHead"]

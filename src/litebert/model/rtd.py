@@ -3,7 +3,7 @@
 Every token gets one logit, > 0 meaning "this token was replaced by the generator". The head is
 transformers' ElectraDiscriminatorPredictions, `discriminator_predictions.dense` (H->H),
 hidden_act, `discriminator_predictions.dense_prediction` (H->1), so the ELECTRA adapter maps
-only the backbone's names (ours: AlbertForReplacedTokenDetection; theirs:
+only the backbone's names (ours: EncoderForReplacedTokenDetection; theirs:
 ElectraForPreTraining). The loss is transformers': mean binary cross-entropy with logits over
 the tokens where attention_mask == 1 (over all tokens without a mask); labels 1 = replaced.
 There is no pooler: the discriminator reads every position.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.model.backbone import build_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.head_parts import ClassificationHead, classifier_spec
@@ -25,7 +25,7 @@ class DiscriminatorPredictions(ClassificationHead):
     """dense H->H, hidden_act, dense_prediction H->1: one logit per token
     (head_parts.classifier_spec's "replaced")."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__(classifier_spec(config, "replaced"), config.hidden_size, 1)
 
     def forward(self, h):  # (B, T, H) -> (B, T)
@@ -41,10 +41,10 @@ def detection_loss(logits, labels, attention_mask=None):
     return F.binary_cross_entropy_with_logits(logits[real], target[real])
 
 
-class AlbertForReplacedTokenDetection(PreTrainedModel):
+class EncoderForReplacedTokenDetection(PreTrainedModel):
     """The ELECTRA discriminator: backbone (no pooler) + one logit per token."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.albert = build_backbone(config, add_pooling_layer=False)
@@ -64,4 +64,4 @@ class AlbertForReplacedTokenDetection(PreTrainedModel):
                                             last_hidden_state=out.last_hidden_state)
 
 
-__all__ = ["AlbertForReplacedTokenDetection", "DiscriminatorPredictions", "detection_loss"]
+__all__ = ["EncoderForReplacedTokenDetection", "DiscriminatorPredictions", "detection_loss"]

@@ -58,7 +58,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig, BackboneConfig, is_whole
+from litebert.config import BackboneConfig, ModelConfig, is_whole
 from litebert.model.albert import AlbertModel
 from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
@@ -82,7 +82,7 @@ class XLNetBackboneConfig(BackboneConfig):
     same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
     bi_data: bool = False  # the second half of the batch reads relative positions reversed
 
-    def validate(self, config: AlbertConfig) -> None:
+    def validate(self, config: ModelConfig) -> None:
         need = self.need
         for name in ("mem_len", "reuse_len"):
             value = getattr(self, name)
@@ -105,7 +105,7 @@ def mask_value(dtype: torch.dtype) -> float:
     return -65500.0 if dtype == torch.float16 else -1e30
 
 
-def relative_positions(config: AlbertConfig, qlen: int, klen: int,
+def relative_positions(config: ModelConfig, qlen: int, klen: int,
                        device: torch.device) -> torch.Tensor:
     """(G, R, H) sinusoid embeddings of the relative distances klen, klen-1, ... (R = klen +
     qlen for "bi", klen + 1 for "uni"), G = 2 with bi_data (second: the distances negated)."""
@@ -148,7 +148,7 @@ class RelativeAttention(nn.Module):
     Every score term carries 1/sqrt(d_head), so it is folded into the query weight (and the
     r_*_bias added to the queries) once, not applied to each (B, n, L, K) score tensor."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         H, n = config.hidden_size, config.num_attention_heads
         self.num_heads, self.head_size = n, H // n
@@ -250,7 +250,7 @@ class FeedForward(nn.Module):
     """layer_1 -> act -> dropout -> layer_2 -> dropout, residual, post-LN (transformers'
     names)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.layer_1 = nn.Linear(config.hidden_size, config.intermediate_size)
         self.layer_2 = nn.Linear(config.intermediate_size, config.hidden_size)
@@ -267,7 +267,7 @@ class XLNetEncoder(nn.Module):
     """The E->H projection (ALBERT-XLNet) and the layer modules, shared across depth by
     model/layers.py's `sharing_tables` (same keys and sharing as AlbertEncoder)."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         E, H = config.embedding_size, config.hidden_size
         self.embedding_hidden_mapping_in = nn.Linear(E, H) if config.has_projection else None
@@ -313,7 +313,7 @@ class XLNetModel(PreTrainedModel):
     capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
         two_stream=True, memories=True, pooler=True)
 
-    def __init__(self, config: AlbertConfig, add_pooling_layer: bool | None = None):
+    def __init__(self, config: ModelConfig, add_pooling_layer: bool | None = None):
         super().__init__()
         self.config = config
         H = config.hidden_size
@@ -504,7 +504,7 @@ class XLNetModel(PreTrainedModel):
         return self.encoder.fsdp_units()
 
     @classmethod
-    def flops_per_token(cls, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(cls, config: ModelConfig, seq_len: int) -> float:
         """The content stream's training FLOPs per token (3 x forward, 2 a multiply-add) at
         sequences of T = seq_len with M = the config's mem_len memories (K = M + T keys, R = K + T
         relative positions, or K + 1 for "uni"): per layer position q and o (2 H^2), k and v
@@ -520,7 +520,7 @@ class XLNetModel(PreTrainedModel):
         return 6.0 * (projection + config.num_layer_positions * per_layer)
 
     @classmethod
-    def query_stream_flops_per_target(cls, config: AlbertConfig, seq_len: int) -> float:
+    def query_stream_flops_per_target(cls, config: ModelConfig, seq_len: int) -> float:
         """Training FLOPs of the query stream per predicted token (pre-training runs it on
         the P targets only): q and o (2 H^2), scores and sum over K keys and R positions
         (2 K H + R H), the FFN (2 H I), per layer position. Keys, values and positions are
@@ -532,7 +532,7 @@ class XLNetModel(PreTrainedModel):
         return 6.0 * config.num_layer_positions * per_layer
 
     @classmethod
-    def unrolled_config(cls, config: AlbertConfig) -> AlbertConfig:
+    def unrolled_config(cls, config: ModelConfig) -> ModelConfig:
         return AlbertModel.unrolled_config(config)  # the same sharing rules as ALBERT's
 
     def unrolled_source(self, key: str) -> str:

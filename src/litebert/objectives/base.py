@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.distributed import DistInfo
 from litebert.options import option
@@ -118,13 +118,13 @@ class TrainingObjective(Protocol):
         objective-neutral): MLM-masked pairs, unmasked ids for a corruption of its own, ..."""
         ...
 
-    def build(self, config: AlbertConfig) -> nn.Module:
+    def build(self, config: ModelConfig) -> nn.Module:
         """The one module that holds every trained parameter, freshly initialised from the
         global RNG (the Trainer seeds it): the optimizer, DDP/FSDP and checkpoints see only
         this module, so its state-dict keys are the checkpoint's."""
         ...
 
-    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """Training FLOPs per input token of the module `build(config)` makes (what a study
         matches when its runs train different objectives at equal compute)."""
         ...
@@ -185,7 +185,7 @@ class EvaluationObjective(Protocol):
         """evaluate_directory's result as a small table for a terminal."""
         ...
 
-    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+    def export(self, model_state: dict[str, torch.Tensor], config: ModelConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """Model directory(ies) under `out_dir` from the trained state dict (the module of
         `build`, whole), each with the run's tokenizer (RUN_DIR/tokenizer). Returns out_dir."""

@@ -31,19 +31,19 @@ import torch.nn.functional as F
 from torch import nn
 
 import litebert.objectives.corruption as C
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
-from litebert.model import AlbertForMaskedLM
+from litebert.model import EncoderForMaskedLM
 from litebert.model.backbone import Encoder, check_attention
 from litebert.model.base import PreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
-from litebert.model.heads import AlbertMLMHead, AlbertSOPHead, documents
+from litebert.model.heads import MaskedLMHead, SentencePairHead, documents
 from litebert.model.hub import save_extra_heads
-from litebert.model.rtd import AlbertForReplacedTokenDetection
+from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.base import (
     Batch,
     FsdpUnits,
@@ -113,7 +113,7 @@ class ElectraConfig(ObjectiveConfig):
                 raise ValueError(f"objective.{name}={getattr(self, name)!r}: {why}")
 
 
-def generator_config(config: AlbertConfig, size: float, layers: float) -> AlbertConfig:
+def generator_config(config: ModelConfig, size: float, layers: float) -> ModelConfig:
     """The generator: `size` of the discriminator's width and FFN, a head per 64 dimensions
     (the official rule), `layers` of its depth; same vocabulary, embeddings, sharing."""
     H = max(1, round(config.hidden_size * size))
@@ -131,21 +131,21 @@ class ElectraGenerator(PreTrainedModel):
 
     encoder: Encoder
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
         self.encoder = sharing_backbone(config).build_encoder(config)
-        self.predictions = AlbertMLMHead(config)
+        self.predictions = MaskedLMHead(config)
         self.init_weights()
 
 
 class PairHead(nn.Module):
     """The data's SOP/NSP task on the discriminator: tanh(dense(h[:, 0])) -> 2 classes."""
 
-    def __init__(self, config: AlbertConfig):
+    def __init__(self, config: ModelConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.classifier = AlbertSOPHead(config.replace(classifier_dropout_prob=0.0))
+        self.classifier = SentencePairHead(config.replace(classifier_dropout_prob=0.0))
 
     def forward(self, h):  # (B, T, H) -> (B, 2)
         return self.classifier(torch.tanh(self.dense(h[:, 0])))
@@ -191,10 +191,10 @@ class ElectraPretraining(nn.Module):
     never_masked: torch.Tensor  # (S,) ids never drawn as slots, a buffer
     step: torch.Tensor  # () int64: the optimizer step that keys the corruption, a buffer
 
-    def __init__(self, config: AlbertConfig, gen_config: AlbertConfig, corrupting: Corrupting,
+    def __init__(self, config: ModelConfig, gen_config: ModelConfig, corrupting: Corrupting,
                  never_masked: list[int], pair_task: bool):
         super().__init__()
-        self.discriminator = AlbertForReplacedTokenDetection(config)
+        self.discriminator = EncoderForReplacedTokenDetection(config)
         self.generator = ElectraGenerator(gen_config)
         self.pair_head = PairHead(config) if pair_task else None
         self.corrupting = corrupting
@@ -278,7 +278,7 @@ class ElectraObjective(Stateless):
         self._never: dict[torch.device, torch.Tensor] = {}  # never_masked() per device
         # The generator's shape, when it is known rather than derived from the config (a
         # generator directory read back by eval-pretraining).
-        self.generator_shape: AlbertConfig | None = None
+        self.generator_shape: ModelConfig | None = None
         if data is not None:
             self.special = dict(data.special_ids)  # the data's tokenizer's ids
             self.max_seq_length = data.config.max_seq_length
@@ -295,7 +295,7 @@ class ElectraObjective(Stateless):
 
     # ---- training ----------------------------------------------------------------------------
 
-    def generator_config(self, config: AlbertConfig) -> AlbertConfig:
+    def generator_config(self, config: ModelConfig) -> ModelConfig:
         if self.generator_shape is not None:
             return self.generator_shape
         return generator_config(config, self.config.generator_size,
@@ -304,7 +304,7 @@ class ElectraObjective(Stateless):
     def never_masked(self) -> list[int]:
         return [self.special[k] for k in ("cls", "sep", "mask") if k in self.special]
 
-    def build(self, config: AlbertConfig) -> nn.Module:
+    def build(self, config: ModelConfig) -> nn.Module:
         """Generator and discriminator on a backbone that declares embed_encode: the
         generator reads the discriminator's embedding module and runs an encoder of its own
         (ConfigError naming the backbone for any other, or for an attention layout it does
@@ -331,7 +331,7 @@ class ElectraObjective(Stateless):
         for model in self.models:
             model.step.fill_(step)
 
-    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """Discriminator (backbone + its H x H and H x 1 head at every token) and generator
         (its backbone + its MLM head at mask_prob of the tokens)."""
         H, gen = config.hidden_size, self.generator_config(config)
@@ -461,7 +461,7 @@ class ElectraObjective(Stateless):
 
     # ---- export ------------------------------------------------------------------------------
 
-    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+    def export(self, model_state: dict[str, torch.Tensor], config: ModelConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
         """out_dir/discriminator (ElectraForPreTraining's layout when the config has one) and
         out_dir/generator (ElectraForMaskedLM's: the shared embeddings copied in), each with
@@ -472,9 +472,9 @@ class ElectraObjective(Stateless):
         def part(prefix: str) -> dict[str, torch.Tensor]:
             return {k[len(prefix):]: v for k, v in model_state.items() if k.startswith(prefix)}
 
-        discriminator = AlbertForReplacedTokenDetection(config)
+        discriminator = EncoderForReplacedTokenDetection(config)
         discriminator.load_state_dict(part("discriminator."))
-        generator = AlbertForMaskedLM(self.generator_config(config))
+        generator = EncoderForMaskedLM(self.generator_config(config))
         names = sharing_backbone(config)  # where its two modules' keys are in a backbone
         embeddings = {f"albert.{names.embeddings_name}.{k}": v
                       for k, v in part(f"discriminator.albert.{names.embeddings_name}.").items()}

@@ -31,15 +31,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from litebert.config import AlbertConfig, read_json_object
+from litebert.config import ModelConfig, read_json_object
 from litebert.data.heldout import open_heldout
 from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset
 from litebert.distributed import DistInfo
-from litebert.model import AlbertForMaskedLM, CheckpointError
+from litebert.model import CheckpointError, EncoderForMaskedLM
 from litebert.model.backbone import EmbeddingSharingBackbone, embedding_sharing_class
 from litebert.model.hub import external_key, extra_heads, read_config
-from litebert.model.rtd import AlbertForReplacedTokenDetection
+from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.evaluation import (
     Rows,
     check_compatible,
@@ -65,7 +65,7 @@ RTD_ROWS: Rows = (("rtd_accuracy", "rtd_baseline_accuracy"), ("rtd_precision", N
                   ("generator_mlm_loss", None))
 
 
-def sharing_backbone(config: AlbertConfig) -> type[EmbeddingSharingBackbone]:
+def sharing_backbone(config: ModelConfig) -> type[EmbeddingSharingBackbone]:
     """The backbone class of `config`, which must declare embed_encode (ConfigError else)."""
     return embedding_sharing_class(config, "objective electra runs its generator's encoder "
                                            "on the discriminator's embeddings")
@@ -97,7 +97,7 @@ def _mlm_model(directory: Path) -> Path:
     return directory
 
 
-def _check_pair(discriminator: AlbertConfig, generator: AlbertConfig, where: Path) -> None:
+def _check_pair(discriminator: ModelConfig, generator: ModelConfig, where: Path) -> None:
     """The generator reads the discriminator's embeddings: same vocabulary and width E."""
     for field in ("vocab_size", "embedding_size"):
         mine, theirs = getattr(generator, field), getattr(discriminator, field)
@@ -107,7 +107,7 @@ def _check_pair(discriminator: AlbertConfig, generator: AlbertConfig, where: Pat
                                   f"generator (it reads the discriminator's embeddings)")
 
 
-def _warn_untied(discriminator: AlbertForReplacedTokenDetection, generator: AlbertForMaskedLM,
+def _warn_untied(discriminator: EncoderForReplacedTokenDetection, generator: EncoderForMaskedLM,
                  where: Path) -> None:
     """An exported generator carries a copy of the discriminator's embeddings; other ones
     mean another run's generator, which is scored with the discriminator's all the same."""
@@ -122,9 +122,9 @@ def _warn_untied(discriminator: AlbertForReplacedTokenDetection, generator: Albe
 
 def load_pair(discriminator_dir: Path, generator_dir: Path, objective: Any) -> nn.Module:
     """The objective's training module (`build`) with the two directories' weights in it."""
-    discriminator = AlbertForReplacedTokenDetection.from_pretrained(discriminator_dir,
+    discriminator = EncoderForReplacedTokenDetection.from_pretrained(discriminator_dir,
                                                                     strict=True)
-    generator = AlbertForMaskedLM.from_pretrained(generator_dir, strict=True)
+    generator = EncoderForMaskedLM.from_pretrained(generator_dir, strict=True)
     _check_pair(discriminator.config, generator.config, generator_dir)
     _warn_untied(discriminator, generator, generator_dir)
     model = objective.build(discriminator.config)

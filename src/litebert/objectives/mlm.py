@@ -1,7 +1,7 @@
 """MLM + the data's sentence-pair task (SOP or NSP): ALBERT's pre-training objective.
 
-The module is AlbertForPreTraining: its state-dict keys are the checkpoint's and the exported
-model's (transformers' AlbertForPreTraining layout). Loss parts: "mlm" (summed over masked
+The module is EncoderForPreTraining: its state-dict keys are the checkpoint's and the exported
+model's (transformers' EncoderForPreTraining layout). Loss parts: "mlm" (summed over masked
 tokens) and the data's pair task, "sop" or "nsp" (summed over sequences), weights 1 and 1;
 data built with objective "none" has MLM alone. A training micro-batch is scored at its
 static prediction slots (litebert.data.loader.prediction_slots): counts and sums stay on the
@@ -23,13 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
 from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.families import family
-from litebert.model import AlbertForMaskedLM, AlbertForPreTraining
+from litebert.model import EncoderForMaskedLM, EncoderForPreTraining
 from litebert.model.backbone import backbone_class, check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.hub import save_extra_heads
@@ -118,7 +118,7 @@ class MLMObjective(Stateless):
 
     # ---- training ----------------------------------------------------------------------------
 
-    def build(self, config: AlbertConfig) -> nn.Module:
+    def build(self, config: ModelConfig) -> nn.Module:
         """Pre-training runs without dropout, as in the paper and the official code (whose
         SOP head has none); the exported config keeps classifier_dropout_prob for
         fine-tuning. A recipe that sets it in model_overrides gets what it asks for. A
@@ -127,10 +127,10 @@ class MLMObjective(Stateless):
         if "classifier_dropout_prob" not in self.run.model_overrides:
             config = config.replace(classifier_dropout_prob=0.0)
         if self.pair is None and not backbone_class(config).capabilities.pooler:
-            return AlbertForMaskedLM(config)  # MLM alone on a backbone without a pooler
-        return AlbertForPreTraining(config)
+            return EncoderForMaskedLM(config)  # MLM alone on a backbone without a pooler
+        return EncoderForPreTraining(config)
 
-    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The backbone, and the MLM head at the data's masked share (the pair head, one
         H x 2 product per sequence, is left out)."""
         return (encoder_flops_per_token(config, seq_len)
@@ -138,7 +138,7 @@ class MLMObjective(Stateless):
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The backbone's own units (its attention and FFN modules)."""
-        assert isinstance(model, AlbertForPreTraining | AlbertForMaskedLM)
+        assert isinstance(model, EncoderForPreTraining | EncoderForMaskedLM)
         return model.albert.fsdp_units()
 
     def begin_step(self, step: int) -> None:
@@ -234,23 +234,23 @@ class MLMObjective(Stateless):
 
     # ---- export ------------------------------------------------------------------------------
 
-    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+    def export(self, model_state: dict[str, torch.Tensor], config: ModelConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
-        """One AlbertForPreTraining directory in the config's family layout (the exported
+        """One EncoderForPreTraining directory in the config's family layout (the exported
         config keeps the preset's dropout), the run's tokenizer beside it. A family without
         a pre-training class holding a pair head (ELECTRA, RoBERTa) gets its masked LM in
         its transformers layout, and a trained pair head and pooler are kept beside it in
         litebert's layout (EXTRA_HEADS_NAME): litebert loads and scores them."""
         kept: dict[str, torch.Tensor] = {}
-        model: AlbertForPreTraining | AlbertForMaskedLM
-        if "AlbertForPreTraining" in family(config.model_type).class_names \
+        model: EncoderForPreTraining | EncoderForMaskedLM
+        if "EncoderForPreTraining" in family(config.model_type).class_names \
                 and backbone_class(config).capabilities.pooler:
-            model = AlbertForPreTraining(config)
+            model = EncoderForPreTraining(config)
         else:  # no such class, or a backbone without a pooler (MLM alone, ModernBERT)
             heads = ("sop_classifier.", "albert.pooler.")
             kept = {k: v for k, v in model_state.items() if k.startswith(heads)}
             model_state = {k: v for k, v in model_state.items() if not k.startswith(heads)}
-            model = AlbertForMaskedLM(config)
+            model = EncoderForMaskedLM(config)
         model.load_state_dict(model_state)
         model.save_pretrained(out_dir, unroll=unroll)
         if kept and self.pair is not None:  # MLM alone never trains the pair head

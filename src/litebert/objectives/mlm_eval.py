@@ -28,7 +28,7 @@ from litebert.data.heldout import (
 )
 from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo
-from litebert.model import AlbertForMaskedLM, AlbertForPreTraining, CheckpointError
+from litebert.model import CheckpointError, EncoderForMaskedLM, EncoderForPreTraining
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import external_key, read_config
 from litebert.objectives.evaluation import (
@@ -86,7 +86,7 @@ def _add_cross_batch(sums: EvalSums, model: nn.Module, batch: dict[str, torch.Te
     logits = getattr(out, "prediction_logits", None)
     add_mlm(sums, out.logits if logits is None else logits, inputs["labels"], baseline_token)
     task, label = batch["task"].to(device), batch["pair_label"].to(device)  # (B,), (B,)
-    pair_logits = getattr(out, "sop_logits", None)  # (B, 2); none for AlbertForMaskedLM
+    pair_logits = getattr(out, "sop_logits", None)  # (B, 2); none for EncoderForMaskedLM
     right = pair_logits.argmax(-1) == label if pair_logits is not None \
         else torch.zeros_like(label, dtype=torch.bool)
     for t, name in enumerate(PAIR_TASKS):
@@ -141,7 +141,7 @@ def cross_eval_metrics(model: nn.Module, eval_set: EvalSet, info: DistInfo,
 # ---- any model directory on any data directory -----------------------------------------------
 
 def load_for_evaluation(
-        directory: str | Path) -> tuple[AlbertForPreTraining | AlbertForMaskedLM, bool]:
+        directory: str | Path) -> tuple[EncoderForPreTraining | EncoderForMaskedLM, bool]:
     """(model, has_pair_head) of a model directory. The pair head counts as present when the
     directory holds both the pooler and the 2-way classifier (in its weights or kept beside
     them, litebert.model.hub.EXTRA_HEADS_NAME); without an MLM head there is nothing to score."""
@@ -156,11 +156,11 @@ def load_for_evaluation(
                               f"eval-pretraining`)")
     has_pair_head = has_weights(directory, *PAIR_HEAD)
     config = read_config(directory)
-    model: AlbertForPreTraining | AlbertForMaskedLM
+    model: EncoderForPreTraining | EncoderForMaskedLM
     if backbone_class(config).capabilities.pooler:
-        model = AlbertForPreTraining.from_pretrained(directory)
+        model = EncoderForPreTraining.from_pretrained(directory)
     else:  # no pooler, so no pair head to load (ModernBERT): the masked LM alone
-        model = AlbertForMaskedLM.from_pretrained(directory)
+        model = EncoderForMaskedLM.from_pretrained(directory)
     if not has_pair_head:
         log.info("%s: no trained sentence-pair head; SOP and NSP are not scored", directory)
     return model, has_pair_head
@@ -172,7 +172,7 @@ def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,
     """MLM, SOP and NSP accuracy of `model` on the held-out documents of `data_dir`, with
     baselines; the keys are RESULT_KEYS.
 
-    model: an AlbertForPreTraining (or AlbertForMaskedLM) module, scored on its device, or
+    model: an EncoderForPreTraining (or EncoderForMaskedLM) module, scored on its device, or
     a model directory (loaded with `load_for_evaluation`, on CUDA when there is one).
     instances: SOP pairs and NSP pairs, at most, each (whole documents, see draw_pairs).
     has_pair_head: None detects it (from the checkpoint, or the module's class); without

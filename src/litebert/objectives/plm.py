@@ -7,7 +7,7 @@ A <sep> B <sep> <cls> (litebert.objectives.plm_data). About 1/K of each window's
 targets (n-gram spans over whole words), predicted in a random factorisation order: the
 query stream of each target sees the non-targets and the targets before it in that order,
 never itself. Only the targets' query stream is computed and only their logits
-(AlbertForPermutationLM with `target_positions`). Loss = mean cross-entropy over the targets
+(EncoderForPermutationLM with `target_positions`). Loss = mean cross-entropy over the targets
 of the global batch.
 
 Memories: every layer caches the states of the window's reused part, and the next window of
@@ -31,7 +31,7 @@ eval_nsp_loss, and the export keeps the head beside the XLNetLMHeadModel weights
 Metrics: plm_loss (and nsp_loss) during training; eval_plm_loss, eval_plm_accuracy and
 eval_plm_baseline_accuracy (the commonest training token guessed at every target) on the
 held-out windows, read in stream order with memories as in training, from the same seed at
-every evaluation. The export is an AlbertForPermutationLM directory: transformers'
+every evaluation. The export is an EncoderForPermutationLM directory: transformers'
 XLNetLMHeadModel layout for an XLNet config, litebert's for an ALBERT-XLNet.
 """
 
@@ -49,13 +49,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import AlbertConfig, ConfigError, read_json_object
+from litebert.config import ConfigError, ModelConfig, read_json_object
 from litebert.data.heldout import HeldoutDocuments, commonest_training_token, open_heldout
 from litebert.data.integrity import DataError
 from litebert.data.loader import StreamSampler
 from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
-from litebert.model import AlbertForPermutationLM
+from litebert.model import EncoderForPermutationLM
 from litebert.model.backbone import two_stream_class
 from litebert.model.hub import extra_heads, read_config, save_extra_heads
 from litebert.objectives.base import (
@@ -165,18 +165,18 @@ class PLMObjective:
 
     # ---- training ----------------------------------------------------------------------------
 
-    def model_config(self, config: AlbertConfig, reuse_len: int | None) -> AlbertConfig:
+    def model_config(self, config: ModelConfig, reuse_len: int | None) -> ModelConfig:
         """The config trained: the data's reuse_len (the part of a window whose states become
         memory), the objective's bi_data, and a pooler for the pair head with nsp."""
         return config.replace(reuse_len=reuse_len, bi_data=self.config.bi_data,
                               use_pooler=self.config.nsp)
 
-    def build(self, config: AlbertConfig) -> nn.Module:
+    def build(self, config: ModelConfig) -> nn.Module:
         reuse = self.heldout.reuse_len if self.heldout is not None \
             else config.backbone_fields().get("reuse_len")
-        return AlbertForPermutationLM(self.adopt(self.model_config(config, reuse)))
+        return EncoderForPermutationLM(self.adopt(self.model_config(config, reuse)))
 
-    def adopt(self, config: AlbertConfig) -> AlbertConfig:
+    def adopt(self, config: ModelConfig) -> ModelConfig:
         """Check that `config`'s backbone can be trained so and take its memory shape."""
         backbone = two_stream_class(config, NEEDS)
         memory = config.backbone_fields()  # a two-stream backbone's: XLNet's memory fields
@@ -189,7 +189,7 @@ class PLMObjective:
         self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
         return config
 
-    def flops_per_token(self, config: AlbertConfig, seq_len: int) -> float:
+    def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The content stream over every token, and per target (1/K of the tokens) the
         query stream and the LM head (its H->E projection when E < H, then E x V)."""
         backbone = two_stream_class(config, NEEDS)
@@ -200,7 +200,7 @@ class PLMObjective:
         return backbone.flops_per_token(config, seq_len) + per_target / self.config.prediction_k
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
-        assert isinstance(model, AlbertForPermutationLM)
+        assert isinstance(model, EncoderForPermutationLM)
         return model.albert.fsdp_units()
 
     def begin_step(self, step: int) -> None:
@@ -297,7 +297,7 @@ class PLMObjective:
         # A "+NSP" run's pair head is read back from beside the weights when it is there.
         pair = settings.objective.nsp and bool(extra_heads(model_dir, "sop_classifier."))
         objective.config = dataclasses.replace(objective.config, nsp=pair)
-        model = AlbertForPermutationLM.from_pretrained(model_dir, use_pooler=pair)
+        model = EncoderForPermutationLM.from_pretrained(model_dir, use_pooler=pair)
         objective.adopt(model.config)
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         metrics = objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
@@ -316,9 +316,9 @@ class PLMObjective:
 
     # ---- export ------------------------------------------------------------------------------
 
-    def export(self, model_state: dict[str, torch.Tensor], config: AlbertConfig,
+    def export(self, model_state: dict[str, torch.Tensor], config: ModelConfig,
                run_dir: Path, out_dir: Path, unroll: bool = False) -> Path:
-        """One AlbertForPermutationLM directory (transformers' XLNetLMHeadModel layout for an
+        """One EncoderForPermutationLM directory (transformers' XLNetLMHeadModel layout for an
         XLNet config) with the run's tokenizer and PLM fields. bi_data is a training
         arrangement of the batch: the exported config has it off, as fine-tuning wants. The
         "+NSP" pair head (pooler and classifier) is kept beside the weights: no transformers
@@ -326,7 +326,7 @@ class PLMObjective:
         reuse = self.heldout.reuse_len if self.heldout is not None \
             else config.backbone_fields().get("reuse_len")
         pair = {k: v for k, v in model_state.items() if k.startswith(PAIR_HEAD)}
-        model = AlbertForPermutationLM(config.replace(reuse_len=reuse, bi_data=False,
+        model = EncoderForPermutationLM(config.replace(reuse_len=reuse, bi_data=False,
                                                       use_pooler=False))
         model.load_state_dict({k: v for k, v in model_state.items() if k not in pair})
         model.save_pretrained(out_dir, unroll=unroll)

@@ -10,7 +10,7 @@ Layout of a study directory OUT:
     runs/<name>/study.json   the run's record:
         name, study, paper      the run's and study's names; the paper's figures for the row
         data, data_dir          the resolved BuildConfig (asdict) and the run's data directory
-        pretrain, model         the resolved PretrainConfig.to_dict() and AlbertConfig.to_dict()
+        pretrain, model         the resolved PretrainConfig.to_dict() and ModelConfig.to_dict()
         params                  {backbone, with_heads}: parameter counts
         tokens, minutes         non-padding tokens seen and minutes of pre-training (None
                                 until it is done; minutes of the session that finished it)

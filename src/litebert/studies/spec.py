@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from litebert.config import PRESETS, AlbertConfig, ConfigError
+from litebert.config import PRESETS, ConfigError, ModelConfig
 from litebert.data.builder import BuildConfig
 from litebert.files import named_yaml, yaml_names
 from litebert.objectives import TrainingObjective, resolve
@@ -304,7 +304,7 @@ def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any],
     try:
         cfg = load_run_config(spec.recipe, {**values, **extra})
         models = resolve_model_overrides(cfg.model, cfg.model_overrides)
-        AlbertConfig.from_preset(cfg.model, **models)
+        ModelConfig.from_preset(cfg.model, **models)
     except (RunConfigError, ConfigError, TypeError, ValueError) as err:
         raise StudyError(f"{where}: {err}") from None
     cfg.model_overrides = models
@@ -318,7 +318,7 @@ def pretrain_config(spec: StudySpec, run: RunSpec, extra: dict[str, Any],
 def step_flops(spec: StudySpec, run: RunSpec, cfg: PretrainConfig) -> float:
     """Training FLOPs per token of one run's objective and model, at the data's length."""
     length = build_config(spec.run_data(run), spec.source).max_seq_length
-    config = AlbertConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
+    config = ModelConfig.from_preset(cfg.model, vocab_size=spec.vocab_size,
                                       **cfg.model_overrides)
     objective: TrainingObjective = resolve(cfg.objective.name)(cfg)
     return objective.flops_per_token(config, length)

@@ -3,7 +3,7 @@ the tokenizer's template: RoBERTa's is <s> article </s></s> question + option </
 
 As in the official ALBERT code, a question with a blank ("_") gets the option written into
 the blank; otherwise the option follows the question. The article is cut first when the
-pair is too long. AlbertForMultipleChoice scores each option from its pooled output.
+pair is too long. EncoderForMultipleChoice scores each option from its pooled output.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from litebert.model import AlbertForMultipleChoice
+from litebert.model import EncoderForMultipleChoice
 from litebert.tasks.base import FinetuneConfig, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.metrics import race_accuracy
@@ -53,8 +53,8 @@ class RaceTask:
         """(B, C, T) blocks padded to the longest option of the batch."""
         return pad_for(self.tokenizer, rows)
 
-    def build_model(self) -> AlbertForMultipleChoice:
-        return AlbertForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
+    def build_model(self) -> EncoderForMultipleChoice:
+        return EncoderForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
 
     def evaluate(self, model, out: Path) -> dict[str, float]:
         """Accuracy on dev (the batches shared by the ranks); the answers kept for the

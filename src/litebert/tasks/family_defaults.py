@@ -25,7 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.model.hub import read_config
 
@@ -64,7 +64,7 @@ class FinetuneDefaults:
 ALBERT_FINETUNING = FinetuneDefaults(source="ALBERT (Lan et al. 2020), Table 14")
 
 
-def albert_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def albert_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     return ALBERT_FINETUNING
 
 
@@ -85,7 +85,7 @@ _BERT_TASKS: dict[str, tuple[float | None, str]] = {
 _BERT_GLUE = (2e-5, "Section 4.1")
 
 
-def bert_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def bert_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     lr, where = _BERT_TASKS.get(task, _BERT_GLUE)
     return FinetuneDefaults(source=f"BERT (Devlin et al. 2019), {where}; Appendix A.3",
                             lr=lr, dropout=0.1)
@@ -108,7 +108,7 @@ def electra_size(hidden_size: int) -> str:
     return "small" if hidden_size <= 256 else "base" if hidden_size <= 768 else "large"
 
 
-def electra_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def electra_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     size = electra_size(config.hidden_size)
     lr, decay = ELECTRA_FINETUNING[size]
     return FinetuneDefaults(
@@ -136,7 +136,7 @@ _ROBERTA_COLUMNS: dict[str, tuple[float, float, str]] = {
     "race": (1e-5, 0.1, "RACE")}
 
 
-def roberta_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def roberta_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     lr, decay, column = _ROBERTA_COLUMNS.get(
         task, (_ROBERTA_GLUE_LR.get(task, 2e-5), 0.1, "GLUE"))
     return FinetuneDefaults(source=f"RoBERTa (Liu et al. 2019), Table 10, {column}", lr=lr,
@@ -158,7 +158,7 @@ _XLNET_TASKS: dict[str, tuple[float, float, str]] = {
 _XLNET_GLUE = (2e-5, 1.0, "MNLI")
 
 
-def xlnet_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def xlnet_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     lr, decay, column = _XLNET_TASKS.get(task, _XLNET_GLUE)
     return FinetuneDefaults(source=f"XLNet (Yang et al. 2019), Table 8, {column}", lr=lr,
                             dropout=0.1, weight_decay=0.0, layer_decay=decay,
@@ -179,17 +179,17 @@ MODERNBERT_FINETUNING = dataclasses.replace(
                               "the task recipe (ALBERT's Table 14) here")
 
 
-def modernbert_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def modernbert_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     return MODERNBERT_FINETUNING
 
 
-FINETUNE_DEFAULTS: dict[str, Callable[[AlbertConfig, str], FinetuneDefaults]] = {
+FINETUNE_DEFAULTS: dict[str, Callable[[ModelConfig, str], FinetuneDefaults]] = {
     "albert": albert_defaults, "litebert": albert_defaults, "bert": bert_defaults,
     "electra": electra_defaults, "roberta": roberta_defaults, "xlnet": xlnet_defaults,
     "modernbert": modernbert_defaults}
 
 
-def family_defaults(config: AlbertConfig, task: str) -> FinetuneDefaults:
+def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     """What the paper of `config`'s family fine-tunes such a model on `task` (a name in
     litebert.tasks.base.RECIPES) with."""
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)

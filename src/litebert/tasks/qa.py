@@ -23,7 +23,7 @@ Dev questions the reader skipped (see its report) are predicted "" with null odd
 both files hold every dev question: the official script stops at a missing one.
 
 XLNet (a backbone whose summary token is the last one; --qa-head beam for any) fine-tunes the
-beam head, AlbertForBeamQuestionAnswering, as its official run_squad.py does for v1.1 and
+beam head, EncoderForBeamQuestionAnswering, as its official run_squad.py does for v1.1 and
 v2.0: windows C <sep> Q <sep> <cls>, a window without the answer marks it impossible with
 start = end = <cls>, p_mask keeps start and end on the context and <cls>, and the loss adds
 the answer class's. Answers come from its beam (tasks/squad_beam.py), null odds from its
@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from litebert.files import atomic_write, read_text
-from litebert.model import AlbertForBeamQuestionAnswering, AlbertForQuestionAnswering
+from litebert.model import EncoderForBeamQuestionAnswering, EncoderForQuestionAnswering
 from litebert.model.auto import named_class
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
@@ -74,7 +74,7 @@ TEST_PREDICTIONS, TEST_NULL_ODDS = "test_predictions.json", "test_null_odds.json
 POSITIONS = ("start_positions", "end_positions", "cls_index")  # counted within a row
 
 
-QA_HEADS = {"AlbertForQuestionAnswering": False, "AlbertForBeamQuestionAnswering": True}
+QA_HEADS = {"EncoderForQuestionAnswering": False, "EncoderForBeamQuestionAnswering": True}
 
 
 def uses_beam_head(cfg: FinetuneConfig) -> bool:
@@ -194,8 +194,8 @@ class SquadTask:
                 batch[key] = batch[key] + shift
         return batch
 
-    def build_model(self) -> AlbertForQuestionAnswering | AlbertForBeamQuestionAnswering:
-        head = AlbertForBeamQuestionAnswering if self.beam else AlbertForQuestionAnswering
+    def build_model(self) -> EncoderForQuestionAnswering | EncoderForBeamQuestionAnswering:
+        head = EncoderForBeamQuestionAnswering if self.beam else EncoderForQuestionAnswering
         return head.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
 
     def _outputs(self, model, features: list[SquadFeature], fields: tuple[str, ...]):

@@ -2,7 +2,7 @@
 
 Input is the tokenizer's template, [CLS] A [SEP] (B [SEP]) or RoBERTa's <s> A </s>(</s> B </s>),
 cut to max_seq_length from the longer side; the model is
-AlbertForSequenceClassification (num_labels = 1 is regression with MSE). The splits are
+EncoderForSequenceClassification (num_labels = 1 is regression with MSE). The splits are
 tokenized once into the table cache and batched from its arrays (tasks/table_splits.py,
 table_cache.py, table_inputs.py); `load_data` and `encode_examples` are the same in memory.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from litebert.model import AlbertForSequenceClassification
+from litebert.model import EncoderForSequenceClassification
 from litebert.readers import is_folder_input
 from litebert.tasks.base import (
     GLUE,
@@ -57,10 +57,10 @@ class SequenceTask(NoPredictionFiles):
             return rows.batch(np.arange(len(rows)))
         return pad_for(self.tokenizer, rows)
 
-    def build_model(self) -> AlbertForSequenceClassification:
+    def build_model(self) -> EncoderForSequenceClassification:
         labels = {"num_labels": 1} if self.regression else \
             {"id2label": dict(enumerate(self.labels or []))}
-        return AlbertForSequenceClassification.from_pretrained(
+        return EncoderForSequenceClassification.from_pretrained(
             self.cfg.model, **labels, **model_overrides(self.cfg))
 
     def predict(self, model, rows: TableRows) -> np.ndarray:

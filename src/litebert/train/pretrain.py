@@ -27,7 +27,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from litebert.compat import check_model_reads
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.cpus import usable_cpus
 from litebert.data.attention_layout import mark_tokens_dynamic
 from litebert.data.blend import data_digest, open_items, parse_data
@@ -102,13 +102,13 @@ class LogWindow:
 
 # ---- parts ---------------------------------------------------------------------------------
 
-def model_config(cfg: PretrainConfig, data_dir: Path) -> AlbertConfig:
+def model_config(cfg: PretrainConfig, data_dir: Path) -> ModelConfig:
     """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides."""
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
     # The tokenizer's ids, unless the recipe overrides them (check_model_reads then checks).
     ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id or 0,
                bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
-    config = AlbertConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
+    config = ModelConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
     check_model_reads(config, tok, f"the model (preset {cfg.model!r} with the recipe's "
                       f"overrides)", str(data_dir / "tokenizer"), pairs=data_has_pairs(data_dir),
                       reader=backbone_class(config))

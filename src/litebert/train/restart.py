@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.data.blend import data_differences
 from litebert.distributed import barrier, broadcast_object, rank_and_world
 from litebert.train import checkpoint
@@ -52,7 +52,7 @@ class Start:
     adopts_unnamed: bool  # checkpoints written before runs had ids count as this run's
 
 
-def plan_start(cfg: PretrainConfig, model: AlbertConfig, data_digest: str) -> Start:
+def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str) -> Start:
     """Decide where the run starts (every rank calls this; rank 0 moves files)."""
     run_dir = Path(cfg.out)
     if cfg.restart:
@@ -128,7 +128,7 @@ def _supersede_later(run_dir: Path, chosen: Path) -> None:
 
 # ---- agreement ------------------------------------------------------------------------------
 
-def check_agreement(record: dict[str, Any], cfg: PretrainConfig, model: AlbertConfig,
+def check_agreement(record: dict[str, Any], cfg: PretrainConfig, model: ModelConfig,
                     data_digest: str, where: str, allow_schedule: bool = False) -> None:
     """A sentence listing every field in which this run differs from the one that wrote
     `record` (a checkpoint's state.json), if any; the schedule may differ when allowed."""
@@ -138,7 +138,7 @@ def check_agreement(record: dict[str, Any], cfg: PretrainConfig, model: AlbertCo
     differ = [(k, then.get(k), now.get(k)) for k in sorted(set(then) | set(now))
               if k.split(".")[0] not in ignored and then.get(k) != now.get(k)]
     if record.get("model_config"):  # read as a config: a field added since takes its default
-        saved = AlbertConfig.from_dict(record["model_config"], source=where).to_dict()
+        saved = ModelConfig.from_dict(record["model_config"], source=where).to_dict()
         current = model.to_dict()
         said = {k for k, _, _ in differ}  # model_overrides.X explains model.X
         differ += [(f"model.{k}", saved.get(k), current.get(k))
@@ -168,7 +168,7 @@ def _flat(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _check_unsaved_run(run_dir: Path, cfg: PretrainConfig, model: AlbertConfig) -> None:
+def _check_unsaved_run(run_dir: Path, cfg: PretrainConfig, model: ModelConfig) -> None:
     """A run killed before its first checkpoint left config.json and metrics: this run
     starts it again from step 0, if it is the same run."""
     written = run_dir / "config.json"

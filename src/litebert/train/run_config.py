@@ -57,7 +57,7 @@ class PretrainConfig:
              "replaced-token detection; package.module:Class = your own",
         factory=MLMConfig)
     model_overrides: dict[str, Any] = option(
-        help="AlbertConfig fields that replace the preset's; overrides of a recipe's are "
+        help="ModelConfig fields that replace the preset's; overrides of a recipe's are "
              "merged key by key into it", factory=dict)
     data: str | None = option(
         None, "a directory written by `litebert data build`, or a blend of several: "

@@ -32,7 +32,7 @@ from torch.distributed.checkpoint.state_dict import (
 )
 from torch.distributed.fsdp import FSDPModule
 
-from litebert.config import AlbertConfig
+from litebert.config import ModelConfig
 from litebert.data.loader import SAMPLER_VERSION
 from litebert.distributed import DistInfo, agree_on_write
 from litebert.objectives import Objective, resolve
@@ -242,7 +242,7 @@ def load_model_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any
     saved = checkpoint.verify(path, checksums=True)
     if saved.get("format") != "sharded":
         return checkpoint.load_model_file(path), saved
-    config = AlbertConfig.from_dict(saved["model_config"], source=str(path / "state.json"))
+    config = ModelConfig.from_dict(saved["model_config"], source=str(path / "state.json"))
     with torch.device("meta"):  # shapes and dtypes only: nothing initialised twice
         shapes = saved_objective(saved).build(config).state_dict()
     loaded = {"model": {k: torch.empty(v.shape, dtype=v.dtype) for k, v in shapes.items()}}
@@ -260,7 +260,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path | None = None,
     if not found:
         raise checkpoint.CheckpointNotFound(f"{run_dir}: no checkpoint to export")
     model_state, saved = load_model_state(found[-1])
-    config = AlbertConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
+    config = ModelConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
     out = Path(out_dir or run_dir / "export")
     with explained_export(run_dir, out, model_state):
         return saved_objective(saved).export(model_state, config, run_dir, out, unroll=unroll)
