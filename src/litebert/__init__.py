@@ -16,18 +16,19 @@ _EXPORTS = {
     "FAMILIES": "litebert.families",
     "Tokenizer": "litebert.tokenization",
     **dict.fromkeys((
-        "EncoderForMaskedLM", "EncoderForMultipleChoice", "EncoderForPermutationLM",
-        "EncoderForPreTraining", "EncoderForQuestionAnswering",
+        "EncoderForBeamQuestionAnswering", "EncoderForMaskedLM", "EncoderForMultipleChoice",
+        "EncoderForPermutationLM", "EncoderForPreTraining", "EncoderForQuestionAnswering",
         "EncoderForReplacedTokenDetection", "EncoderForSequenceClassification",
         "EncoderForTokenClassification", "AlbertModel", "ModernBertModel", "XLNetModel",
-        "AutoModel", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
-        "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
+        "AutoModel", "AutoModelForBeamQuestionAnswering", "AutoModelForMaskedLM",
+        "AutoModelForMultipleChoice", "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
         "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
         "AutoModelForTokenClassification", "CheckpointError", "unroll",
         # the previous release's names of the Encoder* classes (model/previous_names.py)
-        "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
-        "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
-        "AlbertForSequenceClassification", "AlbertForTokenClassification"),
+        "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
+        "AlbertForPermutationLM", "AlbertForPreTraining", "AlbertForQuestionAnswering",
+        "AlbertForReplacedTokenDetection", "AlbertForSequenceClassification",
+        "AlbertForTokenClassification"),
         "litebert.model"),
 }
 
@@ -47,14 +48,16 @@ def __dir__() -> list[str]:
 __version__ = "0.1.0"
 __all__ = [
     "FAMILIES", "PRESETS", "ModelConfig", "ConfigError", "Tokenizer", "CheckpointError",
-    "EncoderForMaskedLM", "EncoderForMultipleChoice", "EncoderForPermutationLM",
-    "EncoderForPreTraining", "EncoderForQuestionAnswering", "EncoderForReplacedTokenDetection",
-    "EncoderForSequenceClassification", "EncoderForTokenClassification", "AlbertModel",
-    "ModernBertModel", "XLNetModel", "AutoModel", "AutoModelForMaskedLM",
+    "EncoderForBeamQuestionAnswering", "EncoderForMaskedLM", "EncoderForMultipleChoice",
+    "EncoderForPermutationLM", "EncoderForPreTraining", "EncoderForQuestionAnswering",
+    "EncoderForReplacedTokenDetection", "EncoderForSequenceClassification",
+    "EncoderForTokenClassification", "AlbertModel", "ModernBertModel", "XLNetModel",
+    "AutoModel", "AutoModelForBeamQuestionAnswering", "AutoModelForMaskedLM",
     "AutoModelForMultipleChoice", "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
     "AutoModelForTokenClassification", "unroll",
-    "AlbertConfig", "AlbertForMaskedLM", "AlbertForMultipleChoice", "AlbertForPermutationLM",
+    "AlbertConfig", "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM",
+    "AlbertForMultipleChoice", "AlbertForPermutationLM",
     "AlbertForPreTraining", "AlbertForQuestionAnswering", "AlbertForReplacedTokenDetection",
     "AlbertForSequenceClassification", "AlbertForTokenClassification",
 ]

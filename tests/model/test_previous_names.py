@@ -1,0 +1,74 @@
+"""The previous release's names: its Albert* classes are today's Encoder* ones, in code and in
+the `architectures` of directories written in litebert's layout."""
+
+import json
+
+import pytest
+import torch
+
+import litebert
+from litebert.model.previous_names import PREVIOUS_NAMES
+from tests.conftest import randomize, small_config
+from tests.families.configs import albert_xlnet_config
+from tests.model.test_modernbert import modern_config
+
+TASKS = ("PreTraining", "MaskedLM", "SequenceClassification", "TokenClassification",
+         "MultipleChoice", "QuestionAnswering", "ReplacedTokenDetection",
+         "BeamQuestionAnswering", "PermutationLM")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_each_old_name_is_the_generic_class(task):
+    assert getattr(litebert.model, f"AlbertFor{task}") is getattr(litebert, f"EncoderFor{task}")
+    assert PREVIOUS_NAMES[f"AlbertFor{task}"] == f"EncoderFor{task}"
+    assert litebert.AlbertConfig is litebert.ModelConfig
+    assert litebert.model.AlbertPreTrainedModel is litebert.model.PreTrainedModel
+
+
+def _old_architectures(directory, name: str) -> None:
+    """Rewrite config.json as the previous release wrote it: our class under its old name."""
+    path = directory / "config.json"
+    saved = json.loads(path.read_text())
+    assert saved["model_type"] == "litebert"  # the layout whose names were ours
+    path.write_text(json.dumps({**saved, "architectures": [name]}))
+
+
+def _same_outputs(ours, again, **inputs) -> None:
+    with torch.no_grad():
+        a, b = ours.eval()(**inputs), again.eval()(**inputs)
+    torch.testing.assert_close(a.logits, b.logits)
+
+
+def test_an_old_litebert_directory_of_a_detector_loads_as_one(tmp_path):
+    """AutoModelForPreTraining picks among three classes by `architectures`: without the old
+    names it would build the MLM + SOP model here."""
+    model = randomize(litebert.EncoderForReplacedTokenDetection(small_config(sharing="ffn")))
+    model.save_pretrained(tmp_path)
+    _old_architectures(tmp_path, "AlbertForReplacedTokenDetection")
+    again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
+    assert type(again) is litebert.EncoderForReplacedTokenDetection
+    _same_outputs(model, again, input_ids=torch.tensor([[2, 5, 6, 7, 3]]))
+
+
+def test_an_old_albert_xlnet_permutation_lm_loads(tmp_path):
+    model = randomize(litebert.EncoderForPermutationLM(albert_xlnet_config()))
+    model.save_pretrained(tmp_path)
+    _old_architectures(tmp_path, "AlbertForPermutationLM")
+    again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
+    assert type(again) is litebert.EncoderForPermutationLM
+    _same_outputs(model, again, input_ids=torch.tensor([[5, 6, 7, 8, 9]]))
+
+
+def test_an_old_bare_backbone_is_the_one_its_config_names(tmp_path):
+    litebert.ModernBertModel(modern_config(sharing="all")).save_pretrained(tmp_path)
+    _old_architectures(tmp_path, "AlbertModel")
+    assert type(litebert.AutoModel.from_pretrained(tmp_path)) is litebert.ModernBertModel
+
+
+def test_transformers_layouts_keep_their_names(tmp_path):
+    litebert.EncoderForMaskedLM(small_config()).save_pretrained(tmp_path / "albert")
+    litebert.EncoderForMaskedLM(small_config(sharing="attention")).save_pretrained(
+        tmp_path / "ours")
+    read = {name: json.loads((tmp_path / name / "config.json").read_text())["architectures"]
+            for name in ("albert", "ours")}
+    assert read == {"albert": ["AlbertForMaskedLM"], "ours": ["EncoderForMaskedLM"]}
