@@ -371,7 +371,8 @@ class ModernBertModel(PreTrainedModel):
         is accepted as every backbone does (none kept). document_ids: (B, T) attend within
         documents, (N,) run on the real tokens only (litebert.data.attention_layout).
         perm_mask (B, T, T), 1 = i may not see j, and target_mapping (B, P, T) or
-        target_positions (B, P): two streams (`two_streams`)."""
+        target_positions (B, P): two streams (`two_streams`); hidden_states then hold the
+        content stream, as XLNet's do."""
         if mems is not None:
             raise ValueError("the ModernBERT backbone keeps no memories: pass mems=None")
         states: list | None = [] if output_hidden_states else None
