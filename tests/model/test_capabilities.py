@@ -106,7 +106,7 @@ def test_two_stream_backbones_take_a_factorisation_order_and_targets(name):
         assert out.last_hidden_state.shape == (B, 2, CONFIGS[name]().hidden_size)
     else:
         with pytest.raises(ConfigError, match=f"query stream, which backbone '{name}' has not: "
-                                              f"use backbone 'xlnet'"):
+                                              f"use backbone 'modernbert' or 'xlnet'"):
             EncoderForPermutationLM(CONFIGS[name]())
 
 

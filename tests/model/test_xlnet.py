@@ -263,7 +263,8 @@ def test_initialisation_follows_transformers():
 
 
 def test_a_permutation_lm_needs_a_two_stream_backbone():
-    with pytest.raises(ConfigError, match="backbone 'albert' has not: use backbone 'xlnet'"):
+    with pytest.raises(ConfigError, match="backbone 'albert' has not: use backbone "
+                                          "'modernbert' or 'xlnet'"):
         litebert.EncoderForPermutationLM(xlnet_config(backbone="albert"))
 
 

@@ -187,6 +187,7 @@ class ModernBertAdapter(FamilyAdapter):
 
     def config_to_dict(self, config: ModelConfig) -> dict[str, Any]:
         own = config.backbone_fields()
+        own.pop("query_stream")  # ours; false in any config this layout holds (unsupported)
         out: dict[str, Any] = dict(config.extra)
         out.update(
             model_type="modernbert", vocab_size=config.vocab_size,
@@ -274,6 +275,9 @@ class ModernBertAdapter(FamilyAdapter):
                     f"false) and has a decoder bias, not use_pooler={config.use_pooler}, "
                     f"{config.classifier_head!r}, head_norm_bias={config.head_norm_bias}, "
                     f"decoder_bias={config.decoder_bias}")
+        if config.backbone_fields()["query_stream"]:
+            return ("ModernBERT has no query stream: query_stream=True adds mask_emb, the "
+                    "input of litebert's two-stream attention (objective plm)")
         if config.mlm_activation != config.classifier_act:
             return (f"ModernBERT's MLM and classifier heads share classifier_activation, but "
                     f"mlm_act={config.mlm_act!r}, classifier_act={config.classifier_act!r}")

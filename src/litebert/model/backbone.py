@@ -53,20 +53,20 @@ class BackboneCapabilities:
     callers read the flag and never probe for them.
 
     ALBERT: every attention layout, pooler, embed_encode. XLNet: "full" only, two_stream,
-    memories, a pooler on request. A ModernBERT-like backbone (rotary positions, no token
-    types, local sliding-window layers inside its own attention, embeddings = token
-    embeddings + norm) would declare every layout, pooler=False, embed_encode=True: positions
-    and windows are its own business, and `embeds_token_types` (on the class) says that it
-    reads no token types.
+    memories, a pooler on request. ModernBERT (rotary positions, no token types, local
+    sliding-window layers inside its own attention, embeddings = token embeddings + norm):
+    every layout, two_stream (in the "full" layout only, with its config's query_stream),
+    pooler=False, embed_encode=True: positions and windows are its own business, and
+    `embeds_token_types` (on the class) says that it reads no token types.
     """
 
     # The run option `attention` values (litebert.data.attention_layout.ATTENTIONS) whose
     # batches the backbone reads: "full" always; "document" and "unpadded" mean that forward
     # takes `document_ids=` ((B, T) documents or (N,) unpadded rows; model/attention.py).
     attentions: tuple[str, ...] = ("full",)
-    # Two-stream attention (XLNet's): forward also takes perm_mask, target_mapping and
-    # target_positions, and the class offers query_stream_flops_per_target
-    # (`TwoStreamBackbone`).
+    # Two-stream attention (XLNet's; ModernBERT's, model/two_stream.py): forward also takes
+    # perm_mask, target_mapping and target_positions, and the class offers
+    # query_stream_flops_per_target (`TwoStreamBackbone`).
     two_stream: bool = False
     # forward takes `mems` and returns the next segment's; False: it refuses them and
     # returns mems=None.
@@ -179,7 +179,7 @@ class Backbone(Protocol):
 
 
 class TwoStreamBackbone(Backbone, Protocol):
-    """A backbone with capabilities.two_stream (XLNet's, model/xlnet.py)."""
+    """A backbone with capabilities.two_stream (model/xlnet.py's, model/modernbert.py's)."""
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                  token_type_ids: torch.Tensor | None = None,

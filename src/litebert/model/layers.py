@@ -13,7 +13,8 @@ ModernBERT's building blocks (Warner et al., 2024), each a plain module of sizes
 
     layer_norm          LayerNorm without a bias
     GeGLU               Wi (H -> 2I) = [input | gate], act(input) * gate, Wo (I -> H)
-    RotaryAttention     one Wqkv GEMM, RoPE on q and k (model/rope.py), attend(), Wo
+    RotaryAttention     one Wqkv GEMM, RoPE on q and k (model/rope.py), attend(), Wo; and
+                        `two_streams`: XLNet's query stream beside it (model/two_stream.py)
     PreNormAttention    x + attention(attn_norm(x)); the first layer's attn_norm is the identity
     PreNormMLP          x + GeGLU(mlp_norm(x))
     PreNormLayer        PreNormAttention then PreNormMLP: one ModernBERT encoder layer
@@ -45,6 +46,7 @@ from litebert.model.attention import (
     varlen_runs,
 )
 from litebert.model.rope import apply_rope
+from litebert.model.two_stream import QueryRows
 
 
 def activation(name: str):
@@ -207,6 +209,37 @@ class RotaryAttention(nn.Module):
         p = self.attention_dropout if self.training else 0.0
         y = attend(q, k, v, mask, p)  # (B, nh, T, hd)
         return self.out_drop(self.Wo(y.transpose(1, 2).reshape(B, T, H)))  # (B, T, H)
+
+    def two_streams(self, x, g, mask, rope, query: QueryRows, content: bool = True):
+        """Two-stream attention (model/two_stream.py) through these weights: x (B, T, H) the
+        content stream's normed input, whose keys and values both streams read, made once;
+        g (B, P, H) the query stream's, which gives queries only (Wqkv's q rows). mask and
+        rope as forward's; `query` the query stream's rows. Returns (x's attention (B, T, H),
+        or None when not `content`: its queries would feed nothing; g's (B, P, H))."""
+        H = x.shape[-1]
+        weight = self.Wqkv.weight  # (3H, H): the q, k and v rows
+        if content:
+            q, k, v = self.split_heads(self.Wqkv(x), 3)  # each (B, nh, T, hd)
+        else:
+            k, v = self.split_heads(F.linear(x, weight[H:]), 2)
+        k = apply_rope(k, *rope)
+        p = self.attention_dropout if self.training else 0.0
+        y = None
+        if content:
+            y = self.merge_heads(attend(apply_rope(q, *rope), k, v, mask, p))
+        (q_g,) = self.split_heads(F.linear(g, weight[:H]), 1)  # (B, nh, P, hd)
+        y_g = attend(apply_rope(q_g, *query.rope), k, v, query.mask, p)  # (B, nh, P, hd)
+        return y, self.merge_heads(y_g * query.scale)
+
+    def split_heads(self, x, parts: int) -> tuple[torch.Tensor, ...]:
+        """(B, L, parts x H) -> `parts` tensors (B, nh, L, hd), as forward splits Wqkv's."""
+        B, L, _ = x.shape
+        x = x.view(B, L, parts, self.num_heads, -1)
+        return x.permute(2, 0, 3, 1, 4).unbind(0)
+
+    def merge_heads(self, y):  # (B, nh, L, hd) -> (B, L, H): Wo and its dropout
+        B, nh, L, hd = y.shape
+        return self.out_drop(self.Wo(y.transpose(1, 2).reshape(B, L, nh * hd)))
 
 
 class PreNormAttention(nn.Module):

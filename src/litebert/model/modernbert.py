@@ -8,6 +8,13 @@
            x + GeGLU(mlp_norm(x))                                         (PreNormMLP)
       -> final_norm (the encoder's last step) -> last_hidden_state (B, T, H); no pooler
 
+    two streams (perm_mask, targets; model/two_stream.py), the "full" layout only:
+      content stream h: the layers above, each token seeing what perm_mask lets it, and itself
+      query stream g:   mask_emb (1, 1, H) at each of the P targets, dropout
+                        -> the same layer positions, same weights: queries from g rotated by
+                           the target's position, keys and values from h's normed input
+                        -> final_norm -> last_hidden_state (B, P, H)
+
 Global and local layers. Layer POSITION k attends to every key when k % global_attn_every_n_layers
 == 0, else through a sliding window of |i - j| <= local_attention // 2 (model/attention.py's
 `windowed`); global positions rotate q and k with global_rope_theta, local ones with
@@ -36,10 +43,20 @@ FlashAttention's window_size; elsewhere the padded layout). The rotary tables co
 token's position: 0..T-1, the caller's position_ids, the offsets within documents, or the
 padded positions gathered for the unpadded rows.
 
+Two streams (XLNet's permutation LM on this backbone; no paper or transformers class defines
+it, so its tests check properties, tests/model/test_modernbert_two_stream.py). The query
+stream's first layer position skips the norm, as the content stream's does: its input,
+mask_emb, is one learned vector shared by every target, so a norm of it would only
+re-parametrise it (its mean and scale are the parameter's own), and position 0's module may
+have no attn_norm at all. mask_emb exists with the config's query_stream only (the PLM
+objective sets it): without it the backbone is transformers' exactly. The last layer
+position's content update feeds nothing once only the query stream is returned, so it is
+skipped (its keys and values are computed).
+
 Initialisation is ModernBERT's (`init_weights`): truncated normal cut at +-2 std
 (initializer_cutoff_factor), std initializer_range for the embeddings, Wqkv and Wi (and the
-E->H projection), initializer_range / sqrt(2 x layer positions) for both Wo, norms at one.
-A head's init_weights (model/base.py's) leaves the backbone to this one
+E->H projection and mask_emb), initializer_range / sqrt(2 x layer positions) for both Wo, norms
+at one. A head's init_weights (model/base.py's) leaves the backbone to this one
 (`initialises_itself`).
 """
 
@@ -75,6 +92,15 @@ from litebert.model.layers import (
 )
 from litebert.model.outputs import BaseModelOutput
 from litebert.model.rope import rope_tables
+from litebert.model.two_stream import (
+    QueryRows,
+    at_targets,
+    content_mask,
+    near_targets,
+    query_keep,
+    query_rows,
+    target_rows,
+)
 
 Rope = tuple[torch.Tensor, torch.Tensor]  # (cos, sin), (T, hd) or (B, T, hd) each
 
@@ -96,6 +122,11 @@ class ModernBertBackboneConfig(BackboneConfig):
     embedding_dropout: float = 0.0  # after the embeddings' norm
     mlp_dropout: float = 0.0  # on GeGLU's gated product, before Wo
     initializer_cutoff_factor: float = 2.0  # init: truncated normal cut at +- this x std
+    # Whether the backbone holds mask_emb, the query stream's input (two-stream attention;
+    # objective plm sets it). Off, the backbone is transformers' ModernBertModel exactly
+    # (layout, parameter count) and has no parameter that an MLM run leaves without a
+    # gradient, which DDP would wait for; perm_mask alone (the content stream) needs none.
+    query_stream: bool = False
 
     def validate(self, config: ModelConfig) -> None:
         need = self.need
@@ -111,6 +142,7 @@ class ModernBertBackboneConfig(BackboneConfig):
         for name in ("embedding_dropout", "mlp_dropout"):
             value = getattr(self, name)
             need(_is_number(value) and 0.0 <= value < 1.0, name, "must be in [0, 1)")
+        need(isinstance(self.query_stream, bool), "query_stream", "must be true or false")
         head_size = config.hidden_size // config.num_attention_heads
         if head_size % 2:
             raise ConfigError(f"ModelConfig.hidden_size={config.hidden_size}: rotary "
@@ -146,10 +178,19 @@ class ModernBertEmbeddings(nn.Module):
 class ModernBertAttention(PreNormAttention):
     """PreNormAttention (same names, same state dict) that position 0 calls with its input
     `normed` already: the norm is skipped there, in this module's own forward, so that FSDP
-    (which gathers a unit's weights in its forward hook) sees every call."""
+    (which gathers a unit's weights in its forward hook) sees every call. The query stream
+    goes through the same forward, for the same reason."""
 
-    def forward(self, x, mask, rope, normed: bool = False):  # (B, T, H) -> (B, T, H)
-        return x + self.attn(x if normed else self.attn_norm(x), mask, rope)
+    def forward(self, x, mask, rope, normed: bool = False, g=None,
+                query: QueryRows | None = None, content: bool = True):
+        """x (B, T, H) -> (B, T, H). With the query stream g (B, P, H) and its rows `query`:
+        (x, g) after attention, both normed as x is; content False: x comes back as it
+        came (only its keys and values are read)."""
+        if g is None or query is None:
+            return x + self.attn(x if normed else self.attn_norm(x), mask, rope)
+        h, q = (x, g) if normed else (self.attn_norm(x), self.attn_norm(g))
+        y, y_g = self.attn.two_streams(h, q, mask, rope, query, content)
+        return (x if y is None else x + y), g + y_g
 
 
 class ModernBertEncoder(nn.Module):
@@ -200,10 +241,51 @@ class ModernBertEncoder(nn.Module):
             x = self.ffns[f](x)
         return self.final_norm(x)
 
+    def two_streams(self, x, g, mask, queries: tuple[QueryRows, QueryRows],
+                    positions: torch.Tensor, keep: list | None = None):
+        """The content stream x (B, T, E) (the embeddings) under `mask` (two_stream.py's
+        content_mask) and the query stream g (B, P, H) at its rows (global, local), each
+        position's weights serving both. -> (content (B, T, H), None when not needed;
+        query (B, P, H)), final norm included; with `keep`, as forward."""
+        T = x.shape[1]
+        masks = self.attention_masks(mask, T, x.device)  # (global, local)
+        ropes = self.rotary_tables(positions)
+        if self.embedding_hidden_mapping_in is not None:
+            x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
+        # Only the query stream is returned: the last position's content update would feed
+        # nothing (its keys and values still do), unless every layer's input is kept.
+        last = len(self.attention_index) - 1 if keep is None else -1
+        for k, (a, f) in enumerate(zip(self.attention_index, self.ffn_index, strict=True)):
+            if keep is not None:
+                keep.append(x)
+            kind = 0 if self.is_global[k] else 1
+            x, g = self.attentions[a](x, masks[kind], ropes[kind], normed=k == 0, g=g,
+                                      query=queries[kind], content=k != last)
+            if k == last:
+                g = self.ffns[f](g)
+            else:  # one call (one GEMM, one FSDP gather) for both streams' rows
+                x, g = self.ffns[f](torch.cat((x, g), dim=1)).split((T, g.shape[1]), dim=1)
+        return (None if last >= 0 else self.final_norm(x)), self.final_norm(g)
+
+    def query_rows(self, attention_mask, perm_mask, targets, weight, positions: torch.Tensor,
+                   T: int, dtype: torch.dtype) -> tuple[QueryRows, QueryRows]:
+        """(global, local) rows of the query stream at `targets` (B, P) in rows of T tokens,
+        weighted by `weight` (B, P, 1) or None: perm_mask's target rows, padding, and at
+        local positions the window around each target's position."""
+        keep = query_keep(attention_mask, perm_mask, targets, T)  # (B, P, T)
+        ropes = self.rotary_tables(at_targets(positions, targets))  # (B, P, hd) tables
+        local = keep & near_targets(targets, self.window, T) if self.has_window(T) else keep
+        return (query_rows(keep, ropes[0], weight, dtype),
+                query_rows(local, ropes[1], weight, dtype))
+
+    def has_window(self, T: int) -> bool:
+        """Whether a local position sees fewer keys than a global one at rows of T: rows no
+        longer than half the window see every key from every query."""
+        return not all(self.is_global) and T - 1 > self.window // 2
+
     def attention_masks(self, mask, T: int, device: torch.device) -> tuple[Any, Any]:
-        """(global, local): the layout's mask, and it limited to the sliding window. Rows no
-        longer than half the window see every key from every query: no window to apply."""
-        if all(self.is_global) or T - 1 <= self.window // 2:
+        """(global, local): the layout's mask, and it limited to the sliding window."""
+        if not self.has_window(T):
             return mask, mask
         return mask, windowed(mask, self.window, T, device)
 
@@ -232,9 +314,10 @@ class ModernBertModel(PreTrainedModel):
     config_class: ClassVar[type[BackboneConfig]] = ModernBertBackboneConfig
     initialises_itself: ClassVar[bool] = True  # init_weights below, under any head too
     capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
-        attentions=ATTENTIONS, pooler=False, embed_encode=True)
+        attentions=ATTENTIONS, two_stream=True, pooler=False, embed_encode=True)
     # embed_encode: ELECTRA's generator runs a ModernBertEncoder (final norm included) on
-    # these embeddings.
+    # these embeddings. two_stream: the "full" layout only (forward refuses document_ids
+    # with it), and the query stream needs mask_emb (config query_stream).
     embeddings_name: ClassVar[str] = "embeddings"
     encoder_name: ClassVar[str] = "encoder"
     summary_position: ClassVar[int] = 0  # [CLS] A [SEP] B [SEP]: the first token
@@ -249,6 +332,9 @@ class ModernBertModel(PreTrainedModel):
         self.embeddings = ModernBertEmbeddings(config)
         self.encoder = ModernBertEncoder(config)
         self.pooler = None  # what heads and hub.py look for; ModernBERT has none
+        # The query stream's input at every target (XLNet's name), with query_stream only.
+        self.mask_emb = (nn.Parameter(torch.empty(1, 1, config.hidden_size))
+                         if modernbert_of(config).query_stream else None)
         self.init_weights()
 
     def init_weights(self) -> None:
@@ -260,6 +346,8 @@ class ModernBertModel(PreTrainedModel):
         out_std = std / math.sqrt(2.0 * config.num_layer_positions)
         encoder = self.encoder
         weights = [(self.embeddings.tok_embeddings.weight, std)]
+        if self.mask_emb is not None:
+            weights.append((self.mask_emb, std))
         if encoder.embedding_hidden_mapping_in is not None:
             weights.append((encoder.embedding_hidden_mapping_in.weight, std))
         for module in encoder.modules():
@@ -277,13 +365,24 @@ class ModernBertModel(PreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 output_hidden_states: bool = False, mems=None, use_mems=None,
-                document_ids=None):
+                document_ids=None, *, perm_mask=None, target_mapping=None,
+                target_positions=None):
         """See model/backbone.py. token_type_ids are ignored (no type embeddings); use_mems
         is accepted as every backbone does (none kept). document_ids: (B, T) attend within
-        documents, (N,) run on the real tokens only (litebert.data.attention_layout)."""
+        documents, (N,) run on the real tokens only (litebert.data.attention_layout).
+        perm_mask (B, T, T), 1 = i may not see j, and target_mapping (B, P, T) or
+        target_positions (B, P): two streams (`two_streams`); hidden_states then hold the
+        content stream, as XLNet's do."""
         if mems is not None:
             raise ValueError("the ModernBERT backbone keeps no memories: pass mems=None")
         states: list | None = [] if output_hidden_states else None
+        if perm_mask is not None or target_mapping is not None or target_positions is not None:
+            targets, weight = target_rows(target_mapping, target_positions)
+            h, g = self.two_streams(input_ids, attention_mask, position_ids, document_ids,
+                                    perm_mask, targets, weight, states)
+            hidden = None if states is None else tuple(states) + (h,)
+            return BaseModelOutput(last_hidden_state=h if g is None else g,
+                                   pooler_output=None, hidden_states=hidden)
         x, layout = self.encode_with(self.encoder, input_ids, attention_mask, token_type_ids,
                                      position_ids, document_ids, states)  # (B, T, H)
         hidden = None
@@ -302,6 +401,33 @@ class ModernBertModel(PreTrainedModel):
         x = layout.unpad(self.embeddings(input_ids))  # (B, T, E), or (1, N, E) unpadded
         x = encoder(x, layout.mask, positions, input_ids.shape[1], states)
         return layout.pad(x), layout
+
+    def two_streams(self, input_ids, attention_mask, position_ids, document_ids, perm_mask,
+                    targets, weight, states: list | None):
+        """Content stream (B, T, H) (None when only the query stream is returned) and query
+        stream (B, P, H) at `targets` (None without targets: the content stream alone, under
+        perm_mask). The "full" layout only: padding at most."""
+        if document_ids is not None:
+            raise ValueError("document_ids: two-stream attention (perm_mask, targets) reads "
+                             "the 'full' layout only; pass document_ids=None (padding goes in "
+                             "attention_mask)")
+        mask_emb = self.mask_emb
+        if targets is not None and mask_emb is None:
+            raise ValueError("target_mapping / target_positions: this ModernBERT backbone "
+                             "has no query stream (mask_emb); build it with query_stream "
+                             "true, as objective plm does")
+        B, T = input_ids.shape
+        positions = position_ids if position_ids is not None \
+            else torch.arange(T, device=input_ids.device)  # (T,) or (B, T)
+        mask = content_mask(attention_mask, perm_mask, T, input_ids.device)  # (B, 1, T, T)
+        x = self.embeddings(input_ids)  # (B, T, E)
+        if targets is None or mask_emb is None:  # the content stream alone, under perm_mask
+            return self.encoder(x, mask, positions, T, states), None
+        dtype = self.embeddings.tok_embeddings.weight.dtype
+        queries = self.encoder.query_rows(attention_mask, perm_mask, targets, weight,
+                                          positions, T, dtype)
+        g = self.embeddings.drop(mask_emb.expand(B, targets.shape[1], -1))  # (B, P, H)
+        return self.encoder.two_streams(x, g, mask, queries, positions, states)
 
     @classmethod
     def build_encoder(cls, config: ModelConfig) -> ModernBertEncoder:
@@ -333,9 +459,12 @@ class ModernBertModel(PreTrainedModel):
     # ---- what layer-wise lr decay, FSDP, counts and unrolling ask (model/backbone.py) --------
 
     def layer_depths(self) -> tuple[list[tuple[nn.Module | nn.Parameter, int]], int]:
-        """Embeddings and the E->H projection at depth 0, layer position k at k + 1 (a shared
-        module at its highest use), final_norm with the top layer (L); no pooler."""
-        parts, L = encoder_depths(self.encoder, [self.embeddings], None)
+        """Embeddings, mask_emb and the E->H projection at depth 0, layer position k at k + 1
+        (a shared module at its highest use), final_norm with the top layer (L); no pooler."""
+        inputs: list[nn.Module | nn.Parameter] = [self.embeddings]
+        if self.mask_emb is not None:
+            inputs.append(self.mask_emb)
+        parts, L = encoder_depths(self.encoder, inputs, None)
         return parts + [(self.encoder.final_norm, L)], L
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
@@ -347,16 +476,21 @@ class ModernBertModel(PreTrainedModel):
         then per layer position Wqkv and Wo (4 H^2), GeGLU's Wi (2 H I) and Wo (H I), and
         the attention products over its keys (2 keys H): T at global positions,
         min(T, local_attention + 1) at local ones. Norms, softmax and RoPE are left out."""
-        H, E, T = config.hidden_size, config.embedding_size, seq_len
-        mb = modernbert_of(config)
-        local_keys = min(T, mb.local_attention + 1)
+        H, E = config.hidden_size, config.embedding_size
         per_layer = 4 * H * H + 3 * H * config.intermediate_size
-        total = 0.0
-        for k in range(config.num_layer_positions):
-            keys = T if k % mb.global_attn_every_n_layers == 0 else local_keys
-            total += per_layer + 2 * keys * H
+        total = sum(per_layer + 2 * keys * H for keys in layer_keys(config, seq_len))
         projection = E * H if config.has_projection else 0
         return 6.0 * (projection + total)
+
+    @classmethod
+    def query_stream_flops_per_target(cls, config: ModelConfig, seq_len: int) -> float:
+        """Training FLOPs of the query stream per target, counted as flops_per_token counts:
+        per layer position Wqkv's q rows and Wo (2 H^2), GeGLU (3 H I) and the attention
+        products over its keys (2 keys H). Keys and values are the content stream's,
+        counted there."""
+        H = config.hidden_size
+        per_layer = 2 * H * H + 3 * H * config.intermediate_size
+        return 6.0 * sum(per_layer + 2 * keys * H for keys in layer_keys(config, seq_len))
 
     @classmethod
     def unrolled_config(cls, config: ModelConfig) -> ModelConfig:
@@ -365,3 +499,12 @@ class ModernBertModel(PreTrainedModel):
     def unrolled_source(self, key: str) -> str:
         """Position k of the unrolled encoder copies the module position k used here."""
         return unrolled_source(self.encoder, key)
+
+
+def layer_keys(config: ModelConfig, seq_len: int) -> list[int]:
+    """The keys a query reads at each layer position, at rows of seq_len T: T at global
+    positions, min(T, local_attention + 1) at local ones."""
+    mb = modernbert_of(config)
+    local = min(seq_len, mb.local_attention + 1)
+    return [seq_len if k % mb.global_attn_every_n_layers == 0 else local
+            for k in range(config.num_layer_positions)]

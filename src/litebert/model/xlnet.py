@@ -64,6 +64,7 @@ from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
+from litebert.model.two_stream import target_rows
 
 ATTENTION_TYPES = ("bi", "uni")
 
@@ -282,19 +283,6 @@ class XLNetEncoder(nn.Module):
         shared_ffn = len(self.ffns) < len(self.ffn_index)
         return ([(m, not shared_attention) for m in self.attentions]
                 + [(m, not shared_ffn) for m in self.ffns])
-
-
-def target_rows(target_mapping, target_positions):
-    """(positions (B, P) long, weight (B, P, 1) or None) of the query stream's targets."""
-    if target_mapping is not None and target_positions is not None:
-        raise ValueError("give the targets once: target_mapping (B, P, T) one-hot rows or "
-                         "target_positions (B, P) indices, not both")
-    if target_positions is not None:
-        return target_positions.long(), None
-    if target_mapping is None:
-        return None, None
-    positions = target_mapping.argmax(dim=-1)  # (B, P); a row of zeros gives 0, weighted 0
-    return positions, target_mapping.gather(-1, positions[..., None])  # (B, P, 1)
 
 
 @register_backbone("xlnet")

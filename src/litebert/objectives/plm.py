@@ -1,5 +1,6 @@
-"""Permutation language modelling: XLNet's objective (Yang et al., 2019) on any backbone that
-takes `perm_mask`, `target_positions` and memories (model/xlnet.py's; ALBERT-XLNet included).
+"""Permutation language modelling: XLNet's objective (Yang et al., 2019) on any backbone with
+two streams (capabilities.two_stream: model/xlnet.py's, ALBERT-XLNet included, with memories;
+model/modernbert.py's, without).
 
 Each batch row reads one stream of text that continues from step to step (sampling
 "streams"): a window is `reuse_len` tokens carried over from the previous window, then
@@ -32,7 +33,7 @@ Metrics: plm_loss (and nsp_loss) during training; eval_plm_loss, eval_plm_accura
 eval_plm_baseline_accuracy (the commonest training token guessed at every target) on the
 held-out windows, read in stream order with memories as in training, from the same seed at
 every evaluation. The export is an EncoderForPermutationLM directory: transformers'
-XLNetLMHeadModel layout for an XLNet config, litebert's for an ALBERT-XLNet.
+XLNetLMHeadModel layout for an XLNet config, litebert's for an ALBERT-XLNet or a ModernBERT.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from litebert.data.loader import StreamSampler
 from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
-from litebert.model.backbone import two_stream_class
+from litebert.model.backbone import backbone_class, two_stream_class
 from litebert.model.hub import extra_heads, read_config, save_extra_heads
 from litebert.objectives.base import (
     Batch,
@@ -166,10 +167,10 @@ class PLMObjective:
     # ---- training ----------------------------------------------------------------------------
 
     def model_config(self, config: ModelConfig, reuse_len: int | None) -> ModelConfig:
-        """The config trained: the data's reuse_len (the part of a window whose states become
-        memory), the objective's bi_data, and a pooler for the pair head with nsp."""
-        return config.replace(reuse_len=reuse_len, bi_data=self.config.bi_data,
-                              use_pooler=self.config.nsp)
+        """The config trained (`trained_fields`): the data's reuse_len, the objective's
+        bi_data, and a pooler for the pair head with nsp."""
+        return config.replace(**trained_fields(config, reuse_len, self.config.bi_data,
+                                               self.config.nsp))
 
     def build(self, config: ModelConfig) -> nn.Module:
         reuse = self.heldout.reuse_len if self.heldout is not None \
@@ -326,8 +327,8 @@ class PLMObjective:
         reuse = self.heldout.reuse_len if self.heldout is not None \
             else config.backbone_fields().get("reuse_len")
         pair = {k: v for k, v in model_state.items() if k.startswith(PAIR_HEAD)}
-        model = EncoderForPermutationLM(config.replace(reuse_len=reuse, bi_data=False,
-                                                      use_pooler=False))
+        model = EncoderForPermutationLM(config.replace(**trained_fields(config, reuse, False,
+                                                                       False)))
         model.load_state_dict({k: v for k, v in model_state.items() if k not in pair})
         model.save_pretrained(out_dir, unroll=unroll)
         if pair:
@@ -371,6 +372,25 @@ class PLMObjective:
                "the checkpoint holds none: objective.checkpoint_memories was false")
         log.info("resumed without XLNet memories (%s): the first window of each stream reads "
                  "zeros, as at the start of the run", why)
+
+
+def trained_fields(config: ModelConfig, reuse_len: int | None, bi_data: bool,
+                   nsp: bool) -> dict[str, Any]:
+    """The fields a PLM model of `config` is built with: use_pooler for the "+NSP" pair head,
+    and the backbone's own fields that this objective sets, where its config has them:
+    XLNet's reuse_len (the part of a window whose states become memory) and bi_data,
+    ModernBERT's query_stream (its mask_emb). ConfigError for what the backbone lacks."""
+    own = config.backbone_fields()
+    if nsp and not backbone_class(config).capabilities.pooler:
+        raise ConfigError(f"objective.nsp=true predicts from the backbone's pooler, which "
+                          f"backbone {config.backbone!r} has not (capabilities.pooler is "
+                          f"False): set objective.nsp false")
+    if bi_data and "bi_data" not in own:
+        raise ConfigError(f"objective.bi_data=true needs a backbone with a bi_data field "
+                          f"(e.g. xlnet), and backbone {config.backbone!r} has none: set "
+                          f"objective.bi_data false")
+    wanted = {"reuse_len": reuse_len, "bi_data": bi_data, "query_stream": True}
+    return {**{k: v for k, v in wanted.items() if k in own}, "use_pooler": nsp}
 
 
 def zero_memories(shape: tuple[int, int, int], rows: int, device: torch.device,
