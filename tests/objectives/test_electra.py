@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 
 import pytest
 import torch
@@ -22,6 +23,7 @@ from litebert.objectives import corruption as C
 from litebert.objectives.electra import (
     Corrupting,
     ElectraConfig,
+    ElectraGenerator,
     ElectraOutput,
     ElectraPretraining,
     generator_config,
@@ -320,3 +322,18 @@ def test_electra_trains_exports_and_reloads_on_the_modernbert_backbone(data_dir,
     again = load_pair(exported / "discriminator", exported / "generator", objective)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)
+
+
+def test_a_modernbert_generator_encoder_gets_modernberts_init():
+    """The generator's encoder, built without its backbone, draws as a ModernBERT encoder of
+    its own depth: output projections at initializer_range / sqrt(2 L), not the TF init."""
+    config = ModelConfig.from_preset("modernbert-tiny", vocab_size=99, hidden_size=128,
+                                     embedding_size=128, intermediate_size=192,
+                                     num_hidden_layers=8, num_hidden_groups=8,
+                                     pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    generator = ElectraGenerator(generator_config(config, size=1.0, layers=1.0))
+    block = generator.encoder.ffns[1].mlp
+    std = config.initializer_range
+    for weight, s in ((block.Wi.weight, std), (block.Wo.weight, std / math.sqrt(16))):
+        # a normal cut at 2 std keeps 0.88 of its std
+        assert float(weight.std()) == pytest.approx(0.88 * s, rel=0.05)

@@ -11,6 +11,16 @@ from torch import nn
 from litebert.config import BackboneConfig, ModelConfig
 
 
+class InitialisesItself:
+    """A module whose init is its own (ModernBERT's backbone and encoder: output projections at
+    a smaller std). A model's init_weights leaves its modules alone and calls its
+    `init_weights` afterwards, so the init holds under any head, and for an encoder built
+    without its backbone (ELECTRA's generator)."""
+
+    def init_weights(self) -> None:
+        raise NotImplementedError
+
+
 class PreTrainedModel(nn.Module):
     config: ModelConfig
     # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
@@ -20,17 +30,14 @@ class PreTrainedModel(nn.Module):
     # the backbone's module defines a BackboneConfig subclass and names it here.
     config_class: ClassVar[type[BackboneConfig]] = BackboneConfig
 
-    # A backbone whose init is its own (ModernBERT's: output projections at a smaller std)
-    # says so: a head's init_weights leaves that backbone's modules to its init_weights.
-    initialises_itself: ClassVar[bool] = False
-
     def init_weights(self) -> None:
         """TF-style truncated normal (+-2 std) for weights, zero biases, unit LayerNorms; a
-        sub-model that initialises itself (`initialises_itself`) runs its own afterwards."""
+        module that initialises itself (InitialisesItself) runs its own afterwards."""
         std = self.config.initializer_range
-        own = [m for m in self.modules() if m is not self
-               and isinstance(m, PreTrainedModel) and m.initialises_itself]
-        theirs = {id(m) for model in own for m in model.modules()}
+        own = [m for m in self.modules() if m is not self and isinstance(m, InitialisesItself)]
+        inside = {id(sub) for m in own for sub in m.modules() if sub is not m}
+        own = [m for m in own if id(m) not in inside]  # the outermost: each calls its parts
+        theirs = {id(sub) for m in own for sub in m.modules()}
         for module in self.modules():
             if id(module) in theirs:
                 continue
@@ -49,8 +56,8 @@ class PreTrainedModel(nn.Module):
         for name, param in self.named_parameters():
             if name.endswith("predictions.bias"):
                 nn.init.zeros_(param)
-        for model in own:
-            model.init_weights()
+        for module in own:
+            module.init_weights()
 
     @property
     def base_model(self) -> nn.Module:

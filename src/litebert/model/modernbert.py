@@ -56,8 +56,9 @@ skipped (its keys and values are computed).
 Initialisation is ModernBERT's (`init_weights`): truncated normal cut at +-2 std
 (initializer_cutoff_factor), std initializer_range for the embeddings, Wqkv and Wi (and the
 E->H projection and mask_emb), initializer_range / sqrt(2 x layer positions) for both Wo, norms
-at one. A head's init_weights (model/base.py's) leaves the backbone to this one
-(`initialises_itself`).
+at one. The backbone and its encoder are InitialisesItself (model/base.py): a head's init_weights
+leaves them to their own, and ELECTRA's generator encoder, built without the backbone, gets
+the encoder's.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ from litebert.model.attention import (
     windowed,
 )
 from litebert.model.backbone import BackboneCapabilities, register_backbone
-from litebert.model.base import PreTrainedModel
+from litebert.model.base import InitialisesItself, PreTrainedModel
 from litebert.model.layers import (
     GeGLU,
     PreNormAttention,
@@ -193,7 +194,12 @@ class ModernBertAttention(PreNormAttention):
         return (x if y is None else x + y), g + y_g
 
 
-class ModernBertEncoder(nn.Module):
+def truncated_normal(weight: torch.Tensor, std: float, cutoff: float) -> None:
+    """ModernBERT's draw: normal(0, std) cut at +- cutoff x std."""
+    nn.init.trunc_normal_(weight, std=std, a=-cutoff * std, b=cutoff * std)
+
+
+class ModernBertEncoder(InitialisesItself, nn.Module):
     """The E->H projection and the pre-norm attention / MLP modules, shared across depth by
     `sharing_tables` (AlbertEncoder's keys and tables), with each position's attention type."""
 
@@ -222,6 +228,31 @@ class ModernBertEncoder(nn.Module):
         self.window = mb.local_attention
         self.thetas = (mb.global_rope_theta, mb.local_rope_theta)
         self.head_size = H // heads
+        # What init_weights draws with: the inputs' std, the output projections' (smaller
+        # with depth), the cut-off in stds.
+        self.init_stds = (config.initializer_range,
+                          config.initializer_range / math.sqrt(2.0 * config.num_layer_positions))
+        self.init_cutoff = mb.initializer_cutoff_factor
+
+    def init_weights(self) -> None:
+        """ModernBERT's init of every encoder module (the module docstring): the E->H
+        projection, Wqkv and Wi at the inputs' std, both Wo at the outputs', norms at one.
+        Its own, so ELECTRA's generator encoder on these embeddings gets it too."""
+        std, out_std = self.init_stds
+        weights = []
+        if self.embedding_hidden_mapping_in is not None:
+            weights.append((self.embedding_hidden_mapping_in.weight, std))
+        for module in self.modules():
+            if isinstance(module, RotaryAttention):
+                weights += [(module.Wqkv.weight, std), (module.Wo.weight, out_std)]
+            elif isinstance(module, GeGLU):
+                weights += [(module.Wi.weight, std), (module.Wo.weight, out_std)]
+        with torch.no_grad():
+            for weight, s in weights:
+                truncated_normal(weight, s, self.init_cutoff)
+            for module in self.modules():
+                if isinstance(module, nn.LayerNorm):
+                    nn.init.ones_(module.weight)
 
     def forward(self, x, mask, positions: torch.Tensor, length: int, keep: list | None = None):
         """x (B, T, E), or (1, N, E) unpadded; `mask` the layout's (model/attention.py) for
@@ -305,14 +336,13 @@ class ModernBertEncoder(nn.Module):
 
 
 @register_backbone("modernbert")
-class ModernBertModel(PreTrainedModel):
+class ModernBertModel(InitialisesItself, PreTrainedModel):
     """The backbone: embeddings -> projection -> global / sliding-window layers -> final_norm.
 
     No pooler: `add_pooling_layer` True is refused (heads classify from the first token, or a
     mean over the tokens); None and False build none."""
 
     config_class: ClassVar[type[BackboneConfig]] = ModernBertBackboneConfig
-    initialises_itself: ClassVar[bool] = True  # init_weights below, under any head too
     capabilities: ClassVar[BackboneCapabilities] = BackboneCapabilities(
         attentions=ATTENTIONS, two_stream=True, pooler=False, embed_encode=True)
     # embed_encode: ELECTRA's generator runs a ModernBertEncoder (final norm included) on
@@ -338,30 +368,20 @@ class ModernBertModel(PreTrainedModel):
         self.init_weights()
 
     def init_weights(self) -> None:
-        """ModernBERT's init (see the module docstring); a padding row of zeros, as every
-        litebert embedding (it takes no gradient, so it stays what it starts as)."""
+        """ModernBERT's init (see the module docstring) of the embeddings and mask_emb, then
+        the encoder's own; a padding row of zeros, as every litebert embedding (it takes no
+        gradient, so it stays what it starts as)."""
         config = self.config
-        cutoff = modernbert_of(config).initializer_cutoff_factor
-        std = config.initializer_range
-        out_std = std / math.sqrt(2.0 * config.num_layer_positions)
-        encoder = self.encoder
-        weights = [(self.embeddings.tok_embeddings.weight, std)]
+        weights = [self.embeddings.tok_embeddings.weight]
         if self.mask_emb is not None:
-            weights.append((self.mask_emb, std))
-        if encoder.embedding_hidden_mapping_in is not None:
-            weights.append((encoder.embedding_hidden_mapping_in.weight, std))
-        for module in encoder.modules():
-            if isinstance(module, RotaryAttention):
-                weights += [(module.Wqkv.weight, std), (module.Wo.weight, out_std)]
-            elif isinstance(module, GeGLU):
-                weights += [(module.Wi.weight, std), (module.Wo.weight, out_std)]
+            weights.append(self.mask_emb)
         with torch.no_grad():
-            for weight, s in weights:
-                nn.init.trunc_normal_(weight, std=s, a=-cutoff * s, b=cutoff * s)
+            for weight in weights:
+                truncated_normal(weight, config.initializer_range,
+                                 modernbert_of(config).initializer_cutoff_factor)
             self.embeddings.tok_embeddings.weight[config.pad_token_id].zero_()
-            for module in self.modules():
-                if isinstance(module, nn.LayerNorm):
-                    nn.init.ones_(module.weight)
+            nn.init.ones_(self.embeddings.norm.weight)
+        self.encoder.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 output_hidden_states: bool = False, mems=None, use_mems=None,
