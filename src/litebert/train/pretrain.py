@@ -85,7 +85,8 @@ class TrainingDiverged(RuntimeError):
 @dataclass
 class LogWindow:
     """Sums over the steps since the last log line, kept on the device until that line reads
-    them (the loop's only host syncs are at log, evaluation and checkpoint steps)."""
+    them (the loop's only host syncs are at log, evaluation and checkpoint steps); a
+    checkpoint between lines takes the tokens and seconds so far (Trainer._count_window)."""
 
     losses: torch.Tensor  # (P,) this rank's shares of each part's global mean, finite steps
     kept: torch.Tensor  # () long: finite steps
@@ -339,6 +340,8 @@ class Trainer:
             self.saver.commit_if_written()  # an async checkpoint, once every rank wrote it
         if due[0]:
             self._log(data, result, bar)  # opens the next window
+        elif due[2]:
+            self._count_window()  # the checkpoint holds every token trained so far
         paused = time.perf_counter()  # evaluations and checkpoints are not training time
         metrics = self._evaluate() if due[1] else {}
         if due[2]:
@@ -367,6 +370,7 @@ class Trainer:
         then out with the status a scheduler reads."""
         self._settle()
         if self.saved_step != self.state.step:
+            self._count_window()
             self._save()
         self.wait_for_checkpoint()
         self.logger.close()
@@ -381,10 +385,7 @@ class Trainer:
         # finite steps (the same count on every rank); NaN when every step was skipped.
         window, state = self.window, self.state
         losses = all_reduce_sum(window.losses) / window.kept  # (P,)
-        tokens = int(all_reduce_sum(window.tokens))
-        elapsed = time.perf_counter() - window.start - window.paused
-        state.tokens += tokens
-        state.seconds += elapsed
+        tokens, elapsed = self._count_window()
         parts = dict(zip(self.objective.parts, losses.tolist(), strict=True))
         speed = speed_record(tokens, elapsed, data.take_waited(),
                              self.info.world_size, self.flops_per_token, self.peak)
@@ -398,6 +399,22 @@ class Trainer:
         bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{record['tokens_per_s']:,.0f}",
                         **shown)
         self.window = LogWindow.open(len(self.weights), self.info.device)
+
+    def _count_window(self) -> tuple[int, float]:
+        """Add the tokens (summed over ranks) and training seconds counted since the window
+        opened, or since the last count, to the run's totals, and count anew; returns them.
+        At every log line and before every checkpoint: a checkpoint between log lines (a
+        preemption's, or save_every off the log steps) then holds every token trained, where
+        it used to hold the totals of the last line, and a resumed run undercounted."""
+        window, state = self.window, self.state
+        tokens = int(all_reduce_sum(window.tokens))
+        now = time.perf_counter()
+        elapsed = now - window.start - window.paused
+        state.tokens += tokens
+        state.seconds += elapsed
+        window.tokens = torch.zeros_like(window.tokens)
+        window.start, window.paused = now, 0.0
+        return tokens, elapsed
 
     def _evaluate(self) -> dict[str, float]:
         """The objective's held-out metrics, logged at this step (nothing when it has none)."""
