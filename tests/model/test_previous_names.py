@@ -33,30 +33,23 @@ def _old_architectures(directory, name: str) -> None:
     path.write_text(json.dumps({**saved, "architectures": [name]}))
 
 
-def _same_outputs(ours, again, **inputs) -> None:
+@pytest.mark.parametrize("cls, config, old_name", [
+    # AutoModelForPreTraining picks among three classes by `architectures`: without the old
+    # names it would build the MLM + SOP model for the detector.
+    (litebert.EncoderForReplacedTokenDetection, small_config(sharing="ffn"),
+     "AlbertForReplacedTokenDetection"),
+    (litebert.EncoderForPermutationLM, albert_xlnet_config(), "AlbertForPermutationLM")])
+def test_an_old_litebert_pretraining_directory_loads_as_its_class(tmp_path, cls, config,
+                                                                  old_name):
+    model = randomize(cls(config))
+    model.save_pretrained(tmp_path)
+    _old_architectures(tmp_path, old_name)
+    again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
+    assert type(again) is cls
+    ids = torch.tensor([[2, 5, 6, 7, 3]])
     with torch.no_grad():
-        a, b = ours.eval()(**inputs), again.eval()(**inputs)
-    torch.testing.assert_close(a.logits, b.logits)
-
-
-def test_an_old_litebert_directory_of_a_detector_loads_as_one(tmp_path):
-    """AutoModelForPreTraining picks among three classes by `architectures`: without the old
-    names it would build the MLM + SOP model here."""
-    model = randomize(litebert.EncoderForReplacedTokenDetection(small_config(sharing="ffn")))
-    model.save_pretrained(tmp_path)
-    _old_architectures(tmp_path, "AlbertForReplacedTokenDetection")
-    again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
-    assert type(again) is litebert.EncoderForReplacedTokenDetection
-    _same_outputs(model, again, input_ids=torch.tensor([[2, 5, 6, 7, 3]]))
-
-
-def test_an_old_albert_xlnet_permutation_lm_loads(tmp_path):
-    model = randomize(litebert.EncoderForPermutationLM(albert_xlnet_config()))
-    model.save_pretrained(tmp_path)
-    _old_architectures(tmp_path, "AlbertForPermutationLM")
-    again = litebert.AutoModelForPreTraining.from_pretrained(tmp_path)
-    assert type(again) is litebert.EncoderForPermutationLM
-    _same_outputs(model, again, input_ids=torch.tensor([[5, 6, 7, 8, 9]]))
+        torch.testing.assert_close(model.eval()(input_ids=ids).logits,
+                                   again.eval()(input_ids=ids).logits)
 
 
 def test_an_old_bare_backbone_is_the_one_its_config_names(tmp_path):

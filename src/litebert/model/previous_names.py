@@ -47,7 +47,7 @@ AlbertSOPHead = SentencePairHead
 
 # An old `architectures` name -> today's class name (our layout's; see the docstring).
 PREVIOUS_NAMES: dict[str, str] = {"AlbertModel": BACKBONE_CLASS} | {
-    old.__name__.replace("Encoder", "Albert", 1): old.__name__ for old in (
+    cls.__name__.replace("Encoder", "Albert", 1): cls.__name__ for cls in (
         EncoderForPreTraining, EncoderForMaskedLM, EncoderForSequenceClassification,
         EncoderForTokenClassification, EncoderForMultipleChoice, EncoderForQuestionAnswering,
         EncoderForReplacedTokenDetection, EncoderForBeamQuestionAnswering,
