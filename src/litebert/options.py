@@ -27,11 +27,14 @@ METAVARS = {int: "N", float: "X"}  # strings and paths keep argparse's FIELD_NAM
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, choices=None,
-           shown: str | None = None, factory: Any = dataclasses.MISSING) -> Any:
+           shown: str | None = None, factory: Any = dataclasses.MISSING,
+           flag: str | None = None) -> Any:
     """A dataclass field with its help text; `choices` limits the values, `shown` replaces
-    the printed default where the value alone would mislead (None meaning "the recipe's")."""
+    the printed default where the value alone would mislead (None meaning "the recipe's");
+    `flag` names the option where the field's name cannot (`--from` for start_from: `from`
+    is a Python keyword)."""
     meta = {"help": help, "choices": tuple(choices) if choices is not None else None,
-            "shown": shown}
+            "shown": shown, "flag": flag}
     return dataclasses.field(default=default, default_factory=factory, metadata=meta)
 
 
@@ -103,7 +106,7 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *,
             continue
         kw = _argument(cls, f, hints[f.name])
         if kw is not None:
-            flag = "--" + f.name.replace("_", "-")
+            flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
             parser.add_argument(flag, dest=f.name, **kw)
             if _is_flag_or_choice(hints[f.name]):
                 parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const",

@@ -15,7 +15,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from safetensors import safe_open
@@ -25,7 +25,7 @@ from litebert.config import ConfigError, ModelConfig, read_json_object
 from litebert.families import BACKBONE_CLASS, FamilyAdapter, layout_for, read_config_dict
 from litebert.families import family as family_of
 from litebert.files import atomic_write, atomic_write_json
-from litebert.model.backbone import backbone_class
+from litebert.model.backbone import backbone_class, build_backbone
 from litebert.model.unroll import unroll as unroll_model
 
 log = logging.getLogger("litebert")
@@ -211,6 +211,39 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
         loaded = {k[len("albert."):]: v for k, v in loaded.items()}
     model.load_state_dict(loaded, strict=False)
     return model
+
+
+def read_canonical(directory: str | Path) -> tuple[ModelConfig, dict[str, torch.Tensor],
+                                                   list[str], Path]:
+    """Every tensor of a model directory under our canonical keys (the backbone under
+    `albert.`, heads as our classes name them, heads kept beside the weights included),
+    whatever class wrote it; with its config, the file's keys that stand for no parameter of
+    ours (buffers, heads of classes litebert lacks) and the file read. What a run that starts
+    from the directory loads (litebert.train.start_from); nothing is built but on the meta
+    device."""
+    directory = Path(directory)
+    config, family = read_directory_config(directory)
+    try:
+        with torch.device("meta"):  # only the backbone's key roots are wanted
+            backbone = cast(torch.nn.Module, build_backbone(config))
+            roots = tuple(sorted({k.split(".")[0] for k in backbone.state_dict()}))
+    except ConfigError as err:
+        raise ConfigError(f"{config_file(directory)}: {err}") from None
+    state, source = read_weights(directory)
+    prefixed = _with_prefix(state, family, roots)
+    kept = family.from_file(prefixed, config)
+    unused = sorted(set(prefixed) - set(kept))
+    canonical: dict[str, torch.Tensor] = {}
+    for key, value in kept.items():
+        if key in family.tied_copies:  # the word embeddings again: used through the tie
+            continue
+        mine = None if _BUFFERS.search(key) else family.internal_key(key, config)
+        if mine is None:
+            unused.append(key)
+        else:
+            canonical[mine] = value
+    canonical.update(extra_heads(directory))
+    return config, canonical, sorted(unused), source
 
 
 def _match(state: dict[str, torch.Tensor], ours: dict[str, torch.Tensor],

@@ -28,6 +28,7 @@ on its module path or registry name: a user's class loads as `--objective packag
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any, ClassVar, Protocol
 import torch
 from torch import nn
 
-from litebert.config import ModelConfig
+from litebert.config import ConfigError, ModelConfig
 from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.distributed import DistInfo
 from litebert.options import option
@@ -122,6 +123,15 @@ class TrainingObjective(Protocol):
         """The one module that holds every trained parameter, freshly initialised from the
         global RNG (the Trainer seeds it): the optimizer, DDP/FSDP and checkpoints see only
         this module, so its state-dict keys are the checkpoint's."""
+        ...
+
+    def start_state(self, config: ModelConfig,
+                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """A run that starts from model directories (`--from`): their weights under the keys
+        of `build(config)`'s module. `states` holds each directory's tensors under our
+        canonical keys (litebert.model.hub.read_canonical) by role: "model", and "generator"
+        for an objective that trains a second model. Keys the module lacks may be returned:
+        the loader names them as unused, so nothing of a directory goes unmentioned."""
         ...
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
@@ -245,6 +255,17 @@ class Stateless:
         if state:
             raise ValueError(f"{type(self).__name__} carries no state across steps, but the "
                              f"checkpoint holds {', '.join(sorted(state))}")
+
+
+def one_model_state(states: Mapping[str, Mapping[str, torch.Tensor]],
+                    objective: type) -> dict[str, torch.Tensor]:
+    """start_state of an objective whose module is one model under our canonical keys (its
+    state-dict keys are the exported directory's): the "model" directory's, as it is."""
+    others = sorted(set(states) - {"model"})
+    if others:
+        raise ConfigError(f"--generator-from: {objective.__name__} trains one model; a "
+                          f"{' or '.join(others)} directory is for ELECTRA's objective")
+    return dict(states["model"])
 
 
 def save_tokenizer(run_dir: Path, out_dir: Path) -> None:

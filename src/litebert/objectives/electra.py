@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,6 +323,25 @@ class ElectraObjective(Stateless):
         model.step.fill_(self.step)
         self.models.add(model)
         return model
+
+    def start_state(self, config: ModelConfig,
+                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """The "model" directory is the discriminator (any family's encoder; its heads, if it
+        has no RTD head, go unused), the "generator" one (a masked LM) gives the generator's
+        encoder and MLM head: the inverse of `export`. The generator's own embeddings are
+        not read (it shares the discriminator's), so they come back under keys the module
+        lacks and are named as unused."""
+        mapped = {f"discriminator.{k}": v for k, v in states["model"].items()}
+        names = sharing_backbone(config)
+        encoder = f"albert.{names.encoder_name}."
+        for key, value in states.get("generator", {}).items():
+            if key.startswith(encoder):
+                mapped[f"generator.encoder.{key[len(encoder):]}"] = value
+            elif key.startswith("predictions."):
+                mapped[f"generator.{key}"] = value
+            else:
+                mapped[f"generator-directory.{key}"] = value
+        return mapped
 
     def begin_step(self, step: int) -> None:
         """The corruption of this optimizer step is keyed by its number, written into the

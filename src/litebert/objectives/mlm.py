@@ -14,6 +14,7 @@ Evaluation of a run and of an exported directory: litebert.objectives.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from litebert.objectives.base import (
     ObjectiveConfig,
     RunSettings,
     Stateless,
+    one_model_state,
     own_config,
     run_attention,
     save_tokenizer,
@@ -129,6 +131,11 @@ class MLMObjective(Stateless):
         if self.pair is None and not backbone_class(config).capabilities.pooler:
             return EncoderForMaskedLM(config)  # MLM alone on a backbone without a pooler
         return EncoderForPreTraining(config)
+
+    def start_state(self, config: ModelConfig,
+                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """The module's keys are the canonical ones: the directory's tensors as they are."""
+        return one_model_state(states, type(self))
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The backbone, and the MLM head at the data's masked share (the pair head, one

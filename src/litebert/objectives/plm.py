@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ from litebert.objectives.base import (
     ObjectiveConfig,
     RunSettings,
     TrainingData,
+    one_model_state,
     own_config,
     run_replays_cuda_graphs,
     save_tokenizer,
@@ -189,6 +191,11 @@ class PLMObjective:
         self.reuse_len = memory.get("reuse_len") or self.reuse_len
         self.shape = (config.num_layer_positions, self.mem_len, config.hidden_size)
         return config
+
+    def start_state(self, config: ModelConfig,
+                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+        """EncoderForPermutationLM's keys are the canonical ones: the directory's as they are."""
+        return one_model_state(states, type(self))
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The content stream over every token, and per target (1/K of the tokens) the

@@ -66,6 +66,14 @@ from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
+from litebert.train.start_from import (
+    Sources,
+    check_vocabulary,
+    finish_export,
+    load_start,
+    open_sources,
+    start_config,
+)
 from litebert.train.state import (
     TrainState,
     explained_export,
@@ -103,16 +111,25 @@ class LogWindow:
 
 # ---- parts ---------------------------------------------------------------------------------
 
-def model_config(cfg: PretrainConfig, data_dir: Path) -> ModelConfig:
-    """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides."""
+def model_config(cfg: PretrainConfig, data_dir: Path,
+                 sources: Sources | None = None) -> ModelConfig:
+    """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides;
+    or, starting from a directory, its config with the overrides, the data's vocabulary
+    checked to be its own."""
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
-    # The tokenizer's ids, unless the recipe overrides them (check_model_reads then checks).
-    ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id or 0,
-               bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
-    config = ModelConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
-    check_model_reads(config, tok, f"the model (preset {cfg.model!r} with the recipe's "
-                      f"overrides)", str(data_dir / "tokenizer"), pairs=data_has_pairs(data_dir),
-                      reader=backbone_class(config))
+    if sources:
+        source = sources["model"]
+        check_vocabulary(source, tok, f"--data {data_dir}")
+        config = start_config(source, cfg.model_overrides)
+        what = f"the model in {source.directory}"
+    else:
+        # The tokenizer's ids, unless the recipe overrides them (check_model_reads checks).
+        ids = dict(vocab_size=len(tok), pad_token_id=tok.pad_token_id or 0,
+                   bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id)
+        config = ModelConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
+        what = f"the model (preset {cfg.model!r} with the recipe's overrides)"
+    check_model_reads(config, tok, what, str(data_dir / "tokenizer"),
+                      pairs=data_has_pairs(data_dir), reader=backbone_class(config))
     return config
 
 
@@ -146,9 +163,17 @@ class Trainer:
         self.objective: Objective = resolve(cfg.objective.name)(cfg, neutral)
         self.train_data = open_items(spec, self.objective, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
-        self.config = model_config(cfg, data_dir)
+        # --from: the model's shape and weights are a directory's (train/start_from.py).
+        self.sources = open_sources(cfg.start_from, cfg.generator_from) \
+            if cfg.start_from else {}
+        self.config = model_config(cfg, data_dir, self.sources)
         torch.manual_seed(cfg.seed)
-        model = self.objective.build(self.config).to(self.info.device)
+        model = self.objective.build(self.config)
+        if self.sources:
+            states = {role: source.state for role, source in self.sources.items()}
+            load_start(model, self.objective.start_state(self.config, states), self.sources,
+                       cfg.model_overrides)
+        model = model.to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
@@ -430,6 +455,7 @@ class Trainer:
             with explained_export(self.run_dir, export, model_state, together=True):
                 if self.info.is_main:
                     self.objective.export(model_state, self.config, self.run_dir, export)
+                    finish_export(export, self.run_dir, self.cfg, self.sources)
         self.logger.close()
         barrier()
 

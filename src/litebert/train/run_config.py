@@ -49,8 +49,18 @@ COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
 
 @dataclass
 class PretrainConfig:
-    model: str = option("tiny", "model size, a preset of litebert.config.PRESETS",
-                        choices=PRESETS)
+    model: str = option("tiny", "model size, a preset of litebert.config.PRESETS (not read "
+                                "with --from, which gives the model)", choices=PRESETS)
+    start_from: str | None = option(
+        None, "start from this model directory's weights and shape instead of a preset "
+              "(continued pre-training): a transformers or litebert model directory of any "
+              "family, a run directory (its export) or an ELECTRA export; the data must be "
+              "built with its tokenizer (`litebert data build --tokenizer DIR`); the export "
+              "keeps its class, layout and files (litebert.train.start_from)", flag="--from")
+    generator_from: str | None = option(
+        None, "ELECTRA with --from: the generator's model directory (a masked LM of the same "
+              "family); default: the generator of an ELECTRA export given to --from, else a "
+              "new one")
     objective: ObjectiveConfig = option(
         help="what is trained and its own fields (litebert.objectives): {name: mlm} = "
              "masked-LM plus the data's sentence-pair task; {name: electra, ...} = ELECTRA's "
@@ -166,6 +176,9 @@ class PretrainConfig:
         for ok, name, why in checks:
             if not ok:
                 raise RunConfigError(f"pretrain config {name}={getattr(self, name)!r}: {why}")
+        if self.generator_from is not None and self.start_from is None:
+            raise RunConfigError(f"pretrain config generator_from={self.generator_from!r}: "
+                                 f"give the discriminator with --from too")
         if self.data is not None:
             try:
                 parse_data(self.data)

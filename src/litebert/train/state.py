@@ -40,6 +40,7 @@ from litebert.train import checkpoint
 from litebert.train.feed import DataPosition
 from litebert.train.lamb import Lamb
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
+from litebert.train.start_from import finish_export
 from litebert.write_errors import explained_write
 
 
@@ -263,7 +264,10 @@ def export_run(run_dir: str | Path, out_dir: str | Path | None = None,
     config = ModelConfig.from_dict(saved["model_config"], source=str(found[-1] / "state.json"))
     out = Path(out_dir or run_dir / "export")
     with explained_export(run_dir, out, model_state):
-        return saved_objective(saved).export(model_state, config, run_dir, out, unroll=unroll)
+        written = saved_objective(saved).export(model_state, config, run_dir, out,
+                                                unroll=unroll)
+        finish_export(out, run_dir, saved_run_config(saved.get("config", {})))
+        return written
 
 
 def explained_export(run_dir: Path, out_dir: Path, model_state: dict[str, torch.Tensor],
