@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- recipes ---------------------------------------------------------------------------------
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
-    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "electra-base",
+    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge",
+                              "continue-albert", "continue-bert", "continue-electra",
+                              "continue-modernbert", "continue-roberta", "continue-tiny-cpu",
+                              "continue-xlnet", "electra-base",
                               "electra-small", "electra-tiny-cpu", "modernbert-base",
                               "modernbert-tiny-cpu", "roberta-base", "roberta-tiny-cpu",
                               "tiny-cpu", "xlnet-base", "xlnet-large", "xlnet-tiny-cpu"]
@@ -58,6 +61,11 @@ def test_recipes_live_in_the_package_and_are_found_by_name():
             roberta.max_steps) == ("roberta-base", "mlm", "adamw", (0.9, 0.98), 1e-6, 0.0,
                                    8192, 6e-4, 24_000, 500_000)
     assert load_run_config("roberta-tiny-cpu", {}).model == "roberta-tiny"
+    # Continuing RoBERTa as DAPT does (Gururangan et al. 2020, Appendix B): 12.5k steps of
+    # 2,048, lr 5e-4, 6% warm-up, RoBERTa's Adam.
+    dapt = load_run_config("continue-roberta", {})
+    assert (dapt.max_steps, dapt.batch_size, dapt.lr, dapt.warmup_steps, dapt.betas,
+            dapt.objective.name) == (12_500, 2048, 5e-4, 750, (0.9, 0.98), "mlm")
     xlnet = load_run_config("xlnet-tiny-cpu", {})
     assert (xlnet.model, xlnet.objective.name, xlnet.model_overrides["mem_len"]) == (
         "xlnet-tiny", "plm", 64)
