@@ -17,7 +17,7 @@ import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
 from litebert.model import ModernBertModel
-from litebert.model.hub import _canonical_state
+from litebert.model.hub import canonical_state
 from tests.conftest import randomize
 from tests.model.test_modernbert import hf_modern_config, inputs, modern_config
 
@@ -129,7 +129,7 @@ def test_keys_map_both_ways():
     layer halves are one transformers layer."""
     model = litebert.EncoderForMaskedLM(modern_config())
     config = model.config
-    state = _canonical_state(model)
+    state = canonical_state(model)
     file = {ADAPTER.external_key(key, config): value for key, value in state.items()}
     assert "decoder.bias" in file and "head.dense.weight" in file
     back = ADAPTER.from_file(file, config)  # a file with a decoder: its head.* is the MLM's

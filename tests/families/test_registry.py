@@ -14,7 +14,7 @@ import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, family, layout_for, read_config_dict
 from litebert.model import MODEL_CLASSES, build_backbone
-from litebert.model.hub import CheckpointError, _canonical_state
+from litebert.model.hub import CheckpointError, canonical_state
 from tests.conftest import randomize, small_config
 from tests.families.configs import albert_xlnet_config, electra_config, xlnet_config
 from tests.model.test_hub import outputs_equal
@@ -62,7 +62,7 @@ def test_keys_map_there_and_back_for_every_class(name):
         except ConfigError:  # a head this backbone cannot carry (the permutation LM: XLNet's)
             assert cls_name == "EncoderForPermutationLM" and config.backbone != "xlnet"
             continue
-        keys = list(_canonical_state(model))
+        keys = list(canonical_state(model))
         external = [adapter.external_key(k, config) for k in keys]
         assert len(set(external)) == len(keys), f"{cls_name}: two keys map to one"
         assert [adapter.internal_key(k, config) for k in external] == keys, cls_name

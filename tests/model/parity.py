@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from litebert.families import FamilyAdapter
-from litebert.model.hub import _canonical_state
+from litebert.model.hub import canonical_state
 from tests.conftest import make_inputs, mlm_labels
 
 ATOL = 1e-5
@@ -105,7 +105,7 @@ def assert_same_gradients(ours, theirs, head: str, num_labels: int,
     their_grads = {n: p.grad for n, p in theirs.named_parameters()}
     ours_params = dict(ours.named_parameters())
     bare = not hasattr(ours, "albert")
-    for name in _canonical_state(ours):
+    for name in canonical_state(ours):
         their_name = family.external_key(name, ours.config)
         if bare:
             their_name = their_name.removeprefix(family.prefix)

@@ -23,7 +23,7 @@ from litebert.config import ConfigError
 from litebert.data.attention_layout import with_unpadded_rows
 from litebert.families import FAMILIES
 from litebert.model import ModernBertModel, unroll
-from litebert.model.hub import _canonical_state
+from litebert.model.hub import canonical_state
 from litebert.tasks.layer_decay import parameter_depths
 from tests.conftest import randomize
 from tests.model.test_layers import windowed_varlen_reference
@@ -273,7 +273,7 @@ def test_presets_have_transformers_parameter_count(preset, hf_sizes):
         ours = ModernBertModel(litebert.ModelConfig.from_preset(preset))
         theirs = transformers.ModernBertModel(transformers.ModernBertConfig(**hf_sizes))
     assert ours.num_parameters() == theirs.num_parameters()
-    assert {k: tuple(v.shape) for k, v in ADAPTER.to_file(_canonical_state(ours),
+    assert {k: tuple(v.shape) for k, v in ADAPTER.to_file(canonical_state(ours),
                                                           ours.config).items()} == {
         "model." + k: tuple(v.shape) for k, v in theirs.state_dict().items()}
 

@@ -15,7 +15,7 @@ import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES
 from litebert.model import unroll
-from litebert.model.hub import _canonical_state
+from litebert.model.hub import canonical_state
 from litebert.tasks.layer_decay import parameter_depths
 from tests.conftest import randomize
 from tests.families.configs import albert_xlnet_config, hf_xlnet_config, xlnet_config
@@ -102,7 +102,7 @@ def assert_same_gradients(ours, theirs, what=""):
     canonical = {("albert." + k if bare else k): g for k, g in grads.items() if g is not None}
     mapped = XLNET.to_file(canonical, ours.config)
     their = {("transformer." + k if bare else k): p.grad for k, p in theirs.named_parameters()}
-    assert len(mapped) + len(unused) == len(_canonical_state(ours))
+    assert len(mapped) + len(unused) == len(canonical_state(ours))
     assert all(their["transformer.mask_emb"] is None for _ in unused)
     for key, grad in mapped.items():
         assert bool(grad.abs().sum() > 0), f"{what}: zero gradient for {key}"

@@ -50,7 +50,7 @@ def external_key(key: str, config: ModelConfig) -> str:
     return layout_for(config)[0].external_key(key, config)
 
 
-def _canonical_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+def canonical_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """State dict with the `albert.` prefix also for a bare backbone."""
     state = model.state_dict()
     if hasattr(model, "albert"):
@@ -84,7 +84,7 @@ def save_pretrained(model: torch.nn.Module, directory: str | Path, *,
     if why is not None:
         _say_layout(family, why, config, directory, name)
     tensors = {}
-    for key, value in family.to_file(_canonical_state(model), config).items():
+    for key, value in family.to_file(canonical_state(model), config).items():
         if _bare(model) and key.startswith(family.prefix):
             key = key[len(family.prefix):]  # transformers saves a bare backbone without it
         tensors[key] = value.detach().contiguous().cpu()
@@ -201,7 +201,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
         raise ConfigError(f"{config_file(directory)}: {err}") from None
     state, source = read_weights(directory)
     model = cls(config)
-    ours = _canonical_state(model)
+    ours = canonical_state(model)
     roots = tuple(sorted({key.split(".")[0] for key in model.base_model.state_dict()}))
     loaded = _match(family.from_file(_with_prefix(state, family, roots), config), ours,
                     family, config, source)

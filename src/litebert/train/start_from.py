@@ -38,7 +38,10 @@ from litebert.model.hub import (
     WEIGHTS_INDEX_NAME,
     WEIGHTS_NAME,
     CheckpointError,
+    canonical_state,
+    extra_heads,
     read_canonical,
+    read_config,
     save_extra_heads,
 )
 from litebert.tokenization import Tokenizer, TokenizerError
@@ -176,9 +179,13 @@ def load_start(model: nn.Module, state: dict[str, torch.Tensor], sources: Source
     own = model.state_dict()
     unused = [f"{s.directory.name}/{k}" for s in sources.values() for k in s.unused]
     loaded: dict[str, torch.Tensor] = {}
+    # A file may give one tensor under two names (ModernBERT's MLM head is also its
+    # classifiers' `head.*`): a name the module lacks is unused only if no other was loaded.
+    wanted = {id(v) for k, v in state.items() if k in own}
     for key, value in state.items():
         if key not in own:
-            unused.append(key)
+            if id(value) not in wanted:
+                unused.append(key)
             continue
         if tuple(value.shape) != tuple(own[key].shape):
             raise CheckpointError(_shape_sentence(key, value, own[key], sources, overrides))
@@ -251,15 +258,20 @@ def export_as_sources(export: Path, sources: Sources, keep_tokenizer: bool) -> N
 
 def _as_class(directory: Path, class_name: str) -> None:
     """Re-save an exported directory as our class `class_name`, keeping the heads it lacks."""
-    config, state, _, _ = read_canonical(directory)
-    if named_class(config) == class_name:
+    config = read_config(directory)
+    written = named_class(config) or BACKBONE_CLASS
+    if written == class_name:
         return
+    # Read back through the class written: its keys once (a file may alias a head, as
+    # ModernBERT's MLM head is also its classifiers' `head.*`), and the heads kept beside.
+    state = {**canonical_state(model_class(written, config).from_pretrained(directory)),
+             **extra_heads(directory)}
     model = model_class(class_name, config)(config)
+    own = set(canonical_state(model))
     bare = class_name == BACKBONE_CLASS
-    own = {f"albert.{k}" if bare else k for k in model.state_dict()}
+    model.load_state_dict({(k[len("albert."):] if bare else k): v for k, v in state.items()
+                           if k in own})
     kept = {k: v for k, v in state.items() if k not in own}
-    wanted = {(k[len("albert."):] if bare else k): v for k, v in state.items() if k in own}
-    model.load_state_dict(wanted)
     (directory / EXTRA_HEADS_NAME).unlink(missing_ok=True)
     model.save_pretrained(directory)
     if kept:
