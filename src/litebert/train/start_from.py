@@ -252,19 +252,21 @@ def export_as_sources(export: Path, sources: Sources, keep_tokenizer: bool) -> N
     written = role_directories(export)
     for role, source in sources.items():
         if role in written:
-            _as_class(written[role], source.class_name)
+            _as_class(written[role], source)
             _copy_files(source.directory, written[role], keep_tokenizer)
 
 
-def _as_class(directory: Path, class_name: str) -> None:
-    """Re-save an exported directory as our class `class_name`, keeping the heads it lacks."""
-    config = read_config(directory)
+def _as_class(directory: Path, source: SourceModel) -> None:
+    """Re-save an exported directory as the source's class, keeping the heads it lacks; what
+    the export left out (a pooler that MLM alone never trains) is the source's, unchanged."""
+    config, class_name = read_config(directory), source.class_name
     written = named_class(config) or BACKBONE_CLASS
     if written == class_name:
         return
     # Read back through the class written: its keys once (a file may alias a head, as
     # ModernBERT's MLM head is also its classifiers' `head.*`), and the heads kept beside.
-    state = {**canonical_state(model_class(written, config).from_pretrained(directory)),
+    state = {**source.state,
+             **canonical_state(model_class(written, config).from_pretrained(directory)),
              **extra_heads(directory)}
     model = model_class(class_name, config)(config)
     own = set(canonical_state(model))
