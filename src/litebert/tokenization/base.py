@@ -66,6 +66,17 @@ def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Pat
     return dataclasses.replace(defaults or TextSettings(), **values)
 
 
+def pieces_by_id(vocab: dict[str, int], path: Path) -> list[str]:
+    """Tokens by id; the ids must be 0 .. V-1, each once."""
+    pieces: list[str | None] = [None] * len(vocab)
+    for token, i in vocab.items():
+        if not 0 <= i < len(vocab) or pieces[i] is not None:
+            raise TokenizerError(f"{path}: token ids must be 0 .. {len(vocab) - 1}, each "
+                                 f"once; {token!r} has id {i}")
+        pieces[i] = token
+    return [p for p in pieces if p is not None]
+
+
 @dataclass(frozen=True)
 class PairTemplate:
     """How one or two token sequences become a model input; each backend owns one.

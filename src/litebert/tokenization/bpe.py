@@ -27,6 +27,7 @@ from litebert.tokenization.base import (
     TextSettings,
     TokenizerError,
     TokenizersLibraryEncoding,
+    pieces_by_id,
     read_json,
 )
 from litebert.tokenization.bpe_flavours import flavour_of
@@ -57,7 +58,7 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         self.flavour = flavour_of(lambda token: token in vocab)
         self.special_names = self.flavour.special_names
         self.pair_separators = self.flavour.pair_separators
-        self.pieces = _pieces(vocab, path)
+        self.pieces = pieces_by_id(vocab, path)
         self.merges = merges
         try:  # RobertaTokenizer's model: no unknown token, no dropout, no prefixes
             model = BPE(vocab, merges, dropout=None, continuing_subword_prefix="",
@@ -198,14 +199,3 @@ def _checked_vocab(vocab: Any, path: Path) -> dict[str, int]:
         raise TokenizerError(f"{path}: not a byte-level BPE vocabulary: {len(missing)} of the "
                              f"256 byte tokens are missing (e.g. {missing[0]!r})")
     return dict(vocab)
-
-
-def _pieces(vocab: dict[str, int], path: Path) -> list[str]:
-    """Tokens by id; the ids must be 0 .. V-1, each once."""
-    pieces: list[str | None] = [None] * len(vocab)
-    for token, i in vocab.items():
-        if not 0 <= i < len(vocab) or pieces[i] is not None:
-            raise TokenizerError(f"{path}: token ids must be 0 .. {len(vocab) - 1}, each "
-                                 f"once; {token!r} has id {i}")
-        pieces[i] = token
-    return [p for p in pieces if p is not None]

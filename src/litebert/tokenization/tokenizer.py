@@ -38,6 +38,7 @@ from litebert.tokenization.bpe import (
 )
 from litebert.tokenization.hf_json import TOKENIZER_JSON
 from litebert.tokenization.sentencepiece import SentencePieceBackend
+from litebert.tokenization.unigram_json import UnigramJsonBackend
 from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
 
 log = logging.getLogger("litebert")
@@ -46,8 +47,10 @@ log = logging.getLogger("litebert")
 _CLASS_PREFIXES = {"sentencepiece": ("Albert", "XLNet", "T5", "Camembert"),
                    "wordpiece": ("Bert", "DistilBert", "Electra", "MobileBert"),
                    "bpe": ("Roberta", "GPT2", "Bart", "Longformer")}
-_LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), or {VOCAB_JSON} + "
-               f"{MERGES_TXT} or a BPE {TOKENIZER_JSON} (byte-level BPE)")
+_LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), {VOCAB_JSON} + "
+               f"{MERGES_TXT} (byte-level BPE), or a {TOKENIZER_JSON} of one of these")
+# tokenizer.json's model type -> backend kind.
+_JSON_MODELS = {"BPE": "bpe", "WordPiece": "wordpiece", "Unigram": "sentencepiece"}
 
 
 class Tokenizer:
@@ -80,12 +83,14 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **settings: Any) -> Tokenizer:
-        """A bare SentencePiece model, WordPiece vocab.txt (suffix .txt), or byte-level BPE
-        vocab.json (merges.txt beside it) or tokenizer.json (suffix .json)."""
+        """A bare SentencePiece model, WordPiece vocab.txt (suffix .txt), byte-level BPE
+        vocab.json (merges.txt beside it), or a tokenizer.json (suffix .json) of one of these."""
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"{path}: no such tokenizer file")
         kind = {".txt": "wordpiece", ".json": "bpe"}.get(path.suffix, "sentencepiece")
+        if path.suffix == ".json":  # a vocab.json has no model: byte-level BPE
+            kind = _JSON_MODELS.get(tokenizer_json_model(path), "bpe")
         return cls(_backend(kind, path, {}, settings, path), path)
 
     def save_pretrained(self, directory: str | Path) -> Path:
@@ -384,27 +389,33 @@ def _first_id(backend: Backend, names: Sequence[str]) -> int | None:
 
 
 def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path]:
-    """(backend kind, the file it reads) for a tokenizer directory."""
+    """(backend kind, the file it reads) for a tokenizer directory: a vocabulary file, else
+    its tokenizer.json (all transformers 5 saves)."""
     found = {kind: path for kind, path in (
         ("sentencepiece", directory / SPIECE_NAME), ("wordpiece", directory / VOCAB_NAME),
         ("bpe", bpe_source(directory, look_inside=False))) if path is not None and path.is_file()}
     named = str(config.get("tokenizer_class") or "")
     wanted = next((kind for kind, prefixes in _CLASS_PREFIXES.items()
                    if named.startswith(prefixes)), None)
-    if wanted == "bpe" and "bpe" not in found:  # a BPE tokenizer.json alone, say
-        path = bpe_source(directory, look_inside=True)
-        found.update({"bpe": path} if path is not None else {})
+    if wanted not in found:  # a tokenizer.json alone, say
+        json_kind = _tokenizer_json_kind(directory)
+        if json_kind is not None and json_kind not in found:
+            found[json_kind] = directory / TOKENIZER_JSON
     if found:
         return (wanted, found[wanted]) if wanted in found else next(iter(found.items()))
-    path = bpe_source(directory, look_inside=True)
-    if path is not None:
-        return "bpe", path
     if (directory / TOKENIZER_JSON).is_file():
         raise TokenizerError(f"{directory}: {TOKENIZER_JSON} holds a "
                              f"{tokenizer_json_model(directory / TOKENIZER_JSON)} model; "
-                             f"litebert reads it only for byte-level BPE, and otherwise needs "
-                             f"{SPIECE_NAME} (SentencePiece) or {VOCAB_NAME} (WordPiece)")
+                             f"litebert reads BPE (byte-level), Unigram and WordPiece ones")
     raise TokenizerError(f"{directory}: no tokenizer files; expected {_LOOKED_FOR}")
+
+
+def _tokenizer_json_kind(directory: Path) -> str | None:
+    """The backend kind of DIR/tokenizer.json's model, None without one litebert reads."""
+    path = directory / TOKENIZER_JSON
+    if not path.is_file():
+        return None
+    return _JSON_MODELS.get(tokenizer_json_model(path))
 
 
 def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str, Any],
@@ -414,9 +425,22 @@ def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str,
         return ByteLevelBPEBackend(path)
     if kind == "wordpiece":
         return WordPieceBackend(path, read_settings(config, overrides, config_path))
+    if path.suffix == ".json":
+        return _unigram_json(path, config, overrides, config_path)
     # The defaults are those of the vocabulary's layout: XLNet's is cased.
     return SentencePieceBackend(
         path, lambda defaults: read_settings(config, overrides, config_path, defaults))
+
+
+def _unigram_json(path: Path, config: dict[str, Any], overrides: dict[str, Any],
+                  config_path: Path) -> Backend:
+    """A Unigram tokenizer.json: its own pipeline decides the text rules."""
+    if overrides:
+        raise TokenizerError(f"{path}: text settings ({', '.join(sorted(overrides))}) do not "
+                             f"apply to a {TOKENIZER_JSON}, whose pipeline decides them; "
+                             f"use its {SPIECE_NAME}")
+    return UnigramJsonBackend(path, read_json(path),
+                              lambda defaults: read_settings(config, {}, config_path, defaults))
 
 
 def _check_bpe_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> None:

@@ -17,6 +17,8 @@ from litebert.tokenization.base import (
     TextSettings,
     TokenizerError,
     TokenizersLibraryEncoding,
+    pieces_by_id,
+    read_json,
 )
 from litebert.tokenization.hf_json import add_special_tokens, template_processing
 
@@ -35,16 +37,15 @@ class WordPieceBackend(TokenizersLibraryEncoding):
         "mask": ("[MASK]",)}
 
     def __init__(self, path: Path, settings: TextSettings):
+        """path: a vocab.txt, or a tokenizer.json with a WordPiece model (transformers 5
+        saves no vocab.txt; its BertTokenizer rebuilds BERT's pipeline around the
+        vocabulary from tokenizer_config.json's settings, as this backend does)."""
         self.path = path
         self.settings = settings
-        self.vocab_bytes = path.read_bytes()
-        try:  # BERT's load_vocab: text mode (universal newlines), one token a line
-            text = self.vocab_bytes.decode("utf-8")
-            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        except UnicodeDecodeError as err:
-            raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = _json_vocab(path) if path.suffix == ".json" else _read_vocab_txt(path)
+        # The same vocabulary gives the same bytes, whichever file it came from.
+        self.vocab_bytes = "".join(f"{line}\n" for line in lines).encode("utf-8") \
+            if path.suffix == ".json" else path.read_bytes()
         self.pieces = lines
         vocab = {token: i for i, token in enumerate(lines)}
         if "[UNK]" not in vocab:
@@ -91,3 +92,31 @@ class WordPieceBackend(TokenizersLibraryEncoding):
         tokenizes to them (BertPreTokenizer splits "[" off), so masking never draws them."""
         return np.array([len(p) > 2 and p[0] == "[" and p[-1] == "]" for p in self.pieces],
                         dtype=bool)
+
+
+def _read_vocab_txt(path: Path) -> list[str]:
+    """BERT's load_vocab: text mode (universal newlines), one token a line."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise TokenizerError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _json_vocab(path: Path) -> list[str]:
+    """The tokens by id of a tokenizer.json's WordPiece model, its added tokens beyond them
+    included."""
+    data = read_json(path)
+    model = data.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("vocab"), dict):
+        raise TokenizerError(f"{path}: no WordPiece model with a vocabulary")
+    vocab = dict(model["vocab"])
+    for token in data.get("added_tokens") or []:
+        if isinstance(token, dict) and isinstance(token.get("id"), int):
+            vocab.setdefault(str(token.get("content")), token["id"])
+    if not all(isinstance(i, int) for i in vocab.values()):
+        raise TokenizerError(f"{path}: model.vocab must map tokens to integer ids")
+    return pieces_by_id(vocab, path)
