@@ -14,6 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 CONFIG_NAME = "tokenizer_config.json"
+# Beside a tokenizer.json with added words: each one's id and former pieces (added_tokens.py).
+ADDED_TOKENS_NAME = "litebert_added_tokens.json"
 
 
 class TokenizerError(ValueError):
@@ -157,6 +159,7 @@ class Backend(Protocol):
     settings: TextSettings
     pieces: list[str]  # token of each id
     word_start: np.ndarray  # (V,) bool: the id begins a word wherever it stands
+    extra: list[dict[str, Any]]  # added tokens that are not special (words, hf_json.extra_tokens)
 
     def content(self) -> bytes:
         """Everything the backend read, for the fingerprint."""

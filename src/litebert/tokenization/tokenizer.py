@@ -21,6 +21,7 @@ from litebert.cpus import usable_cpus
 from litebert.files import atomic_write
 from litebert.tokenization.albert_text import SPIECE_NAME
 from litebert.tokenization.base import (
+    ADDED_TOKENS_NAME,
     CONFIG_NAME,
     Backend,
     PairTemplate,
@@ -36,7 +37,7 @@ from litebert.tokenization.bpe import (
     bpe_source,
     tokenizer_json_model,
 )
-from litebert.tokenization.hf_json import TOKENIZER_JSON
+from litebert.tokenization.hf_json import TOKENIZER_JSON, extra_tokens
 from litebert.tokenization.sentencepiece import SentencePieceBackend
 from litebert.tokenization.unigram_json import UnigramJsonBackend
 from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
@@ -101,6 +102,9 @@ class Tokenizer:
         self._backend.save(directory)
         specials = self._special_tokens()
         config = {**self._backend.hf_config(specials), "padding_side": self.padding_side}
+        if self._backend.extra:  # transformers' own classes would rebuild the pipeline
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            self._copy_added_record(directory)
         atomic_write(directory / CONFIG_NAME,
                      json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         try:
@@ -111,6 +115,13 @@ class Tokenizer:
             return directory
         atomic_write(directory / TOKENIZER_JSON, hf.to_str(pretty=True) + "\n")
         return directory
+
+    def _copy_added_record(self, directory: Path) -> None:
+        """litebert_added_tokens.json (added_tokens.py) goes along with the added words."""
+        record = self.path.parent / ADDED_TOKENS_NAME
+        target = directory / ADDED_TOKENS_NAME
+        if record.is_file() and not (target.exists() and target.samefile(record)):
+            atomic_write(target, record.read_bytes())
 
     def _special_tokens(self) -> dict[str, str]:
         """{"cls": "[CLS]", ...} for the special tokens the vocabulary has."""
@@ -242,6 +253,10 @@ class Tokenizer:
         if isinstance(tokens, str):
             return self._token_id(tokens)
         return [self._token_id(t) for t in tokens]
+
+    def has_token(self, token: str) -> bool:
+        """Whether `token` is in the vocabulary (convert_tokens_to_ids gives unk otherwise)."""
+        return self._backend.token_to_id(token) is not None
 
     def _token_id(self, token: str) -> int:
         found = self._backend.token_to_id(token)
@@ -397,6 +412,9 @@ def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path
     named = str(config.get("tokenizer_class") or "")
     wanted = next((kind for kind, prefixes in _CLASS_PREFIXES.items()
                    if named.startswith(prefixes)), None)
+    words_added = _tokenizer_json_kind(directory, with_added_words=True)
+    if words_added is not None:  # only tokenizer.json holds added words
+        return words_added, directory / TOKENIZER_JSON
     if wanted not in found:  # a tokenizer.json alone, say
         json_kind = _tokenizer_json_kind(directory)
         if json_kind is not None and json_kind not in found:
@@ -410,12 +428,17 @@ def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path
     raise TokenizerError(f"{directory}: no tokenizer files; expected {_LOOKED_FOR}")
 
 
-def _tokenizer_json_kind(directory: Path) -> str | None:
-    """The backend kind of DIR/tokenizer.json's model, None without one litebert reads."""
+def _tokenizer_json_kind(directory: Path, with_added_words: bool = False) -> str | None:
+    """The backend kind of DIR/tokenizer.json's model, None without one litebert reads (or,
+    with_added_words, when it has no added tokens that are not special)."""
     path = directory / TOKENIZER_JSON
     if not path.is_file():
         return None
-    return _JSON_MODELS.get(tokenizer_json_model(path))
+    data = read_json(path)
+    if with_added_words and not extra_tokens(data):
+        return None
+    model = data.get("model")
+    return _JSON_MODELS.get(str(model.get("type")) if isinstance(model, dict) else "")
 
 
 def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str, Any],

@@ -29,7 +29,11 @@ from litebert.tokenization.base import (
     TokenizersLibraryEncoding,
     pieces_by_id,
 )
-from litebert.tokenization.hf_json import add_special_tokens, template_processing
+from litebert.tokenization.hf_json import (
+    add_special_tokens,
+    extra_tokens,
+    template_processing,
+)
 from litebert.tokenization.layouts import layout_of
 
 # The parts of tokenizer.json that decide the ids of a text (the fingerprint's input).
@@ -58,6 +62,7 @@ class UnigramJsonBackend(TokenizersLibraryEncoding):
         self.tk.no_padding()
         self.tk.no_truncation()
         self.vocab = self.tk.get_vocab(with_added_tokens=True)
+        self.extra = extra_tokens(data)
         self.pieces = pieces_by_id(self.vocab, path)
         self.layout = layout_of(lambda piece: piece in self.vocab)
         self.cls_last, self.pad_type_id = self.layout.cls_last, self.layout.pad_type_id

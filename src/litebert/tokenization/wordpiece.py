@@ -3,6 +3,7 @@ its ids are those of transformers' BertTokenizer."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,12 @@ from litebert.tokenization.base import (
     pieces_by_id,
     read_json,
 )
-from litebert.tokenization.hf_json import add_special_tokens, template_processing
+from litebert.tokenization.hf_json import (
+    add_extra_tokens,
+    add_special_tokens,
+    extra_tokens,
+    template_processing,
+)
 
 VOCAB_NAME = "vocab.txt"
 
@@ -42,11 +48,13 @@ class WordPieceBackend(TokenizersLibraryEncoding):
         vocabulary from tokenizer_config.json's settings, as this backend does)."""
         self.path = path
         self.settings = settings
-        lines = _json_vocab(path) if path.suffix == ".json" else _read_vocab_txt(path)
+        data = read_json(path) if path.suffix == ".json" else None
+        lines = _json_vocab(data, path) if data is not None else _read_vocab_txt(path)
         # The same vocabulary gives the same bytes, whichever file it came from.
         self.vocab_bytes = "".join(f"{line}\n" for line in lines).encode("utf-8") \
-            if path.suffix == ".json" else path.read_bytes()
-        self.pieces = lines
+            if data is not None else path.read_bytes()
+        self.extra = extra_tokens(data) if data is not None else []
+        self.pieces = lines + [t["content"] for t in self.extra]
         vocab = {token: i for i, token in enumerate(lines)}
         if "[UNK]" not in vocab:
             raise TokenizerError(f"{path}: a WordPiece vocabulary needs an [UNK] line")
@@ -56,14 +64,17 @@ class WordPieceBackend(TokenizersLibraryEncoding):
             strip_accents=settings.strip_accents, lowercase=settings.do_lower_case)
         self.tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         self.tk.decoder = decoders.WordPiece(prefix="##")
-        self.vocab = vocab
+        add_extra_tokens(self.tk, self.extra, str(path))
+        self.vocab = self.tk.get_vocab(with_added_tokens=True)
         self.word_start = np.array([not p.startswith("##") for p in self.pieces])
 
     # ---- files --------------------------------------------------------------------------------
 
     def content(self) -> bytes:
         """Everything this backend read (the fingerprint's input)."""
-        return self.vocab_bytes
+        if not self.extra:
+            return self.vocab_bytes
+        return self.vocab_bytes + json.dumps(self.extra, sort_keys=True).encode("utf-8")
 
     def save(self, directory: Path) -> None:
         target = directory / VOCAB_NAME
@@ -106,16 +117,15 @@ def _read_vocab_txt(path: Path) -> list[str]:
     return lines
 
 
-def _json_vocab(path: Path) -> list[str]:
-    """The tokens by id of a tokenizer.json's WordPiece model, its added tokens beyond them
-    included."""
-    data = read_json(path)
+def _json_vocab(data: dict, path: Path) -> list[str]:
+    """The tokens by id of a tokenizer.json's WordPiece model, the special tokens added
+    beyond them included (extra_tokens gives the others)."""
     model = data.get("model")
     if not isinstance(model, dict) or not isinstance(model.get("vocab"), dict):
         raise TokenizerError(f"{path}: no WordPiece model with a vocabulary")
     vocab = dict(model["vocab"])
     for token in data.get("added_tokens") or []:
-        if isinstance(token, dict) and isinstance(token.get("id"), int):
+        if isinstance(token, dict) and token.get("special") and isinstance(token.get("id"), int):
             vocab.setdefault(str(token.get("content")), token["id"])
     if not all(isinstance(i, int) for i in vocab.values()):
         raise TokenizerError(f"{path}: model.vocab must map tokens to integer ids")
