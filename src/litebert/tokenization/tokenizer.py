@@ -412,13 +412,11 @@ def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path
     named = str(config.get("tokenizer_class") or "")
     wanted = next((kind for kind, prefixes in _CLASS_PREFIXES.items()
                    if named.startswith(prefixes)), None)
-    words_added = _tokenizer_json_kind(directory, with_added_words=True)
-    if words_added is not None:  # only tokenizer.json holds added words
-        return words_added, directory / TOKENIZER_JSON
-    if wanted not in found:  # a tokenizer.json alone, say
-        json_kind = _tokenizer_json_kind(directory)
-        if json_kind is not None and json_kind not in found:
-            found[json_kind] = directory / TOKENIZER_JSON
+    json_kind, words_added = _tokenizer_json_kind(directory)
+    if json_kind is not None and words_added:  # only tokenizer.json holds added words
+        return json_kind, directory / TOKENIZER_JSON
+    if json_kind is not None and wanted not in found and json_kind not in found:
+        found[json_kind] = directory / TOKENIZER_JSON  # a tokenizer.json alone, say
     if found:
         return (wanted, found[wanted]) if wanted in found else next(iter(found.items()))
     if (directory / TOKENIZER_JSON).is_file():
@@ -428,17 +426,16 @@ def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path
     raise TokenizerError(f"{directory}: no tokenizer files; expected {_LOOKED_FOR}")
 
 
-def _tokenizer_json_kind(directory: Path, with_added_words: bool = False) -> str | None:
-    """The backend kind of DIR/tokenizer.json's model, None without one litebert reads (or,
-    with_added_words, when it has no added tokens that are not special)."""
+def _tokenizer_json_kind(directory: Path) -> tuple[str | None, bool]:
+    """The backend kind of DIR/tokenizer.json's model (None without one litebert reads), and
+    whether it holds added words (added tokens that are not special)."""
     path = directory / TOKENIZER_JSON
     if not path.is_file():
-        return None
+        return None, False
     data = read_json(path)
-    if with_added_words and not extra_tokens(data):
-        return None
     model = data.get("model")
-    return _JSON_MODELS.get(str(model.get("type")) if isinstance(model, dict) else "")
+    kind = _JSON_MODELS.get(str(model.get("type")) if isinstance(model, dict) else "")
+    return kind, bool(extra_tokens(data))
 
 
 def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str, Any],
