@@ -61,3 +61,39 @@ def _table_cache_in_tmp(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(table_cache, "default_table_cache", lambda: tables)
         yield
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizer_dir(tmp_path_factory):
+    """hf_tokenizer_dir(family, layout="tokenizer.json"): a tokenizer directory as
+    transformers writes it (tests/hf_dirs.py), written once per session; read it only."""
+    from tests import hf_dirs
+
+    made: dict[tuple[str, str], object] = {}
+
+    def make(family: str, layout: str = "tokenizer.json"):
+        if (family, layout) not in made:
+            folder = tmp_path_factory.mktemp(f"hf-{family}-tokenizer")
+            made[family, layout] = hf_dirs.write_tokenizer_dir(family, layout, folder)
+        return made[family, layout]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def hf_model_dir(tmp_path_factory):
+    """hf_model_dir(family, head_class=None, layout="tokenizer.json"): a transformers model
+    directory with random weights and its tokenizer (tests/hf_dirs.py), written once per
+    session; read it only (copy it to change it)."""
+    from tests import hf_dirs
+
+    made: dict[tuple[str, str | None, str], object] = {}
+
+    def make(family: str, head_class: str | None = None, layout: str = "tokenizer.json"):
+        key = (family, head_class, layout)
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"hf-{family}-model")
+            made[key] = hf_dirs.write_model_dir(family, folder, head_class, layout)
+        return made[key]
+
+    return make

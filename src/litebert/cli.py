@@ -59,7 +59,7 @@ def cmd_data_build(args: argparse.Namespace) -> None:
 
     cfg = BuildConfig(**given(args, BuildConfig))
     manifest = build(args.inputs, args.tokenizer, args.out, cfg, workers=args.workers,
-                     force=args.force, shard=args.shard)
+                     force=args.force, shard=args.shard, add_tokens=args.add_tokens)
     shown = ("config_hash", "shard", "counts", "splits", "seconds")
     print(json.dumps({k: manifest[k] for k in shown if k in manifest}, indent=2))
     print(manifest.get("corpus_summary", ""))
@@ -390,6 +390,12 @@ def _add_data_commands(sub) -> None:
                    help="a tokenizer directory: spiece.model, vocab.txt or byte-level BPE "
                         "files (required)")
     p.add_argument("--out", required=True, help="the data directory to write (required)")
+    p.add_argument("--add-tokens", default=None, metavar="FILE",
+                   help="a text file of words, one a line, to add to the tokenizer as whole "
+                        "tokens (ids from its size upward; words it has as one token are "
+                        "skipped); the data directory's tokenizer/ is the extended one, with "
+                        "litebert_added_tokens.json giving each new id's former pieces "
+                        "(default: none)")
     add_options(p, BuildConfig)
     p.add_argument("--workers", type=int, default=usable_cpus(), metavar="N",
                    help="tokenizer processes (default: the CPUs this process may use, %(default)s "

@@ -174,10 +174,15 @@ def test_directory_detection(bbc_bpe, bbc_sentencepiece, bbc_wordpiece, tmp_path
     (tmp_path / "empty").mkdir()
     with pytest.raises(TokenizerError, match="spiece.model.*vocab.txt.*vocab.json.*merges.txt"):
         Tokenizer.from_pretrained(tmp_path / "empty")
-    unigram = tmp_path / "unigram"
+    unigram = tmp_path / "unigram"  # a tokenizer.json alone, as transformers 5 saves
     unigram.mkdir()
     shutil.copy(tmp_path / "sentencepiece" / "tokenizer.json", unigram)
-    with pytest.raises(TokenizerError, match="tokenizer.json holds a Unigram model"):
+    from_json = Tokenizer.from_pretrained(unigram)
+    assert from_json.kind == "sentencepiece" and from_json.path.name == "tokenizer.json"
+    text = "The committee met in London (twice) in 1999."
+    assert from_json(text) == bbc_sentencepiece(text)
+    (unigram / "tokenizer.json").write_text('{"model": {"type": "WordLevel"}}')
+    with pytest.raises(TokenizerError, match="tokenizer.json holds a WordLevel model"):
         Tokenizer.from_pretrained(unigram)
 
 

@@ -51,9 +51,11 @@ removed first on a rebuild and written last, so a killed build never looks compl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,7 @@ from litebert.data.splits import build_splits
 from litebert.files import atomic_write_json, damaged_files, exclusive, expand_inputs
 from litebert.readers import CorpusStats, empty_corpus
 from litebert.tokenization import Tokenizer
+from litebert.tokenization.added_tokens import extend_tokenizer, read_word_list
 
 log = logging.getLogger("litebert")
 
@@ -98,16 +101,39 @@ def read_manifest(directory: str | Path, fmt: str = FORMAT) -> dict[str, Any] | 
 
 def build(inputs: list[str | Path], tokenizer_dir: str | Path, out: str | Path,
           cfg: BuildConfig, workers: int = 1, force: bool = False,
-          shard: tuple[int, int] | None = None) -> dict[str, Any]:
+          shard: tuple[int, int] | None = None,
+          add_tokens: str | Path | None = None) -> dict[str, Any]:
     """Build (or find in the cache) the data directory `out`; returns its manifest. With
     `shard` (I, N): pass 1 of the I-th of N runs of the corpus's parts only, into a shard
-    directory for `litebert data merge`."""
+    directory for `litebert data merge`. With `add_tokens` (a word list, one a line): the
+    tokenizer gets these words as whole tokens first (litebert.tokenization.added_tokens);
+    the data directory's tokenizer/ is the extended one."""
     out, tokenizer_dir = Path(out), Path(tokenizer_dir)
     tokenizer = Tokenizer.from_pretrained(tokenizer_dir)
-    with exclusive(out.with_name(f".{out.name}.lock"), str(out)):  # one writer at a time
-        with explained_build(out, expand_inputs(inputs, "corpus input")):
-            return _build_locked(inputs, tokenizer, tokenizer_dir, out, cfg, workers, force,
-                                 shard)
+    with contextlib.ExitStack() as stack:
+        source = str(tokenizer_dir)
+        if add_tokens is not None:  # workers read the extended tokenizer from a scratch folder
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tokenizer-")))
+            tokenizer, tokenizer_dir = _with_added_words(tokenizer, Path(add_tokens), scratch)
+            source += f" + {add_tokens}"
+        with exclusive(out.with_name(f".{out.name}.lock"), str(out)):  # one writer at a time
+            with explained_build(out, expand_inputs(inputs, "corpus input")):
+                manifest = _build_locked(inputs, tokenizer, tokenizer_dir, out, cfg, workers,
+                                         force, shard, source)
+    return manifest
+
+
+def _with_added_words(tokenizer: Tokenizer, word_list: Path, scratch: Path
+                      ) -> tuple[Tokenizer, Path]:
+    """The tokenizer extended with the words of `word_list`, written into `scratch`."""
+    words = read_word_list(word_list)
+    extended, skipped = extend_tokenizer(tokenizer, words, scratch)
+    if skipped:
+        log.warning("%s: %d word(s) already in the vocabulary as one token, skipped: %s",
+                    word_list, len(skipped), ", ".join(skipped[:20]))
+    log.info("%s: %d word(s) added as tokens %d..%d", word_list, len(extended) - len(tokenizer),
+             len(tokenizer), len(extended) - 1)
+    return extended, scratch
 
 
 def _cached(out: Path, manifest: dict[str, Any] | None, key: str,
@@ -127,7 +153,7 @@ def _cached(out: Path, manifest: dict[str, Any] | None, key: str,
 
 def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out: Path,
                   cfg: BuildConfig, workers: int, force: bool,
-                  shard: tuple[int, int] | None) -> dict[str, Any]:
+                  shard: tuple[int, int] | None, source: str) -> dict[str, Any]:
     """build(), holding the directory's lock: the cache check comes after the wait, so a
     process that waited for another's identical build finds it done."""
     manifest = read_manifest(out, FORMAT if shard is None else SHARD_FORMAT)
@@ -147,7 +173,7 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
                                     records)
     header = {"config_hash": key, "config": dataclasses.asdict(cfg),
               "tokenizer": {"fingerprint": tokenizer.fingerprint, "vocab_size": len(tokenizer),
-                            "source": str(tokenizer_dir)},
+                            "source": source},
               "inputs": [str(p) for p in inputs], "input_files": files}
     if shard is not None:
         return _write_shard(out, tokenizer, header, counts, folder.stats, chosen, records,

@@ -9,6 +9,8 @@
 - `tokenizer.py`: the public `Tokenizer` (pairs, truncation, offsets, batch encoding, files)
 - `hf_json.py`: each backend as a `tokenizers` pipeline, saved as `tokenizer.json` for
   transformers (`spm_proto.py` reads the SentencePiece model fields it needs)
+- `vocabulary.py`: whether data and a model share a vocabulary (`check_vocabulary`)
+- `unigram_json.py`: a Unigram tokenizer.json without its spiece.model, run as it is
 - `train.py`: training a SentencePiece model in ALBERT's or XLNet's layout or a byte-level BPE
   in RoBERTa's or ModernBERT's flavour
 """

@@ -14,6 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 
 CONFIG_NAME = "tokenizer_config.json"
+# Beside a tokenizer.json with added words: each one's id and former pieces (added_tokens.py).
+ADDED_TOKENS_NAME = "litebert_added_tokens.json"
 
 
 class TokenizerError(ValueError):
@@ -64,6 +66,17 @@ def read_settings(config: dict[str, Any], overrides: dict[str, Any], source: Pat
             where = source if name not in overrides else "argument"
             raise TokenizerError(f"{where}: {name} must be true or false, got {value!r}")
     return dataclasses.replace(defaults or TextSettings(), **values)
+
+
+def pieces_by_id(vocab: dict[str, int], path: Path) -> list[str]:
+    """Tokens by id; the ids must be 0 .. V-1, each once."""
+    pieces: list[str | None] = [None] * len(vocab)
+    for token, i in vocab.items():
+        if not 0 <= i < len(vocab) or pieces[i] is not None:
+            raise TokenizerError(f"{path}: token ids must be 0 .. {len(vocab) - 1}, each "
+                                 f"once; {token!r} has id {i}")
+        pieces[i] = token
+    return [p for p in pieces if p is not None]
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,7 @@ class Backend(Protocol):
     settings: TextSettings
     pieces: list[str]  # token of each id
     word_start: np.ndarray  # (V,) bool: the id begins a word wherever it stands
+    extra: list[dict[str, Any]]  # added tokens that are not special (words, hf_json.extra_tokens)
 
     def content(self) -> bytes:
         """Everything the backend read, for the fingerprint."""

@@ -27,10 +27,16 @@ from litebert.tokenization.base import (
     TextSettings,
     TokenizerError,
     TokenizersLibraryEncoding,
+    pieces_by_id,
     read_json,
 )
 from litebert.tokenization.bpe_flavours import flavour_of
-from litebert.tokenization.hf_json import TOKENIZER_JSON, add_special_tokens
+from litebert.tokenization.hf_json import (
+    TOKENIZER_JSON,
+    add_extra_tokens,
+    add_special_tokens,
+    extra_tokens,
+)
 
 VOCAB_JSON = "vocab.json"
 MERGES_TXT = "merges.txt"
@@ -54,10 +60,11 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         self.path = path
         self.settings = BPE_SETTINGS
         vocab, merges, self.added = _read(path)
+        self.extra = extra_tokens(read_json(path)) if path.name == TOKENIZER_JSON else []
         self.flavour = flavour_of(lambda token: token in vocab)
         self.special_names = self.flavour.special_names
         self.pair_separators = self.flavour.pair_separators
-        self.pieces = _pieces(vocab, path)
+        self.pieces = pieces_by_id(vocab, path) + [t["content"] for t in self.extra]
         self.merges = merges
         try:  # RobertaTokenizer's model: no unknown token, no dropout, no prefixes
             model = BPE(vocab, merges, dropout=None, continuing_subword_prefix="",
@@ -69,7 +76,8 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         self.tk.decoder = decoders.ByteLevel()
         # Offsets without the "Ġ" a token starts with, as RobertaProcessing trims them.
         self.tk.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=True)
-        self.vocab = vocab
+        add_extra_tokens(self.tk, self.extra, str(path))
+        self.vocab = self.tk.get_vocab(with_added_tokens=True)
         self.word_start = np.array([p.startswith(SPACE) for p in self.pieces], dtype=bool)
 
     # ---- files --------------------------------------------------------------------------------
@@ -79,7 +87,9 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         input): tokens, merges and the ids that stand for no text (added tokens among them).
         A vocab.json + merges.txt pair and the tokenizer.json saved from it give the same."""
         masked = np.flatnonzero(self.special_mask()).tolist()
-        return json.dumps([self.pieces, self.merges, masked], ensure_ascii=False).encode("utf-8")
+        extra = [self.extra] if self.extra else []  # as before added words existed
+        return json.dumps([self.pieces, self.merges, masked, *extra],
+                          ensure_ascii=False).encode("utf-8")
 
     def save(self, directory: Path) -> None:
         vocab = {piece: i for i, piece in enumerate(self.pieces)}
@@ -111,10 +121,11 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
     def special_mask(self) -> np.ndarray:
         """(V,) bool: True for tokens no text encodes to: those that are neither a byte nor the
         result of a merge (<s>, <pad>, </s>, <unk>, <mask>, [CLS], ..., GPT-2's
-        <|endoftext|>), and the tokenizer.json's added tokens."""
+        <|endoftext|>), and the tokenizer.json's special added tokens (added words are text)."""
         made = set(ByteLevel.alphabet()) | {a + b for a, b in self.merges}
-        added = set(self.added)
-        return np.array([p not in made or p in added for p in self.pieces], dtype=bool)
+        added, words = set(self.added), {t["content"] for t in self.extra}
+        return np.array([(p not in made or p in added) and p not in words for p in self.pieces],
+                        dtype=bool)
 
 
 # ---- reading the files -------------------------------------------------------------------------
@@ -181,9 +192,10 @@ def _read_tokenizer_json(data: dict[str, Any], path: Path
               for m in model.get("merges") or []]
     if not all(len(m) == 2 and all(isinstance(t, str) for t in m) for m in merges):
         raise TokenizerError(f"{path}: model.merges must be pairs of tokens")
-    added = []
+    added = []  # the special ones: extra_tokens() gives the others
     for token in data.get("added_tokens") or []:
-        if isinstance(token, dict) and isinstance(token.get("content"), str):
+        if isinstance(token, dict) and isinstance(token.get("content"), str) \
+                and token.get("special", True):
             added.append(token["content"])
             if isinstance(token.get("id"), int):  # they may lie beyond the model's ids
                 vocab.setdefault(token["content"], token["id"])
@@ -198,14 +210,3 @@ def _checked_vocab(vocab: Any, path: Path) -> dict[str, int]:
         raise TokenizerError(f"{path}: not a byte-level BPE vocabulary: {len(missing)} of the "
                              f"256 byte tokens are missing (e.g. {missing[0]!r})")
     return dict(vocab)
-
-
-def _pieces(vocab: dict[str, int], path: Path) -> list[str]:
-    """Tokens by id; the ids must be 0 .. V-1, each once."""
-    pieces: list[str | None] = [None] * len(vocab)
-    for token, i in vocab.items():
-        if not 0 <= i < len(vocab) or pieces[i] is not None:
-            raise TokenizerError(f"{path}: token ids must be 0 .. {len(vocab) - 1}, each "
-                                 f"once; {token!r} has id {i}")
-        pieces[i] = token
-    return [p for p in pieces if p is not None]

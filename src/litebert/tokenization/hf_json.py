@@ -114,6 +114,26 @@ def add_special_tokens(hf: Any, tokens: Iterable[str], lstrip: Iterable[str] = (
                            for t in tokens])
 
 
+def extra_tokens(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The added tokens of a parsed tokenizer.json that are not special: words added to a
+    vocabulary (transformers' add_tokens), matched before the model splits the text."""
+    return [t for t in data.get("added_tokens") or []
+            if isinstance(t, dict) and not t.get("special") and isinstance(t.get("content"), str)
+            and isinstance(t.get("id"), int)]
+
+
+def add_extra_tokens(hf: Any, extra: list[dict[str, Any]], source: str) -> None:
+    """Give the pipeline `hf` the tokens of extra_tokens(), at the ids the file gives them."""
+    for token in extra:
+        flags = {k: bool(token.get(k, d)) for k, d in (
+            ("single_word", False), ("lstrip", False), ("rstrip", False), ("normalized", True))}
+        hf.add_tokens([AddedToken(token["content"], special=False, **flags)])
+        if hf.token_to_id(token["content"]) != token["id"]:
+            raise TokenizerError(f"{source}: added token {token['content']!r} has id "
+                                 f"{token['id']}, but the ids before it end at "
+                                 f"{hf.get_vocab_size(with_added_tokens=True) - 2}")
+
+
 # ---- SentencePiece + ALBERT as a tokenizers pipeline ------------------------------------------
 
 def sentencepiece_pipeline(model: SentencePieceModel, settings: TextRules, source: str) -> Any:

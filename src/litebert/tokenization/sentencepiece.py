@@ -47,6 +47,7 @@ class SentencePieceBackend:
     pair_separators = 1  # [CLS] A [SEP] B [SEP], or XLNet's A <sep> B <sep> <cls>
     typed_pairs = True
     continuation_prefix = ""  # every text is encoded alike, wherever it sits
+    extra: list[dict[str, Any]] = []  # words are added to its tokenizer.json (unigram_json.py)
     # Candidates per special token, first match wins. The sentencepiece sdist's test models
     # have <s> and </s> instead of [CLS] and [SEP].
     special_names: dict[str, tuple[str, ...]] = {

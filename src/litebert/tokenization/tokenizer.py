@@ -21,6 +21,7 @@ from litebert.cpus import usable_cpus
 from litebert.files import atomic_write
 from litebert.tokenization.albert_text import SPIECE_NAME
 from litebert.tokenization.base import (
+    ADDED_TOKENS_NAME,
     CONFIG_NAME,
     Backend,
     PairTemplate,
@@ -36,8 +37,9 @@ from litebert.tokenization.bpe import (
     bpe_source,
     tokenizer_json_model,
 )
-from litebert.tokenization.hf_json import TOKENIZER_JSON
+from litebert.tokenization.hf_json import TOKENIZER_JSON, extra_tokens
 from litebert.tokenization.sentencepiece import SentencePieceBackend
+from litebert.tokenization.unigram_json import UnigramJsonBackend
 from litebert.tokenization.wordpiece import VOCAB_NAME, WordPieceBackend
 
 log = logging.getLogger("litebert")
@@ -46,8 +48,10 @@ log = logging.getLogger("litebert")
 _CLASS_PREFIXES = {"sentencepiece": ("Albert", "XLNet", "T5", "Camembert"),
                    "wordpiece": ("Bert", "DistilBert", "Electra", "MobileBert"),
                    "bpe": ("Roberta", "GPT2", "Bart", "Longformer")}
-_LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), or {VOCAB_JSON} + "
-               f"{MERGES_TXT} or a BPE {TOKENIZER_JSON} (byte-level BPE)")
+_LOOKED_FOR = (f"{SPIECE_NAME} (SentencePiece), {VOCAB_NAME} (WordPiece), {VOCAB_JSON} + "
+               f"{MERGES_TXT} (byte-level BPE), or a {TOKENIZER_JSON} of one of these")
+# tokenizer.json's model type -> backend kind.
+_JSON_MODELS = {"BPE": "bpe", "WordPiece": "wordpiece", "Unigram": "sentencepiece"}
 
 
 class Tokenizer:
@@ -80,12 +84,14 @@ class Tokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, **settings: Any) -> Tokenizer:
-        """A bare SentencePiece model, WordPiece vocab.txt (suffix .txt), or byte-level BPE
-        vocab.json (merges.txt beside it) or tokenizer.json (suffix .json)."""
+        """A bare SentencePiece model, WordPiece vocab.txt (suffix .txt), byte-level BPE
+        vocab.json (merges.txt beside it), or a tokenizer.json (suffix .json) of one of these."""
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"{path}: no such tokenizer file")
         kind = {".txt": "wordpiece", ".json": "bpe"}.get(path.suffix, "sentencepiece")
+        if path.suffix == ".json":  # a vocab.json has no model: byte-level BPE
+            kind = _JSON_MODELS.get(tokenizer_json_model(path), "bpe")
         return cls(_backend(kind, path, {}, settings, path), path)
 
     def save_pretrained(self, directory: str | Path) -> Path:
@@ -96,6 +102,9 @@ class Tokenizer:
         self._backend.save(directory)
         specials = self._special_tokens()
         config = {**self._backend.hf_config(specials), "padding_side": self.padding_side}
+        if self._backend.extra:  # transformers' own classes would rebuild the pipeline
+            config["tokenizer_class"] = "PreTrainedTokenizerFast"
+            self._copy_added_record(directory)
         atomic_write(directory / CONFIG_NAME,
                      json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         try:
@@ -106,6 +115,13 @@ class Tokenizer:
             return directory
         atomic_write(directory / TOKENIZER_JSON, hf.to_str(pretty=True) + "\n")
         return directory
+
+    def _copy_added_record(self, directory: Path) -> None:
+        """litebert_added_tokens.json (added_tokens.py) goes along with the added words."""
+        record = self.path.parent / ADDED_TOKENS_NAME
+        target = directory / ADDED_TOKENS_NAME
+        if record.is_file() and not (target.exists() and target.samefile(record)):
+            atomic_write(target, record.read_bytes())
 
     def _special_tokens(self) -> dict[str, str]:
         """{"cls": "[CLS]", ...} for the special tokens the vocabulary has."""
@@ -237,6 +253,10 @@ class Tokenizer:
         if isinstance(tokens, str):
             return self._token_id(tokens)
         return [self._token_id(t) for t in tokens]
+
+    def has_token(self, token: str) -> bool:
+        """Whether `token` is in the vocabulary (convert_tokens_to_ids gives unk otherwise)."""
+        return self._backend.token_to_id(token) is not None
 
     def _token_id(self, token: str) -> int:
         found = self._backend.token_to_id(token)
@@ -384,27 +404,38 @@ def _first_id(backend: Backend, names: Sequence[str]) -> int | None:
 
 
 def _find_vocabulary(directory: Path, config: dict[str, Any]) -> tuple[str, Path]:
-    """(backend kind, the file it reads) for a tokenizer directory."""
+    """(backend kind, the file it reads) for a tokenizer directory: a vocabulary file, else
+    its tokenizer.json (all transformers 5 saves)."""
     found = {kind: path for kind, path in (
         ("sentencepiece", directory / SPIECE_NAME), ("wordpiece", directory / VOCAB_NAME),
         ("bpe", bpe_source(directory, look_inside=False))) if path is not None and path.is_file()}
     named = str(config.get("tokenizer_class") or "")
     wanted = next((kind for kind, prefixes in _CLASS_PREFIXES.items()
                    if named.startswith(prefixes)), None)
-    if wanted == "bpe" and "bpe" not in found:  # a BPE tokenizer.json alone, say
-        path = bpe_source(directory, look_inside=True)
-        found.update({"bpe": path} if path is not None else {})
+    json_kind, words_added = _tokenizer_json_kind(directory)
+    if json_kind is not None and words_added:  # only tokenizer.json holds added words
+        return json_kind, directory / TOKENIZER_JSON
+    if json_kind is not None and wanted not in found and json_kind not in found:
+        found[json_kind] = directory / TOKENIZER_JSON  # a tokenizer.json alone, say
     if found:
         return (wanted, found[wanted]) if wanted in found else next(iter(found.items()))
-    path = bpe_source(directory, look_inside=True)
-    if path is not None:
-        return "bpe", path
     if (directory / TOKENIZER_JSON).is_file():
         raise TokenizerError(f"{directory}: {TOKENIZER_JSON} holds a "
                              f"{tokenizer_json_model(directory / TOKENIZER_JSON)} model; "
-                             f"litebert reads it only for byte-level BPE, and otherwise needs "
-                             f"{SPIECE_NAME} (SentencePiece) or {VOCAB_NAME} (WordPiece)")
+                             f"litebert reads BPE (byte-level), Unigram and WordPiece ones")
     raise TokenizerError(f"{directory}: no tokenizer files; expected {_LOOKED_FOR}")
+
+
+def _tokenizer_json_kind(directory: Path) -> tuple[str | None, bool]:
+    """The backend kind of DIR/tokenizer.json's model (None without one litebert reads), and
+    whether it holds added words (added tokens that are not special)."""
+    path = directory / TOKENIZER_JSON
+    if not path.is_file():
+        return None, False
+    data = read_json(path)
+    model = data.get("model")
+    kind = _JSON_MODELS.get(str(model.get("type")) if isinstance(model, dict) else "")
+    return kind, bool(extra_tokens(data))
 
 
 def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str, Any],
@@ -414,9 +445,22 @@ def _backend(kind: str, path: Path, config: dict[str, Any], overrides: dict[str,
         return ByteLevelBPEBackend(path)
     if kind == "wordpiece":
         return WordPieceBackend(path, read_settings(config, overrides, config_path))
+    if path.suffix == ".json":
+        return _unigram_json(path, config, overrides, config_path)
     # The defaults are those of the vocabulary's layout: XLNet's is cased.
     return SentencePieceBackend(
         path, lambda defaults: read_settings(config, overrides, config_path, defaults))
+
+
+def _unigram_json(path: Path, config: dict[str, Any], overrides: dict[str, Any],
+                  config_path: Path) -> Backend:
+    """A Unigram tokenizer.json: its own pipeline decides the text rules."""
+    if overrides:
+        raise TokenizerError(f"{path}: text settings ({', '.join(sorted(overrides))}) do not "
+                             f"apply to a {TOKENIZER_JSON}, whose pipeline decides them; "
+                             f"use its {SPIECE_NAME}")
+    return UnigramJsonBackend(path, read_json(path),
+                              lambda defaults: read_settings(config, {}, config_path, defaults))
 
 
 def _check_bpe_settings(config: dict[str, Any], overrides: dict[str, Any], source: Path) -> None:
