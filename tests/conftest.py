@@ -7,6 +7,7 @@ import torch
 
 import litebert
 from litebert.tasks import table_cache
+from tests import hf_dirs
 
 VOCAB = 99
 
@@ -67,7 +68,6 @@ def _table_cache_in_tmp(tmp_path_factory):
 def hf_tokenizer_dir(tmp_path_factory):
     """hf_tokenizer_dir(family, layout="tokenizer.json"): a tokenizer directory as
     transformers writes it (tests/hf_dirs.py), written once per session; read it only."""
-    from tests import hf_dirs
 
     made: dict[tuple[str, str], object] = {}
 
@@ -85,7 +85,6 @@ def hf_model_dir(tmp_path_factory):
     """hf_model_dir(family, head_class=None, layout="tokenizer.json"): a transformers model
     directory with random weights and its tokenizer (tests/hf_dirs.py), written once per
     session; read it only (copy it to change it)."""
-    from tests import hf_dirs
 
     made: dict[tuple[str, str | None, str], object] = {}
 

@@ -25,6 +25,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import torch
+import transformers
+from tokenizers import AddedToken, decoders, pre_tokenizers, processors
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers.implementations import BertWordPieceTokenizer, ByteLevelBPETokenizer
+from tokenizers.models import BPE
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+from litebert.tokenization import train_bpe, train_sentencepiece
 from tests.fixtures_sp import generated_sentences
 
 FAMILIES = ("albert", "bert", "electra", "roberta", "xlnet", "modernbert")
@@ -85,7 +94,6 @@ def write_tokenizer_dir(family: str, layout: str, path: str | Path) -> Path:
         return _write_modernbert(path)
     if layout != "tokenizer.json":
         return _write_slow(family, path)
-    from transformers import AutoTokenizer
 
     with tempfile.TemporaryDirectory() as slow:
         converted = AutoTokenizer.from_pretrained(str(_write_slow(family, Path(slow))))
@@ -110,10 +118,6 @@ def _write_modernbert(path: Path) -> Path:
     """ModernBERT's tokenizer: a PreTrainedTokenizerFast over a byte-level BPE whose
     tokenizer.json has [CLS] A [SEP] (B [SEP]), one token type, [MASK] eating the space
     before it, and no token types among the model inputs (ModernBERT's own files)."""
-    from tokenizers import AddedToken, decoders, pre_tokenizers, processors
-    from tokenizers import Tokenizer as HFTokenizer
-    from tokenizers.models import BPE
-    from transformers import PreTrainedTokenizerFast
 
     files = _vocabulary("modernbert")
     vocab = json.loads(files["vocab.json"].read_text(encoding="utf-8"))
@@ -150,7 +154,6 @@ def _vocabulary(family: str) -> dict[str, Path]:
 def _trained(kind: str, root: Path) -> dict[str, Path]:
     sentences = training_sentences()
     if kind in ("albert", "xlnet"):
-        from litebert.tokenization import train_sentencepiece
 
         # No text symbols: see the module docstring. XLNet keeps its reserved <eop>.
         model = train_sentencepiece([], root, layout=kind, vocab_size=VOCAB_SIZE,
@@ -158,21 +161,18 @@ def _trained(kind: str, root: Path) -> dict[str, Path]:
                                     user_defined_symbols=[])
         return {"spiece.model": model}
     if kind == "wordpiece":
-        from tokenizers.implementations import BertWordPieceTokenizer
 
         trainer = BertWordPieceTokenizer(lowercase=True)
         trainer.train_from_iterator(sentences, vocab_size=VOCAB_SIZE, show_progress=False)
         trainer.save_model(str(root))
         return {"vocab.txt": root / "vocab.txt"}
     if kind == "roberta":
-        from tokenizers.implementations import ByteLevelBPETokenizer
 
         trainer = ByteLevelBPETokenizer(add_prefix_space=False)
         trainer.train_from_iterator(sentences, vocab_size=VOCAB_SIZE, show_progress=False,
                                     special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
         trainer.save_model(str(root))
         return {"vocab.json": root / "vocab.json", "merges.txt": root / "merges.txt"}
-    from litebert.tokenization import train_bpe  # ModernBERT's ids: specials after merges
 
     train_bpe([], root, flavour="modernbert", vocab_size=VOCAB_SIZE, sentence_iterator=sentences)
     return {"vocab.json": root / "vocab.json", "merges.txt": root / "merges.txt"}
@@ -190,9 +190,8 @@ def write_model_dir(family: str, path: str | Path, head_class: str | None = None
     first by default) with random weights and a small config (hidden 32-64, 2 layers,
     the tokenizer's vocabulary; ModernBERT's padded to MODERNBERT_PADDED), saved with
     save_pretrained beside its tokenizer in `layout`. ElectraForMaskedLM is ELECTRA's
-    generator: hidden 32 against the discriminator's 64, the same embedding size (32)."""
-    import torch
-    import transformers
+    generator: hidden 32 against the discriminator's 64 (one head, FFN 128, as ELECTRA's
+    generator_size 0.5 builds it), the same embedding size (32)."""
 
     classes = MODEL_CLASSES.get(family, ())
     head_class = head_class or (classes[0] if classes else None)
@@ -200,7 +199,6 @@ def write_model_dir(family: str, path: str | Path, head_class: str | None = None
         raise ValueError(f"{family}: no model class {head_class!r}; choose from {classes}")
     path = Path(path)
     write_tokenizer_dir(family, layout, path)
-    from transformers import AutoTokenizer
 
     vocab_size = len(AutoTokenizer.from_pretrained(str(path)))
     config = model_config(family, vocab_size, generator=head_class == "ElectraForMaskedLM")
@@ -212,7 +210,6 @@ def write_model_dir(family: str, path: str | Path, head_class: str | None = None
 
 def model_config(family: str, vocab_size: int, generator: bool = False) -> Any:
     """The small transformers config write_model_dir uses."""
-    import transformers
 
     common = dict(num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                   max_position_embeddings=128)
@@ -225,9 +222,12 @@ def model_config(family: str, vocab_size: int, generator: bool = False) -> Any:
                                                 type_vocab_size=1)
         return cls(vocab_size=vocab_size, hidden_size=32, **ids, **common)
     if family == "electra":
-        hidden = 32 if generator else 64
+        if generator:  # ELECTRA's rule for its generators: FFN 4 x, one head per 64 wide
+            return transformers.ElectraConfig(
+                vocab_size=vocab_size, embedding_size=32, hidden_size=32, num_hidden_layers=2,
+                num_attention_heads=1, intermediate_size=128, max_position_embeddings=128)
         return transformers.ElectraConfig(vocab_size=vocab_size, embedding_size=32,
-                                          hidden_size=hidden, **common)
+                                          hidden_size=64, **common)
     if family == "xlnet":
         return transformers.XLNetConfig(vocab_size=vocab_size, d_model=32, n_layer=2, n_head=4,
                                         d_inner=64, pad_token_id=5)

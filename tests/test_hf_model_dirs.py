@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+import transformers
+from transformers import AutoTokenizer
 
 import litebert
 from litebert.tokenization import Tokenizer
@@ -25,8 +27,6 @@ def _auto_class(name: str):
 
 @pytest.mark.parametrize("family, head_class", CASES)
 def test_model_directory_loads(hf_model_dir, family, head_class):
-    import transformers
-    from transformers import AutoTokenizer
 
     directory = hf_model_dir(family, head_class)
     theirs_tok, ours_tok = AutoTokenizer.from_pretrained(str(directory)), \

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from transformers import AutoTokenizer
 
 from litebert.cli import main
 from litebert.tokenization import Tokenizer, TokenizerError
@@ -29,7 +31,6 @@ def _texts() -> list[str]:
 
 
 def _auto(directory):
-    from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(directory))
 
@@ -94,7 +95,6 @@ def test_data_build_with_added_tokens(hf_tokenizer_dir, tmp_path, capsys):
         {len(base): base.encode("ozempic", add_special_tokens=False)}
     assert added["tokenizer"]["vocab_size"] == len(base) + 1
     counts = (tmp_path / "added" / "token_counts.bin").read_bytes()
-    import numpy as np
 
     assert np.frombuffer(counts, dtype=np.int64)[len(base)] > 0  # the new id is in the data
     theirs = _auto(tmp_path / "added" / "tokenizer")

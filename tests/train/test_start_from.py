@@ -23,7 +23,7 @@ from litebert.tokenization import Tokenizer, train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig
-from litebert.train.start_from import grouped, vocabulary_difference
+from litebert.train.start_from import grouped
 from tests.data.test_builder import write_corpus
 
 HF_ALBERT = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -183,13 +183,6 @@ def test_data_of_another_vocabulary_is_refused_naming_both(corpus, tmp_path, cap
     err = capsys.readouterr().err.strip()
     assert code == 2 and str(corpus["other"]) in err and str(source) in err
     assert "another vocabulary" in err and not (tmp_path / "run").exists()
-
-
-def test_vocabulary_difference_names_the_first_piece(corpus):
-    a = Tokenizer.from_pretrained(corpus["data"] / "tokenizer")
-    b = Tokenizer.from_pretrained(corpus["other"] / "tokenizer")
-    assert vocabulary_difference(a, a) is None
-    assert "id " in (vocabulary_difference(b, a) or "") or "ids" in vocabulary_difference(b, a)
 
 
 def test_grouped_counts_tensors_per_module():

@@ -77,6 +77,17 @@ class Items(Protocol):
 TrainingData = PretrainingDataset | StreamData  # a directory's training split, as built
 
 
+class StartSource(Protocol):
+    """A model directory a run starts from, as objectives see it (train/start_from.py's
+    SourceModel): its config and its tensors under our canonical keys."""
+
+    @property
+    def config(self) -> ModelConfig: ...
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]: ...
+
+
 class RunSettings(Protocol):
     """The fields of the run config (PretrainConfig) that objectives read. A protocol, so this
     package does not import litebert.train."""
@@ -126,12 +137,13 @@ class TrainingObjective(Protocol):
         ...
 
     def start_state(self, config: ModelConfig,
-                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+                    sources: Mapping[str, StartSource]) -> dict[str, torch.Tensor]:
         """A run that starts from model directories (`--from`): their weights under the keys
-        of `build(config)`'s module. `states` holds each directory's tensors under our
-        canonical keys (litebert.model.hub.read_canonical) by role: "model", and "generator"
-        for an objective that trains a second model. Keys the module lacks may be returned:
-        the loader names them as unused, so nothing of a directory goes unmentioned."""
+        of `build(config)`'s module. `sources` holds each directory's config and tensors
+        (under our canonical keys, litebert.model.hub.read_canonical) by role: "model", and
+        "generator" for an objective that trains a second model; a ConfigError when one
+        cannot be what the objective builds. Keys the module lacks may be returned: the
+        loader names them as unused, so nothing of a directory goes unmentioned."""
         ...
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
@@ -257,15 +269,15 @@ class Stateless:
                              f"checkpoint holds {', '.join(sorted(state))}")
 
 
-def one_model_state(states: Mapping[str, Mapping[str, torch.Tensor]],
+def one_model_state(sources: Mapping[str, StartSource],
                     objective: type) -> dict[str, torch.Tensor]:
     """start_state of an objective whose module is one model under our canonical keys (its
     state-dict keys are the exported directory's): the "model" directory's, as it is."""
-    others = sorted(set(states) - {"model"})
+    others = sorted(set(sources) - {"model"})
     if others:
         raise ConfigError(f"--generator-from: {objective.__name__} trains one model; a "
                           f"{' or '.join(others)} directory is for ELECTRA's objective")
-    return dict(states["model"])
+    return dict(sources["model"].state)
 
 
 def save_tokenizer(run_dir: Path, out_dir: Path) -> None:

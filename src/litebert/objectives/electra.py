@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import litebert.objectives.corruption as C
-from litebert.config import ModelConfig
+from litebert.config import ConfigError, ModelConfig
 from litebert.data.attention_layout import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
@@ -50,6 +50,7 @@ from litebert.objectives.base import (
     FsdpUnits,
     ObjectiveConfig,
     RunSettings,
+    StartSource,
     Stateless,
     own_config,
     run_attention,
@@ -325,16 +326,19 @@ class ElectraObjective(Stateless):
         return model
 
     def start_state(self, config: ModelConfig,
-                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+                    sources: Mapping[str, StartSource]) -> dict[str, torch.Tensor]:
         """The "model" directory is the discriminator (any family's encoder; its heads, if it
         has no RTD head, go unused), the "generator" one (a masked LM) gives the generator's
         encoder and MLM head: the inverse of `export`. The generator's own embeddings are
         not read (it shares the discriminator's), so they come back under keys the module
-        lacks and are named as unused."""
-        mapped = {f"discriminator.{k}": v for k, v in states["model"].items()}
-        names = sharing_backbone(config)
-        encoder = f"albert.{names.encoder_name}."
-        for key, value in states.get("generator", {}).items():
+        lacks and are named as unused. A generator of another shape than
+        objective.generator_size / generator_layers build is a ConfigError saying so."""
+        mapped = {f"discriminator.{k}": v for k, v in sources["model"].state.items()}
+        if "generator" not in sources:
+            return mapped
+        self._check_generator(config, sources["generator"].config)
+        encoder = f"albert.{sharing_backbone(config).encoder_name}."
+        for key, value in sources["generator"].state.items():
             if key.startswith(encoder):
                 mapped[f"generator.encoder.{key[len(encoder):]}"] = value
             elif key.startswith("predictions."):
@@ -342,6 +346,23 @@ class ElectraObjective(Stateless):
             else:
                 mapped[f"generator-directory.{key}"] = value
         return mapped
+
+    def _check_generator(self, config: ModelConfig, given: ModelConfig) -> None:
+        built = self.generator_config(config)
+        fields = ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                  "intermediate_size", "embedding_size")
+        differ = [f"{k} {getattr(given, k)} there, {getattr(built, k)} here" for k in fields
+                  if getattr(given, k) != getattr(built, k)]
+        if differ:
+            size = given.hidden_size / config.hidden_size
+            layers = given.num_hidden_layers / config.num_hidden_layers
+            raise ConfigError(
+                f"--generator-from: the generator is not the one objective.generator_size="
+                f"{self.config.generator_size} and generator_layers="
+                f"{self.config.generator_layers} build ({'; '.join(differ)}); for its width "
+                f"and depth set objective.generator_size={size:.6g} and "
+                f"objective.generator_layers={layers:.6g} (the FFN is 4 x and the heads 1 per "
+                f"64 of its width, as ELECTRA's generators have)")
 
     def begin_step(self, step: int) -> None:
         """The corruption of this optimizer step is keyed by its number, written into the

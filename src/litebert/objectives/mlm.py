@@ -40,6 +40,7 @@ from litebert.objectives.base import (
     FsdpUnits,
     ObjectiveConfig,
     RunSettings,
+    StartSource,
     Stateless,
     one_model_state,
     own_config,
@@ -133,9 +134,9 @@ class MLMObjective(Stateless):
         return EncoderForPreTraining(config)
 
     def start_state(self, config: ModelConfig,
-                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+                    sources: Mapping[str, StartSource]) -> dict[str, torch.Tensor]:
         """The module's keys are the canonical ones: the directory's tensors as they are."""
-        return one_model_state(states, type(self))
+        return one_model_state(sources, type(self))
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The backbone, and the MLM head at the data's masked share (the pair head, one

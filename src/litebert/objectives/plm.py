@@ -65,6 +65,7 @@ from litebert.objectives.base import (
     FsdpUnits,
     ObjectiveConfig,
     RunSettings,
+    StartSource,
     TrainingData,
     one_model_state,
     own_config,
@@ -193,9 +194,9 @@ class PLMObjective:
         return config
 
     def start_state(self, config: ModelConfig,
-                    states: Mapping[str, Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+                    sources: Mapping[str, StartSource]) -> dict[str, torch.Tensor]:
         """EncoderForPermutationLM's keys are the canonical ones: the directory's as they are."""
-        return one_model_state(states, type(self))
+        return one_model_state(sources, type(self))
 
     def flops_per_token(self, config: ModelConfig, seq_len: int) -> float:
         """The content stream over every token, and per target (1/K of the tokens) the

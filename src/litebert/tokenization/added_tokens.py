@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenizers import AddedToken, normalizers
+from tokenizers import Tokenizer as HFTokenizer
 
 from litebert.files import atomic_write
 from litebert.tokenization.albert_text import preprocess_text
@@ -108,8 +109,6 @@ def _write_added(out_dir: Path, added: list[dict[str, Any]]) -> None:
     if not hf_path.is_file():
         raise TokenizerError(f"{out_dir}: this vocabulary has no {TOKENIZER_JSON} equivalent, "
                              "so words cannot be added to it")
-    from tokenizers import Tokenizer as HFTokenizer
-
     hf = HFTokenizer.from_str(json.dumps(_prefix_in_pre_tokenizer(
         json.loads(hf_path.read_text(encoding="utf-8")))))
     hf.add_tokens([AddedToken(r["token"], special=False, normalized=True) for r in added])

@@ -46,6 +46,7 @@ from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
+from litebert.tokenization.added_tokens import added_token_pieces
 from litebert.train import checkpoint
 from litebert.train.compiling import (
     compile_errors,
@@ -68,7 +69,7 @@ from litebert.train.schedule import build_scheduler
 from litebert.train.skips import SkipCounter
 from litebert.train.start_from import (
     Sources,
-    check_vocabulary,
+    check_start_vocabulary,
     finish_export,
     load_start,
     open_sources,
@@ -119,8 +120,8 @@ def model_config(cfg: PretrainConfig, data_dir: Path,
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
     if sources:
         source = sources["model"]
-        check_vocabulary(source, tok, f"--data {data_dir}")
-        config = start_config(source, cfg.model_overrides)
+        check_start_vocabulary(source, tok, data_dir)
+        config = start_config(source, cfg.model_overrides, tok)
         what = f"the model in {source.directory}"
     else:
         # The tokenizer's ids, unless the recipe overrides them (check_model_reads checks).
@@ -170,9 +171,9 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         model = self.objective.build(self.config)
         if self.sources:
-            states = {role: source.state for role, source in self.sources.items()}
-            load_start(model, self.objective.start_state(self.config, states), self.sources,
-                       cfg.model_overrides)
+            start = self.objective.start_state(self.config, self.sources)
+            load_start(model, start, self.sources, cfg.model_overrides,
+                       added_token_pieces(data_dir / "tokenizer"))
         model = model.to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
         self.compiled = resolved_compile(cfg.compile, self.info.device)

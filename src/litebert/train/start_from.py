@@ -45,6 +45,8 @@ from litebert.model.hub import (
     save_extra_heads,
 )
 from litebert.tokenization import Tokenizer, TokenizerError
+from litebert.tokenization.added_tokens import added_token_pieces
+from litebert.tokenization.vocabulary import check_vocabulary, special_ids
 from litebert.train.run_config import PretrainConfig
 
 log = logging.getLogger("litebert")
@@ -129,54 +131,80 @@ def open_sources(start_from: str, generator_from: str | None) -> Sources:
 
 # ---- the config and the vocabulary ----------------------------------------------------------
 
-def start_config(source: SourceModel, overrides: dict) -> ModelConfig:
-    """DIR's config with the run's model_overrides. Whether an override changes a parameter's
-    shape shows when the weights are loaded (load_start), which names it."""
-    return source.config.replace(**overrides) if overrides else source.config
+def start_config(source: SourceModel, overrides: dict, data_tokenizer: Tokenizer) -> ModelConfig:
+    """DIR's config with the run's model_overrides, its embedding table grown to the data's
+    tokenizer where words were added (`litebert data build --add-tokens`). Whether an
+    override changes a parameter's shape shows when the weights are loaded (load_start)."""
+    config = source.config.replace(**overrides) if overrides else source.config
+    if len(data_tokenizer) > config.vocab_size:
+        config = config.replace(vocab_size=len(data_tokenizer))
+    return config
 
 
-def check_vocabulary(source: SourceModel, data_tokenizer: Tokenizer, data_where: str) -> None:
-    """The data's tokenizer must be DIR's (the same pieces and special ids), else one
-    sentence naming both, before any step."""
+def check_start_vocabulary(source: SourceModel, data_tokenizer: Tokenizer,
+                           data_dir: Path) -> dict[int, list[int]]:
+    """The data's tokenizer must be DIR's (the same tokens by id and special ids), or DIR's
+    with words added after its last id; else one sentence naming both, before any step.
+    Returns the added words' ids with the ids of the pieces each had before."""
+    where, model_where = f"--data {data_dir}", str(source.directory)
     try:
         own = Tokenizer.from_pretrained(source.directory)
     except TokenizerError as err:
         raise CheckpointError(f"--from {source.directory}: its tokenizer cannot be read "
                               f"({err})") from None
-    differs = vocabulary_difference(own, data_tokenizer)
-    if differs is not None:
-        raise CheckpointError(
-            f"{data_where} was built with another vocabulary than the model in "
-            f"{source.directory} ({differs}); build the data with `litebert data build "
-            f"--tokenizer {source.directory}`")
+    added = added_token_pieces(data_dir / "tokenizer")
+    if added and sorted(added) != list(range(len(own), len(data_tokenizer))):
+        raise TokenizerError(
+            f"{where}: its added words have ids {min(added)}..{max(added)}, but the model in "
+            f"{model_where} has {len(own)} tokens: build the data with --tokenizer "
+            f"{model_where} --add-tokens FILE")
+    if not added:
+        check_vocabulary(data_tokenizer, own, max(source.config.vocab_size, len(own)),
+                         data_where=where, model_where=model_where)
+        return added
+    ids = range(len(own))  # with added words: the model's own ids must be the data's first
+    first = next((i for i, a, b in zip(ids, own.convert_ids_to_tokens(ids),
+                                       data_tokenizer.convert_ids_to_tokens(ids),
+                                       strict=True) if a != b), None)
+    if first is not None or special_ids(own) != special_ids(data_tokenizer):
+        what = f"id {first} differs" if first is not None else "other special ids"
+        raise TokenizerError(f"{where} was built with another vocabulary than the model in "
+                             f"{model_where} ({what}); build it with --tokenizer {model_where}")
+    return added
 
 
-def vocabulary_difference(model: Tokenizer, data: Tokenizer) -> str | None:
-    """How two tokenizers' vocabularies differ (None when they agree): sizes, special ids,
-    then the first piece that differs."""
-    if len(data) < len(model):
-        return f"{len(data)} ids in the data's tokenizer, {len(model)} in the model's"
-    specials = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id", "unk_token_id")
-    for name in specials:
-        if getattr(model, name) != getattr(data, name):
-            return (f"{name} {getattr(data, name)} in the data's tokenizer, "
-                    f"{getattr(model, name)} in the model's")
-    ids = list(range(len(model)))
-    theirs, ours = model.convert_ids_to_tokens(ids), data.convert_ids_to_tokens(ids)
-    for i, (a, b) in enumerate(zip(theirs, ours, strict=True)):
-        if a != b:
-            return f"id {i} is {b!r} in the data's tokenizer, {a!r} in the model's"
-    return None
+def add_word_rows(state: dict[str, torch.Tensor], own: dict[str, torch.Tensor],
+                  rows: int, added: dict[int, list[int]]) -> list[str]:
+    """Give each added word a row, the mean of its former pieces' rows, in every tensor of
+    `state` indexed by token id (DIR's `rows` first rows: the word embeddings, an MLM
+    bias), grown to the module's size; returns the keys changed."""
+    changed = []
+    for key, value in state.items():
+        target = own.get(key)
+        if not added or target is None or value.dim() == 0 or value.shape[0] != rows \
+                or target.shape[1:] != value.shape[1:] or target.shape[0] < rows:
+            continue
+        grown = torch.cat([value, value.new_zeros((target.shape[0] - rows, *value.shape[1:]))])
+        for new_id, pieces in added.items():
+            grown[new_id] = value[pieces].float().mean(0).to(value.dtype)
+        state[key] = grown
+        changed.append(key)
+    return changed
 
 
 # ---- loading --------------------------------------------------------------------------------
 
 def load_start(model: nn.Module, state: dict[str, torch.Tensor], sources: Sources,
-               overrides: dict) -> None:
+               overrides: dict, added: dict[int, list[int]] | None = None) -> None:
     """Copy `state` (the objective's module keys, from start_state) into `model`, which was
     just built and initialised; name what stays newly initialised and what of the sources
-    is not used. A shape that differs is a CheckpointError naming the key and the cause."""
+    is not used. A shape that differs is a CheckpointError naming the key and the cause.
+    added: words added to the vocabulary, whose rows are built from their pieces'."""
     own = model.state_dict()
+    grown = add_word_rows(state, own, sources["model"].config.vocab_size, added or {})
+    if grown:
+        log.info("%d added word(s): rows are the mean of each word's former pieces in %s",
+                 len(added or {}), ", ".join(grown))
     unused = [f"{s.directory.name}/{k}" for s in sources.values() for k in s.unused]
     loaded: dict[str, torch.Tensor] = {}
     # A file may give one tensor under two names (ModernBERT's MLM head is also its
