@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import transformers
 from safetensors.torch import load_file
 
 from litebert.data.builder import BuildConfig, build
-from litebert.train.pretrain import pretrain
+from litebert.tokenization.added_tokens import added_token_pieces
+from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig
 from tests.data.test_builder import write_corpus
 from tests.hf_dirs import MODEL_CLASSES
@@ -94,3 +96,38 @@ def test_an_electra_generator_of_another_shape_is_a_sentence(hf_model_dir, famil
         continued("electra", hf_model_dir("electra"), family_data("electra"), tmp_path / "run",
                   generator_from=str(hf_model_dir("electra", "ElectraForMaskedLM")),
                   objective={"name": "electra", "generator_size": 0.25})
+
+
+def test_added_words_grow_the_model_from_their_pieces(hf_model_dir, tmp_path):
+    """data build --add-tokens, then --from: each new row is the mean of the word's former
+    pieces' rows, and the export (a larger vocab_size) is the model and tokenizer
+    transformers loads with the new ids."""
+    source = hf_model_dir("bert", "BertForMaskedLM")
+    words = tmp_path / "words.txt"
+    words.write_text("ozempic\nblockchains\n")
+    corpus = write_corpus(tmp_path / "corpus.txt", docs=40)
+    text = corpus.read_text().replace(" the ", " the ozempic blockchains ")
+    corpus.write_text(text)
+    data = tmp_path / "data"
+    build([corpus], source, data, BuildConfig(max_seq_length=64, format="bert",
+                                              heldout_fraction=0.1, objective="none"),
+          add_tokens=words)
+    pieces = added_token_pieces(data / "tokenizer")
+    cfg = PretrainConfig(start_from=str(source), data=str(data), out=str(tmp_path / "run"),
+                         batch_size=8, micro_batch_size=8, max_steps=2, warmup_steps=1,
+                         optimizer="adamw", log_every=1, eval_every=2, save_every=2,
+                         eval_instances=16)
+    before = load_file(source / "model.safetensors")
+    rows = before["bert.embeddings.word_embeddings.weight"]  # (V, E)
+    model = Trainer(cfg).model.state_dict()
+    grown = model["albert.embeddings.word_embeddings.weight"]
+    assert grown.shape[0] == rows.shape[0] + len(pieces)
+    for new_id, old_ids in pieces.items():
+        assert torch.allclose(grown[new_id], rows[old_ids].mean(0))
+    assert torch.equal(grown[: rows.shape[0]], rows)
+    pretrain(cfg)
+    export = tmp_path / "run" / "export"
+    theirs = transformers.BertForMaskedLM.from_pretrained(export)
+    assert theirs.config.vocab_size == rows.shape[0] + len(pieces)
+    tok = transformers.AutoTokenizer.from_pretrained(export)
+    assert tok.convert_tokens_to_ids("ozempic") in pieces
