@@ -61,7 +61,7 @@ from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
-from litebert.train.restart import plan_start
+from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler
@@ -164,10 +164,7 @@ class Trainer:
                                          eps=cfg.eps)
         if self.compiled:
             compile_optimizer(self.optimizer)
-        self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
-                                         warmup_steps=cfg.warmup_steps,
-                                         total_steps=cfg.max_steps, power=cfg.power,
-                                         decay_steps=cfg.decay_steps)
+        self.scheduler = self._new_scheduler()
         self.amp, self.scaler = autocast(cfg.precision, self.info.device)
         allow_tf32(self.info.device)
         # Speed in model FLOPs: the objective's count at the data's sequence length.
@@ -178,7 +175,7 @@ class Trainer:
         self.accumulation = cfg.accumulation(self.info.world_size)
         self.state = TrainState(sampler_version=SAMPLER_VERSION)  # a resume: the checkpoint's
         self.data_digest = data_digest(spec, self.train_data)
-        self.start = plan_start(cfg, self.config, self.data_digest)
+        self.start = self._plan_start()
         if self.start.checkpoint is not None:
             self._restore(self.start.checkpoint)
         self._prepare_run_dir(data_dir)
@@ -190,6 +187,24 @@ class Trainer:
         self.saved_step = self.state.step if self.start.checkpoint else -1
         self.window = LogWindow.open(len(self.weights), self.info.device)
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
+
+    def _new_scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
+        """The learning-rate schedule over the run's steps (a phase's: phased_run)."""
+        cfg = self.cfg
+        return build_scheduler(self.optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
+                               total_steps=cfg.max_steps, power=cfg.power,
+                               decay_steps=cfg.decay_steps)
+
+    def _plan_start(self) -> Start:
+        """Where the run starts, checked against the checkpoint it continues (restart.py)."""
+        return plan_start(self.cfg, self.config, self.data_digest)
+
+    def _record(self) -> dict[str, Any]:
+        """What a checkpoint's state.json says beside the config: the counters, the model,
+        which run wrote it and on what data."""
+        return {**self.state.to_record(), "model_config": self.config.to_dict(),
+                "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
+                "data_digest": self.data_digest}
 
     def _restore(self, path: Path) -> None:
         """Model, optimizer, schedule, RNG, data position and the objective's state of
@@ -351,10 +366,7 @@ class Trainer:
 
     def _save(self) -> None:
         """A checkpoint at this step, which says which run wrote it and on what data."""
-        record = {**self.state.to_record(), "model_config": self.config.to_dict(),
-                  "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
-                  "data_digest": self.data_digest}
-        self.saver.save(self.model, self.optimizer, self.scheduler, record,
+        self.saver.save(self.model, self.optimizer, self.scheduler, self._record(),
                         self.objective.state_dict())
         self.saved_step = self.state.step
 
