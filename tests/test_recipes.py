@@ -36,10 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- recipes ---------------------------------------------------------------------------------
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
-    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "electra-base",
-                              "electra-small", "electra-tiny-cpu", "modernbert-base",
-                              "modernbert-tiny-cpu", "roberta-base", "roberta-tiny-cpu",
-                              "tiny-cpu", "xlnet-base", "xlnet-large", "xlnet-tiny-cpu"]
+    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "bert-base",
+                              "electra-base", "electra-small", "electra-tiny-cpu",
+                              "modernbert-base", "modernbert-tiny-cpu", "roberta-base",
+                              "roberta-tiny-cpu", "tiny-cpu", "xlnet-base", "xlnet-large",
+                              "xlnet-tiny-cpu"]
     package = Path(litebert.__file__).parent
     assert package in recipe_path("tiny-cpu").parents
     assert load_run_config("tiny-cpu", {}).max_steps == 600
