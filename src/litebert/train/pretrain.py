@@ -450,4 +450,8 @@ def pretrain(cfg: PretrainConfig) -> dict[str, float]:
     """Train as `cfg` says; returns the final evaluation (empty without held-out data)."""
     if not math.isfinite(cfg.lr):
         raise ValueError(f"lr={cfg.lr} is not finite")
+    if cfg.phases or cfg.new_phase:
+        from litebert.train.phased_run import run_in_phases  # it builds on Trainer
+
+        return run_in_phases(cfg)
     return Trainer(cfg).run()
