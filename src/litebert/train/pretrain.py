@@ -64,7 +64,7 @@ from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
 from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
-from litebert.train.schedule import build_scheduler
+from litebert.train.schedule import build_scheduler, resume_at
 from litebert.train.skips import SkipCounter
 from litebert.train.state import (
     TrainState,
@@ -212,6 +212,7 @@ class Trainer:
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path)
         self.state = TrainState.from_saved(saved)
+        resume_at(self.scheduler, self.cfg.lr)  # --resume PATH's lr and schedule, if others
         self.objective.load_state_dict(saved["objective_state"])
         if self.info.is_main:
             log.info("continuing from %s (step %d)", path, self.state.step)
