@@ -41,7 +41,7 @@ from litebert.train.phase_start import (
 from litebert.train.pretrain import Trainer, model_config
 from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
-from litebert.train.schedule import build_scheduler
+from litebert.train.schedule import build_scheduler, resume_at
 from litebert.train.state import TrainState, restore_state
 
 log = logging.getLogger("litebert")
@@ -104,7 +104,6 @@ class PhaseTrainer(Trainer):
                                  f"{self.end_step}); continue from it with --resume {path}")
         if phase_of(record) == self.index:
             super()._restore(path)
-            self._schedule_from_checkpoint()
             return
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path, position=False)
@@ -113,8 +112,8 @@ class PhaseTrainer(Trainer):
             self.optimizer.state.clear()  # the first update creates them, as at step 0
         if self.segment_first == self.index:
             self._fresh_schedule()
-        else:
-            self._schedule_from_checkpoint()
+        else:  # the segment goes on; --new-phase may have made it longer
+            resume_at(self.scheduler, self.cfg.lr)
         if self.info.is_main:
             log.info("phase %d starts from %s (step %d)", self.index + 1, path,
                      self.state.step)
@@ -125,15 +124,6 @@ class PhaseTrainer(Trainer):
         for group in self.optimizer.param_groups:
             group["lr"] = group["initial_lr"] = self.cfg.lr
         self.scheduler = self._new_scheduler()
-
-    def _schedule_from_checkpoint(self) -> None:
-        """The next step's rate from the restored count and this run's curve: the same
-        number when the segment is the one saved; the stretched curve's when a later
-        phase made the segment longer (--new-phase)."""
-        scheduler = self.scheduler
-        for group, base, rate in zip(self.optimizer.param_groups, scheduler.base_lrs,
-                                     scheduler.lr_lambdas, strict=True):
-            group["lr"] = base * rate(scheduler.last_epoch)
 
 
 # ---- before the first step ------------------------------------------------------------------
