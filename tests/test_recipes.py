@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- recipes ---------------------------------------------------------------------------------
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
-    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge",
+    assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "bert-base",
                               "continue-albert", "continue-bert", "continue-electra",
                               "continue-modernbert", "continue-roberta", "continue-tiny-cpu",
                               "continue-xlnet", "electra-base",

@@ -121,6 +121,17 @@ def test_resume_path_branches_and_keeps_the_abandoned_checkpoints(data_dir, tmp_
     assert again.state.step == 8  # the branch is now the run: the same command continues
 
 
+def test_resume_path_trains_at_its_own_lr(data_dir, tmp_path):
+    """The checkpoint's scheduler state holds its peak lr: --resume PATH --lr X trained on at
+    the old one (0.01) before the schedule took the run's."""
+    run = tmp_path / "run"
+    fields = dict(schedule="constant_with_warmup", save_every=3, export=False)
+    pretrain(run_config(data_dir, run, max_steps=3, **fields))
+    Trainer(run_config(data_dir, run, max_steps=4, lr=0.02, resume=str(checkpoint.latest(run)),
+                       **fields)).run()
+    assert [x["lr"] for x in read_metrics(run)[0]] == [0.005, 0.01, 0.01, 0.02]
+
+
 def test_resume_path_from_elsewhere_into_a_run_is_refused(data_dir, tmp_path):
     pretrain(run_config(data_dir, tmp_path / "a", max_steps=3, export=False))
     pretrain(run_config(data_dir, tmp_path / "b", max_steps=3, export=False))

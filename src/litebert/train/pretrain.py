@@ -62,10 +62,10 @@ from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
-from litebert.train.restart import plan_start
+from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
-from litebert.train.schedule import build_scheduler
+from litebert.train.schedule import build_scheduler, resume_at
 from litebert.train.skips import SkipCounter
 from litebert.train.start_from import (
     Sources,
@@ -190,10 +190,7 @@ class Trainer:
                                          eps=cfg.eps)
         if self.compiled:
             compile_optimizer(self.optimizer)
-        self.scheduler = build_scheduler(self.optimizer, cfg.schedule,
-                                         warmup_steps=cfg.warmup_steps,
-                                         total_steps=cfg.max_steps, power=cfg.power,
-                                         decay_steps=cfg.decay_steps)
+        self.scheduler = self._new_scheduler()
         self.amp, self.scaler = autocast(cfg.precision, self.info.device)
         allow_tf32(self.info.device)
         # Speed in model FLOPs: the objective's count at the data's sequence length.
@@ -204,7 +201,7 @@ class Trainer:
         self.accumulation = cfg.accumulation(self.info.world_size)
         self.state = TrainState(sampler_version=SAMPLER_VERSION)  # a resume: the checkpoint's
         self.data_digest = data_digest(spec, self.train_data)
-        self.start = plan_start(cfg, self.config, self.data_digest)
+        self.start = self._plan_start()
         if self.start.checkpoint is not None:
             self._restore(self.start.checkpoint)
         self._prepare_run_dir(data_dir)
@@ -217,12 +214,31 @@ class Trainer:
         self.window = LogWindow.open(len(self.weights), self.info.device)
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
 
+    def _new_scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
+        """The learning-rate schedule over the run's steps (a phase's: phased_run)."""
+        cfg = self.cfg
+        return build_scheduler(self.optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
+                               total_steps=cfg.max_steps, power=cfg.power,
+                               decay_steps=cfg.decay_steps)
+
+    def _plan_start(self) -> Start:
+        """Where the run starts, checked against the checkpoint it continues (restart.py)."""
+        return plan_start(self.cfg, self.config, self.data_digest)
+
+    def _record(self) -> dict[str, Any]:
+        """What a checkpoint's state.json says beside the config: the counters, the model,
+        which run wrote it and on what data."""
+        return {**self.state.to_record(), "model_config": self.config.to_dict(),
+                "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
+                "data_digest": self.data_digest}
+
     def _restore(self, path: Path) -> None:
         """Model, optimizer, schedule, RNG, data position and the objective's state of
         checkpoint `path` (plan_start chose it and checked that it is this run's)."""
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path)
         self.state = TrainState.from_saved(saved)
+        resume_at(self.scheduler, self.cfg.lr)  # --resume PATH's lr and schedule, if others
         self.objective.load_state_dict(saved["objective_state"])
         if self.info.is_main:
             log.info("continuing from %s (step %d)", path, self.state.step)
@@ -377,10 +393,7 @@ class Trainer:
 
     def _save(self) -> None:
         """A checkpoint at this step, which says which run wrote it and on what data."""
-        record = {**self.state.to_record(), "model_config": self.config.to_dict(),
-                  "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
-                  "data_digest": self.data_digest}
-        self.saver.save(self.model, self.optimizer, self.scheduler, record,
+        self.saver.save(self.model, self.optimizer, self.scheduler, self._record(),
                         self.objective.state_dict())
         self.saved_step = self.state.step
 
@@ -465,4 +478,8 @@ def pretrain(cfg: PretrainConfig) -> dict[str, float]:
     """Train as `cfg` says; returns the final evaluation (empty without held-out data)."""
     if not math.isfinite(cfg.lr):
         raise ValueError(f"lr={cfg.lr} is not finite")
+    if cfg.phases or cfg.new_phase:
+        from litebert.train.phased_run import run_in_phases  # it builds on Trainer
+
+        return run_in_phases(cfg)
     return Trainer(cfg).run()

@@ -22,6 +22,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,11 @@ class Start:
     adopts_unnamed: bool  # checkpoints written before runs had ids count as this run's
 
 
-def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str) -> Start:
-    """Decide where the run starts (every rank calls this; rank 0 moves files)."""
+def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str,
+               agree: Callable[..., None] | None = None) -> Start:
+    """Decide where the run starts (every rank calls this; rank 0 moves files). `agree`
+    checks the checkpoint against the run, check_agreement's arguments (a run in phases
+    passes its own, litebert.train.phase_start)."""
     run_dir = Path(cfg.out)
     if cfg.restart:
         _restart(run_dir)
@@ -66,7 +70,8 @@ def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str) -> Sta
         path = checkpoint.resolve_resume(run_dir, "auto")
     if path is not None:
         record = json.loads((path / "state.json").read_text(encoding="utf-8"))
-        check_agreement(record, cfg, model, data_digest, str(path), allow_schedule=explicit)
+        (agree or check_agreement)(record, cfg, model, data_digest, str(path),
+                                   allow_schedule=explicit)
         run_id = record.get("run_id")
         return Start(path, run_id or _new_id(), adopts_unnamed=run_id is None)
     _check_unsaved_run(run_dir, cfg, model)

@@ -25,6 +25,7 @@ from litebert.objectives import (
 )
 from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
+from litebert.train import phases as phase_plan
 from litebert.train.schedule import (
     SCHEDULES,
     resolve_warmup,
@@ -143,6 +144,20 @@ class PretrainConfig:
                                   "OUT.previous-STAMP (nothing is deleted); on a job's first "
                                   "attempt only, so torchrun's restarts still continue")
     export: bool = option(True, "write RUN_DIR/export (transformers format) at the end")
+    phases: list[dict[str, Any]] = option(
+        help="the run in phases, one after the other: [{steps: N, FIELD: VALUE, ...}, ...], "
+             "each phase changing any of data, batch_size, micro_batch_size, lr, "
+             "warmup_steps, schedule, power, decay_steps, model_overrides (rotary bases, "
+             "max_position_embeddings: nothing that changes a parameter's shape) and "
+             "reset_optimizer; max_steps is their sum; every phase after the first names its "
+             "data; one field of one phase: --set phases.2.data=DIR (docs/pretraining.md, "
+             "Runs in phases)", factory=list)
+    new_phase: bool | str | None = option(
+        False, "go on from the checkpoint --resume chooses (auto: the newest of --out) into "
+               "a new phase with this command's data, batch, schedule and model_overrides, "
+               "up to --max-steps in all; optimizer moments carry on, or start afresh with "
+               "--new-phase reset-optimizer; the same command again continues that phase",
+        choices=phase_plan.NEW_PHASE_CHOICES, shown="off")
 
     def __post_init__(self) -> None:
         betas = tuple(self.betas)  # a recipe's YAML or --set gives a list
@@ -151,6 +166,7 @@ class PretrainConfig:
                                  f"e.g. [0.9, 0.999]")
         self.betas = (betas[0], betas[1])
         self.compile = compile_setting(self.compile)
+        self._check_phases()
         try:
             self.objective = objective_config(self.objective, "pretrain config")
         except ObjectiveError as err:
@@ -193,6 +209,17 @@ class PretrainConfig:
                                         self.decay_steps, self.warmup_steps, self.max_steps))
         except ValueError as err:
             raise RunConfigError(f"pretrain config: {err}") from None
+
+    def _check_phases(self) -> None:
+        """new_phase normalised; with phases, max_steps is their sum and each phase's config
+        and schedule must hold (train/phases.py)."""
+        try:
+            self.new_phase = phase_plan.new_phase_setting(self.new_phase)
+            phase_plan.check_plan(self)
+        except ValueError as err:
+            raise RunConfigError(f"pretrain config phases: {err}") from None
+        if self.phases:
+            self.max_steps = sum(phase_plan.steps_of(self))
 
     def accumulation(self, world_size: int) -> int:
         """Micro-batches per rank per optimizer step."""
@@ -302,7 +329,7 @@ def legacy_objective_fields() -> set[str]:
 def check_fields(values: dict[str, Any], where: str) -> None:
     """Every key a field of PretrainConfig (or a flat objective field, or objective.FIELD)."""
     unknown = sorted(k for k in set(values) - set(FIELDS) - legacy_objective_fields()
-                     if not k.startswith("objective."))
+                     if not k.startswith("objective.") and not phase_plan.DOTTED.match(k))
     if unknown:
         raise RunConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: "
                              f"{', '.join(FIELDS)}")
@@ -379,6 +406,10 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> Pre
     if "objective" in given or dotted:
         given["objective"] = merge_objective(
             merge_objective(values.get("objective", "mlm"), given.get("objective", {})), dotted)
+    try:  # phases.N.FIELD, and max_steps as the phases' sum (scaled by a --max-steps alone)
+        phase_plan.prepare(values, given, where)
+    except ValueError as err:
+        raise RunConfigError(str(err)) from None
     if isinstance(given.get("model_overrides"), dict):
         given["model_overrides"] = {**values.get("model_overrides", {}),
                                     **given["model_overrides"]}
@@ -403,7 +434,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise RunConfigError(f"--set {text}: expected FIELD=VALUE")
     key, raw = text.split("=", 1)
     if key not in FIELDS and key not in legacy_objective_fields() \
-            and not key.startswith("objective."):
+            and not key.startswith("objective.") and not phase_plan.DOTTED.match(key):
         raise RunConfigError(f"--set {key}: unknown field; known: {', '.join(FIELDS)}, "
-                             f"objective.FIELD (the objective's own: `litebert pretrain --help`)")
+                             f"objective.FIELD (the objective's own: `litebert pretrain --help`), "
+                             f"phases.N.FIELD (one field of phase N)")
     return key, yaml.safe_load(raw)

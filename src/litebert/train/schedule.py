@@ -176,6 +176,19 @@ def build_scheduler(optimizer: torch.optim.Optimizer, name: str = "polynomial",
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
 
 
+def resume_at(scheduler: torch.optim.lr_scheduler.LambdaLR, lr: float) -> None:
+    """After a checkpoint's scheduler state was loaded into `scheduler`: the run's own peak
+    `lr` (the state holds the checkpoint's, which a --resume PATH may change) and the next
+    step's rate from the run's curve at the restored count (its max_steps or schedule may
+    differ too). A run that continues unchanged gets the very numbers it saved."""
+    scheduler.base_lrs = [lr for _ in scheduler.base_lrs]
+    groups = scheduler.optimizer.param_groups
+    for group, rate in zip(groups, scheduler.lr_lambdas, strict=True):
+        group["initial_lr"] = lr
+        group["lr"] = lr * rate(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in groups]  # what get_last_lr() reports
+
+
 def resolve_warmup(recipe_steps: int, recipe_warmup: int, max_steps: int | None = None,
                    warmup_steps: int | None = None) -> tuple[int, int]:
     """(max_steps, warmup_steps) of a run from its recipe's pair and what the user gave

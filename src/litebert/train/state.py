@@ -136,18 +136,21 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
 # ---- resuming -------------------------------------------------------------------------------
 
 def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistInfo,
-                  path: Path) -> dict[str, Any]:
+                  path: Path, position: bool = True) -> dict[str, Any]:
     """Load checkpoint `path` into the parts; returns its state.json with the data position
     ("batch") counted in this run's micro-batches and the order its data was read in
     ("sampler_version": 1 for checkpoints that predate the record, see
-    litebert.data.loader.SAMPLER_VERSION), which the run keeps so that it continues exactly."""
+    litebert.data.loader.SAMPLER_VERSION), which the run keeps so that it continues exactly.
+    position=False: the run reads other data from its first item (a new phase), at epoch 0
+    and micro-batch 0 whatever the checkpoint's micro-batches were."""
     saved = checkpoint.verify(path)  # sizes; resolve_resume has compared the checksums
     if saved.get("format") == "sharded":
         _load_sharded(model, optimizer, scheduler, path)
     else:
         _load_full(model, optimizer, scheduler, path)
     checkpoint.set_rng_state(checkpoint.load_rng(path, info.rank))
-    return {**saved, "batch": _batch_position(saved, cfg, info),
+    batch = _batch_position(saved, cfg, info) if position else 0
+    return {**saved, "batch": batch, **({} if position else {"epoch": 0}),
             "sampler_version": saved.get("sampler_version", 1),
             "objective_state": checkpoint.load_objective_state(path, info.rank)}
 
