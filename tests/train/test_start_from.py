@@ -199,3 +199,21 @@ def test_a_run_directory_and_its_export_are_both_sources(corpus, tmp_path):
     heads = load_file(tmp_path / "second" / "export" / "litebert_heads.safetensors")
     first = load_file(tmp_path / "first" / "export" / "litebert_heads.safetensors")
     assert set(heads) == set(first)
+
+
+def test_a_continued_model_goes_on_into_a_new_phase(corpus, tmp_path, caplog):
+    """--new-phase after a --from run continues its checkpoint (the directory's weights are
+    not read again) and still exports the directory's class."""
+    source = albert_dir(tmp_path / "mlm", corpus["data"])
+    first = run(corpus["data"], tmp_path / "run", source, max_steps=2, eval_every=2)
+    pretrain(first)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        pretrain(PretrainConfig(**{**first.__dict__, "max_steps": 4, "new_phase": True,
+                                   "lr": 5e-4}))
+    assert not any(r.message.startswith("started from") for r in caplog.records)
+    steps = [json.loads(x)["step"] for x in
+             (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert sorted(set(steps)) == [2, 4]
+    config = json.loads((tmp_path / "run" / "export" / "config.json").read_text())
+    assert config["architectures"] == ["AlbertForMaskedLM"]

@@ -168,9 +168,11 @@ class Trainer:
         self.sources = open_sources(cfg.start_from, cfg.generator_from) \
             if cfg.start_from else {}
         self.config = model_config(cfg, data_dir, self.sources)
+        self.data_digest = data_digest(spec, self.train_data)
+        self.start = self._plan_start()  # before the model: a resume does not read --from's
         torch.manual_seed(cfg.seed)
         model = self.objective.build(self.config)
-        if self.sources:
+        if self.sources and self.start.checkpoint is None:
             start = self.objective.start_state(self.config, self.sources)
             load_start(model, start, self.sources, cfg.model_overrides,
                        added_token_pieces(data_dir / "tokenizer"))
@@ -200,8 +202,6 @@ class Trainer:
         self.peak = peak_tflops(self.info.device, precision, cfg.peak_tflops)
         self.accumulation = cfg.accumulation(self.info.world_size)
         self.state = TrainState(sampler_version=SAMPLER_VERSION)  # a resume: the checkpoint's
-        self.data_digest = data_digest(spec, self.train_data)
-        self.start = self._plan_start()
         if self.start.checkpoint is not None:
             self._restore(self.start.checkpoint)
         self._prepare_run_dir(data_dir)
