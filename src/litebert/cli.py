@@ -271,8 +271,7 @@ def _add_task_commands(sub) -> None:
     p.set_defaults(func=cmd_evaluate)
 
 
-def _add_train_commands(sub) -> None:
-    from litebert.demo import PLANS
+def _add_pretrain(sub) -> None:
     from litebert.objectives import describe_fields
     from litebert.train.run_config import PretrainConfig
 
@@ -296,6 +295,12 @@ def _add_train_commands(sub) -> None:
     p.epilog = describe_fields()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_pretrain)
+
+
+def _add_train_commands(sub) -> None:
+    from litebert.demo import PLANS
+
+    _add_pretrain(sub)
     _add_eval_pretraining(sub)
     p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")
     p.set_defaults(func=cmd_recipes)

@@ -28,13 +28,13 @@ METAVARS = {int: "N", float: "X"}  # strings and paths keep argparse's FIELD_NAM
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, choices=None,
            shown: str | None = None, factory: Any = dataclasses.MISSING,
-           flag: str | None = None) -> Any:
+           flag: str | None = None, metavar: str | None = None) -> Any:
     """A dataclass field with its help text; `choices` limits the values, `shown` replaces
     the printed default where the value alone would mislead (None meaning "the recipe's");
     `flag` names the option where the field's name cannot (`--from` for start_from: `from`
-    is a Python keyword)."""
+    is a Python keyword); `metavar` names its value in --help."""
     meta = {"help": help, "choices": tuple(choices) if choices is not None else None,
-            "shown": shown, "flag": flag}
+            "shown": shown, "flag": flag, "metavar": metavar}
     return dataclasses.field(default=default, default_factory=factory, metadata=meta)
 
 
@@ -83,6 +83,8 @@ def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any] | No
         kw.update(type=element, nargs=len(typing.get_args(kind)), metavar=METAVARS.get(element))
     else:
         return None
+    if f.metadata.get("metavar"):
+        kw["metavar"] = f.metadata["metavar"]
     if f.metadata.get("choices"):
         kw["choices"] = f.metadata["choices"]
         kw.pop("metavar", None)  # argparse then shows {a,b,c}

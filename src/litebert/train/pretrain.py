@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from litebert.compat import check_model_reads
@@ -171,12 +172,7 @@ class Trainer:
         self.data_digest = data_digest(spec, self.train_data)
         self.start = self._plan_start()  # before the model: a resume does not read --from's
         torch.manual_seed(cfg.seed)
-        model = self.objective.build(self.config)
-        if self.sources and self.start.checkpoint is None:
-            start = self.objective.start_state(self.config, self.sources)
-            load_start(model, start, self.sources, cfg.model_overrides,
-                       added_token_pieces(data_dir / "tokenizer"))
-        model = model.to(self.info.device)
+        model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
@@ -213,6 +209,15 @@ class Trainer:
         self.saved_step = self.state.step if self.start.checkpoint else -1
         self.window = LogWindow.open(len(self.weights), self.info.device)
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
+
+    def _started(self, model: nn.Module, data_dir: Path) -> nn.Module:
+        """The model just built, with the weights of the directories of --from when the run
+        starts afresh (a resume restores its checkpoint instead)."""
+        if self.sources and self.start.checkpoint is None:
+            start = self.objective.start_state(self.config, self.sources)
+            load_start(model, start, self.sources, self.cfg.model_overrides,
+                       added_token_pieces(data_dir / "tokenizer"))
+        return model
 
     def _new_scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
         """The learning-rate schedule over the run's steps (a phase's: phased_run)."""

@@ -57,11 +57,12 @@ class PretrainConfig:
               "(continued pre-training): a transformers or litebert model directory of any "
               "family, a run directory (its export) or an ELECTRA export; the data must be "
               "built with its tokenizer (`litebert data build --tokenizer DIR`); the export "
-              "keeps its class, layout and files (litebert.train.start_from)", flag="--from")
+              "keeps its class, layout and files (litebert.train.start_from)", flag="--from",
+        metavar="DIR")
     generator_from: str | None = option(
         None, "ELECTRA with --from: the generator's model directory (a masked LM of the same "
               "family); default: the generator of an ELECTRA export given to --from, else a "
-              "new one")
+              "new one", metavar="DIR")
     objective: ObjectiveConfig = option(
         help="what is trained and its own fields (litebert.objectives): {name: mlm} = "
              "masked-LM plus the data's sentence-pair task; {name: electra, ...} = ELECTRA's "
