@@ -95,7 +95,8 @@ def test_every_registered_objective_implements_both_protocols(name):
 
 @pytest.mark.parametrize(("half", "lacking"), [
     (TrainingObjective, "evaluate, reads_directory, evaluate_directory, format_result, export"),
-    (EvaluationObjective, "dataset, build, flops_per_token, fsdp_units, begin_step, counts, "
+    (EvaluationObjective, "dataset, build, start_state, flops_per_token, fsdp_units, "
+                          "begin_step, counts, "
                           "loss_sums, state_dict, load_state_dict, Config, attentions")])
 def test_a_class_with_half_of_the_protocol_is_refused_naming_the_rest(monkeypatch, half,
                                                                       lacking):

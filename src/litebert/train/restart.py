@@ -41,7 +41,7 @@ HOW_IT_RUNS = frozenset({
     "eval_instances", "save_every", "keep_last", "peak_tflops", "export", "compile",
     "precision", "fsdp", "micro_batch_size", "async_save", "max_nonfinite"})
 # The schedule: may differ from the checkpoint's only with an explicit --resume PATH.
-SCHEDULE = frozenset({"max_steps", "lr", "warmup_steps", "schedule", "power"})
+SCHEDULE = frozenset({"max_steps", "lr", "warmup_steps", "schedule", "power", "decay_steps"})
 # Set by torchrun on the workers it restarts, and by Slurm in a requeued job.
 RESTART_COUNTS = ("TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT")
 

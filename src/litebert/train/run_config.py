@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -292,7 +293,8 @@ def recipe_summary(name: str) -> str:
         if not line.startswith("#"):
             break
         text += " " + line.lstrip("#").strip()
-    return text.strip().split(". ")[0].rstrip(".")
+    # The first sentence: a full stop before a capital ("et al. 2019" does not end one).
+    return re.split(r"\.\s+(?=[A-Z])", text.strip())[0].rstrip(".")
 
 
 def recipe_path(recipe: str | Path) -> Path:
