@@ -2,7 +2,7 @@
 
 The protocols are in `base`: `TrainingObjective` (what the loop trains with),
 `EvaluationObjective` (evaluation during a run and of exported directories, export) and
-`Objective`, both; the loop (litebert.train.pretrain) knows nothing else of an objective.
+`Objective`, both; the loop (litebert.train.trainer) knows nothing else of an objective.
 `OBJECTIVES` maps a name to the class; a new objective is a module here and one line in this
 registry. A class outside the package is named `package.module:Class` (`resolve`, which
 checks that it has every member of both protocols), so nothing depends on an objective's

@@ -2,7 +2,7 @@
 
 `TrainingObjective` is what the loop trains with, `EvaluationObjective` what evaluates and
 exports, and `Objective` both (every registered objective; the Trainer uses both halves).
-An objective owns, and the Trainer (litebert.train.pretrain) names none of:
+An objective owns, and the Trainer (litebert.train.trainer) names none of:
 - its config: a dataclass of its own fields (`Config`, a subclass of ObjectiveConfig), nested
   in the run config as `objective:` (`{name: electra, temperature: 4.0}` in a recipe,
   `--objective electra --set objective.temperature=4` on the command line);
@@ -105,7 +105,7 @@ class RunSettings(Protocol):
 class TrainingObjective(Protocol):
     """What the pre-training loop trains with: the objective's fields, its batches, its module,
     loss parts as sums and counts, FSDP units, FLOPs and state across steps. The Trainer
-    (litebert.train.pretrain) calls these in its steps; the run config's checks and studies'
+    (litebert.train.trainer) calls these in its steps; the run config's checks and studies'
     compute matching read `attentions`, `Config` and `flops_per_token`."""
 
     Config: ClassVar[type[ObjectiveConfig]]  # its fields, nested under `objective:`

@@ -38,11 +38,11 @@ from litebert.train.phase_start import (
     read_record,
     start_phase,
 )
-from litebert.train.pretrain import Trainer, model_config
 from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
 from litebert.train.schedule import build_scheduler, resume_at
 from litebert.train.state import TrainState, restore_state
+from litebert.train.trainer import Trainer, model_config
 
 log = logging.getLogger("litebert")
 
