@@ -18,10 +18,10 @@ Each run's held-out MLM accuracy is read from its metrics every --eval-every ste
 start (step 0) is the run's own evaluation before its first step (its Trainer built with the
 run's settings, the new head initialised as the run initialises it). The results go to
 --results: NAME.jsonl (one line per run and evaluated step), NAME.json (the commands, minutes,
-hardware, versions, data counts) and NAME.png (both curves), NAME being
-minilm-sympy-STEPSxBATCH. Everything else (the downloads,
-the data, the runs) stays under --work. Runs are resumable: the same command again continues
-an unfinished run and skips a finished one.
+hardware, versions, data counts), NAME.png (both curves) and NAME.md (the table of both
+curves for docs/pretraining.md), NAME being minilm-sympy-STEPSxBATCH. Everything else (the
+downloads, the data, the runs) stays under --work. Runs are resumable: the same command again
+continues an unfinished run and skips a finished one.
 
     python benchmarks/continue_real.py [--work DIR] [--model DIR] [--steps 300] [--batch 16]
         [--lr 5e-4] [--eval-every 25] [--seed 1234] [--only continued|scratch]
@@ -337,10 +337,27 @@ def write_results(args: argparse.Namespace, model: Path, data: Path,
     title = (f"all-MiniLM-L6-v2 continued on SymPy's docs vs the same shape from scratch "
              f"({args.steps} steps of {args.batch} x 128, AdamW {args.lr:g})")
     plot(rows, args.results / f"{name}.png", title)
+    (args.results / f"{name}.md").write_text(table(rows))
     for run in RUNS:
         print(f"{run:>9}: held-out MLM accuracy {rows_at(rows, run, 0):.4f} at step 0, "
               f"{last[run]['eval_mlm_accuracy']:.4f} at step {last[run]['step']}")
     print(f"wrote {args.results / name}.jsonl, .json and .png")
+
+
+def table(rows: list[dict]) -> str:
+    """Held-out MLM accuracy (and loss) of both runs by step, as a markdown table."""
+    runs = {run: {r["step"]: r for r in rows if r["run"] == run} for run in RUNS}
+    lines = ["| step | tokens | continued: accuracy | loss | from scratch: accuracy | loss |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    for step in sorted(set(runs["continued"]) | set(runs["scratch"])):
+        a, b = runs["continued"].get(step), runs["scratch"].get(step)
+        tokens = (a or b or {}).get("tokens")
+        cells = [str(step), f"{tokens:,}" if tokens is not None else ""]
+        for r in (a, b):
+            cells += ([f"{100 * r['eval_mlm_accuracy']:.1f}%", f"{r['eval_mlm_loss']:.2f}"]
+                      if r else ["", ""])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def same_config(work: Path) -> bool:
