@@ -38,6 +38,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -71,8 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1234,
                    help="the runs' seed, and the scratch copy's initialisation")
     p.add_argument("--only", choices=RUNS, default=None,
-                   help="train this run only (two processes can train both at once); the "
-                        "results need both")
+                   help="train this run only: two processes train both at once (start the "
+                        "second once the first trains: the model fetch is not shared); then "
+                        "run without --only for the results")
     p.add_argument("--results", type=Path, default=RESULTS,
                    help="where the results go (default: docs/results/continue)")
     p.add_argument("--note", default="",
@@ -142,15 +144,20 @@ def scratch_copy(model: Path, out: Path, seed: int) -> Path:
     if (out / "config.json").is_file():
         return out
     config, _, _, _ = read_canonical(model)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{out.name}.", dir=out.parent))  # one per process
     torch.manual_seed(seed)
     model_class(named_class(config) or BACKBONE_CLASS, config)(config).save_pretrained(tmp)
     for path in model.iterdir():
         if path.name not in MODEL_FILES and path.suffix not in (".safetensors", ".bin"):
             copy = shutil.copytree if path.is_dir() else shutil.copy2
             copy(path, tmp / path.name)
-    os.replace(tmp, out)
+    try:
+        os.replace(tmp, out)
+    except OSError:  # another process wrote it first (the same seed: the same weights)
+        shutil.rmtree(tmp)
+        if not (out / "config.json").is_file():
+            raise
     return out
 
 
@@ -231,11 +238,12 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     baseline = rows[0]["eval_mlm_baseline_accuracy"]
     acc.axhline(100 * baseline, color="grey", ls="--", lw=1,
                 label=f"commonest token ({100 * baseline:.1f}%)")
-    acc.set(xlabel="step", ylabel="held-out MLM accuracy (%)", ylim=(0, None))
+    top = max(100 * r["eval_mlm_accuracy"] for r in rows)
+    acc.set(xlabel="step", ylabel="held-out MLM accuracy (%)", ylim=(0, 1.45 * top))  # legend
     loss.set(xlabel="step", ylabel="held-out MLM loss (nats)")
-    for ax in (acc, loss):
+    for ax, where in ((acc, "upper left"), (loss, "upper right")):
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(loc=where, fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
