@@ -72,7 +72,7 @@ LAYERS = (
      "distributed", "write_errors"},
     {"readers"},
     {"tokenization"},
-    {"data", "compat"},
+    {"data", "compat", "packaged_models"},
     {"families", "model", "smoke"},
     {"objectives"},
     {"train"},

