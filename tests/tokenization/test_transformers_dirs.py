@@ -1,12 +1,18 @@
 """Every tokenizer layout transformers writes, for the six families (tests/hf_dirs.py):
 litebert's Tokenizer on the directory gives the ids, special tokens, pair template, token
-types, padding and attention masks of transformers' AutoTokenizer on generated English."""
+types, padding and attention masks of transformers' AutoTokenizer on generated English and
+on real English (bbc-news)."""
 
 from __future__ import annotations
 
-import pytest
+import random
 
-from litebert.tokenization import Tokenizer
+import pytest
+import sentencepiece as spm
+from transformers import AutoTokenizer
+
+from litebert.tokenization import Tokenizer, preprocess_text
+from litebert.tokenization.albert_text import is_number_comma
 from tests.fixtures_sp import generated_sentences
 from tests.hf_dirs import FAMILIES, TOKENIZER_LAYOUTS
 
@@ -19,14 +25,13 @@ PAD_TYPES = {"xlnet": (3, 0)}
 
 
 @pytest.fixture(scope="module")
-def texts() -> list[str]:
-    """Sentences the vocabularies were not trained on (another seed)."""
-    return generated_sentences(300, seed=5)
+def texts(bbc_sentences) -> list[str]:
+    """Text the vocabularies were not trained on: generated sentences (another seed) and
+    real English, 150 sentences of bbc-news (a fixed draw)."""
+    return generated_sentences(150, seed=5) + random.Random(5).sample(bbc_sentences, 150)
 
 
 def _auto(directory):
-    from transformers import AutoTokenizer
-
     return AutoTokenizer.from_pretrained(str(directory))
 
 
@@ -35,11 +40,6 @@ def _known_difference(ours: Tokenizer, text: str) -> bool:
     piece like "9," into "9" "," (and encodes the digits again); transformers 5 converts the
     model without that step (transformers 4's slow AlbertTokenizer had it). Texts whose
     SentencePiece encoding holds such a piece may differ."""
-    import sentencepiece as spm
-
-    from litebert.tokenization import preprocess_text
-    from litebert.tokenization.albert_text import is_number_comma
-
     if ours.path.name != "spiece.model":
         return False
     sp = spm.SentencePieceProcessor(model_file=str(ours.path))
