@@ -158,7 +158,7 @@ def test_a_checkpoint_of_the_previous_sampler_continues_in_its_order(data_dir, t
     """state.json without sampler_version: written when every epoch was one torch.randperm
     (version 1); the run continues with that order, bit for bit."""
     with monkeypatch.context() as patch:
-        patch.setattr("litebert.train.pretrain.SAMPLER_VERSION", 1)
+        patch.setattr("litebert.train.trainer.SAMPLER_VERSION", 1)
         pretrain(run_config(data_dir, tmp_path / "old", export=False))
     run = tmp_path / "run"
     shutil.copytree(tmp_path / "old", run)
