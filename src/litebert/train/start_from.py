@@ -240,14 +240,15 @@ def _shape_sentence(key: str, value: torch.Tensor, built: torch.Tensor, sources:
 
 
 def grouped(keys: list[str]) -> str:
-    """Keys by their module, layer numbers as N, with counts: short enough for a log line
-    however many layers a model has."""
+    """Keys by their module, layer numbers as N, with counts (a module's one key in full):
+    short enough for a log line however many layers a model has."""
     def module(key: str) -> str:
         parts = ["N" if p.isdigit() else p for p in key.split(".")[:-1]]
         return ".".join(parts) or key
 
     counts = Counter(module(k) for k in keys)
-    return ", ".join(f"{name}.* ({n})" for name, n in counts.items())
+    alone = {module(k): k for k in keys if counts[module(k)] == 1}  # named in full
+    return ", ".join(alone.get(name) or f"{name}.* ({n})" for name, n in counts.items())
 
 
 # ---- the export -----------------------------------------------------------------------------
