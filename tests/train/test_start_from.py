@@ -24,6 +24,7 @@ from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig
 from litebert.train.start_from import grouped
+from litebert.train.state import export_run
 from tests.data.test_builder import write_corpus
 
 HF_ALBERT = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -88,6 +89,11 @@ def test_a_masked_lm_continues_and_exports_as_the_class_it_was(corpus, tmp_path,
     assert not torch.equal(moved, before["albert.embeddings.word_embeddings.weight"])
     # The trained SOP head is kept beside the weights, litebert's layout.
     assert "sop_classifier.classifier.weight" in load_file(export / "litebert_heads.safetensors")
+    # `litebert export RUN` later gives the same kind of directory.
+    again = export_run(tmp_path / "run", tmp_path / "again")
+    assert json.loads((again / "config.json").read_text())["architectures"] == \
+        ["AlbertForMaskedLM"]
+    assert (again / "README.md").is_file()
 
 
 def test_the_model_starts_as_the_directory_is(corpus, tmp_path):
