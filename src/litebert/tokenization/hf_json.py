@@ -107,6 +107,17 @@ def byte_level_template_processing(template: PairTemplate, cls_token: str, sep_t
         template_processing(template, cls_token, sep_token)])
 
 
+def with_specials(pipeline: Any, specials: dict[str, str], template: PairTemplate | None) -> Any:
+    """A copy of a tokenizers pipeline with the special tokens and, given a template, its
+    [CLS]/[SEP] post-processor: what a backend that runs a tokenizer.json hands
+    transformers."""
+    hf = HFTokenizer.from_str(pipeline.to_str())
+    add_special_tokens(hf, specials.values())
+    if template is not None:
+        hf.post_processor = template_processing(template, specials["cls"], specials["sep"])
+    return hf
+
+
 def add_special_tokens(hf: Any, tokens: Iterable[str], lstrip: Iterable[str] = ()) -> None:
     """Mark `tokens` (already in the vocabulary) special, as transformers expects them."""
     left = set(lstrip)

@@ -30,9 +30,8 @@ from litebert.tokenization.base import (
     pieces_by_id,
 )
 from litebert.tokenization.hf_json import (
-    add_special_tokens,
     extra_tokens,
-    template_processing,
+    with_specials,
 )
 from litebert.tokenization.layouts import layout_of
 
@@ -88,11 +87,7 @@ class UnigramJsonBackend(TokenizersLibraryEncoding):
                     **names)
 
     def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
-        hf = HFTokenizer.from_str(self.tk.to_str())
-        add_special_tokens(hf, specials.values())
-        if template is not None:
-            hf.post_processor = template_processing(template, specials["cls"], specials["sep"])
-        return hf
+        return with_specials(self.tk, specials, template)
 
     def special_mask(self) -> np.ndarray:
         """(V,) bool: the special added tokens ([CLS], <pad>, ... as transformers marks them)

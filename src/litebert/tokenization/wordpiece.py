@@ -23,9 +23,8 @@ from litebert.tokenization.base import (
 )
 from litebert.tokenization.hf_json import (
     add_extra_tokens,
-    add_special_tokens,
     extra_tokens,
-    template_processing,
+    with_specials,
 )
 
 VOCAB_NAME = "vocab.txt"
@@ -89,11 +88,7 @@ class WordPieceBackend(TokenizersLibraryEncoding):
 
     def hf_tokenizer(self, specials: dict[str, str], template: PairTemplate | None) -> Any:
         """This backend's pipeline with BERT's post-processor and special tokens."""
-        hf = HFTokenizer.from_str(self.tk.to_str())
-        add_special_tokens(hf, specials.values())
-        if template is not None:
-            hf.post_processor = template_processing(template, specials["cls"], specials["sep"])
-        return hf
+        return with_specials(self.tk, specials, template)
 
     # ---- vocabulary and encoding ---------------------------------------------------------------
 
