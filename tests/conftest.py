@@ -68,7 +68,6 @@ def _table_cache_in_tmp(tmp_path_factory):
 def hf_tokenizer_dir(tmp_path_factory):
     """hf_tokenizer_dir(family, layout="tokenizer.json"): a tokenizer directory as
     transformers writes it (tests/hf_dirs.py), written once per session; read it only."""
-
     made: dict[tuple[str, str], object] = {}
 
     def make(family: str, layout: str = "tokenizer.json"):
@@ -85,7 +84,6 @@ def hf_model_dir(tmp_path_factory):
     """hf_model_dir(family, head_class=None, layout="tokenizer.json"): a transformers model
     directory with random weights and its tokenizer (tests/hf_dirs.py), written once per
     session; read it only (copy it to change it)."""
-
     made: dict[tuple[str, str | None, str], object] = {}
 
     def make(family: str, head_class: str | None = None, layout: str = "tokenizer.json"):

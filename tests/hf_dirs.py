@@ -118,7 +118,6 @@ def _write_modernbert(path: Path) -> Path:
     """ModernBERT's tokenizer: a PreTrainedTokenizerFast over a byte-level BPE whose
     tokenizer.json has [CLS] A [SEP] (B [SEP]), one token type, [MASK] eating the space
     before it, and no token types among the model inputs (ModernBERT's own files)."""
-
     files = _vocabulary("modernbert")
     vocab = json.loads(files["vocab.json"].read_text(encoding="utf-8"))
     merges = [tuple(line.split(" ")) for line in
@@ -210,7 +209,6 @@ def write_model_dir(family: str, path: str | Path, head_class: str | None = None
 
 def model_config(family: str, vocab_size: int, generator: bool = False) -> Any:
     """The small transformers config write_model_dir uses."""
-
     common = dict(num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                   max_position_embeddings=128)
     if family == "albert":

@@ -27,7 +27,6 @@ def _auto_class(name: str):
 
 @pytest.mark.parametrize("family, head_class", CASES)
 def test_model_directory_loads(hf_model_dir, family, head_class):
-
     directory = hf_model_dir(family, head_class)
     theirs_tok, ours_tok = AutoTokenizer.from_pretrained(str(directory)), \
         Tokenizer.from_pretrained(directory)

@@ -31,7 +31,6 @@ def _texts() -> list[str]:
 
 
 def _auto(directory):
-
     return AutoTokenizer.from_pretrained(str(directory))
 
 
