@@ -147,8 +147,8 @@ def squad_json(version_2: bool, n: int, seed: int) -> dict:
         context = f"the film was {word} and the story was long . it played in a town"
         qa = {"id": f"q{i}", "question": "what was the film ?",
               "answers": [{"text": word, "answer_start": context.index(word)}]}
+        qa["is_impossible"] = False  # as converted copies of SQuAD 1.1 write it too
         if version_2:
-            qa["is_impossible"] = False
             paragraphs.append({"context": context, "qas": [qa, {
                 "id": f"n{i}", "question": "who was the actor ?", "answers": [],
                 "is_impossible": True}]})
@@ -177,6 +177,9 @@ def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, ver
         saved = json.loads((out / "model" / "squad.json").read_text())
         assert saved["null_score_diff_threshold"] == result["dev"]["null_score_diff_threshold"]
         assert (out / "null_odds.json").exists()
+    else:  # v1.1's scores only, whatever flags the file carries
+        assert set(result["dev"]) == {"exact", "f1", "total"}
+        assert set(json.loads((out / "results.json").read_text())["dev"]) == set(result["dev"])
     again = evaluate_model(FinetuneConfig(task=task, data=str(tmp_path), model=str(out / "model"),
                                           out=str(tmp_path / "eval"), max_seq_length=64,
                                           doc_stride=16, max_query_length=16))

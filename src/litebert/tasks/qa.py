@@ -261,7 +261,9 @@ class SquadTask:
         null_odds = {qid: null_odds.get(qid, math.inf) for qid in self.dev_ids}
         if not self.version_2:
             self.outputs = {"predictions.json": spans}
-            return squad_evaluate(self.dev_json, spans)
+            # v1.1 by the task, not by the file: converted copies of SQuAD 1.1 often carry
+            # "is_impossible": false, which would otherwise add v2.0's HasAns_* keys.
+            return squad_evaluate(self.dev_json, spans, version_2=False)
         self.threshold = fit_null_threshold(self.dev_json, spans, null_odds)
         predictions, shifted = apply_null_threshold(spans, null_odds, self.threshold)
         self.outputs = {"predictions.json": predictions, "null_odds.json": shifted}
