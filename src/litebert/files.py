@@ -279,6 +279,17 @@ def _named(path: Path) -> Iterator[None]:
         raise
 
 
+# The process's umask, read once: os.umask can only be read by setting it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def follow_umask(path: str | Path) -> None:
+    """Give `path` the mode a plain `open()` would (0666 less the umask). safetensors writes
+    its files 0600, which leaves a model unreadable by the colleagues of a shared cluster."""
+    os.chmod(path, 0o666 & ~_UMASK)
+
+
 def atomic_write(path: str | Path, content: bytes | str | Callable[[Path], Any]) -> Path:
     """Write `path` atomically (see AtomicFile). `content` is bytes, text (UTF-8), or a
     function that writes a file at the path it is given (e.g. safetensors' save_file). An
@@ -290,6 +301,7 @@ def atomic_write(path: str | Path, content: bytes | str | Callable[[Path], Any])
         with _named(path):
             if callable(content):
                 content(tmp)
+                follow_umask(tmp)  # the writer may have chosen a mode of its own
             else:
                 tmp.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
             _fsync(tmp)

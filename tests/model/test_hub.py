@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
 import litebert
+from litebert import files
 from litebert.model.hub import CheckpointError
 from tests.conftest import make_inputs, randomize, small_config
 
@@ -146,3 +149,17 @@ def test_sharded_safetensors(tmp_path):
 def test_save_is_atomic_and_leaves_no_temp_files(tmp_path):
     litebert.AlbertModel(small_config()).save_pretrained(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_saved_files_follow_the_umask(tmp_path, monkeypatch, umask):
+    # safetensors writes its file 0600; a model on a shared cluster must be readable as the
+    # umask says, like every other file of the directory.
+    monkeypatch.setattr(files, "_UMASK", umask)
+    previous = os.umask(umask)
+    try:
+        litebert.AlbertModel(small_config()).save_pretrained(tmp_path)
+    finally:
+        os.umask(previous)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"config.json": 0o666 & ~umask, "model.safetensors": 0o666 & ~umask}

@@ -57,7 +57,7 @@ from litebert.distributed import (
     broadcast_object,
     rank_and_world,
 )
-from litebert.files import atomic_directory, damaged_files, describe_files
+from litebert.files import atomic_directory, damaged_files, describe_files, follow_umask
 from litebert.write_errors import explained_write, human_size, tree_size
 
 log = logging.getLogger("litebert")
@@ -423,6 +423,7 @@ def save_objective_state(directory: Path, rank: int, state: dict[str, torch.Tens
     if state:
         tensors = {k: v.detach().contiguous().cpu() for k, v in state.items()}
         save_file(tensors, directory / objective_file(rank), {"format": "pt"})
+        follow_umask(directory / objective_file(rank))
 
 
 def load_objective_state(path: Path, rank: int) -> dict[str, torch.Tensor]:
