@@ -1,6 +1,7 @@
 """Training a tokenizer: a SentencePiece unigram model with ALBERT's or XLNet's vocabulary layout
 (layouts.py), or a byte-level BPE in RoBERTa's or ModernBERT's flavour (bpe_flavours.py), from
-the same inputs (read by `_training_lines`)."""
+the same inputs (read by `_training_lines`); `size_report` says how large the result is, and why
+when it is smaller than asked."""
 
 from __future__ import annotations
 
@@ -204,6 +205,28 @@ def train_tokenizer(kind: str, inputs: Sequence[str | Path], out_dir: str | Path
     if spec.trainer == "bpe":
         return train_bpe(inputs, out_dir, flavour=spec.layout, **options)
     return train_sentencepiece(inputs, out_dir, layout=spec.layout, **options)
+
+
+# Why a trainer made fewer tokens than asked for, and what to do about it.
+_SHORT_BECAUSE = {
+    "sentencepiece": "the text holds too few distinct pieces for more (SentencePiece builds "
+                     "pieces only from strings that occur at least twice, and gives what it "
+                     "finds rather than fail); train on more text, or ask for a smaller "
+                     "--vocab-size",
+    "bpe": "the text has no more pairs that occur at least --min-frequency times to merge; "
+           "train on more text, lower --min-frequency, or ask for a smaller --vocab-size"}
+
+
+def size_report(kind: str, directory: str | Path, asked: int | None = None) -> str:
+    """One line on the vocabulary of `kind` trained into `directory`: its size and, when it is
+    short of `asked` (None: the kind's default size), why and what to do."""
+    spec = TOKENIZER_KINDS[kind]
+    asked = spec.vocab_size if asked is None else asked
+    made = len(Tokenizer.from_pretrained(directory))
+    if made >= asked:
+        return f"vocabulary: {made:,} tokens, as asked"
+    return (f"vocabulary: {made:,} tokens, {asked - made:,} short of the {asked:,} asked for: "
+            f"{_SHORT_BECAUSE[spec.trainer]}")
 
 
 def _training_lines(files: list[Path], extra: Iterable[str] | None,
