@@ -16,6 +16,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+import sentencepiece as spm
 
 UNDERLINE = "\u2581"
 
@@ -143,6 +144,24 @@ def generated_paragraphs(n: int, seed: int = 1) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(generated_sentence(rng) for _ in range(rng.randrange(2, 6)))
             for _ in range(n)]
+
+
+# ---- a vocabulary as the official ALBERT recipe trains it -----------------------------------
+
+def train_official_recipe(sentences: list[str], out_dir: Path, vocab_size: int) -> Path:
+    """out_dir/spiece.model trained by SentencePiece with the options of the official ALBERT
+    README's spm_train command, on `sentences` preprocessed by the reference: nothing keeps
+    pieces like "1990," or "5," out, as in the released 30k vocabulary."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "spiece.model", "wb") as model:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter([reference_preprocess(s) for s in sentences]),
+            model_writer=model, vocab_size=vocab_size, pad_id=0, unk_id=1, eos_id=-1,
+            bos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+            user_defined_symbols=["(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac"],
+            shuffle_input_sentence=True, character_coverage=0.99995, model_type="unigram",
+            num_threads=2, minloglevel=2)
+    return out_dir / "spiece.model"
 
 
 # ---- the sentencepiece sdist's test models ---------------------------------------------------

@@ -10,6 +10,7 @@ import lzma
 import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,10 +35,11 @@ from tests.fixtures_sp import (
     reference_pieces,
     reference_preprocess,
     sentencepiece_test_models,
+    train_official_recipe,
 )
 
 TEXTS = EDGE_TEXTS + generated_sentences(120, seed=3)
-SP_MODELS = ("trained", "botchan_en_unigram_1000", "botchan_en_bpe_1000",
+SP_MODELS = ("trained", "official_recipe", "botchan_en_unigram_1000", "botchan_en_bpe_1000",
              "kyoto_ja_unigram_8000")
 VARIANTS = ({}, {"keep_accents": True}, {"do_lower_case": False}, {"remove_space": False})
 
@@ -66,8 +68,16 @@ def albert(trained_dir) -> Tokenizer:
 
 
 @pytest.fixture(scope="session")
-def model_paths(sdist_models, trained_dir):
-    return {"trained": trained_dir / "spiece.model", **sdist_models}
+def official_recipe(tmp_path_factory) -> Path:
+    """The same text, trained as the official ALBERT recipe does: it has "digit," pieces."""
+    return train_official_recipe(generated_paragraphs(300), tmp_path_factory.mktemp("official"),
+                                 vocab_size=600)
+
+
+@pytest.fixture(scope="session")
+def model_paths(sdist_models, trained_dir, official_recipe):
+    return {"trained": trained_dir / "spiece.model", "official_recipe": official_recipe,
+            **sdist_models}
 
 
 @pytest.fixture(scope="session")
@@ -127,16 +137,33 @@ def test_sentencepiece_ids_equal_the_official_algorithm(model_paths, name, varia
         assert starts.tolist() == word_starts, text
 
 
-def test_digit_comma_resplit_is_applied(albert):
+def test_digit_comma_resplit_is_applied(official_recipe):
+    """A vocabulary trained as the official recipe trains it has "digit," pieces; they are
+    re-split as the official code does."""
     import sentencepiece as spm
 
-    sp = spm.SentencePieceProcessor(model_file=str(albert.path))
-    for text in ("in 1990, the", "1,000,000", "costs 5,6,7, and 8,"):
+    sp = spm.SentencePieceProcessor(model_file=str(official_recipe))
+    tok = Tokenizer.from_file(official_recipe)
+    resplit = 0
+    for text in ("in 1990, the", "1,000,000", "costs 5,6,7, and 8,", "from 22, 36, to 57,"):
         raw = sp.encode(reference_preprocess(text), out_type=str)
-        ours = albert.tokenize(text)
+        resplit += any(albert_spm.is_number_comma(p) for p in raw)
+        ours = tok.tokenize(text)
         assert "," in ours and all(not albert_spm.is_number_comma(p) for p in ours)
         assert ours == reference_pieces(sp, text)
         assert len(ours) >= len(raw)
+    assert resplit >= 2
+
+
+def test_training_makes_no_digit_comma_piece(albert, official_recipe):
+    """The same text, trained by litebert: no piece ends in a digit and a comma, so the
+    re-split has nothing to do (and tokenizer.json, which lacks it, gives the same ids)."""
+    pieces = [albert.convert_ids_to_tokens(i) for i in range(len(albert))]
+    official = Tokenizer.from_file(official_recipe)
+    official_pieces = [official.convert_ids_to_tokens(i) for i in range(len(official))]
+    assert any(albert_spm.is_number_comma(p) for p in official_pieces)
+    assert not [p for p in pieces if albert_spm.is_number_comma(p)]
+    assert "," in pieces and any(p.strip("\u2581").isdigit() for p in pieces)
 
 
 def test_unknown_text_that_changes_ids(tmp_path):

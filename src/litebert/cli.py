@@ -37,6 +37,7 @@ def cmd_smoke(args: argparse.Namespace) -> None:
 
 def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     from litebert.tokenization import TOKENIZER_KINDS, train_tokenizer
+    from litebert.tokenization.train import size_report
 
     options = {} if args.vocab_size is None else {"vocab_size": args.vocab_size}
     if TOKENIZER_KINDS[args.kind].trainer == "bpe":
@@ -46,6 +47,7 @@ def cmd_tokenizer_train(args: argparse.Namespace) -> None:
     path = train_tokenizer(args.kind, args.inputs, args.out, text_field=args.text_field,
                            **options)
     print(f"wrote {path}")
+    print(size_report(args.kind, args.out, args.vocab_size))
 
 
 def cmd_corpus_fetch(args: argparse.Namespace) -> None:

@@ -23,8 +23,8 @@ model
   stays a piece of its own. (SentencePiece BPE models: BPE with merges ranked by the merged
   piece's score.) ALBERT re-splits pieces like "▁1990," into "▁1990" ","; such pieces never
   come out of its tokenizer, so here they are renamed to strings no word can hold. A model
-  trained by `train_sentencepiece` has none (SentencePiece splits digits from other
-  characters unless told not to).
+  trained by `train_sentencepiece` has none (its trainer forms no piece across a digit and the
+  comma after it), so the re-split never fires and nothing needs renaming.
 
 Measured (tests/tokenization/test_hf_json.py): identical ids on all 43,812 bbc-news sentences,
 alone and in pairs. What still differs from litebert's SentencePiece ids:
@@ -37,8 +37,9 @@ alone and in pairs. What still differs from litebert's SentencePiece ids:
   tokenizers library's (new in Unicode 12-16: U+1C89, U+32FF, U+A7F2-4, U+10781-107BA, ...);
 - keep_accents only: a compatibility character followed by a combining mark ("ǌ́", "ﬁ́"):
   tokenizers' Precompiled maps the whole grapheme and drops the mark, SentencePiece keeps it;
-- vocabularies with "digit," pieces: renaming them equals the re-split when the piece covers
-  the whole number ("▁1990,"), not always otherwise ("▁1990,000" when ",000" is a piece);
+- vocabularies with "digit," pieces (official ones): renaming them equals the re-split when
+  the piece covers the whole number ("▁1990,"), not always otherwise ("▁1990,000" when ",000"
+  is a piece);
 - SentencePiece char and word models, and BPE models with multi-character user-defined
   symbols, have no equivalent (save_pretrained writes no tokenizer.json for the former).
 """

@@ -1,6 +1,7 @@
 """Training a tokenizer: a SentencePiece unigram model with ALBERT's or XLNet's vocabulary layout
 (layouts.py), or a byte-level BPE in RoBERTa's or ModernBERT's flavour (bpe_flavours.py), from
-the same inputs (read by `_training_lines`)."""
+the same inputs (read by `_training_lines`); `size_report` says how large the result is, and why
+when it is smaller than asked."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ from litebert.tokenization.bpe_flavours import FLAVOURS, get_flavour
 from litebert.tokenization.layouts import LAYOUTS, get_layout
 from litebert.tokenization.tokenizer import Tokenizer
 
+# SentencePiece's default normalization, named: the trainer's and _sentencepiece_sentences' own.
+_NORMALIZATION = "nmt_nfkc"
+# Where the trainer may not form a piece across: a Unicode noncharacter, which text exchanged
+# between programs does not hold, and which nmt_nfkc leaves as it is.
+_NO_PIECE_ACROSS = "\ufdd0"
+
 
 def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
                         layout: str = "albert", vocab_size: int | None = None,
@@ -49,7 +56,9 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     save_to_disk folders give the sentences of their `text_field`, as `data build` reads
     them, not their raw records) and then the strings of `sentence_iterator` are preprocessed
     as the tokenizer will preprocess them; SentencePiece samples `input_sentence_size` of them
-    at random when there are more.
+    at random when there are more. No piece holds a digit followed by a comma ("1990,",
+    "1,000"): the official re-split of pieces ending so (albert_text.py) never fires on the
+    model, and the Unigram model of tokenizer.json, which has no re-split, gives the same ids.
     """
     spec = get_layout(layout)
     vocab_size = spec.vocab_size if vocab_size is None else vocab_size
@@ -64,9 +73,9 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
     settings = dataclasses.replace(spec.settings, **{k: v for k, v in (
         ("do_lower_case", do_lower_case), ("keep_accents", keep_accents)) if v is not None})
-    lines = (preprocess_text(line, settings) for line in
-             _training_lines(files, sentence_iterator, text_field))
-    sentences = (line for line in lines if line)
+    sentences = _sentencepiece_sentences(
+        preprocess_text(line, settings)
+        for line in _training_lines(files, sentence_iterator, text_field))
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)  # the sampling of input_sentence_size sentences
     try:
@@ -74,7 +83,8 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
             sentence_iterator=sentences, model_writer=model, model_type="unigram",
             vocab_size=vocab_size, hard_vocab_limit=False, character_coverage=character_coverage,
             **spec.trainer_ids, control_symbols=list(spec.control_symbols),
-            user_defined_symbols=symbols,
+            user_defined_symbols=symbols, normalization_rule_name=_NORMALIZATION,
+            pretokenization_delimiter=_NO_PIECE_ACROSS,
             input_sentence_size=input_sentence_size, shuffle_input_sentence=True,
             seed_sentencepiece_size=seed_sentencepiece_size,
             max_sentence_length=max_sentence_length,
@@ -87,6 +97,25 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     Tokenizer.from_file(path, do_lower_case=settings.do_lower_case,
                         keep_accents=settings.keep_accents).save_pretrained(out_dir)
     return path
+
+
+def _sentencepiece_sentences(lines: Iterable[str]) -> Iterator[str]:
+    """The preprocessed `lines` as SentencePiece's normalizer gives them, each digit followed by
+    a comma parted from it by _NO_PIECE_ACROSS: the trainer splits the text there, so that no
+    piece holds "digit,". Normalized first because the trainer looks for the delimiter after
+    normalizing, when "１，" has become "1," and a control character between them has gone;
+    normalizing again in the trainer changes nothing (nmt_nfkc maps each result to itself)."""
+    normalizer = spm.SentencePieceNormalizer(
+        rule_name=_NORMALIZATION, add_dummy_prefix=False, escape_whitespaces=False,
+        remove_extra_whitespaces=False)
+    for line in lines:
+        text = normalizer.normalize(line) if line else ""
+        if "," in text:
+            parts = text.split(",")
+            text = ",".join([part + _NO_PIECE_ACROSS if part[-1:].isdigit() else part
+                             for part in parts[:-1]] + parts[-1:])
+        if text:
+            yield text
 
 
 def train_bpe(inputs: Sequence[str | Path], out_dir: str | Path, *, flavour: str = "roberta",
@@ -176,6 +205,28 @@ def train_tokenizer(kind: str, inputs: Sequence[str | Path], out_dir: str | Path
     if spec.trainer == "bpe":
         return train_bpe(inputs, out_dir, flavour=spec.layout, **options)
     return train_sentencepiece(inputs, out_dir, layout=spec.layout, **options)
+
+
+# Why a trainer made fewer tokens than asked for, and what to do about it.
+_SHORT_BECAUSE = {
+    "sentencepiece": "the text holds too few distinct pieces for more (SentencePiece builds "
+                     "pieces only from strings that occur at least twice, and gives what it "
+                     "finds rather than fail); train on more text, or ask for a smaller "
+                     "--vocab-size",
+    "bpe": "the text has no more pairs that occur at least --min-frequency times to merge; "
+           "train on more text, lower --min-frequency, or ask for a smaller --vocab-size"}
+
+
+def size_report(kind: str, directory: str | Path, asked: int | None = None) -> str:
+    """One line on the vocabulary of `kind` trained into `directory`: its size and, when it is
+    short of `asked` (None: the kind's default size), why and what to do."""
+    spec = TOKENIZER_KINDS[kind]
+    asked = spec.vocab_size if asked is None else asked
+    made = len(Tokenizer.from_pretrained(directory))
+    if made >= asked:
+        return f"vocabulary: {made:,} tokens, as asked"
+    return (f"vocabulary: {made:,} tokens, {asked - made:,} short of the {asked:,} asked for: "
+            f"{_SHORT_BECAUSE[spec.trainer]}")
 
 
 def _training_lines(files: list[Path], extra: Iterable[str] | None,
