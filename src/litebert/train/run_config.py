@@ -31,6 +31,7 @@ from litebert.objectives import (
 from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
 from litebert.provenance import FILE, GIVEN, FieldError, Provenance, Source
+from litebert.train import batch_split
 from litebert.train import phases as phase_plan
 from litebert.train.schedule import (
     SCHEDULES,
@@ -255,13 +256,14 @@ class PretrainConfig:
             self.max_steps = sum(phase_plan.steps_of(self))
 
     def accumulation(self, world_size: int) -> int:
-        """Micro-batches per rank per optimizer step."""
-        per_step = self.micro_batch_size * world_size
-        if self.batch_size % per_step:
-            raise RunConfigError(
-                f"batch_size={self.batch_size} is not a multiple of micro_batch_size="
-                f"{self.micro_batch_size} x {world_size} rank(s)")
-        return self.batch_size // per_step
+        """Micro-batches per rank per optimizer step (load_run_config fitted the split to
+        the launch's ranks; a config built in code meets the check here)."""
+        try:
+            return batch_split.accumulation(self.batch_size, self.micro_batch_size,
+                                            world_size)
+        except FieldError as err:
+            raise RunFieldError(err.field, err.value, err.why, err.related,
+                                "pretrain config") from None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)  # the objective as a mapping: {name: ..., fields}
@@ -334,6 +336,8 @@ def _is_a(value: Any, kind: type) -> bool:
 
 KIND_OF = {name: kinds for name, hint in typing.get_type_hints(PretrainConfig).items()
            if (kinds := _kinds(hint)) is not None}
+BATCH_DEFAULTS = {"batch_size": PretrainConfig.batch_size,
+                  "micro_batch_size": PretrainConfig.micro_batch_size}
 
 
 def check_data_attention(cfg: PretrainConfig, packed: bool) -> None:
@@ -476,7 +480,8 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any],
     (train.schedule.resolve_warmup). `objective` in the overrides changes the class and
     keeps the recipe's objective fields; `objective.FIELD` sets one field. `model_overrides`
     merge key by key into the recipe's (a recipe's `hidden_dropout_prob: 0.0` survives an
-    override of `mem_len`).
+    override of `mem_len`). A micro-batch nobody gave that does not split the batch on the
+    launch's ranks is lowered to one that does (train.batch_split).
 
     `sources`: where each override came from, by its key (a flag, `--set`); one without is
     the caller's. An error about a value names where that value came from
@@ -490,6 +495,8 @@ def load_run_config(recipe: str | Path | None, overrides: dict[str, Any],
         check_types(values)
         check_types(given)
         merged = _merged(values, nest_objective(given, "the overrides"), where)
+        batch_split.fit_micro_batches(merged, BATCH_DEFAULTS, provenance,
+                                      batch_split.launch_world_size())
         return PretrainConfig(**merged)
     except FieldError as err:
         raise RunConfigError(provenance.blame(err)) from None
