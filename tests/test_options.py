@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from litebert.options import add_options, given, option
+from litebert.options import add_options, flags, given, option
 
 
 @dataclass
@@ -71,3 +71,17 @@ def test_a_field_without_help_is_a_clear_error():
 
     with pytest.raises(TypeError, match=r"Bare.steps has no help text"):
         add_options(argparse.ArgumentParser(), Bare)
+
+
+def test_flags_name_each_fields_option_as_the_parser_spells_it():
+    """What an error about a value from the command line names (litebert.provenance)."""
+    @dataclass
+    class Renamed:
+        start_from: str = option("", "where to start", flag="--from")
+        max_steps: int = option(1, "how many steps")
+
+    p = argparse.ArgumentParser()
+    add_options(p, Renamed)
+    assert flags(Renamed) == {"start_from": "--from", "max_steps": "--max-steps"}
+    assert given(p.parse_args(["--from", "d", "--max-steps", "-5"]), Renamed) == dict(
+        start_from="d", max_steps=-5)

@@ -100,14 +100,15 @@ def test_an_explicit_warmup_is_kept_or_refused_naming_both_fields():
     assert load_run_config("tiny-cpu", {"max_steps": 3, "warmup_steps": 3}).warmup_steps == 3
     assert load_run_config("tiny-cpu", {"warmup_steps": 10}).warmup_steps == 10
     for overrides in ({"max_steps": 3, "warmup_steps": 5}, {"warmup_steps": 601}):
-        with pytest.raises(RunConfigError, match=r"warmup_steps=\d+ with max_steps=\d+"):
+        with pytest.raises(RunConfigError, match=r"warmup_steps=\d+: must lie in \[0, "
+                                                 r"max_steps=\d+\]"):
             load_run_config("tiny-cpu", overrides)
 
 
 def test_a_wsd_decay_that_does_not_fit_after_warmup_is_refused():
     cfg = load_run_config("tiny-cpu", {"schedule": "wsd", "decay_steps": 100})
     assert (cfg.schedule, cfg.decay_steps) == ("wsd", 100)
-    with pytest.raises(RunConfigError, match=r"pretrain config: decay_steps \(590\) must be "
+    with pytest.raises(RunConfigError, match=r"decay_steps=590: decay_steps \(590\) must be "
                                              r"in \[0, total_steps - warmup_steps = 540\]"):
         load_run_config("tiny-cpu", {"schedule": "wsd", "decay_steps": 590})
 
@@ -131,7 +132,7 @@ def test_cli_pretrain_with_few_steps_no_longer_trips_over_the_recipes_warmup(cap
     assert "warmup" not in err and "no training data" in err
     assert main(["pretrain", "--config", "tiny-cpu", "--max-steps", "3",
                  "--warmup-steps", "5"]) == 2
-    assert "warmup_steps=5 with max_steps=3" in capsys.readouterr().err
+    assert "--warmup-steps 5: must lie in [0, max_steps=3]" in capsys.readouterr().err
 
 
 def finetune_config(**kw) -> FinetuneConfig:
@@ -145,7 +146,7 @@ def test_finetune_follows_the_same_rule():
     assert dataclasses.replace(short, seed=7).warmup_steps == 20  # --seeds copies stay put
     assert finetune_config(max_steps=200, warmup_steps=0).warmup_steps == 0
     assert finetune_config(warmup_steps=100).max_steps == 8144
-    with pytest.raises(FinetuneError, match="warmup_steps=300 with max_steps=200"):
+    with pytest.raises(FinetuneError, match=r"warmup_steps=300: must lie in \[0, max_steps=200\]"):
         finetune_config(max_steps=200, warmup_steps=300)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
 from litebert.cpus import usable_cpus
-from litebert.options import add_options, given
+from litebert.options import add_options, flags, given
 
 
 def cmd_params(args: argparse.Namespace) -> None:
@@ -116,15 +116,20 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 
 def cmd_pretrain(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
+    from litebert.provenance import FLAG, SET, Source
     from litebert.train.preemption import Preempted
     from litebert.train.pretrain import pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
     overrides = given(args, PretrainConfig)
+    flag = flags(PretrainConfig)
+    sources = {name: Source(FLAG, flag[name], name) for name in overrides}
     if args.objective is not None:  # the class changes; the recipe's fields stay
         overrides["objective"] = args.objective
-    overrides.update(parse_override(text) for text in args.set)
-    cfg = load_run_config(args.config, overrides)
+        sources["objective"] = Source(FLAG, "--objective", "objective.name")
+    for key, value in map(parse_override, args.set):
+        overrides[key], sources[key] = value, Source(SET, key=key)
+    cfg = load_run_config(args.config, overrides, sources)
     try:
         result = pretrain(cfg)
     except Preempted as stop:  # saved: every rank leaves with the status a scheduler reads

@@ -108,7 +108,7 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *,
             continue
         kw = _argument(cls, f, hints[f.name])
         if kw is not None:
-            flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+            flag = flag_of(f)
             parser.add_argument(flag, dest=f.name, **kw)
             if _is_flag_or_choice(hints[f.name]):
                 parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const",
@@ -116,6 +116,16 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *,
                                                         f"(default: {_shown(f)})")
             added.append(f.name)
     return added
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    """The option a field is given with: `--field-name`, or the flag its option() names."""
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def flags(cls: type) -> dict[str, str]:
+    """Each field of `cls` -> its option's spelling, for naming where a value came from."""
+    return {f.name: flag_of(f) for f in dataclasses.fields(cls)}
 
 
 def given(args: argparse.Namespace, cls: type) -> dict[str, Any]:

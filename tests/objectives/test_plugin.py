@@ -150,8 +150,8 @@ def test_the_command_line_names_a_class_and_keeps_the_recipes_fields(data_dir, t
     ("nowhere_module:Thing", "cannot import nowhere_module"),
     ("copied_mlm:NotAClass", "has no objective class 'NotAClass'"),
     ({"name": "mlm", "eval_pair_task": "both"}, r"unknown field\(s\) eval_pair_task"),
-    ({"name": "electra", "temperature": "hot"}, r"objective.temperature: 'hot' is not a float"),
-    ({"name": "electra", "discriminator_pair_task": 1}, "is not a bool"),
+    ({"name": "electra", "temperature": "hot"}, r"objective.temperature='hot': not a float"),
+    ({"name": "electra", "discriminator_pair_task": 1}, "task=1: not a bool"),
     ({"name": "electra", "temperature": -1.0}, "temperature=-1.0: must be positive"),
 ])
 def test_a_bad_objective_or_field_is_an_error_naming_it(plugins, tmp_path, value, message):

@@ -154,12 +154,12 @@ def test_new_phase_goes_on_from_the_checkpoint_and_the_same_command_continues(le
 
 def test_a_plan_is_checked_when_the_config_is_read(lengths):
     data = str(lengths[128])
-    with pytest.raises(RunConfigError, match="phase 1: unknown field.* seed"):
+    with pytest.raises(RunConfigError, match=r"phases\.1\.seed=1: unknown field.* seed"):
         run_config(lengths[64], "out", phases=[{"steps": 3, "seed": 1}])
     with pytest.raises(RunConfigError, match="first phase has no optimizer state"):
         run_config(lengths[64], "out", phases=[{"steps": 3, "reset_optimizer": True}])
-    with pytest.raises(RunConfigError, match=r"phase 2 begins a schedule over 3 steps, which "
-                                             r"does not hold \(.*warmup_steps=5"):
+    with pytest.raises(RunConfigError, match=r"phases\.2\.warmup_steps=5: phase 2 begins a "
+                                             r"schedule over 3 steps, which does not hold"):
         run_config(lengths[64], "out", phases=[{"steps": 3},
                                                {"steps": 3, "data": data, "warmup_steps": 5}])
     # A built-in plan, one field of a phase set, and --max-steps alone scaling the phases.

@@ -38,6 +38,7 @@ from litebert.objectives.electra import ElectraObjective
 from litebert.objectives.mlm import MLMObjective
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_report import reporter_for
+from litebert.provenance import FieldError
 
 OBJECTIVES: dict[str, type[Objective]] = {
     "mlm": MLMObjective,  # MLM + the data's SOP/NSP task (ALBERT, BERT, RoBERTa)
@@ -76,36 +77,44 @@ def resolve(name: str) -> type[Objective]:
 
 
 def objective_config(value: Any, where: str) -> ObjectiveConfig:
-    """A recipe's `objective:` (a name, a mapping with `name` and fields, or a Config)."""
+    """A recipe's `objective:` (a name, a mapping with `name` and fields, or a Config). A bad
+    value of one field is a FieldError naming it (objective.FIELD), so that the run config
+    can say where the value came from."""
     if isinstance(value, ObjectiveConfig):
         value = dataclasses.asdict(value)
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, dict):
-        raise ObjectiveError(f"{where} objective: {value!r}; give a name or a mapping "
-                             f"{{name: NAME, field: value, ...}}")
+        raise FieldError("objective", value, "give a name or a mapping {name: NAME, field: "
+                                             "value, ...}")
     fields = dict(value)
     name = fields.pop("name", "mlm")
     if not isinstance(name, str):
-        raise ObjectiveError(f"{where} objective.name: {name!r}; give a name")
-    config_class = resolve(name).Config
+        raise FieldError("objective.name", name, "give a name")
+    try:
+        config_class = resolve(name).Config
+    except ObjectiveError as err:
+        raise FieldError("objective.name", name, str(err)) from None
     hints = typing.get_type_hints(config_class)
     known = {f.name for f in dataclasses.fields(config_class)} - {"name"}
     unknown = sorted(set(fields) - known)
     if unknown:
-        raise ObjectiveError(f"{where} objective: unknown field(s) {', '.join(unknown)} for "
-                             f"{name!r}; its fields: {', '.join(sorted(known)) or 'none'} (a "
-                             f"name alone keeps the recipe's fields; objective: {{name: "
-                             f"{name}}} starts from {name}'s defaults)")
+        raise FieldError(f"objective.{unknown[0]}", fields[unknown[0]],
+                         f"unknown field(s) {', '.join(unknown)} for {name!r}; its fields: "
+                         f"{', '.join(sorted(known)) or 'none'} (a name alone keeps the "
+                         f"recipe's fields; objective: {{name: {name}}} starts from {name}'s "
+                         f"defaults)")
     for key, raw in fields.items():
-        fields[key] = _typed(raw, hints[key], f"{where} objective.{key}")
+        fields[key] = _typed(raw, hints[key], f"objective.{key}")
     try:
         return config_class(name=name, **fields)
+    except FieldError:
+        raise
     except (TypeError, ValueError) as err:
         raise ObjectiveError(f"{where}: {err}") from None
 
 
-def _typed(value: Any, hint: Any, where: str) -> Any:
+def _typed(value: Any, hint: Any, field: str) -> Any:
     """`value` as the field's type (an int where a float is wanted is fine); else an error."""
     kinds = [k for k in typing.get_args(hint) if k is not type(None)] or [hint]
     if value is None and type(None) in typing.get_args(hint):
@@ -117,7 +126,7 @@ def _typed(value: Any, hint: Any, where: str) -> Any:
                 and not (kind is int and isinstance(value, bool)):
             return value
     wanted = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
-    raise ObjectiveError(f"{where}: {value!r} is not a {wanted}")
+    raise FieldError(field, value, f"not a {wanted}")
 
 
 def describe_fields() -> str:

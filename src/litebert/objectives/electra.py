@@ -75,6 +75,7 @@ from litebert.objectives.evaluation import (
 )
 from litebert.options import option
 from litebert.padding import real_tokens
+from litebert.provenance import FieldError
 
 TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
 MASKINGS = ("uniform", "data")  # generator_masking
@@ -112,7 +113,7 @@ class ElectraConfig(ObjectiveConfig):
         ]
         for ok, name, why in checks:
             if not ok:
-                raise ValueError(f"objective.{name}={getattr(self, name)!r}: {why}")
+                raise FieldError(f"objective.{name}", getattr(self, name), why)
 
 
 def generator_config(config: ModelConfig, size: float, layers: float) -> ModelConfig:

@@ -65,6 +65,7 @@ from litebert.objectives.mlm_eval import (
     table_notes,
 )
 from litebert.options import option
+from litebert.provenance import FieldError
 
 log = logging.getLogger("litebert")
 
@@ -82,8 +83,8 @@ class MLMConfig(ObjectiveConfig):
 
     def __post_init__(self) -> None:
         if self.eval_pair_tasks not in CROSS_EVALUATIONS:
-            raise ValueError(f"objective.eval_pair_tasks={self.eval_pair_tasks!r}: choose "
-                             f"'own' or 'both'")
+            raise FieldError("objective.eval_pair_tasks", self.eval_pair_tasks,
+                             "choose 'own' or 'both'")
 
 
 class MLMObjective(Stateless):

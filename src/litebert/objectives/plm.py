@@ -84,6 +84,7 @@ from litebert.objectives.evaluation import (
 )
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 from litebert.options import option
+from litebert.provenance import FieldError
 
 IGNORE = -100
 LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
@@ -126,7 +127,7 @@ class PLMConfig(ObjectiveConfig):
         for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"objective.{name}={value!r}: must be an integer >= {low}")
+                raise FieldError(f"objective.{name}", value, f"must be an integer >= {low}")
 
 
 class PLMObjective:

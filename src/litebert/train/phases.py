@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
+
+from litebert.provenance import FieldError
 
 # The fields a phase may change. None of them changes a parameter's shape (model_overrides
 # are checked for that before training, phased_run.check_phases).
@@ -117,22 +120,37 @@ def comparable(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # ---- checks ---------------------------------------------------------------------------------
 
 def check_plan(cfg: Any) -> None:
-    """ValueError naming the phase and the field when an entry is malformed, or when a
-    phase's config or its schedule segment would not hold (warm-up or decay longer than the
-    steps they span)."""
+    """FieldError naming the phase's field (phases.N.FIELD, or the run's field a phase
+    inherits) when an entry is malformed, or when a phase's config or its schedule segment
+    would not hold (warm-up or decay longer than the steps they span)."""
     if not isinstance(cfg.phases, list):
-        raise ValueError(f"phases={cfg.phases!r}: give a list of mappings, e.g. "
-                         f"[{{steps: 900}}, {{steps: 100, data: DIR}}]")
+        raise FieldError("phases", cfg.phases, "give a list of mappings, e.g. [{steps: 900}, "
+                                               "{steps: 100, data: DIR}]")
     for k, entry in enumerate(cfg.phases):
         check_entry(entry, k)
     for k in range(len(cfg.phases)):
         start, end = bounds(cfg)[k]
         try:
             phase_config(cfg, k)
+        except FieldError as err:
+            raise err.renamed(_namer(cfg, k), f"in phase {k + 1} (steps {start + 1} to "
+                                              f"{end}): ") from None
         except ValueError as err:
             raise ValueError(f"phase {k + 1} (steps {start + 1} to {end}): {err}") from None
         if starts_schedule(cfg, k):
             _check_segment(cfg, k)
+
+
+def _namer(cfg: Any, k: int) -> Callable[[str], str | None]:
+    """A field of phase k's config -> where the plan gives it: phases.N.FIELD of the last
+    entry up to k that names it, else the run's own field; None for max_steps, which a
+    phase's config counts for it (its end, or its schedule's steps)."""
+    def name(field: str) -> str | None:
+        if field == "max_steps":
+            return None
+        named = [i for i in range(k + 1) if field in cfg.phases[i]]
+        return f"phases.{named[-1] + 1}.{field}" if named else field
+    return name
 
 
 def _check_segment(cfg: Any, k: int) -> None:
@@ -141,6 +159,9 @@ def _check_segment(cfg: Any, k: int) -> None:
     try:
         dataclasses.replace(cfg, **phase_fields(cfg, k), max_steps=steps, phases=[],
                             new_phase=False)
+    except FieldError as err:
+        raise err.renamed(_namer(cfg, k), f"phase {k + 1} begins a schedule over {steps} "
+                                          f"steps, which does not hold: ") from None
     except ValueError as err:
         raise ValueError(f"phase {k + 1} begins a schedule over {steps} steps, which does not "
                          f"hold ({err})") from None
@@ -148,27 +169,27 @@ def _check_segment(cfg: Any, k: int) -> None:
 
 def check_entry(entry: Any, k: int) -> None:
     """One entry's own form: a mapping of ENTRY_KEYS with positive whole steps."""
-    where = f"phase {k + 1}"
+    where = f"phases.{k + 1}"
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: {entry!r} is not a mapping; write {{steps: N, FIELD: "
-                         f"VALUE, ...}}")
+        raise FieldError(where, entry, "not a mapping; write {steps: N, FIELD: VALUE, ...}")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}; a phase gives "
-                         f"steps and may change {', '.join(ENTRY_KEYS[1:])}")
+        raise FieldError(f"{where}.{unknown[0]}", entry[unknown[0]],
+                         f"unknown field(s) {', '.join(unknown)} of phase {k + 1}; a phase "
+                         f"gives steps and may change {', '.join(ENTRY_KEYS[1:])}")
     steps = entry.get("steps")
     if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
-        raise ValueError(f"{where}: steps={steps!r}: give its number of steps, a whole "
-                         f"number above 0")
+        raise FieldError(f"{where}.steps", steps, "give the phase's number of steps, a whole "
+                                                  "number above 0")
     if not isinstance(entry.get("model_overrides") or {}, dict):
-        raise ValueError(f"{where}: model_overrides={entry['model_overrides']!r}: give a "
-                         f"mapping of model fields")
+        raise FieldError(f"{where}.model_overrides", entry["model_overrides"],
+                         "give a mapping of model fields")
     if not isinstance(entry.get("reset_optimizer", False), bool):
-        raise ValueError(f"{where}: reset_optimizer={entry['reset_optimizer']!r}: give true "
-                         f"or false")
+        raise FieldError(f"{where}.reset_optimizer", entry["reset_optimizer"],
+                         "give true or false")
     if k == 0 and entry.get("reset_optimizer"):
-        raise ValueError(f"{where}: reset_optimizer=true, but the first phase has no "
-                         f"optimizer state to reset")
+        raise FieldError(f"{where}.reset_optimizer", True, "the first phase has no optimizer "
+                                                           "state to reset")
 
 
 def new_phase_setting(value: Any) -> bool | str:
@@ -181,7 +202,7 @@ def new_phase_setting(value: Any) -> bool | str:
         return text == "true"
     if text == "reset-optimizer":
         return text
-    raise ValueError(f"new_phase={value!r}: choose true, false or reset-optimizer")
+    raise FieldError("new_phase", value, "choose true, false or reset-optimizer")
 
 
 # ---- from a recipe and its overrides --------------------------------------------------------
@@ -211,8 +232,8 @@ def prepare(values: dict[str, Any], given: dict[str, Any], where: str) -> None:
     if wanted is not None and wanted != total and not own:
         given["phases"] = scale(plan, total, wanted)
     elif wanted is not None and wanted != total:
-        raise ValueError(f"the overrides: max_steps={wanted} but the phases given sum to "
-                         f"{total} steps; give one of them")
+        raise FieldError("max_steps", wanted, f"the phases given sum to {total} steps; give "
+                                              f"one of the two", related={"phases": plan})
 
 
 def _total(plan: list[Any], where: str) -> int:
@@ -248,8 +269,8 @@ def scale(plan: list[dict[str, Any]], total: int, wanted: int) -> list[dict[str,
     for i in order[:wanted - sum(share)]:
         share[i] += 1
     if min(share) == 0:
-        raise ValueError(f"max_steps={wanted} leaves phase {share.index(0) + 1} no step of "
-                         f"the plan's {steps}; give more steps")
+        raise FieldError("max_steps", wanted, f"leaves phase {share.index(0) + 1} no step of "
+                                              f"the plan's {steps}; give more steps")
     out = []
     for entry, old, new in zip(plan, steps, share, strict=True):
         entry = {**entry, "steps": new}

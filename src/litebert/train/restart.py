@@ -138,7 +138,7 @@ def check_agreement(record: dict[str, Any], cfg: PretrainConfig, model: ModelCon
     """A sentence listing every field in which this run differs from the one that wrote
     `record` (a checkpoint's state.json), if any; the schedule may differ when allowed."""
     ignored = HOW_IT_RUNS | (SCHEDULE if allow_schedule else frozenset())
-    then = _flat(saved_run_config(record.get("config", {})).to_dict())
+    then = _flat(saved_run_config(record.get("config", {}), where).to_dict())
     now = _flat(cfg.to_dict())
     differ = [(k, then.get(k), now.get(k)) for k in sorted(set(then) | set(now))
               if k.split(".")[0] not in ignored and then.get(k) != now.get(k)]

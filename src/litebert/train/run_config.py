@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import os
 import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+from types import UnionType
 from typing import Any
 
 import yaml
@@ -26,6 +30,8 @@ from litebert.objectives import (
 )
 from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
+from litebert.provenance import FILE, GIVEN, FieldError, Provenance, Source
+from litebert.train import batch_split
 from litebert.train import phases as phase_plan
 from litebert.train.schedule import (
     SCHEDULES,
@@ -39,6 +45,10 @@ log = logging.getLogger("litebert")
 
 class RunConfigError(ValueError):
     """A bad recipe file or override; the message names the file/field and the fix."""
+
+
+class RunFieldError(FieldError, RunConfigError):
+    """A bad value of one field of a run config (litebert.provenance.FieldError)."""
 
 
 # torch.compile's modes. "default": inductor's kernels; "reduce-overhead": the same, replayed
@@ -162,55 +172,75 @@ class PretrainConfig:
         choices=phase_plan.NEW_PHASE_CHOICES, shown="off")
 
     def __post_init__(self) -> None:
-        betas = tuple(self.betas)  # a recipe's YAML or --set gives a list
-        if len(betas) != 2:  # the optimizer would reject it too, later and less clearly
-            raise RunConfigError(f"pretrain config betas={self.betas!r}: give two rates, "
-                                 f"e.g. [0.9, 0.999]")
-        self.betas = (betas[0], betas[1])
+        try:
+            self._check()
+        except FieldError as err:  # one field's: load_run_config names where it came from
+            raise RunFieldError(err.field, err.value, err.why, err.related,
+                                "pretrain config") from None
+
+    def _check(self) -> None:
+        """Normalise what a recipe may spell several ways; FieldError for a bad value."""
+        check_types({name: getattr(self, name) for name in KIND_OF})
+        if len(self.betas) != 2:  # the optimizer would reject it too, later and less clearly
+            raise FieldError("betas", self.betas, "give two rates, e.g. [0.9, 0.999]")
+        self.betas = (self.betas[0], self.betas[1])  # a recipe's YAML or --set gives a list
         self.compile = compile_setting(self.compile)
-        self._check_phases()
         try:
             self.objective = objective_config(self.objective, "pretrain config")
         except ObjectiveError as err:
             raise RunConfigError(str(err)) from None
-        checks = [
+        for ok, name, why in self._value_checks():
+            if not ok:
+                raise FieldError(name, getattr(self, name), why)
+        if self.generator_from is not None and self.start_from is None:
+            raise FieldError("generator_from", self.generator_from,
+                             "give the discriminator with --from too")
+        if self.data is not None:
+            try:
+                parse_data(self.data)
+            except DataError as err:
+                raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
+        self._check_phases()  # each phase's config: after the run's own fields hold
+        self._check_schedule()
+
+    def _value_checks(self) -> list[tuple[bool, str, str]]:
+        """(holds, field, what to do) for each field's own range."""
+        positive = "must be positive"
+        return [
             (self.model in PRESETS, "model", f"unknown preset; choose from {', '.join(PRESETS)}"),
-            (self.batch_size > 0 and self.micro_batch_size > 0, "batch_size",
-             "batch sizes must be positive"),
-            (self.max_steps > 0, "max_steps", "must be positive"),
-            (self.lr > 0, "lr", "must be positive"),
+            (self.batch_size > 0, "batch_size", positive),
+            (self.micro_batch_size > 0, "micro_batch_size", positive),
+            (self.max_steps > 0, "max_steps", positive),
+            (self.lr > 0, "lr", positive),
+            (math.isfinite(self.power) and self.power > 0, "power",
+             "must be a finite number above 0"),
             (self.max_grad_norm >= 0, "max_grad_norm", "must be 0 (no clipping) or positive"),
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
             (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
              "choose auto, fp32, bf16 or fp16"),
-            (min(self.log_every, self.eval_every, self.save_every) > 0, "log_every",
-             "log_every, eval_every and save_every must be positive"),
+            (self.log_every > 0, "log_every", positive),
+            (self.eval_every > 0, "eval_every", positive),
+            (self.save_every > 0, "save_every", positive),
             (self.peak_tflops is None or self.peak_tflops > 0, "peak_tflops",
              "must be positive (or left out)"),
             (self.num_workers is None or self.num_workers >= 0, "num_workers",
              "must be 0 or more (or left out)"),
             (self.attention in ATTENTIONS, "attention", f"choose from {', '.join(ATTENTIONS)}"),
         ]
-        for ok, name, why in checks:
-            if not ok:
-                raise RunConfigError(f"pretrain config {name}={getattr(self, name)!r}: {why}")
-        if self.generator_from is not None and self.start_from is None:
-            raise RunConfigError(f"pretrain config generator_from={self.generator_from!r}: "
-                                 f"give the discriminator with --from too")
-        if self.data is not None:
-            try:
-                parse_data(self.data)
-            except DataError as err:
-                raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
+
+    def _check_schedule(self) -> None:
+        """The warm-up within max_steps (as in fine-tuning); wsd's decay after it."""
+        resolve_warmup(self.max_steps, self.warmup_steps)
+        if self.schedule != "wsd":
+            return
         try:
-            resolve_warmup(self.max_steps, self.warmup_steps)  # the bounds, as in fine-tuning
-            if self.schedule == "wsd":  # warm-up, stable, then decay_steps within max_steps
-                warmup_stable_decay(0, warmup_steps=self.warmup_steps,
-                                    total_steps=self.max_steps, power=self.power,
-                                    decay_steps=wsd_decay_steps(
-                                        self.decay_steps, self.warmup_steps, self.max_steps))
+            warmup_stable_decay(0, warmup_steps=self.warmup_steps, total_steps=self.max_steps,
+                                power=self.power, decay_steps=wsd_decay_steps(
+                                    self.decay_steps, self.warmup_steps, self.max_steps))
         except ValueError as err:
-            raise RunConfigError(f"pretrain config: {err}") from None
+            raise FieldError("decay_steps", self.decay_steps, str(err),
+                             related={"warmup_steps": self.warmup_steps,
+                                      "max_steps": self.max_steps}) from None
 
     def _check_phases(self) -> None:
         """new_phase normalised; with phases, max_steps is their sum and each phase's config
@@ -218,19 +248,22 @@ class PretrainConfig:
         try:
             self.new_phase = phase_plan.new_phase_setting(self.new_phase)
             phase_plan.check_plan(self)
+        except FieldError:
+            raise
         except ValueError as err:
             raise RunConfigError(f"pretrain config phases: {err}") from None
         if self.phases:
             self.max_steps = sum(phase_plan.steps_of(self))
 
     def accumulation(self, world_size: int) -> int:
-        """Micro-batches per rank per optimizer step."""
-        per_step = self.micro_batch_size * world_size
-        if self.batch_size % per_step:
-            raise RunConfigError(
-                f"batch_size={self.batch_size} is not a multiple of micro_batch_size="
-                f"{self.micro_batch_size} x {world_size} rank(s)")
-        return self.batch_size // per_step
+        """Micro-batches per rank per optimizer step (load_run_config fitted the split to
+        the launch's ranks; a config built in code meets the check here)."""
+        try:
+            return batch_split.accumulation(self.batch_size, self.micro_batch_size,
+                                            world_size)
+        except FieldError as err:
+            raise RunFieldError(err.field, err.value, err.why, err.related,
+                                "pretrain config") from None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)  # the objective as a mapping: {name: ..., fields}
@@ -253,8 +286,8 @@ def compile_setting(value: Any, where: str = "pretrain config") -> bool | str | 
         return None if text == "auto" else text != "false"
     if text in COMPILE_MODES:
         return text
-    raise RunConfigError(f"{where} compile={value!r}: choose auto, true or false, or a "
-                         f"torch.compile mode ({', '.join(COMPILE_MODES[1:])})")
+    raise RunFieldError("compile", value, f"choose auto, true or false, or a torch.compile "
+                                          f"mode ({', '.join(COMPILE_MODES[1:])})", label=where)
 
 
 def shown_compile(value: bool | str | None) -> bool | str:
@@ -263,6 +296,48 @@ def shown_compile(value: bool | str | None) -> bool | str:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(PretrainConfig)}
+KINDS = {int: "a whole number", float: "a number", str: "text", bool: "true or false",
+         list: "a list", dict: "a mapping", tuple: "a list"}
+
+
+def check_types(values: dict[str, Any]) -> None:
+    """FieldError for a value of another type than its field's (`--set max_steps=abc`, a
+    recipe's `lr: fast`), among the fields `values` holds; fields that normalise what they
+    are given (compile, new_phase, objective) check themselves."""
+    for name, value in values.items():
+        kinds = KIND_OF.get(name)
+        if kinds is None or value is None and type(None) in kinds:
+            continue
+        kind = next(k for k in kinds if k is not type(None))
+        if not _is_a(value, kind):
+            raise FieldError(name, value, f"give {KINDS[kind]}"
+                                          f"{' or leave it out' if type(None) in kinds else ''}")
+
+
+def _kinds(hint: Any) -> set[type] | None:
+    """The types a field's annotation allows, when it is one of KINDS (or None too)."""
+    union = isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union
+    kinds = {typing.get_origin(k) or k for k in (typing.get_args(hint) if union else (hint,))}
+    simple = kinds - {type(None)}
+    return kinds if len(simple) == 1 and next(iter(simple)) in KINDS else None
+
+
+def _is_a(value: Any, kind: type) -> bool:
+    if isinstance(value, bool) and kind in (int, float):
+        return False
+    if kind is float:
+        return isinstance(value, (int, float))
+    if kind is str:
+        return isinstance(value, (str, os.PathLike))
+    if kind is tuple:
+        return isinstance(value, (tuple, list))
+    return isinstance(value, kind)
+
+
+KIND_OF = {name: kinds for name, hint in typing.get_type_hints(PretrainConfig).items()
+           if (kinds := _kinds(hint)) is not None}
+BATCH_DEFAULTS = {"batch_size": PretrainConfig.batch_size,
+                  "micro_batch_size": PretrainConfig.micro_batch_size}
 
 
 def check_data_attention(cfg: PretrainConfig, packed: bool) -> None:
@@ -369,11 +444,15 @@ def nest_objective(values: dict[str, Any], where: str, warn: bool = True) -> dic
     return {**{k: v for k, v in values.items() if k not in flat}, "objective": nested}
 
 
-def saved_run_config(values: dict[str, Any]) -> PretrainConfig:
-    """The run config a checkpoint's state.json records, in either spelling (fields added
-    since take their defaults)."""
+def saved_run_config(values: dict[str, Any],
+                     where: str = "a checkpoint's state.json") -> PretrainConfig:
+    """The run config a checkpoint's state.json (`where`) records, in either spelling
+    (fields added since take their defaults); a value it cannot hold is named there."""
     known = {k: v for k, v in values.items() if k in FIELDS or k in legacy_objective_fields()}
-    return PretrainConfig(**nest_objective(known, "state.json", warn=False))
+    try:
+        return PretrainConfig(**nest_objective(known, "state.json", warn=False))
+    except FieldError as err:
+        raise RunConfigError(Provenance(Source(FILE, where)).blame(err)) from None
 
 
 def merge_objective(base: Any, top: Any) -> Any:
@@ -394,41 +473,86 @@ def merge_objective(base: Any, top: Any) -> Any:
     return {**fields, **new}
 
 
-def load_run_config(recipe: str | Path | None, overrides: dict[str, Any]) -> PretrainConfig:
+def load_run_config(recipe: str | Path | None, overrides: dict[str, Any],
+                    sources: dict[str, Source] | None = None) -> PretrainConfig:
     """Recipe (optional: a built-in name or a YAML file) + overrides (None values ignored)
     -> PretrainConfig. Overriding max_steps alone scales the recipe's warm-up with it
     (train.schedule.resolve_warmup). `objective` in the overrides changes the class and
     keeps the recipe's objective fields; `objective.FIELD` sets one field. `model_overrides`
     merge key by key into the recipe's (a recipe's `hidden_dropout_prob: 0.0` survives an
-    override of `mem_len`)."""
+    override of `mem_len`). A micro-batch nobody gave that does not split the batch on the
+    launch's ranks is lowered to one that does (train.batch_split).
+
+    `sources`: where each override came from, by its key (a flag, `--set`); one without is
+    the caller's. An error about a value names where that value came from
+    (litebert.provenance), never the recipe for a value the command gave."""
     where = str(recipe_path(recipe)) if recipe is not None else "pretrain config"
     values = nest_objective(read_recipe(recipe), where) if recipe is not None else {}
-    given = nest_objective({k: v for k, v in overrides.items() if v is not None},
-                           "the overrides")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    provenance = _provenance(where if recipe is not None else None, values, given,
+                             sources or {})
+    try:
+        check_types(values)
+        check_types(given)
+        merged = _merged(values, nest_objective(given, "the overrides"), where)
+        batch_split.fit_micro_batches(merged, BATCH_DEFAULTS, provenance,
+                                      batch_split.launch_world_size())
+        return PretrainConfig(**merged)
+    except FieldError as err:
+        raise RunConfigError(provenance.blame(err)) from None
+    except RunConfigError:
+        raise
+    except ValueError as err:  # a plan's own steps and --set phases.N (phases.prepare)
+        raise RunConfigError(str(err)) from None
+    except TypeError as err:
+        raise RunConfigError(f"pretrain config: {err}") from None
+
+
+def _provenance(recipe_file: str | None, values: dict[str, Any], given: dict[str, Any],
+                sources: dict[str, Source]) -> Provenance:
+    """Where each field comes from: the recipe's fields, then each override's own source
+    (the caller's overrides where it names none); the rest are the defaults."""
+    provenance = Provenance()
+    if recipe_file is not None:
+        _record(provenance, values, Source(FILE, f"recipe {recipe_file}"))
+    for key, value in given.items():
+        _record(provenance, {key: value},
+                sources.get(key, Source(GIVEN, "the overrides", key)))
+    return provenance
+
+
+def _record(provenance: Provenance, values: dict[str, Any], source: Source) -> None:
+    """Provenance.record, with an objective given by its name alone recorded as
+    objective.name (its fields stay where they came from) and the previous release's flat
+    objective fields under objective."""
+    named = {}
+    for key, value in values.items():
+        if key == "objective" and isinstance(value, str):
+            key = "objective.name"
+        elif key in legacy_objective_fields():
+            key = f"objective.{key}"
+        named[key] = value
+    provenance.record(named, source)
+
+
+def _merged(values: dict[str, Any], given: dict[str, Any], where: str) -> dict[str, Any]:
+    """The recipe's fields under the overrides: the objective's merged, phases.N.FIELD set
+    and max_steps the phases' sum (scaled by a --max-steps alone: phases.prepare),
+    model_overrides merged key by key, and a max_steps alone scaling the recipe's warm-up."""
     dotted = {k.split(".", 1)[1]: given.pop(k) for k in list(given) if k.startswith("objective.")}
     if "objective" in given or dotted:
         given["objective"] = merge_objective(
             merge_objective(values.get("objective", "mlm"), given.get("objective", {})), dotted)
-    try:  # phases.N.FIELD, and max_steps as the phases' sum (scaled by a --max-steps alone)
-        phase_plan.prepare(values, given, where)
-    except ValueError as err:
-        raise RunConfigError(str(err)) from None
+    phase_plan.prepare(values, given, where)
     if isinstance(given.get("model_overrides"), dict):
         given["model_overrides"] = {**values.get("model_overrides", {}),
                                     **given["model_overrides"]}
-    try:
-        if "max_steps" in given:
-            recipe_steps = values.get("max_steps", FIELDS["max_steps"].default)
-            recipe_warmup = values.get("warmup_steps", FIELDS["warmup_steps"].default)
-            _, given["warmup_steps"] = resolve_warmup(
-                recipe_steps, recipe_warmup, given["max_steps"], given.get("warmup_steps"))
-        return PretrainConfig(**{**values, **given})
-    except TypeError as err:
-        raise RunConfigError(f"{where}: {err}") from None
-    except ValueError as err:
-        if isinstance(err, RunConfigError) and (recipe is None or where in str(err)):
-            raise
-        raise RunConfigError(f"{where}: {err}") from None
+    if "max_steps" in given:
+        recipe_steps = values.get("max_steps", FIELDS["max_steps"].default)
+        recipe_warmup = values.get("warmup_steps", FIELDS["warmup_steps"].default)
+        _, given["warmup_steps"] = resolve_warmup(
+            recipe_steps, recipe_warmup, given["max_steps"], given.get("warmup_steps"))
+    return {**values, **given}
 
 
 def parse_override(text: str) -> tuple[str, Any]:

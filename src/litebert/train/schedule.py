@@ -29,6 +29,8 @@ from collections.abc import Callable
 
 import torch
 
+from litebert.provenance import FieldError
+
 SCHEDULES = ("polynomial", "linear", "constant", "constant_with_warmup", "wsd")
 WSD_DECAY_SHARE = 0.1  # "wsd" without decay_steps: the last tenth of the run decays
 
@@ -199,19 +201,22 @@ def resolve_warmup(recipe_steps: int, recipe_warmup: int, max_steps: int | None 
       warm-up step trains at the full lr, the same as none. A fixed warm-up would be cut off
       by a shorter run, or never end in it, and the lr would never decay.
     - warmup_steps given (or neither): kept as is, and must lie in [0, max_steps].
-    Raises ValueError naming both fields and the fix.
+    Raises FieldError (a ValueError) naming the field, its value and the fix.
     """
     steps = recipe_steps if max_steps is None else max_steps
+    for name, value in (("max_steps", steps), ("warmup_steps", warmup_steps)):
+        if not isinstance(value, int | None) or isinstance(value, bool):
+            raise FieldError(name, value, "give a whole number")
     if warmup_steps is None and max_steps is not None and recipe_steps > 0:
         # Integer round-half-up of recipe_warmup * steps / recipe_steps (no float error).
         warmup = (2 * recipe_warmup * steps + recipe_steps) // (2 * recipe_steps)
     else:
         warmup = recipe_warmup if warmup_steps is None else warmup_steps
     if steps <= 0:
-        raise ValueError(f"max_steps={steps}: must be positive")
+        raise FieldError("max_steps", steps, "must be positive")
     if not 0 <= warmup <= steps:
-        raise ValueError(f"warmup_steps={warmup} with max_steps={steps}: warm-up must lie in "
-                         f"[0, max_steps]; give a smaller --warmup-steps, a larger "
-                         f"--max-steps, or leave --warmup-steps out to keep the recipe's "
-                         f"share of the steps")
+        raise FieldError("warmup_steps", warmup,
+                         f"must lie in [0, max_steps={steps}]; give a smaller --warmup-steps, "
+                         f"a larger --max-steps, or leave --warmup-steps out to keep the "
+                         f"recipe's share of the steps", related={"max_steps": steps})
     return steps, warmup
