@@ -5,9 +5,9 @@ chosen by the run config's `objective`); the loop names none of them. One optimi
 `accumulation` micro-batches per rank; every loss part is summed per micro-batch and divided
 by its count over the whole global batch, so the gradient is that of one big batch.
 
-Resuming restores model, optimizer, schedule, RNG and the data position (epoch, micro-batch),
-so a run killed at any moment and resumed continues exactly as if it had never stopped (bit
-for bit on CPU).
+Resuming restores model, optimizer, schedule, RNG, the data position (epoch, micro-batch)
+and the log window open at the checkpoint, so a run killed at any moment and resumed
+continues exactly as if it had never stopped (bit for bit on CPU, log lines included).
 """
 
 from __future__ import annotations
@@ -104,10 +104,17 @@ class LogWindow:
     paused: float = 0.0  # seconds of evaluations and checkpoints, not training time
 
     @classmethod
-    def open(cls, parts: int, device: torch.device) -> LogWindow:
+    def open(cls, parts: int, device: torch.device,
+             carried: dict[str, Any] | None = None) -> LogWindow:
+        """An empty window, or one holding the sums a checkpoint carried (`carried`: its
+        log_window record; one rank holds them, see Trainer._window_record)."""
         zero = torch.zeros((), dtype=torch.long, device=device)
-        return cls(losses=torch.zeros(parts, device=device), kept=zero, tokens=zero.clone(),
-                   start=time.perf_counter())
+        window = cls(losses=torch.zeros(parts, device=device), kept=zero, tokens=zero.clone(),
+                     start=time.perf_counter())
+        if carried:
+            window.losses += torch.tensor(carried["losses"], device=device)
+            window.kept += int(carried["kept"])
+        return window
 
 
 # ---- parts ---------------------------------------------------------------------------------
@@ -151,6 +158,8 @@ def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
 
 class Trainer:
     """Holds the parts of one run; `run()` trains to max_steps and returns the last eval."""
+
+    carried_window: dict[str, Any] | None = None  # a resume: the checkpoint's open log window
 
     def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None):
         if cfg.data is None:
@@ -234,7 +243,14 @@ class Trainer:
         which run wrote it and on what data."""
         return {**self.state.to_record(), "model_config": self.config.to_dict(),
                 "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
-                "data_digest": self.data_digest}
+                "data_digest": self.data_digest, "log_window": self._window_record()}
+
+    def _window_record(self) -> dict[str, Any]:
+        """The log window open at a checkpoint: its loss sums over ranks and its finite
+        steps, so that the run continued from there logs the line the uninterrupted run
+        logs, not the mean of the steps since the resume (a collective: at every save)."""
+        losses = all_reduce_sum(self.window.losses)
+        return {"losses": losses.tolist(), "kept": int(self.window.kept)}
 
     def _restore(self, path: Path) -> None:
         """Model, optimizer, schedule, RNG, data position and the objective's state of
@@ -242,6 +258,8 @@ class Trainer:
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path)
         self.state = TrainState.from_saved(saved)
+        # Rank 0 holds the window's sums over ranks, the others add their own from here.
+        self.carried_window = saved.get("log_window") if self.info.is_main else None
         resume_at(self.scheduler, self.cfg.lr)  # --resume PATH's lr and schedule, if others
         self.objective.load_state_dict(saved["objective_state"])
         if self.info.is_main:
@@ -342,7 +360,7 @@ class Trainer:
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
                                     resolved_workers(cfg, device), state.position,
                                     pin=device.type == "cuda"))
-        self.window = LogWindow.open(len(self.weights), device)
+        self.window = LogWindow.open(len(self.weights), device, self.carried_window)
         bar = progress(total=cfg.max_steps, initial=state.step, desc="pre-training",
                        unit="step", disable=not self.info.is_main)
         self.model.train()
