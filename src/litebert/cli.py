@@ -115,7 +115,7 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 def cmd_pretrain(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
     from litebert.train.preemption import Preempted
-    from litebert.train.pretrain import pretrain
+    from litebert.train.pretrain import RunComplete, pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
     overrides = given(args, PretrainConfig)
@@ -123,14 +123,19 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
         overrides["objective"] = args.objective
     overrides.update(parse_override(text) for text in args.set)
     cfg = load_run_config(args.config, overrides)
+    main_rank = os.environ.get("RANK", "0") == "0"
     try:
         result = pretrain(cfg)
     except Preempted as stop:  # saved: every rank leaves with the status a scheduler reads
-        if os.environ.get("RANK", "0") == "0":
+        if main_rank:
             print(f"litebert pretrain: {stop}", file=sys.stderr)
         shutdown(stop.status)
         raise SystemExit(stop.status) from None
-    if result and os.environ.get("RANK", "0") == "0":
+    except RunComplete as done:  # the same command again: nothing to do, and nothing done
+        result = {}
+        if main_rank:
+            print(f"litebert pretrain: {done}")
+    if result and main_rank:
         print(json.dumps(result, indent=2))
     # On success only: after an error another rank may wait in a collective, and the
     # barrier in shutdown would hang. Under torchrun this call ends the process.

@@ -38,10 +38,12 @@ from litebert.distributed import (
     DistInfo,
     all_reduce_sum,
     barrier,
+    broadcast_object,
     init_distributed,
     shards,
     wrap,
 )
+from litebert.files import atomic_directory
 from litebert.model.backbone import backbone_class
 from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
@@ -63,7 +65,7 @@ from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
-from litebert.train.restart import Start, plan_start
+from litebert.train.restart import Start, complete, logged_evaluation, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler, resume_at
@@ -157,11 +159,14 @@ def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
 # ---- the loop ------------------------------------------------------------------------------
 
 class Trainer:
-    """Holds the parts of one run; `run()` trains to max_steps and returns the last eval."""
+    """Holds the parts of one run; `run()` trains to max_steps and returns the last eval.
+    stop_if_complete: raise RunComplete, before building anything, when the run's
+    checkpoint is at its last step and its export (if asked for) is written."""
 
     carried_window: dict[str, Any] | None = None  # a resume: the checkpoint's open log window
 
-    def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None):
+    def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None,
+                 stop_if_complete: bool = False):
         if cfg.data is None:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
@@ -179,6 +184,8 @@ class Trainer:
         self.config = model_config(cfg, data_dir, self.sources)
         self.data_digest = data_digest(spec, self.train_data)
         self.start = self._plan_start()  # before the model: a resume does not read --from's
+        if stop_if_complete and self._complete():
+            raise complete(self.run_dir, self.start, cfg.export, self._further())
         torch.manual_seed(cfg.seed)
         model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
@@ -226,6 +233,17 @@ class Trainer:
             load_start(model, start, self.sources, self.cfg.model_overrides,
                        added_token_pieces(data_dir / "tokenizer"))
         return model
+
+    def _complete(self) -> bool:
+        """Whether the run has nothing left to do: its checkpoint at max_steps and its
+        export, when asked for, written (whole: _finish writes it as one directory)."""
+        if self.start.checkpoint is None or self.start.step < self.cfg.max_steps:
+            return False
+        return not self.cfg.export or broadcast_object((self.run_dir / "export").is_dir())
+
+    def _further(self) -> str:
+        """How to train a complete run further (a run in phases says otherwise)."""
+        return f"add --resume {self.start.checkpoint} --max-steps MORE"
 
     def _new_scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
         """The learning-rate schedule over the run's steps (a phase's: phased_run)."""
@@ -365,6 +383,7 @@ class Trainer:
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
+        first = state.step
         try:  # compiling happens at the first step and evaluation
             with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
                 while state.step < cfg.max_steps:
@@ -378,10 +397,9 @@ class Trainer:
             raise
         self.wait_for_checkpoint()
         bar.close()
-        if not last_eval:
-            # Nothing left to train (a finished run resumed): still report where it stands.
-            with compile_errors(self.compiled):
-                last_eval = self.objective.evaluate(self.model, self.info, self.amp)
+        if state.step == first:  # nothing was left to train (a finished run, its export
+            # missing): the evaluation it logged at its last step, not another
+            last_eval = logged_evaluation(self.run_dir, state.step)
         self._finish()
         return last_eval
 
@@ -489,8 +507,9 @@ class Trainer:
             model_state = full_model_state(self.model)  # a collective under FSDP
             export = self.run_dir / "export"
             with explained_export(self.run_dir, export, model_state, together=True):
-                if self.info.is_main:
-                    self.objective.export(model_state, self.config, self.run_dir, export)
-                    finish_export(export, self.run_dir, self.cfg, self.sources)
+                if self.info.is_main:  # whole or not at all: _complete reads its presence
+                    with atomic_directory(export) as written:
+                        self.objective.export(model_state, self.config, self.run_dir, written)
+                        finish_export(written, self.run_dir, self.cfg, self.sources)
         self.logger.close()
         barrier()
