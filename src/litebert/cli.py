@@ -114,7 +114,7 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 
 def cmd_pretrain(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
-    from litebert.train.preemption import Preempted
+    from litebert.train.preemption import Preempted, interrupted
     from litebert.train.pretrain import RunComplete, pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
@@ -131,6 +131,11 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
             print(f"litebert pretrain: {stop}", file=sys.stderr)
         shutdown(stop.status)
         raise SystemExit(stop.status) from None
+    except KeyboardInterrupt:  # Ctrl-C outside the loop's watch: start-up, the export
+        cut = interrupted(cfg.out)
+        if main_rank:  # no barrier: another rank may be anywhere
+            print(f"litebert pretrain: {cut}", file=sys.stderr)
+        raise SystemExit(cut.status) from None
     except RunComplete as done:  # the same command again: nothing to do, and nothing done
         result = {}
         if main_rank:
@@ -564,6 +569,9 @@ def user_errors() -> tuple[type[Exception], ...]:
             WriteFailed)
 
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -572,6 +580,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(message)s")
     try:
         args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's status for SIGINT
+        print(f"litebert {args.command}: interrupted by Ctrl-C", file=sys.stderr)
+        return INTERRUPTED
     except Exception as err:
         if not isinstance(err, user_errors()):
             raise

@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +63,7 @@ from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
-from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
+from litebert.train.preemption import Preempted, PreemptionWatch, exit_status, signal_name
 from litebert.train.restart import Start, complete, logged_evaluation, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
@@ -453,7 +452,7 @@ class Trainer:
             self._save()
         self.wait_for_checkpoint()
         self.logger.close()
-        name = signal.Signals(signum).name
+        name = signal_name(signum)
         raise Preempted(f"stopped by {name} after step {self.state.step}, saved in "
                         f"{checkpoint.latest(self.run_dir)}; the same command continues from "
                         f"there (exit status {exit_status(signum)})", exit_status(signum))
