@@ -117,8 +117,8 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 def cmd_pretrain(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
     from litebert.provenance import FLAG, SET, Source
-    from litebert.train.preemption import Preempted
-    from litebert.train.pretrain import pretrain
+    from litebert.train.preemption import Preempted, interrupted
+    from litebert.train.pretrain import RunComplete, pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
 
     overrides = given(args, PretrainConfig)
@@ -130,14 +130,24 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
     for key, value in map(parse_override, args.set):
         overrides[key], sources[key] = value, Source(SET, key=key)
     cfg = load_run_config(args.config, overrides, sources)
+    main_rank = os.environ.get("RANK", "0") == "0"
     try:
         result = pretrain(cfg)
     except Preempted as stop:  # saved: every rank leaves with the status a scheduler reads
-        if os.environ.get("RANK", "0") == "0":
+        if main_rank:
             print(f"litebert pretrain: {stop}", file=sys.stderr)
         shutdown(stop.status)
         raise SystemExit(stop.status) from None
-    if result and os.environ.get("RANK", "0") == "0":
+    except KeyboardInterrupt:  # Ctrl-C outside the loop's watch: start-up, the export
+        cut = interrupted(cfg.out)
+        if main_rank:  # no barrier: another rank may be anywhere
+            print(f"litebert pretrain: {cut}", file=sys.stderr)
+        raise SystemExit(cut.status) from None
+    except RunComplete as done:  # the same command again: nothing to do, and nothing done
+        result = {}
+        if main_rank:
+            print(f"litebert pretrain: {done}")
+    if result and main_rank:
         print(json.dumps(result, indent=2))
     # On success only: after an error another rank may wait in a collective, and the
     # barrier in shutdown would hang. Under torchrun this call ends the process.
@@ -566,6 +576,9 @@ def user_errors() -> tuple[type[Exception], ...]:
             WriteFailed)
 
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -574,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(message)s")
     try:
         args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's status for SIGINT
+        print(f"litebert {args.command}: interrupted by Ctrl-C", file=sys.stderr)
+        return INTERRUPTED
     except Exception as err:
         if not isinstance(err, user_errors()):
             raise

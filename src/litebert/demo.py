@@ -24,7 +24,7 @@ from litebert.data.sources import fetch
 from litebert.tasks.finetune import FinetuneConfig, finetune
 from litebert.tokenization import train_tokenizer
 from litebert.train.plots import plot_run
-from litebert.train.pretrain import pretrain
+from litebert.train.pretrain import pretrain_unless_complete
 from litebert.train.run_config import RECIPE_DIR, load_run_config
 
 
@@ -144,7 +144,7 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
     overrides = {"data": str(data), "out": str(run_dir), "resume": "auto",
                  "max_steps": max_steps}
     cfg = load_run_config(plan.recipe, overrides)
-    result = pretrain(cfg)
+    result = pretrain_unless_complete(cfg)
     stage("5/6 plots")
     plots = plot_run(run_dir)
     stage("6/6 fine-tuning: the exported model on bbc-news topics (5 classes)")

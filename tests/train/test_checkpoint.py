@@ -128,7 +128,7 @@ def test_state_json_keeps_the_flat_fields_it_always_had(trained):
     counters = {"step", "epoch", "batch", "skipped_steps", "nonfinite_in_row", "tokens",
                 "seconds", "sampler_version"}
     assert set(state) == counters | {"model_config", "run_id", "adopts_unnamed", "data_digest",
-                                     "config", "world_size", "format", "files"}
+                                     "log_window", "config", "world_size", "format", "files"}
     assert TrainState.from_saved(state).to_record() == {k: state[k] for k in counters}
     assert TrainState.from_saved(state).position == DataPosition(state["epoch"], state["batch"])
     older = {k: state[k] for k in counters - {"seconds", "sampler_version"}}  # before them

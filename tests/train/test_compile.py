@@ -21,12 +21,14 @@ import litebert.model.attention as attention
 from litebert.cli import main
 from litebert.model import EncoderForPermutationLM
 from litebert.studies.runner import SPEED_FIELDS
+from litebert.train import compiling
 from litebert.train.compiling import (
     BACKEND_ENV,
     RECOMPILE_LIMIT,
     compile_errors,
     compile_in_place,
     compile_mode,
+    compile_units,
     resolved_compile,
 )
 from litebert.train.pretrain import Trainer, pretrain
@@ -298,6 +300,27 @@ def test_auto_compiles_on_cuda_only():
     assert resolved_compile("reduce-overhead", cpu)
     assert [compile_mode(s) for s in (None, True, False, "default", "reduce-overhead")] == \
         [None, None, None, None, "reduce-overhead"]
+
+
+def test_compiling_on_a_cpu_says_once_that_eager_is_usually_faster(monkeypatch, caplog):
+    """Pre-training (in place, or FSDP's units) and fine-tuning (in place, dynamic shapes)
+    compile through these; on a CPU, where only an explicit --compile compiles, the first
+    says once that it seldom pays, and compiles all the same. Off a CPU (meta here): not a
+    word."""
+    monkeypatch.setattr(compiling, "_said", set())
+    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
+    with caplog.at_level(logging.WARNING, logger="litebert"):
+        compile_in_place(torch.nn.Linear(2, 2, device="meta"))
+        assert caplog.records == []
+        model = torch.nn.Linear(2, 2)
+        compile_in_place(model)
+        compile_in_place(torch.nn.Linear(2, 2), dynamic=None)
+        compile_units([(torch.nn.Linear(2, 2), None)])
+    assert [r.getMessage() for r in caplog.records] == [
+        "compiling on a CPU, as asked: torch.compile is usually slower than eager there and "
+        "costs its compile time first; --no-compile (or `compile: false` in the recipe) runs "
+        "eagerly"]
+    assert model._compiled_call_impl is not None  # compiled as asked
 
 
 def test_the_recompile_limit_is_a_sentence_naming_no_compile(monkeypatch):

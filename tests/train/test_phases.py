@@ -18,7 +18,7 @@ from litebert.data.builder import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.phased_run import model_shapes
-from litebert.train.pretrain import pretrain
+from litebert.train.pretrain import RunComplete, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
@@ -113,6 +113,18 @@ def test_the_same_plan_continues_and_another_is_refused(lengths, tmp_path):
         pretrain(two_phases(lengths, run, phases=other))
     with pytest.raises(RunConfigError, match="other settings"):
         pretrain(run_config(lengths[64], run, model_overrides=MODEL_128, max_steps=6))
+
+
+def test_a_plan_is_complete_after_its_last_phase_not_at_an_earlier_phases_end(lengths,
+                                                                             tmp_path):
+    run = tmp_path / "run"
+    pretrain(two_phases(lengths, run))
+    with pytest.raises(RunComplete, match=r"is complete at step 6: nothing to do. To train "
+                                          r"further, add a phase with --new-phase"):
+        pretrain(two_phases(lengths, run))
+    shutil.rmtree(checkpoint.latest(run))  # the newest now ends phase 1, at its max_steps
+    pretrain(two_phases(lengths, run))
+    assert checkpoint.step_of(checkpoint.latest(run)) == 6
 
 
 def test_a_phase_the_model_cannot_hold_is_refused_before_training(lengths, tmp_path):

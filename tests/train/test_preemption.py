@@ -1,6 +1,7 @@
 """Faults a cluster brings, each followed by the same command again: a preemption signal
 (the run saves at the step it is in and exits 128 + n) and a rank SIGKILLed under
-`torchrun --max-restarts`; the finished run equals one never stopped, bit for bit."""
+`torchrun --max-restarts`; the finished run equals one never stopped, bit for bit. A
+user's Ctrl-C is one of those signals in the loop, and one line anywhere else."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import time
 import pytest
 import torch
 
+from litebert.cli import main
 from litebert.distributed import init_distributed
-from litebert.train import checkpoint
-from litebert.train.preemption import ECHO_SECONDS, PreemptionWatch, exit_status
+from litebert.train import checkpoint, trainer
+from litebert.train.preemption import ECHO_SECONDS, LAUNCHER_ENV, PreemptionWatch, exit_status
 from litebert.train.state import load_model_state
 from tests.train import test_pretrain
 from tests.train.launch import (
@@ -26,6 +28,7 @@ from tests.train.launch import (
     wait_for_step,
 )
 from tests.train.test_pretrain import read_metrics
+from tests.train.test_restart import cli_run
 
 data_dir = test_pretrain.data_dir  # the module's corpus fixture
 STEPS = 24
@@ -69,6 +72,24 @@ def test_sigterm_saves_at_the_step_and_the_same_command_continues(data_dir, tmp_
     assert_same_run(tmp_path / "straight", tmp_path / "run")
 
 
+def test_ctrl_c_saves_at_the_step_in_one_line(data_dir, tmp_path):
+    """SIGINT to the whole session, as a terminal's Ctrl-C sends it (the loader worker
+    included): no traceback, a checkpoint at the step, one line, 130. It stops as SIGTERM
+    does, whose test runs the same command on to the end."""
+    args = pretrain_args(data_dir, tmp_path / "run", STEPS, 8, "--num-workers", "1")
+    proc = start(litebert(*args))
+    wait_for_step(proc, tmp_path / "run", 5)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == exit_status(signal.SIGINT) == 130, err[-3000:]
+    saved = checkpoint.latest(tmp_path / "run")
+    step = checkpoint.step_of(saved)
+    assert f"stopped by SIGINT (Ctrl-C) after step {step}, saved in {saved}; the same " \
+           f"command continues from there (exit status 130)" in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert step >= 5 and step % 4
+
+
 def test_sigusr1_to_every_process_of_a_torchrun_job(data_dir, two_ranks, tmp_path):
     """Slurm's --signal reaches torchrun and both ranks; torchrun forwards it again. The
     ranks agree on one step, save it and exit 138; the same command continues."""
@@ -101,6 +122,60 @@ def test_a_rank_killed_under_max_restarts_finishes_by_itself(data_dir, two_ranks
     assert err.count("starting from step 0") == 1
     assert "checkpoints/step-00000004 (step 4)" in err
     assert_same_run(two_ranks, tmp_path / "run")
+
+
+def test_a_second_ctrl_c_stops_at_once_unless_torchrun_forwarded_it(monkeypatch):
+    """Nothing forwards a Ctrl-C to a lone process: a second one is the user's, however
+    soon. Under torchrun the terminal's and torchrun's copies arrive together."""
+    exits: list[int] = []
+    monkeypatch.setattr(os, "_exit", exits.append)
+    monkeypatch.delenv(LAUNCHER_ENV, raising=False)
+    with PreemptionWatch(init_distributed()) as watch:
+        signal.raise_signal(signal.SIGINT)
+        assert watch.stop_now() == signal.SIGINT and exits == []
+        signal.raise_signal(signal.SIGINT)
+        assert exits == [130]
+    monkeypatch.setenv(LAUNCHER_ENV, "job")
+    with PreemptionWatch(init_distributed()) as watch:
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # the same Ctrl-C, forwarded
+        assert watch.stop_now() == signal.SIGINT and exits == [130]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_outside_the_steps_is_one_line_and_the_same_command_finishes(
+        data_dir, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the export is written: one line naming the checkpoint, 130, no export
+    half written; the same command then writes the export alone (no evaluation again), and
+    once more says the run is complete. At start-up, before any checkpoint, it says the
+    same command starts the run again."""
+    run = tmp_path / "run"
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "finish_export", ctrl_c)  # the objective's files written
+    with pytest.raises(SystemExit) as stopped:
+        main(cli_run(data_dir, run))
+    err = capsys.readouterr().err
+    assert stopped.value.code == 130
+    assert f"litebert pretrain: interrupted by Ctrl-C outside the training steps; the same " \
+           f"command continues from {checkpoint.latest(run)} (exit status 130)\n" in err
+    assert "Traceback" not in err
+    assert not any(p.name.startswith("export") for p in run.iterdir())  # nor export.tmp
+    monkeypatch.undo()
+    evaluations = read_metrics(run)[1]
+    assert main(cli_run(data_dir, run)) == 0
+    assert (run / "export" / "model.safetensors").is_file()
+    assert read_metrics(run)[1] == evaluations
+    assert main(cli_run(data_dir, run)) == 0
+    assert "is complete at step 3" in capsys.readouterr().out
+    monkeypatch.setattr(trainer, "model_config", ctrl_c)
+    with pytest.raises(SystemExit, match="130"):
+        main(cli_run(data_dir, tmp_path / "fresh"))
+    assert capsys.readouterr().err.endswith(
+        "litebert pretrain: interrupted by Ctrl-C before the run's first checkpoint; the same "
+        "command starts it again (exit status 130)\n")
 
 
 def test_a_second_signal_stops_at_once_but_its_echo_does_not(monkeypatch):

@@ -174,19 +174,22 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, comp
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_checkpoint_between_log_lines_keeps_every_token(data_dir, tmp_path):
+def test_a_checkpoint_between_log_lines_keeps_every_token_and_the_window(data_dir, tmp_path):
     """Checkpoint at step 3, log lines at 2, 4 and 6: a run resumed from step 3 counts the
     tokens of the run never stopped (it lost step 3's when the checkpoint held the totals of
-    the last line)."""
+    the last line), and its line at step 4 is the mean of steps 3 and 4 as that run's is,
+    not of step 4 alone under the same name."""
     cfg = run_config(data_dir, tmp_path / "r", log_every=2, save_every=3, eval_every=6,
                      export=False)
     pretrain(cfg)
-    straight = read_metrics(tmp_path / "r")[0][-1]
+    straight = read_metrics(tmp_path / "r")[0]
     shutil.rmtree(checkpoint.latest(tmp_path / "r"))  # as if stopped after the step-3 save
     pretrain(cfg)
-    resumed = read_metrics(tmp_path / "r")[0][-1]
-    assert resumed["step"] == straight["step"] == 6
-    assert resumed["tokens"] == straight["tokens"] > 0
+    resumed = read_metrics(tmp_path / "r")[0]
+    assert [x["step"] for x in resumed] == [x["step"] for x in straight] == [2, 4, 6]
+    for name in ("loss", "mlm_loss", "sop_loss"):  # bit for bit
+        assert [x[name] for x in resumed] == [x[name] for x in straight], name
+    assert resumed[-1]["tokens"] == straight[-1]["tokens"] > 0
 
 
 # MLM with DDP and with FSDP eager: also tests/test_distributed.py (two nodes); the default

@@ -10,12 +10,13 @@ import shutil
 import pytest
 import torch
 
+from litebert.cli import main
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import load_model_state
 from tests.train import test_pretrain
-from tests.train.test_pretrain import read_metrics, run_config
+from tests.train.test_pretrain import MICRO_MODEL, read_metrics, run_config
 
 data_dir = test_pretrain.data_dir  # the module's corpus fixture
 
@@ -174,3 +175,39 @@ def test_a_checkpoint_of_the_previous_sampler_continues_in_its_order(data_dir, t
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((checkpoint.latest(run) / "state.json").read_text())[
         "sampler_version"] == 1
+
+
+def cli_run(data_dir, out, *extra: str) -> list[str]:
+    """`litebert pretrain` of 3 micro steps, evaluated and saved at 3, exported."""
+    return ["pretrain", "--data", str(data_dir), "--out", str(out), "--max-steps", "3",
+            "--set", "model=tiny", "--set", f"model_overrides={json.dumps(MICRO_MODEL)}",
+            "--batch-size", "8", "--micro-batch-size", "8", "--warmup-steps", "1",
+            "--log-every", "1", "--eval-every", "3", "--save-every", "3",
+            "--eval-instances", "16", *extra]
+
+
+def written(run) -> dict[str, int]:
+    """Every file of the run directory (checkpoints aside) and when it was last written."""
+    return {str(p.relative_to(run)): p.stat().st_mtime_ns for p in run.rglob("*")
+            if p.is_file() and "checkpoints" not in p.parts}
+
+
+def test_a_finished_run_again_says_it_is_complete_and_writes_nothing(data_dir, tmp_path,
+                                                                   capsys, caplog):
+    """The same command after the run ended: one line, exit 0, no evaluation, no export, no
+    file touched; a larger --max-steps from its checkpoint is what trains it further."""
+    run = tmp_path / "run"
+    assert main(cli_run(data_dir, run)) == 0
+    before, last = written(run), checkpoint.latest(run)
+    capsys.readouterr()
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        assert main(cli_run(data_dir, run)) == 0
+    out = capsys.readouterr().out
+    assert out == (f"litebert pretrain: run {run} is complete at step 3, its export in "
+                   f"{run / 'export'}: nothing to do. To train further, add --resume {last} "
+                   f"--max-steps MORE; `litebert export {run}` writes the export again\n")
+    assert "continuing from" not in caplog.text
+    assert written(run) == before  # metrics, export, config, tensorboard: as they were
+    assert main(cli_run(data_dir, run, "--resume", str(last), "--max-steps", "4")) == 0
+    assert steps_logged(run) == [1, 2, 3, 4]
+    assert written(run)["export/model.safetensors"] > before["export/model.safetensors"]

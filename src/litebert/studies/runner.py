@@ -51,7 +51,7 @@ from litebert.studies.spec import (
 )
 from litebert.tokenization import Tokenizer, train_tokenizer
 from litebert.train import checkpoint
-from litebert.train.pretrain import model_config, pretrain
+from litebert.train.pretrain import model_config, pretrain_unless_complete
 from litebert.train.run_config import PretrainConfig, saved_run_config
 
 RECORD = "study.json"
@@ -219,7 +219,7 @@ def _pretrain(cfg: PretrainConfig, run_dir: Path) -> dict[str, Any]:
     call's wall time for a run from before that field)."""
     resumed = checkpoint.latest(run_dir)
     start = time.perf_counter()
-    final = pretrain(cfg)
+    final = pretrain_unless_complete(cfg)
     last = _last_training_line(run_dir)
     seconds = last.get("train_seconds", time.perf_counter() - start)
     return {"steps": cfg.max_steps, "tokens": int(last.get("tokens", 0)),

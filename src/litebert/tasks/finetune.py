@@ -186,8 +186,8 @@ class TrainingLoop:
         self.losses.zero_()
         if self.runtime.is_main:
             self.bar.set_postfix(loss=f"{mean:.4f}")
-            log.info("step %d: loss %.4f (mean of %d steps), lr %.3g", step, mean, steps,
-                     self.lr)
+            log.info("step %d: loss %.4f (mean of %d step%s), lr %.3g", step, mean, steps,
+                     "" if steps == 1 else "s", self.lr)
 
     def evaluate_and_keep(self, step: int) -> None:
         """Evaluate on dev (every rank its share), append to history; rank 0 saves the model

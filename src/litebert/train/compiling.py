@@ -9,6 +9,10 @@ graph of the root fails on them), so each FSDP unit's forward is compiled on its
 instead (torchtitan's per-block way) and the hooks run eagerly between the graphs; the
 root's embeddings, heads and losses stay eager there.
 
+Compiling on a CPU happens only when asked for (auto stays eager there), and is said once
+to be a poor bargain there: at the sizes people train on a CPU the compiled steps are
+seldom faster than eager ones, and the compile time comes first.
+
 LITEBERT_COMPILE_BACKEND (an environment variable, for tests and debugging) picks another
 torch.compile backend than inductor: "aot_eager" traces forward and backward like inductor
 but runs them eagerly, so a CPU test proves the graph without paying for C++ compilation.
@@ -24,6 +28,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from litebert.distributed import rank_and_world
 from litebert.objectives.base import CUDA_GRAPH_MODES
 from litebert.train.lamb import Lamb
 from litebert.train.run_config import RunConfigError
@@ -32,6 +37,9 @@ log = logging.getLogger("litebert")
 
 BACKEND_ENV = "LITEBERT_COMPILE_BACKEND"
 TURN_OFF = "--no-compile (or `compile: false` in the recipe)"
+CPU_NOTE = ("compiling on a CPU, as asked: torch.compile is usually slower than eager there "
+            "and costs its compile time first; {turn_off} runs eagerly")
+_said: set[str] = set()  # what this process has told the user already
 
 
 def resolved_compile(setting: bool | str | None, device: torch.device) -> bool:
@@ -82,6 +90,7 @@ def compile_in_place(model: nn.Module, mode: str | None = None,
     batches (the first shape static, the dimensions that then change symbolic)."""
     log.info("compiling the model (torch.compile, backend %s%s); turn it off with %s",
              backend(), f", mode {mode}" if mode else "", TURN_OFF)
+    note_cpu(model)
     allow_bounded_recompiles()
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
         model.compile(fullgraph=True, dynamic=dynamic, backend=backend(), mode=mode)
@@ -92,10 +101,22 @@ def compile_units(units, mode: str | None = None) -> None:
     fully_shard's hooks, which dynamo does not trace, run eagerly around them."""
     log.info("compiling %d FSDP units (torch.compile, backend %s); turn it off with %s",
              len(units), backend(), TURN_OFF)
+    for module, _ in units[:1]:
+        note_cpu(module)
     allow_bounded_recompiles()
     for module, _ in units:
         module.forward = torch.compile(module.forward, fullgraph=True, dynamic=False,
                                        backend=backend(), mode=mode)
+
+
+def note_cpu(module: nn.Module) -> None:
+    """Warn once per process (rank 0's) when the module compiled lives on a CPU."""
+    first = next(module.parameters(), None)
+    if first is None or first.device.type != "cpu" or "cpu" in _said:
+        return
+    _said.add("cpu")
+    if rank_and_world()[0] == 0:
+        log.warning(CPU_NOTE.format(turn_off=TURN_OFF))
 
 
 def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:

@@ -54,8 +54,9 @@ def run_in_phases(cfg: PretrainConfig) -> dict[str, float]:
     first = start_phase(run)
     check_phases(run, first)
     result: dict[str, float] = {}
-    for index in range(first, len(run.phases)):
-        result = PhaseTrainer(run, index, info, first=index == first).run()
+    for index in range(first, len(run.phases)):  # the first may be the last, complete
+        result = PhaseTrainer(run, index, info, first=index == first,
+                              stop_if_complete=index == first).run()
     return result
 
 
@@ -63,7 +64,8 @@ class PhaseTrainer(Trainer):
     """The Trainer of phase `index` of `run`: the phase's config, its schedule segment, and
     checkpoints that record the plan and the phase."""
 
-    def __init__(self, run: PretrainConfig, index: int, info: DistInfo, first: bool = True):
+    def __init__(self, run: PretrainConfig, index: int, info: DistInfo, first: bool = True,
+                 stop_if_complete: bool = False):
         self.run_cfg, self.index = run, index
         self.first_step, self.end_step = plan.bounds(run)[index]
         self.segment_first, self.segment_steps = plan.segment(run, index)
@@ -72,7 +74,7 @@ class PhaseTrainer(Trainer):
         changes: dict = {"export": run.export and index == len(run.phases) - 1}
         if not first:
             changes.update(resume="auto", restart=False)
-        super().__init__(dataclasses.replace(cfg, **changes), info)
+        super().__init__(dataclasses.replace(cfg, **changes), info, stop_if_complete)
         if self.info.is_main:
             log.info("phase %d of %d: steps %d to %d, data %s", index + 1, len(run.phases),
                      self.first_step + 1, self.end_step, cfg.data)
@@ -84,6 +86,10 @@ class PhaseTrainer(Trainer):
         return build_scheduler(self.optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
                                total_steps=self.segment_steps, power=cfg.power,
                                decay_steps=cfg.decay_steps)
+
+    def _further(self) -> str:
+        """A plan's steps are its phases': a run goes on in a phase of its own."""
+        return "add a phase with --new-phase and its data"
 
     def _plan_start(self) -> Start:
         return plan_start(self.cfg, self.config, self.data_digest,

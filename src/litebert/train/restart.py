@@ -12,6 +12,11 @@ move to OUT/checkpoints/superseded-STAMP.
 
 Each run has an id, recorded in every checkpoint it writes and kept by the runs that
 continue it; pruning deletes only checkpoints with this run's id (checkpoint.prune).
+
+A run whose checkpoint is at its last step, with its export written when it asks for one,
+is complete: the same command again does nothing but say so (RunComplete). Training
+further is asked for with --resume PATH and a larger --max-steps (or --new-phase), a new
+export with `litebert export`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from litebert.config import ModelConfig
 from litebert.data.blend import data_differences
 from litebert.distributed import barrier, broadcast_object, rank_and_world
 from litebert.train import checkpoint
+from litebert.train.metrics import read_metrics
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
 
 log = logging.getLogger("litebert")
@@ -51,6 +57,7 @@ class Start:
     checkpoint: Path | None  # None: from step 0
     run_id: str  # recorded in each checkpoint this run writes
     adopts_unnamed: bool  # checkpoints written before runs had ids count as this run's
+    step: int = 0  # the checkpoint's step
 
 
 def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str,
@@ -73,9 +80,37 @@ def plan_start(cfg: PretrainConfig, model: ModelConfig, data_digest: str,
         (agree or check_agreement)(record, cfg, model, data_digest, str(path),
                                    allow_schedule=explicit)
         run_id = record.get("run_id")
-        return Start(path, run_id or _new_id(), adopts_unnamed=run_id is None)
+        return Start(path, run_id or _new_id(), adopts_unnamed=run_id is None,
+                     step=int(record["step"]))
     _check_unsaved_run(run_dir, cfg, model)
     return Start(None, _new_id(), adopts_unnamed=False)
+
+
+class RunComplete(Exception):
+    """The run has trained every step it asks for, and written its export if it asks for
+    one: nothing to do. `evaluation` is the one it logged at its last step ({} if none)."""
+
+    def __init__(self, message: str, step: int, evaluation: dict[str, float]):
+        super().__init__(message)
+        self.step, self.evaluation = step, evaluation
+
+
+def complete(run_dir: Path, start: Start, exported: bool, further: str) -> RunComplete:
+    """The RunComplete of a run that continues from its last step; `further` says how to
+    train on."""
+    export = f", its export in {run_dir / 'export'}" if exported else ""
+    return RunComplete(
+        f"run {run_dir} is complete at step {start.step}{export}: nothing to do. To train "
+        f"further, {further}; `litebert export {run_dir}` writes the export again",
+        start.step, logged_evaluation(run_dir, start.step))
+
+
+def logged_evaluation(run_dir: Path, step: int) -> dict[str, float]:
+    """The evaluation metrics.jsonl holds for `step` ({} if none): what the run reported."""
+    if not (run_dir / "metrics.jsonl").is_file():
+        return {}
+    found = [record for record in read_metrics(run_dir)[1] if record["step"] == step]
+    return {k: v for k, v in found[-1].items() if k != "step"} if found else {}
 
 
 def _new_id() -> str:

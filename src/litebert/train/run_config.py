@@ -151,7 +151,10 @@ class PretrainConfig:
     resume: str | None = option(
         "auto", "where the run starts: auto = the newest intact checkpoint of --out when it "
                 "holds one (the run must agree with it), else step 0; or a checkpoint "
-                "directory to continue from, the schedule (max_steps, lr, ...) free to change")
+                "directory to continue from, the schedule (max_steps, lr, ...) free to change. "
+                "A run at its max_steps, its export written, is complete: the same command "
+                "says so and does nothing; --resume PATH with a larger --max-steps trains it "
+                "further, `litebert export` writes its export again")
     restart: bool = option(False, "start over from step 0: the run in --out moves aside to "
                                   "OUT.previous-STAMP (nothing is deleted); on a job's first "
                                   "attempt only, so torchrun's restarts still continue")

@@ -5,9 +5,9 @@ chosen by the run config's `objective`); the loop names none of them. One optimi
 `accumulation` micro-batches per rank; every loss part is summed per micro-batch and divided
 by its count over the whole global batch, so the gradient is that of one big batch.
 
-Resuming restores model, optimizer, schedule, RNG and the data position (epoch, micro-batch),
-so a run killed at any moment and resumed continues exactly as if it had never stopped (bit
-for bit on CPU).
+Resuming restores model, optimizer, schedule, RNG, the data position (epoch, micro-batch)
+and the log window open at the checkpoint, so a run killed at any moment and resumed
+continues exactly as if it had never stopped (bit for bit on CPU, log lines included).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import logging
 import math
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +37,12 @@ from litebert.distributed import (
     DistInfo,
     all_reduce_sum,
     barrier,
+    broadcast_object,
     init_distributed,
     shards,
     wrap,
 )
+from litebert.files import atomic_directory
 from litebert.model.backbone import backbone_class
 from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
@@ -62,8 +63,8 @@ from litebert.train.feed import batches
 from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
-from litebert.train.preemption import Preempted, PreemptionWatch, exit_status
-from litebert.train.restart import Start, plan_start
+from litebert.train.preemption import Preempted, PreemptionWatch, exit_status, signal_name
+from litebert.train.restart import Start, complete, logged_evaluation, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
 from litebert.train.schedule import build_scheduler, resume_at
@@ -104,10 +105,17 @@ class LogWindow:
     paused: float = 0.0  # seconds of evaluations and checkpoints, not training time
 
     @classmethod
-    def open(cls, parts: int, device: torch.device) -> LogWindow:
+    def open(cls, parts: int, device: torch.device,
+             carried: dict[str, Any] | None = None) -> LogWindow:
+        """An empty window, or one holding the sums a checkpoint carried (`carried`: its
+        log_window record; one rank holds them, see Trainer._window_record)."""
         zero = torch.zeros((), dtype=torch.long, device=device)
-        return cls(losses=torch.zeros(parts, device=device), kept=zero, tokens=zero.clone(),
-                   start=time.perf_counter())
+        window = cls(losses=torch.zeros(parts, device=device), kept=zero, tokens=zero.clone(),
+                     start=time.perf_counter())
+        if carried:
+            window.losses += torch.tensor(carried["losses"], device=device)
+            window.kept += int(carried["kept"])
+        return window
 
 
 # ---- parts ---------------------------------------------------------------------------------
@@ -150,9 +158,14 @@ def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
 # ---- the loop ------------------------------------------------------------------------------
 
 class Trainer:
-    """Holds the parts of one run; `run()` trains to max_steps and returns the last eval."""
+    """Holds the parts of one run; `run()` trains to max_steps and returns the last eval.
+    stop_if_complete: raise RunComplete, before building anything, when the run's
+    checkpoint is at its last step and its export (if asked for) is written."""
 
-    def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None):
+    carried_window: dict[str, Any] | None = None  # a resume: the checkpoint's open log window
+
+    def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None,
+                 stop_if_complete: bool = False):
         if cfg.data is None:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
@@ -170,6 +183,8 @@ class Trainer:
         self.config = model_config(cfg, data_dir, self.sources)
         self.data_digest = data_digest(spec, self.train_data)
         self.start = self._plan_start()  # before the model: a resume does not read --from's
+        if stop_if_complete and self._complete():
+            raise complete(self.run_dir, self.start, cfg.export, self._further())
         torch.manual_seed(cfg.seed)
         model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
@@ -218,6 +233,17 @@ class Trainer:
                        added_token_pieces(data_dir / "tokenizer"))
         return model
 
+    def _complete(self) -> bool:
+        """Whether the run has nothing left to do: its checkpoint at max_steps and its
+        export, when asked for, written (whole: _finish writes it as one directory)."""
+        if self.start.checkpoint is None or self.start.step < self.cfg.max_steps:
+            return False
+        return not self.cfg.export or broadcast_object((self.run_dir / "export").is_dir())
+
+    def _further(self) -> str:
+        """How to train a complete run further (a run in phases says otherwise)."""
+        return f"add --resume {self.start.checkpoint} --max-steps MORE"
+
     def _new_scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
         """The learning-rate schedule over the run's steps (a phase's: phased_run)."""
         cfg = self.cfg
@@ -234,7 +260,14 @@ class Trainer:
         which run wrote it and on what data."""
         return {**self.state.to_record(), "model_config": self.config.to_dict(),
                 "run_id": self.start.run_id, "adopts_unnamed": self.start.adopts_unnamed,
-                "data_digest": self.data_digest}
+                "data_digest": self.data_digest, "log_window": self._window_record()}
+
+    def _window_record(self) -> dict[str, Any]:
+        """The log window open at a checkpoint: its loss sums over ranks and its finite
+        steps, so that the run continued from there logs the line the uninterrupted run
+        logs, not the mean of the steps since the resume (a collective: at every save)."""
+        losses = all_reduce_sum(self.window.losses)
+        return {"losses": losses.tolist(), "kept": int(self.window.kept)}
 
     def _restore(self, path: Path) -> None:
         """Model, optimizer, schedule, RNG, data position and the objective's state of
@@ -242,6 +275,8 @@ class Trainer:
         saved = restore_state(self.model, self.optimizer, self.scheduler, self.cfg, self.info,
                               path)
         self.state = TrainState.from_saved(saved)
+        # Rank 0 holds the window's sums over ranks, the others add their own from here.
+        self.carried_window = saved.get("log_window") if self.info.is_main else None
         resume_at(self.scheduler, self.cfg.lr)  # --resume PATH's lr and schedule, if others
         self.objective.load_state_dict(saved["objective_state"])
         if self.info.is_main:
@@ -342,11 +377,12 @@ class Trainer:
         data = TimedBatches(batches(self.train_data, sampler, cfg.micro_batch_size,
                                     resolved_workers(cfg, device), state.position,
                                     pin=device.type == "cuda"))
-        self.window = LogWindow.open(len(self.weights), device)
+        self.window = LogWindow.open(len(self.weights), device, self.carried_window)
         bar = progress(total=cfg.max_steps, initial=state.step, desc="pre-training",
                        unit="step", disable=not self.info.is_main)
         self.model.train()
         last_eval: dict[str, float] = {}
+        first = state.step
         try:  # compiling happens at the first step and evaluation
             with compile_errors(self.compiled), PreemptionWatch(self.info) as watch:
                 while state.step < cfg.max_steps:
@@ -360,10 +396,9 @@ class Trainer:
             raise
         self.wait_for_checkpoint()
         bar.close()
-        if not last_eval:
-            # Nothing left to train (a finished run resumed): still report where it stands.
-            with compile_errors(self.compiled):
-                last_eval = self.objective.evaluate(self.model, self.info, self.amp)
+        if state.step == first:  # nothing was left to train (a finished run, its export
+            # missing): the evaluation it logged at its last step, not another
+            last_eval = logged_evaluation(self.run_dir, state.step)
         self._finish()
         return last_eval
 
@@ -417,7 +452,7 @@ class Trainer:
             self._save()
         self.wait_for_checkpoint()
         self.logger.close()
-        name = signal.Signals(signum).name
+        name = signal_name(signum)
         raise Preempted(f"stopped by {name} after step {self.state.step}, saved in "
                         f"{checkpoint.latest(self.run_dir)}; the same command continues from "
                         f"there (exit status {exit_status(signum)})", exit_status(signum))
@@ -471,8 +506,9 @@ class Trainer:
             model_state = full_model_state(self.model)  # a collective under FSDP
             export = self.run_dir / "export"
             with explained_export(self.run_dir, export, model_state, together=True):
-                if self.info.is_main:
-                    self.objective.export(model_state, self.config, self.run_dir, export)
-                    finish_export(export, self.run_dir, self.cfg, self.sources)
+                if self.info.is_main:  # whole or not at all: _complete reads its presence
+                    with atomic_directory(export) as written:
+                        self.objective.export(model_state, self.config, self.run_dir, written)
+                        finish_export(written, self.run_dir, self.cfg, self.sources)
         self.logger.close()
         barrier()
