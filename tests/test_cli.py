@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,35 @@ def test_model_benchmark_runs():
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert "| tiny |" in run.stdout
+
+
+# ---- help answers at once ----------------------------------------------------------------------
+
+# What a parser must not load: each costs seconds (torch about 4 s with the models, matplotlib
+# 1 s), and `--help` or `litebert recipes` needs none of them.
+HEAVY = ("torch", "matplotlib", "transformers")
+
+
+def test_building_every_parser_and_the_recipe_list_imports_no_torch():
+    code = ("import sys\n"
+            "from litebert.cli import build_parser, cmd_recipes\n"
+            "build_parser()\n"
+            "cmd_recipes(None)\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["pretrain", "--help"], ["finetune", "--help"],
+                                  ["export", "--help"], ["eval-pretraining", "--help"],
+                                  ["demo", "--help"], ["recipes"]])
+def test_help_and_the_recipe_list_answer_within_two_seconds(argv):
+    """About 0.4 s of CPU each on the 2-core machine; the bound leaves room for a busy one."""
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "litebert.cli", *argv], capture_output=True,
+                         text=True, timeout=120)
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert seconds < 2.0, f"litebert {' '.join(argv)} took {seconds:.1f} s"

@@ -77,7 +77,7 @@ LAYERS = (
     {"objectives"},
     {"train"},
     {"tasks"},
-    {"studies", "demo"},
+    {"studies", "demo", "demo_plans"},
     {"cli"},
 )
 

@@ -92,14 +92,14 @@ def cmd_data_merge(args: argparse.Namespace) -> None:
 
 
 def cmd_data_inspect(args: argparse.Namespace) -> None:
-    from litebert.objectives import reporter_for
+    from litebert.objectives.plm_report import reporter_for
 
     for block in reporter_for(args.dir).inspect(args.dir, args.split, args.n):
         print(block + "\n")
 
 
 def cmd_data_stats(args: argparse.Namespace) -> None:
-    from litebert.objectives import reporter_for
+    from litebert.objectives.plm_report import reporter_for
 
     print(json.dumps(reporter_for(args.dir).stats(args.dir, sample=args.sample), indent=2))
 
@@ -139,7 +139,7 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
 
 def cmd_eval_pretraining(args: argparse.Namespace) -> None:
     from litebert.files import atomic_write
-    from litebert.objectives import evaluate_directory
+    from litebert.objectives.registry import evaluate_directory
 
     objective, result = evaluate_directory(args.model, args.data, generator=args.generator,
                                            instances=args.instances, seed=args.seed,
@@ -266,19 +266,19 @@ def _add_study_commands(sub) -> None:
 
 
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.base import FinetuneConfig
+    from litebert.tasks.finetune_options import FinetuneOptions
 
     p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
-    add_options(p, FinetuneConfig)
+    add_options(p, FinetuneOptions)
     p.set_defaults(func=cmd_finetune)
     p = sub.add_parser("evaluate", help="score a model directory on a task's dev set and "
                                         "write prediction files (GLUE TSV, SQuAD, RACE)")
-    add_options(p, FinetuneConfig, only=EVALUATE_FIELDS)
+    add_options(p, FinetuneOptions, only=EVALUATE_FIELDS)
     p.set_defaults(func=cmd_evaluate)
 
 
 def _add_pretrain(sub) -> None:
-    from litebert.objectives import describe_fields
+    from litebert.objectives.configs import describe_fields
     from litebert.train.run_config import PretrainConfig
 
     p = sub.add_parser("pretrain", help="pre-train: MLM (+ SOP/NSP), ELECTRA's replaced-token "
@@ -304,7 +304,7 @@ def _add_pretrain(sub) -> None:
 
 
 def _add_train_commands(sub) -> None:
-    from litebert.demo import PLANS
+    from litebert.demo_plans import PLANS
 
     _add_pretrain(sub)
     _add_eval_pretraining(sub)
