@@ -11,6 +11,7 @@ from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
 from litebert.cpus import usable_cpus
+from litebert.family_names import named_families
 from litebert.options import add_options, given
 
 
@@ -153,8 +154,10 @@ def cmd_eval_pretraining(args: argparse.Namespace) -> None:
 def cmd_recipes(args: argparse.Namespace) -> None:
     from litebert.train.run_config import RECIPE_DIR, recipe_names, recipe_summary
 
-    for name in recipe_names():
-        print(f"{name:<16} {recipe_summary(name)}")
+    names = recipe_names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:<{width}} {recipe_summary(name)}")
     print(f"\nfiles: {RECIPE_DIR}; use one with `litebert pretrain --config NAME`")
 
 
@@ -311,15 +314,18 @@ def _add_train_commands(sub) -> None:
     p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")
     p.set_defaults(func=cmd_recipes)
     p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
-    p.add_argument("run_dir")
-    p.add_argument("--out", help="default RUN_DIR/export")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory of `litebert pretrain` (its --out)")
+    p.add_argument("--out", help="the directory to write (default: RUN_DIR/export)")
     p.add_argument("--unroll", action="store_true",
                    help="write shared layers as one copy per layer, so a model whose family "
                         "has no sharing (ELECTRA, BERT) is saved in that family's layout, not "
                         "ALBERT's (default: off)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("plot", help="PNG curves of a run under RUN_DIR/plots")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory of `litebert pretrain` (its --out), with its "
+                        "metrics.jsonl")
     p.set_defaults(func=cmd_plot)
     p = sub.add_parser("demo", help="fetch bbc-news, train a tokenizer, build data, pre-train "
                                     "the tiny preset, evaluate, export, plot")
@@ -362,9 +368,9 @@ def _add_eval_pretraining(sub) -> None:
                     "scored on the data's held-out windows with the objective fields its "
                     "run recorded (plm_* keys). Runs on CUDA when there is one.")
     p.add_argument("model", metavar="MODEL",
-                   help="a model directory: litebert, transformers ALBERT, BERT, ELECTRA, "
-                        "RoBERTa or XLNet (a checkpoint without a pair head gets MLM only; an "
-                        "ELECTRA discriminator gets RTD; an XLNet LM gets PLM)")
+                   help=f"a model directory of any family litebert reads "
+                        f"({named_families()}): a checkpoint without a pair head gets MLM "
+                        f"only; an ELECTRA discriminator gets RTD; an XLNet LM gets PLM")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="a data directory from `litebert data build`, made with the model's "
                         "tokenizer (required)")
@@ -536,8 +542,8 @@ COMMAND_GROUPS = (
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or only of `command`'s group when it names one."""
     parser = argparse.ArgumentParser(
-        prog="litebert", description="ALBERT, BERT, RoBERTa, ELECTRA and XLNet: tokenizers, "
-                                     "data, pre-training, fine-tuning and the papers' studies")
+        prog="litebert", description=f"{named_families('and', own=False)}: tokenizers, data, "
+                                     f"pre-training, fine-tuning and the papers' studies")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging (default: off)")
     sub = parser.add_subparsers(dest="command", required=True)

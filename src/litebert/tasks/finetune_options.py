@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from litebert.family_names import named_families
 from litebert.options import option
 from litebert.train.run_config import COMPILE_CHOICES, PRECISIONS
 
@@ -85,7 +86,8 @@ class FinetuneOptions:
                             ".jsonl, .parquet, or a folder written by datasets' save_to_disk "
                             "(a directory may hold train.* and dev.* of these, or a "
                             "DatasetDict's train/ and validation/ folders)")
-    model: str = option(help="a model directory (ours, ALBERT, BERT, ELECTRA or RoBERTa)")
+    model: str = option(help=f"a model directory of any family litebert reads "
+                             f"({named_families()})")
     out: str = option(help="output directory: model/, results.json, predictions")
     lr: float = option(None, "peak learning rate", shown=FAMILY_OR_RECIPE)
     batch_size: int = option(None, "training examples per step", shown=RECIPE)
