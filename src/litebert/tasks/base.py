@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from litebert.cpus import usable_cpus
+from litebert.families import DEFAULT_MODEL_TYPE
+from litebert.family_names import FAMILY_TITLES
 from litebert.tasks.family_defaults import read_family_defaults
 from litebert.tasks.finetune_options import RECIPES, RULES, FinetuneOptions, rule_name
 from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
@@ -102,7 +104,7 @@ class FinetuneConfig(FinetuneOptions):
 
     def _take_family_defaults(self) -> dict[str, Any]:
         """Fill what was not given from the model family's defaults; the record of them."""
-        name, theirs = read_family_defaults(self.model, self.task)
+        family, theirs = read_family_defaults(self.model, self.task)
         taken = {}
         for key, value in theirs.values().items():
             field = "warmup_steps" if key == "warmup_share" else key  # applied after max_steps
@@ -110,12 +112,15 @@ class FinetuneConfig(FinetuneOptions):
                 taken[key] = value
                 if field == key:
                     setattr(self, key, value)
-        if taken:
+        # Said only of a family that was read: a directory without a readable config.json is
+        # reported by loading the model, before any step, and has no family to speak of.
+        if taken and family is not None:
             shown = (f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                      for k, v in taken.items())
-            log.info("%s is a %s model: fine-tuning defaults %s (%s)", self.model, name,
-                     ", ".join(shown), theirs.source)
-        return {"family": name, "source": theirs.source, "values": taken}
+            log.info("%s: model family %s; its fine-tuning defaults %s (%s)", self.model,
+                     FAMILY_TITLES.get(family, family), ", ".join(shown), theirs.source)
+        return {"family": family or DEFAULT_MODEL_TYPE, "source": theirs.source,
+                "values": taken}
 
 
 def reported(result):

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from litebert.config import ModelConfig
-from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.model.hub import read_config
 
 
@@ -195,12 +194,13 @@ def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)
 
 
-def read_family_defaults(model: str, task: str) -> tuple[str, FinetuneDefaults]:
+def read_family_defaults(model: str, task: str) -> tuple[str | None, FinetuneDefaults]:
     """The model directory's family (config.json as loading reads it, so an ELECTRA model
     saved in ALBERT's layout is still ELECTRA) and its fine-tuning defaults for `task`.
-    ALBERT's when the config cannot be read, which loading the model then reports."""
+    (None, ALBERT's) when the config cannot be read, which loading the model then reports:
+    no family was read, though ALBERT's defaults (the recipes as they are) fill the config."""
     try:
         config = read_config(Path(model))
     except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        return DEFAULT_MODEL_TYPE, ALBERT_FINETUNING
+        return None, ALBERT_FINETUNING
     return config.model_type, family_defaults(config, task)
