@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ import pytest
 from litebert.cli import build_parser, main
 from litebert.families import FAMILIES
 from litebert.train.run_config import recipe_names
+from tests.test_docs import GLOB, raw_words, unquoted
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,17 +122,21 @@ def test_building_every_parser_and_the_recipe_list_imports_no_torch():
     assert run.stdout.splitlines()[-1] == "[]"
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["pretrain", "--help"], ["finetune", "--help"],
-                                  ["export", "--help"], ["eval-pretraining", "--help"],
-                                  ["demo", "--help"], ["recipes"]])
-def test_help_and_the_recipe_list_answer_within_two_seconds(argv):
-    """About 0.4 s of CPU each on the 2-core machine; the bound leaves room for a busy one."""
+@pytest.mark.parametrize(("module", "argv"), [
+    ("litebert", ["--help"]), ("litebert.cli", ["pretrain", "--help"]),
+    ("litebert.cli", ["finetune", "--help"]), ("litebert.cli", ["export", "--help"]),
+    ("litebert.cli", ["eval-pretraining", "--help"]), ("litebert.cli", ["demo", "--help"]),
+    ("litebert.cli", ["recipes"])])
+def test_help_and_the_recipe_list_answer_within_two_seconds(module, argv):
+    """About 0.4 s of CPU each on the 2-core machine; the bound leaves room for a busy one.
+    `python -m litebert` is the command as `python -m litebert.cli` is."""
     start = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "litebert.cli", *argv], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,
                          text=True, timeout=120)
     seconds = time.perf_counter() - start
     assert run.returncode == 0, run.stderr[-2000:]
     assert seconds < 2.0, f"litebert {' '.join(argv)} took {seconds:.1f} s"
+    assert run.stdout.startswith("usage: litebert") or argv == ["recipes"]
 
 
 # ---- what the help says ------------------------------------------------------------------------
@@ -194,3 +200,15 @@ def test_recipes_prints_each_recipes_first_sentence_in_one_column(capsys):
     assert len(columns) == 1, "the summaries start in different columns"
     assert "ModernBERT-base as in Warner et al. 2024 (arXiv 2412.13663)" in summaries[
         "modernbert-base"]  # "et al." ends no sentence
+
+
+def test_the_set_examples_of_pretrain_help_survive_the_shell():
+    (text,) = [text for path, name, text in help_texts(build_parser("pretrain"))
+               if path == ("pretrain",) and name == "--set"]
+    words = raw_words(text)
+    values = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--set"]
+    assert len(values) >= 4
+    for value in values:  # one word each, nothing left for the shell to glob
+        assert not GLOB & set(unquoted(value)), value
+        assert len(shlex.split(value)) == 1, value
+

@@ -78,7 +78,7 @@ LAYERS = (
     {"train"},
     {"tasks"},
     {"studies", "demo", "demo_plans"},
-    {"cli"},
+    {"cli", "__main__"},
 )
 
 

@@ -296,11 +296,12 @@ def _add_pretrain(sub) -> None:
                    help="the objective: mlm, electra, plm or package.module:Class; the recipe's "
                         "objective fields stay (default: the recipe's, else mlm)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="any field, the value read as YAML, e.g. "
-                        "model_overrides={sharing: attention} or objective.temperature=4; "
-                        "phases=[{steps: N}, {steps: N, data: DIR, FIELD: VALUE}] runs the "
-                        "run in phases, and phases.N.FIELD=VALUE sets one field of phase N, "
-                        "e.g. phases.2.data=DIR for a recipe's second phase (default: none)")
+                   help="any field, the value read as YAML and quoted for the shell, e.g. "
+                        "--set 'model_overrides={sharing: attention}' or --set "
+                        "objective.temperature=4; --set 'phases=[{steps: N}, {steps: N, "
+                        "data: DIR, FIELD: VALUE}]' runs the run in phases, and --set "
+                        "phases.N.FIELD=VALUE sets one field of phase N, e.g. --set "
+                        "phases.2.data=DIR for a recipe's second phase (default: none)")
     p.epilog = describe_fields()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_pretrain)
