@@ -4,9 +4,9 @@ A link is `[text](path)`, `[text](path#anchor)` or `[text](#anchor)` (images too
 blocks and inline code. A path is relative to the file that holds it; an anchor into a
 markdown file must be the GitHub slug of one of its headings. The shell examples are meant to
 be copied: each block is valid bash, each litebert command in it one the parser takes (a
---set value one word, not globbed). And the repository stands alone: no tracked file points
-at the private design brief outside it (docs/design.md holds what a reader needs of it) or
-keeps a placeholder marker.
+--set value one word, not globbed), and a tour builds its data at the length of the recipe
+it runs. And the repository stands alone: no tracked file points at the private design brief
+outside it (docs/design.md holds what a reader needs of it) or keeps a placeholder marker.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from pathlib import Path
 import yaml
 
 from litebert.cli import build_parser
-from litebert.train.run_config import parse_override
+from litebert.data.blend import parse_data
+from litebert.train.run_config import parse_override, recipe_names, recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -405,3 +406,68 @@ def test_the_shell_checker_finds_each_kind_of_fault(tmp_path):
     assert "invalid choice: 'nope'" in found
     assert "--set phases=[...]: quote it" in found
     assert len(found.splitlines()) == 9, found
+
+
+# ---- a tour's data fits the recipe it runs -----------------------------------------------------
+
+def recipe_lengths(name: str) -> set[int]:
+    """The sequence lengths a built-in recipe's leading comment builds its data at
+    (`--max-seq-length N`); none for a recipe that takes any length (continue-tiny-cpu)."""
+    text = recipe_path(name).read_text(encoding="utf-8")
+    comment = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    return {int(n) for n in re.findall(r"--max-seq-length (\d+)", comment)}
+
+
+def option_values(arguments: list[str], flag: str) -> list[str]:
+    return [value for option, value in zip(arguments, arguments[1:], strict=False)
+            if option == flag]
+
+
+def length_problems(path: Path) -> list[str]:
+    """Each `litebert pretrain --config RECIPE` that reads a directory which the same page
+    built (`data build --out DIR --max-seq-length N`) at a length the recipe is not for."""
+    built: dict[Path, int] = {}
+    problems = []
+    for number, block in shell_blocks(path):
+        for arguments in filter(None, map(litebert_arguments, command_lines(block))):
+            lengths = option_values(arguments, "--max-seq-length")
+            if arguments[:2] == ["data", "build"] and lengths:
+                for out in option_values(arguments, "--out"):
+                    built[Path(out)] = int(lengths[0])
+            if arguments[:1] != ["pretrain"]:
+                continue
+            phases = [v.split("=", 1)[1] for v in option_values(arguments, "--set")
+                      if re.match(r"phases\.\d+\.data=", v)]
+            for recipe in option_values(arguments, "--config"):
+                wanted = recipe_lengths(recipe) if recipe in recipe_names() else set()
+                for data in (*option_values(arguments, "--data"), *phases):
+                    for directory in parse_data(data).directories:
+                        if wanted and built.get(directory, min(wanted)) not in wanted:
+                            problems.append(f"{path.name}:{number}: {recipe} runs on "
+                                            f"{directory}, built at {built[directory]} tokens "
+                                            f"here; the recipe is for {sorted(wanted)}")
+    return problems
+
+
+def test_each_tour_builds_its_data_at_the_length_of_the_recipe_it_runs():
+    """`make demo`'s "~9 minutes" of tiny-cpu are at 128 tokens: the README once built the
+    tour's data at 512 and then ran tiny-cpu on it, four times slower."""
+    assert recipe_lengths("tiny-cpu") == {128} and recipe_lengths("bert-base") == {128, 512}
+    problems = [p for path in (README, *sorted(DOCS.glob("*.md"))) for p in length_problems(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_length_checker_finds_a_mismatch(tmp_path):
+    page = tmp_path / "tour.md"
+    page.write_text("```bash\n"
+                    "litebert data build c.txt --tokenizer t --out data/a --max-seq-length 512\n"
+                    "litebert data build c.txt --tokenizer t --out data/b --max-seq-length 128\n"
+                    "litebert pretrain --config tiny-cpu --data data/a --out r\n"
+                    "litebert pretrain --config tiny-cpu --data data/b/ --out r\n"
+                    "litebert pretrain --config bert-base --data data/b \\\n"
+                    "    --set phases.2.data=data/a --out r\n"
+                    "litebert pretrain --config electra-small --data data/a:1,data/b:1 ...\n"
+                    "```\n")
+    assert [p.split(": ", 1)[1] for p in length_problems(page)] == [
+        "tiny-cpu runs on data/a, built at 512 tokens here; the recipe is for [128]",
+        "electra-small runs on data/a, built at 512 tokens here; the recipe is for [128]"]
