@@ -5,8 +5,9 @@ blocks and inline code. A path is relative to the file that holds it; an anchor 
 markdown file must be the GitHub slug of one of its headings. The shell examples are meant to
 be copied: each block is valid bash, each litebert command in it one the parser takes (a
 --set value one word, not globbed), and a tour builds its data at the length of the recipe
-it runs. And the repository stands alone: no tracked file points at the private design brief
-outside it (docs/design.md holds what a reader needs of it) or keeps a placeholder marker.
+it runs. The README says how to install litebert with transformers. And the repository
+stands alone: no tracked file points at the private design brief outside it
+(docs/design.md holds what a reader needs of it) or keeps a placeholder marker.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ import subprocess
 from pathlib import Path
 
 import yaml
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the TOML reader pytest itself depends on
+    import tomli as tomllib
 
 from litebert.cli import build_parser
 from litebert.data.blend import parse_data
@@ -178,6 +184,32 @@ def test_the_slurm_script_and_the_cluster_commands_are_valid_bash(tmp_path):
         path.write_text(block, encoding="utf-8")
         checked = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert checked.returncode == 0, (block[:200], checked.stderr)
+
+
+# ---- installing it elsewhere ------------------------------------------------------------------
+
+PYPROJECT = ROOT / "pyproject.toml"
+
+
+def requirement_names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~;\s]", r, maxsplit=1)[0] for r in requirements}
+
+
+def test_the_interop_extra_holds_transformers_and_the_readme_says_to_install_it():
+    """transformers is no dependency of litebert: the README's snippet that imports it names
+    the extra that brings it, and `make test`'s set-up (.[dev]) includes that extra."""
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]
+    assert "transformers" in requirement_names(extras["interop"])
+    assert "litebert[interop]" in extras["dev"]
+    assert "transformers" not in requirement_names(extras["dev"])  # one pin: the extra's
+    text = README.read_text(encoding="utf-8")
+    snippets = [b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                if re.search(r"^\s*(import|from) .*\btransformers\b", b, re.M)]
+    assert snippets and all('pip install ".[interop]"' in b for b in snippets)
+    install = text.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    assert 'pip install ".[interop]"' in install and "pip install .  " in install
+    assert "download.pytorch.org" in install  # where a CUDA build of torch comes from
 
 
 # ---- the repository stands alone ---------------------------------------------------------------
