@@ -93,14 +93,14 @@ def cmd_data_merge(args: argparse.Namespace) -> None:
 
 
 def cmd_data_inspect(args: argparse.Namespace) -> None:
-    from litebert.objectives.plm_report import reporter_for
+    from litebert.objectives import reporter_for
 
     for block in reporter_for(args.dir).inspect(args.dir, args.split, args.n):
         print(block + "\n")
 
 
 def cmd_data_stats(args: argparse.Namespace) -> None:
-    from litebert.objectives.plm_report import reporter_for
+    from litebert.objectives import reporter_for
 
     print(json.dumps(reporter_for(args.dir).stats(args.dir, sample=args.sample), indent=2))
 
@@ -140,7 +140,7 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
 
 def cmd_eval_pretraining(args: argparse.Namespace) -> None:
     from litebert.files import atomic_write
-    from litebert.objectives.registry import evaluate_directory
+    from litebert.objectives import evaluate_directory
 
     objective, result = evaluate_directory(args.model, args.data, generator=args.generator,
                                            instances=args.instances, seed=args.seed,
@@ -281,7 +281,7 @@ def _add_task_commands(sub) -> None:
 
 
 def _add_pretrain(sub) -> None:
-    from litebert.objectives.configs import describe_fields
+    from litebert.objectives import describe_fields
     from litebert.train.run_config import PretrainConfig
 
     p = sub.add_parser("pretrain", help="pre-train: MLM (+ SOP/NSP), ELECTRA's replaced-token "

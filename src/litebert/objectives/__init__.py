@@ -23,7 +23,7 @@ name of theirs is first used (PEP 562), as the package root does for its models.
 """
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litebert.objectives.configs import (
     BUILTIN,
@@ -35,6 +35,19 @@ from litebert.objectives.configs import (
     describe_fields,
     objective_config,
 )
+
+if TYPE_CHECKING:  # what type checkers see of the names below; at run time, __getattr__
+    from litebert.objectives.base import (
+        EvaluationObjective,
+        Items,
+        Objective,
+        TrainingObjective,
+    )
+    from litebert.objectives.electra import ElectraObjective
+    from litebert.objectives.mlm import MLMObjective
+    from litebert.objectives.plm import PLMObjective
+    from litebert.objectives.plm_report import reporter_for
+    from litebert.objectives.registry import OBJECTIVES, evaluate_directory, resolve
 
 # Where each name that imports torch lives.
 _EXPORTS = {

@@ -39,7 +39,7 @@ from litebert.data.sources import SOURCES, fetch
 from litebert.files import atomic_write_json
 from litebert.model import AutoModel
 from litebert.model.counts import count
-from litebert.objectives.registry import evaluate_directory
+from litebert.objectives import evaluate_directory
 from litebert.studies.probes import run_probes
 from litebert.studies.similarity import layer_transitions
 from litebert.studies.spec import (

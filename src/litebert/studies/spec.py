@@ -24,8 +24,7 @@ import yaml
 from litebert.config import PRESETS, ConfigError, ModelConfig
 from litebert.data.builder import BuildConfig
 from litebert.files import named_yaml, yaml_names
-from litebert.objectives.base import TrainingObjective
-from litebert.objectives.registry import resolve
+from litebert.objectives import TrainingObjective, resolve
 from litebert.train.run_config import (
     PretrainConfig,
     RunConfigError,

@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from litebert.data.integrity import DataError
-from litebert.objectives.base import Items
+from litebert.objectives import Items
 from litebert.train.preemption import SIGNALS as PREEMPTION_SIGNALS
 
 

@@ -35,8 +35,7 @@ from torch.distributed.fsdp import FSDPModule
 from litebert.config import ModelConfig
 from litebert.data.loader import SAMPLER_VERSION
 from litebert.distributed import DistInfo, agree_on_write
-from litebert.objectives.base import Objective
-from litebert.objectives.registry import resolve
+from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
 from litebert.train.feed import DataPosition
 from litebert.train.lamb import Lamb

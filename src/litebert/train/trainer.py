@@ -43,8 +43,7 @@ from litebert.distributed import (
     wrap,
 )
 from litebert.model.backbone import backbone_class
-from litebert.objectives.base import Objective
-from litebert.objectives.registry import resolve
+from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
 from litebert.progress import progress
 from litebert.tokenization import Tokenizer
