@@ -47,7 +47,7 @@ from litebert.model import EncoderForPreTraining
 from litebert.train import checkpoint
 from litebert.train.lamb import build_optimizer
 from litebert.train.run_config import PretrainConfig
-from litebert.train.schedule import build_scheduler
+from litebert.train.scheduler import build_scheduler
 from litebert.train.state import restore_state, save_checkpoint, start_checkpoint
 
 GB = 1024 ** 3

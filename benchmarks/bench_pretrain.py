@@ -55,7 +55,7 @@ from litebert.train.feed import DataPosition, batches
 from litebert.train.lamb import build_optimizer
 from litebert.train.pretrain import Trainer
 from litebert.train.run_config import PretrainConfig
-from litebert.train.schedule import build_scheduler
+from litebert.train.scheduler import build_scheduler
 
 
 def run_config(args: argparse.Namespace, data: Path, out: str, precision: str,

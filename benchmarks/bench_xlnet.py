@@ -64,7 +64,7 @@ from litebert.objectives.plm_data import PLMDataset, perm_mask
 from litebert.train.feed import DataPosition, batches
 from litebert.train.lamb import build_optimizer
 from litebert.train.run_config import PretrainConfig, load_run_config
-from litebert.train.schedule import build_scheduler
+from litebert.train.scheduler import build_scheduler
 
 Batch = dict[str, torch.Tensor]
 Step = Callable[[Batch], int]

@@ -2,16 +2,33 @@
 
 A link is `[text](path)`, `[text](path#anchor)` or `[text](#anchor)` (images too), outside code
 blocks and inline code. A path is relative to the file that holds it; an anchor into a
-markdown file must be the GitHub slug of one of its headings. And the repository stands alone:
-no tracked file points at the private design brief outside it (docs/design.md holds what a
-reader needs of it) or keeps a placeholder marker.
+markdown file must be the GitHub slug of one of its headings. The shell examples are meant to
+be copied: each block is valid bash, each litebert command in it one the parser takes (a
+--set value one word, not globbed), and a tour builds its data at the length of the recipe
+it runs. The README says how to install litebert with transformers. And the repository
+stands alone: no tracked file points at the private design brief outside it
+(docs/design.md holds what a reader needs of it) or keeps a placeholder marker.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
+import shlex
 import subprocess
 from pathlib import Path
+
+import yaml
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the TOML reader pytest itself depends on
+    import tomli as tomllib
+
+from litebert.cli import build_parser
+from litebert.data.blend import parse_data
+from litebert.train.run_config import parse_override, recipe_names, recipe_path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -169,6 +186,32 @@ def test_the_slurm_script_and_the_cluster_commands_are_valid_bash(tmp_path):
         assert checked.returncode == 0, (block[:200], checked.stderr)
 
 
+# ---- installing it elsewhere ------------------------------------------------------------------
+
+PYPROJECT = ROOT / "pyproject.toml"
+
+
+def requirement_names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~;\s]", r, maxsplit=1)[0] for r in requirements}
+
+
+def test_the_interop_extra_holds_transformers_and_the_readme_says_to_install_it():
+    """transformers is no dependency of litebert: the README's snippet that imports it names
+    the extra that brings it, and `make test`'s set-up (.[dev]) includes that extra."""
+    extras = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"]
+    assert "transformers" in requirement_names(extras["interop"])
+    assert "litebert[interop]" in extras["dev"]
+    assert "transformers" not in requirement_names(extras["dev"])  # one pin: the extra's
+    text = README.read_text(encoding="utf-8")
+    snippets = [b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                if re.search(r"^\s*(import|from) .*\btransformers\b", b, re.M)]
+    assert snippets and all('pip install ".[interop]"' in b for b in snippets)
+    install = text.split("\n## Install\n", 1)[1].split("\n## ", 1)[0]
+    assert 'pip install ".[interop]"' in install and "pip install .  " in install
+    assert "download.pytorch.org" in install  # where a CUDA build of torch comes from
+
+
 # ---- the repository stands alone ---------------------------------------------------------------
 
 # Spelled in pieces so that this file does not match itself.
@@ -220,3 +263,243 @@ def test_the_stand_alone_check_finds_each_kind(tmp_path):
                    check=True)
     assert [p.split(":")[0:2] for p in outside_references(tmp_path)] == [
         ["b.py", "1"], ["c.md", "1"], ["docs/a.md", "1"]]
+
+
+# ---- the shell examples run as written ---------------------------------------------------------
+
+# The fences whose blocks are shell commands; other blocks (output, YAML, Python) are not.
+SHELL_FENCES = ("bash", "sh", "shell", "console")
+SHELL_BLOCK = re.compile(rf"^```({'|'.join(SHELL_FENCES)})\n(.*?)^```", re.S | re.M)
+# A shell expansion stands for a value the parser takes: every one in the docs is a count, an
+# index or a path.
+EXPANSION = re.compile(r"\$\{?\w+\}?|\$\([^)]*\)")
+ELIDED = "..."  # "the rest of the command as above": required options may be left out
+GLOB = set("*?[{")
+
+
+def shell_blocks(path: Path) -> list[tuple[int, str]]:
+    """(line of its first command, text) of each shell code block in a markdown file."""
+    text = path.read_text(encoding="utf-8")
+    return [(text.count("\n", 0, m.start(2)) + 1, m.group(2)) for m in SHELL_BLOCK.finditer(text)]
+
+
+def command_lines(block: str) -> list[list[str]]:
+    """The words of each simple command in a block as the shell splits them (continued
+    lines joined, comments dropped, split at ; & | && ||)."""
+    commands = []
+    for line in block.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        words: list[str] = []
+        try:
+            for word in lexer:
+                if set(word) <= set(";&|"):
+                    commands.append(words)
+                    words = []
+                else:
+                    words.append(word)
+        except ValueError:  # a quote closed on a later line: bash -n judges the block
+            words = []
+        commands.append(words)
+    return [c for c in commands if c]
+
+
+def litebert_arguments(words: list[str]) -> list[str] | None:
+    """The arguments after `litebert`, `python -m litebert[.cli]` or `torchrun ... -m
+    litebert.cli` (srun in front included); None for any other command."""
+    if words[0] == "litebert":
+        return words[1:]
+    for i, word in enumerate(words[:-1]):
+        if word == "-m" and words[i + 1] in ("litebert", "litebert.cli"):
+            return words[i + 2:]
+    return None
+
+
+def unquoted(text: str) -> str:
+    """`text` with what single or double quotes protect (and the quotes) left out."""
+    return re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "", text)
+
+
+def parse_problem(arguments: list[str]) -> str | None:
+    """What the real parser says against `litebert ARGUMENTS` (None: it takes them); each
+    --set value must also read as `FIELD=VALUE` in YAML."""
+    elided = ELIDED in arguments
+    arguments = [EXPANSION.sub("1", a) for a in arguments if a != ELIDED]
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+            build_parser(arguments[0] if arguments else None).parse_args(arguments)
+    except SystemExit as exit_:
+        said = errors.getvalue().strip().splitlines()[-1:] or [""]
+        if exit_.code != 0 and not (elided and "arguments are required" in said[0]):
+            return said[0]
+    for flag, value in zip(arguments, arguments[1:], strict=False):
+        if flag == "--set":
+            try:
+                parse_override(value)
+            except (ValueError, yaml.YAMLError) as err:
+                return f"--set {value}: {err}"
+    return None
+
+
+def shell_problems(path: Path) -> list[str]:
+    """'file:line: what' for each block that bash cannot parse and each litebert command
+    that the parser refuses or whose --set value the shell would split or glob."""
+    problems = []
+    name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    for number, block in shell_blocks(path):
+        where = f"{name}:{number}"
+        checked = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+        if checked.returncode != 0:
+            problems.append(f"{where}: bash -n: {' / '.join(checked.stderr.split(chr(10)))}")
+        for words in command_lines(block):
+            arguments = litebert_arguments(words)
+            said = None if arguments is None else parse_problem(arguments)
+            if said:
+                problems.append(f"{where}: litebert {' '.join(arguments or [])}: {said}")
+        problems += [f"{where}: {p}" for p in set_problems(block)]
+    for number, span in inline_code(path):
+        problems += [f"{name}:{number}: {p}" for p in set_problems(span)]
+    return problems
+
+
+def raw_words(line: str) -> list[str]:
+    """The shell's words of one line as written, quotes kept, up to a comment."""
+    words = re.findall(r"(?:'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"])+", line)
+    comment = next((i for i, w in enumerate(words) if w.startswith("#")), len(words))
+    return words[:comment]
+
+
+def set_problems(text: str) -> list[str]:
+    """Each --set in `text` whose value the shell would split into several words or glob."""
+    problems = []
+    for line in text.replace("\\\n", " ").splitlines():
+        words = raw_words(line)
+        for i, word in enumerate(words[:-1]):
+            value, after = words[i + 1], words[i + 2:i + 3]
+            if word != "--set":
+                continue
+            if after and not after[0].startswith("-") and after[0] not in (ELIDED, "&", "|"):
+                problems.append(f"--set {value} {after[0]}: quote it, or the shell splits it")
+            elif GLOB & set(unquoted(value)):
+                problems.append(f"--set {value}: quote it, or the shell globs it")
+    return problems
+
+
+def inline_code(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each inline code span outside code blocks, a span that runs on over a
+    line break included (its lines joined by a space)."""
+    lines = dict(prose_lines_kept(path.read_text(encoding="utf-8")))
+    text = "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
+    return [(text.count("\n", 0, m.start()) + 1, " ".join(m.group(2).split()))
+            for m in re.finditer(r"(`+)((?:(?!\1).)+?)\1", text, re.S)]
+
+
+def prose_lines_kept(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks, inline code kept."""
+    lines, in_fence = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        if not in_fence:
+            lines.append((number, line))
+    return lines
+
+
+def test_every_shell_example_is_valid_bash_and_every_litebert_command_parses():
+    """README.md's and docs/*.md's shell blocks, as a reader copies them."""
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    assert sum(len(shell_blocks(p)) for p in pages) > 20
+    problems = [p for path in pages for p in shell_problems(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_shell_checker_finds_each_kind_of_fault(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("Any field: `--set\nmodel_overrides={sharing: attention}`, `--set\n"
+                    "phases=[...]` or `--set 'phases=[...]'`.\n\n"
+                    "```bash\n"
+                    "litebert pretrain --set model_overrides={sharing: attention}\n"
+                    "litebert pretrain --set 'model_overrides={sharing: attention}'\n"
+                    "litebert pretrain --set phases=[{steps: 5}]\n"
+                    "litebert pretrain --config tiny-cpu --no-such-flag\n"
+                    "litebert finetune --task nope ...\n"
+                    "litebert finetune --task rte ...   # elided: required options may go\n"
+                    "torchrun --nproc-per-node 2 -m litebert.cli data build x \\\n"
+                    "    --tokenizer t --out o --shard ${I}/4\n"
+                    "if then\n"
+                    "```\n")
+    found = "\n".join(p.split(": ", 1)[1] for p in shell_problems(page))
+    assert "bash -n" in found
+    assert "unrecognized arguments: attention}" in found
+    assert "--set phases=[{steps: 5}]: quote it" in found
+    assert "unrecognized arguments: --no-such-flag" in found
+    assert "invalid choice: 'nope'" in found
+    assert "--set phases=[...]: quote it" in found
+    assert len(found.splitlines()) == 9, found
+
+
+# ---- a tour's data fits the recipe it runs -----------------------------------------------------
+
+def recipe_lengths(name: str) -> set[int]:
+    """The sequence lengths a built-in recipe's leading comment builds its data at
+    (`--max-seq-length N`); none for a recipe that takes any length (continue-tiny-cpu)."""
+    text = recipe_path(name).read_text(encoding="utf-8")
+    comment = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    return {int(n) for n in re.findall(r"--max-seq-length (\d+)", comment)}
+
+
+def option_values(arguments: list[str], flag: str) -> list[str]:
+    return [value for option, value in zip(arguments, arguments[1:], strict=False)
+            if option == flag]
+
+
+def length_problems(path: Path) -> list[str]:
+    """Each `litebert pretrain --config RECIPE` that reads a directory which the same page
+    built (`data build --out DIR --max-seq-length N`) at a length the recipe is not for."""
+    built: dict[Path, int] = {}
+    problems = []
+    for number, block in shell_blocks(path):
+        for arguments in filter(None, map(litebert_arguments, command_lines(block))):
+            lengths = option_values(arguments, "--max-seq-length")
+            if arguments[:2] == ["data", "build"] and lengths:
+                for out in option_values(arguments, "--out"):
+                    built[Path(out)] = int(lengths[0])
+            if arguments[:1] != ["pretrain"]:
+                continue
+            phases = [v.split("=", 1)[1] for v in option_values(arguments, "--set")
+                      if re.match(r"phases\.\d+\.data=", v)]
+            for recipe in option_values(arguments, "--config"):
+                wanted = recipe_lengths(recipe) if recipe in recipe_names() else set()
+                for data in (*option_values(arguments, "--data"), *phases):
+                    for directory in parse_data(data).directories:
+                        if wanted and built.get(directory, min(wanted)) not in wanted:
+                            problems.append(f"{path.name}:{number}: {recipe} runs on "
+                                            f"{directory}, built at {built[directory]} tokens "
+                                            f"here; the recipe is for {sorted(wanted)}")
+    return problems
+
+
+def test_each_tour_builds_its_data_at_the_length_of_the_recipe_it_runs():
+    """`make demo`'s "~9 minutes" of tiny-cpu are at 128 tokens: the README once built the
+    tour's data at 512 and then ran tiny-cpu on it, four times slower."""
+    assert recipe_lengths("tiny-cpu") == {128} and recipe_lengths("bert-base") == {128, 512}
+    problems = [p for path in (README, *sorted(DOCS.glob("*.md"))) for p in length_problems(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_length_checker_finds_a_mismatch(tmp_path):
+    page = tmp_path / "tour.md"
+    page.write_text("```bash\n"
+                    "litebert data build c.txt --tokenizer t --out data/a --max-seq-length 512\n"
+                    "litebert data build c.txt --tokenizer t --out data/b --max-seq-length 128\n"
+                    "litebert pretrain --config tiny-cpu --data data/a --out r\n"
+                    "litebert pretrain --config tiny-cpu --data data/b/ --out r\n"
+                    "litebert pretrain --config bert-base --data data/b \\\n"
+                    "    --set phases.2.data=data/a --out r\n"
+                    "litebert pretrain --config electra-small --data data/a:1,data/b:1 ...\n"
+                    "```\n")
+    assert [p.split(": ", 1)[1] for p in length_problems(page)] == [
+        "tiny-cpu runs on data/a, built at 512 tokens here; the recipe is for [128]",
+        "electra-small runs on data/a, built at 512 tokens here; the recipe is for [128]"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from litebert.config import PRESETS, ConfigError
 from litebert.cpus import usable_cpus
+from litebert.family_names import named_families
 from litebert.options import add_options, flags, given
 
 
@@ -170,8 +171,10 @@ def cmd_eval_pretraining(args: argparse.Namespace) -> None:
 def cmd_recipes(args: argparse.Namespace) -> None:
     from litebert.train.run_config import RECIPE_DIR, recipe_names, recipe_summary
 
-    for name in recipe_names():
-        print(f"{name:<16} {recipe_summary(name)}")
+    names = recipe_names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:<{width}} {recipe_summary(name)}")
     print(f"\nfiles: {RECIPE_DIR}; use one with `litebert pretrain --config NAME`")
 
 
@@ -283,14 +286,14 @@ def _add_study_commands(sub) -> None:
 
 
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.base import FinetuneConfig
+    from litebert.tasks.finetune_options import FinetuneOptions
 
     p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
-    add_options(p, FinetuneConfig)
+    add_options(p, FinetuneOptions)
     p.set_defaults(func=cmd_finetune)
     p = sub.add_parser("evaluate", help="score a model directory on a task's dev set and "
                                         "write prediction files (GLUE TSV, SQuAD, RACE)")
-    add_options(p, FinetuneConfig, only=EVALUATE_FIELDS)
+    add_options(p, FinetuneOptions, only=EVALUATE_FIELDS)
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -310,33 +313,37 @@ def _add_pretrain(sub) -> None:
                    help="the objective: mlm, electra, plm or package.module:Class; the recipe's "
                         "objective fields stay (default: the recipe's, else mlm)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="any field, the value read as YAML, e.g. "
-                        "model_overrides={sharing: attention} or objective.temperature=4; "
-                        "phases=[{steps: N}, {steps: N, data: DIR, FIELD: VALUE}] runs the "
-                        "run in phases, and phases.N.FIELD=VALUE sets one field of phase N, "
-                        "e.g. phases.2.data=DIR for a recipe's second phase (default: none)")
+                   help="any field, the value read as YAML and quoted for the shell, e.g. "
+                        "--set 'model_overrides={sharing: attention}' or --set "
+                        "objective.temperature=4; --set 'phases=[{steps: N}, {steps: N, "
+                        "data: DIR, FIELD: VALUE}]' runs the run in phases, and --set "
+                        "phases.N.FIELD=VALUE sets one field of phase N, e.g. --set "
+                        "phases.2.data=DIR for a recipe's second phase (default: none)")
     p.epilog = describe_fields()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.set_defaults(func=cmd_pretrain)
 
 
 def _add_train_commands(sub) -> None:
-    from litebert.demo import PLANS
+    from litebert.demo_plans import PLANS
 
     _add_pretrain(sub)
     _add_eval_pretraining(sub)
     p = sub.add_parser("recipes", help="the built-in pre-training recipes, for --config")
     p.set_defaults(func=cmd_recipes)
     p = sub.add_parser("export", help="newest checkpoint of a run -> transformers directory")
-    p.add_argument("run_dir")
-    p.add_argument("--out", help="default RUN_DIR/export")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory of `litebert pretrain` (its --out)")
+    p.add_argument("--out", help="the directory to write (default: RUN_DIR/export)")
     p.add_argument("--unroll", action="store_true",
                    help="write shared layers as one copy per layer, so a model whose family "
                         "has no sharing (ELECTRA, BERT) is saved in that family's layout, not "
                         "ALBERT's (default: off)")
     p.set_defaults(func=cmd_export)
     p = sub.add_parser("plot", help="PNG curves of a run under RUN_DIR/plots")
-    p.add_argument("run_dir")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run directory of `litebert pretrain` (its --out), with its "
+                        "metrics.jsonl")
     p.set_defaults(func=cmd_plot)
     p = sub.add_parser("demo", help="fetch bbc-news, train a tokenizer, build data, pre-train "
                                     "the tiny preset, evaluate, export, plot")
@@ -379,9 +386,9 @@ def _add_eval_pretraining(sub) -> None:
                     "scored on the data's held-out windows with the objective fields its "
                     "run recorded (plm_* keys). Runs on CUDA when there is one.")
     p.add_argument("model", metavar="MODEL",
-                   help="a model directory: litebert, transformers ALBERT, BERT, ELECTRA, "
-                        "RoBERTa or XLNet (a checkpoint without a pair head gets MLM only; an "
-                        "ELECTRA discriminator gets RTD; an XLNet LM gets PLM)")
+                   help=f"a model directory of any family litebert reads "
+                        f"({named_families()}): a checkpoint without a pair head gets MLM "
+                        f"only; an ELECTRA discriminator gets RTD; an XLNet LM gets PLM")
     p.add_argument("--data", required=True, metavar="DIR",
                    help="a data directory from `litebert data build`, made with the model's "
                         "tokenizer (required)")
@@ -553,8 +560,8 @@ COMMAND_GROUPS = (
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or only of `command`'s group when it names one."""
     parser = argparse.ArgumentParser(
-        prog="litebert", description="ALBERT, BERT, RoBERTa, ELECTRA and XLNet: tokenizers, "
-                                     "data, pre-training, fine-tuning and the papers' studies")
+        prog="litebert", description=f"{named_families('and', own=False)}: tokenizers, data, "
+                                     f"pre-training, fine-tuning and the papers' studies")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="debug logging (default: off)")
     sub = parser.add_subparsers(dest="command", required=True)

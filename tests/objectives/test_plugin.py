@@ -128,7 +128,8 @@ def test_the_command_line_names_a_class_and_keeps_the_recipes_fields(data_dir, t
     recipe = tmp_path / "electra.yaml"
     recipe.write_text("model: electra-small\nobjective: {name: electra, temperature: 3.0}\n")
     cfg = load_run_config(recipe, {"objective": spelled("electra", True)})
-    assert type(cfg.objective).__module__ == "copied_electra"
+    assert resolve(cfg.objective.name).__module__ == "copied_electra"  # the class that runs
+    assert type(cfg.objective) is resolve(cfg.objective.name).Config
     assert (cfg.objective.name, cfg.objective.temperature) == ("copied_electra:"
                                                                "ElectraObjective", 3.0)
     cfg = load_run_config(recipe, {"objective.temperature": 4})  # --set objective.FIELD

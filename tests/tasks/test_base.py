@@ -1,5 +1,6 @@
-"""The task recipes (litebert.tasks.base.RECIPES, ALBERT's Table 14) as named fields: a
-config fills from them what neither the user nor the model's family gave."""
+"""The task recipes (litebert.tasks.finetune_options.RECIPES, ALBERT's Table 14) as named
+fields: a config (litebert.tasks.base.FinetuneConfig) fills from them what neither the user
+nor the model's family gave."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import dataclasses
 
 import pytest
 
-from litebert.tasks.base import RECIPES, FinetuneConfig, TaskRecipe
+from litebert.tasks.base import FinetuneConfig
+from litebert.tasks.finetune_options import RECIPES, TaskRecipe
 
 # A few rows of the paper's Table 14, written out here (lr, batch, dropout, steps, warm-up,
 # length): the table in the code must say the same under its field names.

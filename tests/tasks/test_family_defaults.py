@@ -5,6 +5,7 @@ config.json is read, so a directory holding one is all these tests build."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
 import transformers
@@ -142,10 +143,22 @@ def test_copies_keep_the_record_of_the_first(tmp_path):
                    "layer_decay_rule": "head-to-embeddings"}
 
 
-def test_an_unreadable_directory_gets_albert_defaults(tmp_path):
+def test_an_unreadable_directory_gets_albert_defaults_and_no_family_is_claimed(tmp_path,
+                                                                                caplog):
+    caplog.set_level(logging.INFO, logger="litebert")
     cfg = config_for(tmp_path / "missing")  # loading the model reports the directory
     assert cfg.family_defaults["family"] == "albert"
     assert (cfg.lr, cfg.weight_decay, cfg.layer_decay) == (1e-5, 0.01, 1.0)
+    assert not caplog.records  # no "is a albert model" before the missing directory's error
+
+
+@pytest.mark.parametrize(("kind", "title"), [("albert", "ALBERT"), ("electra", "ELECTRA")])
+def test_the_log_names_the_family_read_by_its_name(tmp_path, caplog, kind, title):
+    caplog.set_level(logging.INFO, logger="litebert")
+    write(kind, tmp_path)
+    config_for(tmp_path)
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"{tmp_path}: model family {title}; its fine-tuning defaults ")
 
 
 def test_litebert_layout_keeps_the_family_it_came_from(tmp_path):

@@ -14,15 +14,11 @@ import litebert
 from litebert.cli import main
 from litebert.tasks.base import FinetuneConfig, FinetuneError
 from litebert.tasks.finetune import finetune, finetune_groups
-from litebert.tasks.layer_decay import (
-    RULE_ALIASES,
-    RULES,
-    layer_decay_groups,
-    lr_multipliers,
-    parameter_depths,
-)
+from litebert.tasks.finetune_options import RULE_ALIASES, RULES
+from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, parameter_depths
 from litebert.train.lamb import adamw_param_groups, build_optimizer
-from litebert.train.schedule import build_scheduler, warmup_polynomial
+from litebert.train.schedule import warmup_polynomial
+from litebert.train.scheduler import build_scheduler
 from tests.conftest import make_inputs, small_config
 from tests.families.configs import electra_config
 from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (a fixture)

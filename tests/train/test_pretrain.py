@@ -19,7 +19,7 @@ import transformers
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.model import EncoderForPreTraining
-from litebert.objectives import OBJECTIVES
+from litebert.objectives import BUILTIN, OBJECTIVES
 from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.compiling import BACKEND_ENV
@@ -292,7 +292,9 @@ def test_resuming_with_another_model_or_objective_is_a_clear_error(data_dir, tmp
                                          r"settings \(model_overrides.hidden_size: 32 there, "
                                          r"64 here\)\. .*--restart"):
         Trainer(run_config(data_dir, tmp_path / "r", max_steps=3, model_overrides=other))
+    # Another registered objective: its class (OBJECTIVES) and its Config (BUILTIN).
     monkeypatch.setitem(OBJECTIVES, "other", OBJECTIVES["mlm"])
+    monkeypatch.setitem(BUILTIN, "other", BUILTIN["mlm"])
     with pytest.raises(ValueError, match="objective.name: 'mlm' there, 'other' here"):
         Trainer(run_config(data_dir, tmp_path / "r", max_steps=3, objective="other"))
 

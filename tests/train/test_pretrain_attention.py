@@ -8,6 +8,7 @@ import transformers
 
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.model import EncoderForMaskedLM
+from litebert.objectives import resolve
 from litebert.objectives.mlm_eval import evaluate_pretraining, load_for_evaluation
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
@@ -39,7 +40,7 @@ def test_an_objective_without_the_layout_refuses_it():
     """XLNet's two streams lay attention out by permutation; it takes `full` alone."""
     cfg = load_run_config("xlnet-tiny-cpu", {"attention": "unpadded"})
     with pytest.raises(RunConfigError, match="objective 'plm' supports full"):
-        check_data_attention(cfg, packed=False)
+        check_data_attention(cfg, packed=False, supported=resolve("plm").attentions)
 
 
 def test_unknown_attention_is_a_run_config_error(data_dir, tmp_path):

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from litebert.train.schedule import (
-    build_scheduler,
     constant,
     constant_with_warmup,
     warmup_polynomial,
     warmup_stable_decay,
     wsd_decay_steps,
 )
+from litebert.train.scheduler import build_scheduler
 
 W, T = 10, 110  # warmup 10 steps, then 100 steps of decay
 

@@ -1,4 +1,5 @@
-"""What a batch tells the model about attention: the run option `attention`, on the host.
+"""What a batch tells the model about attention: the run option `attention`
+(attention_choice.py), on the host.
 
     full       nothing: every token attends to every real token of its row (RoBERTa's way,
                packed documents included)
@@ -31,7 +32,6 @@ import torch
 
 from litebert.padding import real_tokens
 
-ATTENTIONS = ("full", "document", "unpadded")
 UNPAD_BUCKETS = 8  # token counts an unpadded batch of one (B, T) can take
 
 
@@ -96,14 +96,3 @@ def lay_out(batch: dict[str, torch.Tensor], attention: str) -> dict[str, torch.T
         return with_unpadded_rows(batch)
     return batch
 
-
-def check_attention(attention: str, packed: bool, where: str) -> None:
-    """ValueError for an attention the data cannot have: `document` needs packed data (its
-    items hold several documents; a sentence pair is one)."""
-    if attention not in ATTENTIONS:
-        raise ValueError(f"{where}: attention={attention!r}; choose from {', '.join(ATTENTIONS)}")
-    if attention == "document" and not packed:
-        raise ValueError(f"{where}: attention 'document' needs packed data (built with "
-                         "--packing full-sentences or doc-sentences), whose rows hold several "
-                         "documents; this data holds sentence pairs: use attention 'full' or "
-                         "'unpadded', or rebuild the data packed")

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import torch
 
 from litebert.data.build_config import BuildConfig
 from litebert.data.integrity import DataError, content_digest, load_manifest
 from litebert.tokenization import Tokenizer
+
+if TYPE_CHECKING:  # in annotations only: the run config parses --data without torch
+    import torch
 
 # What every directory of a blend must share: its items then collate into one batch shape.
 AGREED = ("tokenizer", "max_seq_length", "max_predictions_per_seq", "packing", "objective")

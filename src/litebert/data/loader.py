@@ -40,7 +40,8 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from litebert.data.arrays import memmap as _memmap
-from litebert.data.attention_layout import check_attention, lay_out
+from litebert.data.attention_choice import check_attention
+from litebert.data.attention_layout import lay_out
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)

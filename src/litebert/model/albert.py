@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import BackboneConfig, ConfigError, ModelConfig
-from litebert.data.attention_layout import ATTENTIONS
+from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.attention import (
     Layout,
     attend,

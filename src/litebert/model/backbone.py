@@ -38,7 +38,7 @@ from litebert.config import (
     ModelConfig,
     register_backbone_config,
 )
-from litebert.data.attention_layout import ATTENTIONS
+from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.attention import Layout
 from litebert.model.outputs import BaseModelOutput
 

@@ -71,7 +71,7 @@ import torch
 from torch import nn
 
 from litebert.config import BackboneConfig, ConfigError, ModelConfig, is_whole
-from litebert.data.attention_layout import ATTENTIONS
+from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.albert import AlbertModel
 from litebert.model.attention import (
     Layout,

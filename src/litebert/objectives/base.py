@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
@@ -40,7 +39,7 @@ from torch import nn
 from litebert.config import ConfigError, ModelConfig
 from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.distributed import DistInfo
-from litebert.options import option
+from litebert.objectives.configs import ObjectiveConfig
 from litebert.tokenization import Tokenizer
 
 Batch = dict[str, torch.Tensor]  # a collated micro-batch on the device
@@ -48,15 +47,6 @@ FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in 
 # Objective.sampling (litebert.data.loader.sampler_for); "mirrored-streams": streams whose
 # micro-batches read half of their rows forwards and half backwards (XLNet's bi_data).
 SAMPLINGS = ("shuffled", "streams", "mirrored-streams")
-
-
-@dataclass
-class ObjectiveConfig:
-    """The fields every objective has; each objective's Config adds its own (declared with
-    litebert.options.option, so `litebert pretrain --help` lists them)."""
-
-    name: str = option("mlm", "the objective: a built-in name (litebert.objectives.OBJECTIVES) "
-                              "or package.module:Class")
 
 
 class Items(Protocol):

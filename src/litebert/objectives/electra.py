@@ -33,7 +33,7 @@ from torch import nn
 
 import litebert.objectives.corruption as C
 from litebert.config import ConfigError, ModelConfig
-from litebert.data.attention_layout import ATTENTIONS
+from litebert.data.attention_choice import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
@@ -56,6 +56,7 @@ from litebert.objectives.base import (
     run_attention,
     save_tokenizer,
 )
+from litebert.objectives.configs import ElectraConfig
 from litebert.objectives.electra_eval import (
     OBJECTIVE_FIELDS_NAME,
     RTD_HEAD,
@@ -73,47 +74,10 @@ from litebert.objectives.evaluation import (
     pair_task_metrics,
     ratio,
 )
-from litebert.options import option
 from litebert.padding import real_tokens
-from litebert.provenance import FieldError
 
 TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
-MASKINGS = ("uniform", "data")  # generator_masking
 EVAL_STEP = -1  # the corruption key of held-out evaluation: no training step has it
-
-
-@dataclass
-class ElectraConfig(ObjectiveConfig):
-    """ELECTRA's fields; the defaults are the official code's."""
-
-    generator_size: float = option(
-        0.25, "the generator's hidden size, FFN and heads as a share of the discriminator's")
-    generator_layers: float = option(1.0, "the generator's depth as a share of the "
-                                          "discriminator's")
-    generator_masking: str = option(
-        "uniform", "which tokens the generator fills: uniform = ELECTRA's draw of mask_prob "
-                   "of each row's tokens every step; data = the data's own masks (its n-gram "
-                   "/ whole-word spans)", choices=MASKINGS)
-    mask_prob: float = option(0.15, "share of tokens masked for the generator")
-    temperature: float = option(1.0, "temperature of the generator's sampling")
-    gen_weight: float = option(1.0, "weight of the generator's MLM loss")
-    disc_weight: float = option(50.0, "weight of the replaced-token-detection loss")
-    discriminator_pair_task: bool = option(
-        False, "also train the data's SOP/NSP task on the discriminator's first token (not "
-               "in the ELECTRA paper)")
-
-    def __post_init__(self) -> None:
-        checks = [
-            (0 < self.generator_size <= 1, "generator_size", "must be in (0, 1]"),
-            (0 < self.generator_layers <= 1, "generator_layers", "must be in (0, 1]"),
-            (self.generator_masking in MASKINGS, "generator_masking",
-             f"choose from {', '.join(MASKINGS)}"),
-            (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
-            (self.temperature > 0, "temperature", "must be positive"),
-        ]
-        for ok, name, why in checks:
-            if not ok:
-                raise FieldError(f"objective.{name}", getattr(self, name), why)
 
 
 def generator_config(config: ModelConfig, size: float, layers: float) -> ModelConfig:

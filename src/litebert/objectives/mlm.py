@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import ModelConfig
-from litebert.data.attention_layout import ATTENTIONS
+from litebert.data.attention_choice import ATTENTIONS
 from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
 from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
@@ -47,6 +46,7 @@ from litebert.objectives.base import (
     run_attention,
     save_tokenizer,
 )
+from litebert.objectives.configs import MLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
     evaluating,
@@ -64,29 +64,10 @@ from litebert.objectives.mlm_eval import (
     mlm_metrics,
     table_notes,
 )
-from litebert.options import option
-from litebert.provenance import FieldError
 
 log = logging.getLogger("litebert")
 
 TASK_OF_LABEL = {key: name for name, key in LABEL_KEYS.items()}  # label key -> "sop" / "nsp"
-CROSS_EVALUATIONS = ("own", "both")  # MLMConfig.eval_pair_tasks
-
-
-@dataclass
-class MLMConfig(ObjectiveConfig):
-    eval_pair_tasks: str = option(
-        "own", "sentence-pair tasks of each evaluation: own = the data's pair task only; "
-               "both = also SOP and NSP pairs drawn once per run from the same held-out "
-               "documents (the paper's cross evaluation, as `litebert eval-pretraining` "
-               "scores them)", choices=CROSS_EVALUATIONS)
-
-    def __post_init__(self) -> None:
-        if self.eval_pair_tasks not in CROSS_EVALUATIONS:
-            raise FieldError("objective.eval_pair_tasks", self.eval_pair_tasks,
-                             "choose 'own' or 'both'")
-
-
 class MLMObjective(Stateless):
     """MLM with the data's SOP/NSP task (see the module docstring)."""
 

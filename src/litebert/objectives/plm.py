@@ -72,6 +72,7 @@ from litebert.objectives.base import (
     run_replays_cuda_graphs,
     save_tokenizer,
 )
+from litebert.objectives.configs import PLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
     check_compatible,
@@ -83,8 +84,6 @@ from litebert.objectives.evaluation import (
     warn_other_tokenizer,
 )
 from litebert.objectives.plm_data import PLMDataset, perm_mask
-from litebert.options import option
-from litebert.provenance import FieldError
 
 IGNORE = -100
 LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
@@ -96,38 +95,6 @@ TABLE_ROWS = (("plm_accuracy", "plm_baseline_accuracy"), ("plm_loss", None))
 NSP_ROWS = (("nsp_accuracy", "nsp_baseline_accuracy"), ("nsp_loss", None))
 
 log = logging.getLogger("litebert")
-
-
-@dataclass
-class PLMConfig(ObjectiveConfig):
-    """XLNet's fields; the defaults are the paper's (Table 7) and the official code's."""
-
-    prediction_k: int = option(
-        6, "K: 1/K of each window's tokens are predicted (partial prediction: T // K "
-           "targets, each n-gram span drawn within a context of K x n tokens)")
-    perm_size: int = option(
-        0, "the factorisation order is shuffled within blocks of this many tokens; 0 = the "
-           "data's reuse_len (the official setting: 256 with reuse 256)")
-    max_span: int = option(
-        5, "targets are n-gram spans of 1..max_span whole words, P(n) ~ 1/n; 1 = single "
-           "tokens (the paper's ablation without span prediction)")
-    bi_data: bool = option(
-        False, "half of every batch reads its streams backwards with negated relative "
-               "positions (bidirectional data; needs an even micro_batch_size)")
-    nsp: bool = option(
-        False, "also predict from the <cls> summary whether B continues A (the paper's "
-               "'+NSP' ablation row; XLNet itself trains without it)")
-    checkpoint_memories: bool = option(
-        False, "save the memories in every checkpoint (per rank, in their dtype) so a resume "
-               "is bit for bit, on the same number of processes; off, a resume starts them at "
-               "zero (a window's memory context lost per stream) and may change the number of "
-               "processes")
-
-    def __post_init__(self) -> None:
-        for name, low in (("prediction_k", 2), ("perm_size", 0), ("max_span", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise FieldError(f"objective.{name}", value, f"must be an integer >= {low}")
 
 
 class PLMObjective:

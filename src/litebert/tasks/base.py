@@ -1,6 +1,6 @@
-"""What every fine-tuning task shares: the recipes (paper Table 14), the config (its defaults:
-the model family's, see tasks/family_defaults.py, then the recipe's), the errors, and the
-protocol a task adapter follows.
+"""What every fine-tuning task shares: the config (the options of tasks/finetune_options.py,
+filled in from the model family's defaults, see tasks/family_defaults.py, then from the task's
+recipe), the errors, and the protocol a task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
 FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
@@ -38,152 +38,24 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from litebert.cpus import usable_cpus
-from litebert.options import option
+from litebert.families import DEFAULT_MODEL_TYPE
+from litebert.family_names import FAMILY_TITLES
 from litebert.tasks.family_defaults import read_family_defaults
-from litebert.tasks.layer_decay import RULE_ALIASES, RULES, rule_name
-from litebert.train.precision import PRECISIONS
-from litebert.train.run_config import COMPILE_CHOICES, RunConfigError, compile_setting
+from litebert.tasks.finetune_options import RECIPES, RULES, FinetuneOptions, rule_name
+from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
 
 log = logging.getLogger("litebert")
 
 
-@dataclass(frozen=True, kw_only=True)
-class TaskRecipe:
-    """A task's fine-tuning recipe (ALBERT's Table 14; classifier dropout is 0.1 for all)."""
-
-    lr: float
-    batch_size: int
-    dropout: float  # ALBERT's hidden and attention dropout
-    max_steps: int
-    warmup_steps: int
-    max_seq_length: int = 512
-
-
-RECIPES: dict[str, TaskRecipe] = {  # paper Table 14
-    "cola": TaskRecipe(lr=1e-5, batch_size=16, dropout=0.0,
-                       max_steps=5336, warmup_steps=320),
-    "stsb": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.0,
-                       max_steps=3598, warmup_steps=214),
-    "sst2": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
-                       max_steps=20935, warmup_steps=1256),
-    "mnli": TaskRecipe(lr=3e-5, batch_size=128, dropout=0.0,
-                       max_steps=10000, warmup_steps=1000),
-    "qnli": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
-                       max_steps=33112, warmup_steps=1986),
-    "qqp": TaskRecipe(lr=5e-5, batch_size=128, dropout=0.1,
-                      max_steps=14000, warmup_steps=1000),
-    "rte": TaskRecipe(lr=3e-5, batch_size=32, dropout=0.1,
-                      max_steps=800, warmup_steps=200),
-    "mrpc": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                       max_steps=800, warmup_steps=200),
-    "wnli": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1,
-                       max_steps=2000, warmup_steps=250),
-    "squad1": TaskRecipe(lr=5e-5, batch_size=48, dropout=0.0,
-                         max_steps=3649, warmup_steps=365, max_seq_length=384),
-    "squad2": TaskRecipe(lr=3e-5, batch_size=48, dropout=0.0,
-                         max_steps=8144, warmup_steps=814),
-    "race": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1,
-                       max_steps=12000, warmup_steps=1000),
-    # Not in the paper: generic tasks get a short, safe default.
-    "classification": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                                 max_steps=1000, warmup_steps=100, max_seq_length=128),
-    "regression": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                             max_steps=1000, warmup_steps=100, max_seq_length=128),
-}
-GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
-
 class FinetuneError(ValueError):
     """A bad fine-tuning request; the message says what to change."""
 
 
-RECIPE = "the task's recipe"  # what a None default means, in --help
-FAMILY = "the model family's (see litebert.tasks.family_defaults)"
-FAMILY_OR_RECIPE = FAMILY + ", else the task's recipe"
-
-
 @dataclass
-class FinetuneConfig:
-    # Fields with the default None ("not given") are typed as what __post_init__ makes of
-    # them: the value given, the model family's, or the recipe's. Code that reads a config
-    # never sees None.
-    task: str = option(help="the task; its recipe (ALBERT's Table 14) fills the defaults "
-                            "the model family leaves", choices=RECIPES)
-    data: str = option(help="the task's directory or file; generic tasks read .tsv, .csv, "
-                            ".jsonl, .parquet, or a folder written by datasets' save_to_disk "
-                            "(a directory may hold train.* and dev.* of these, or a "
-                            "DatasetDict's train/ and validation/ folders)")
-    model: str = option(help="a model directory (ours, ALBERT, BERT, ELECTRA or RoBERTa)")
-    out: str = option(help="output directory: model/, results.json, predictions")
-    lr: float = option(None, "peak learning rate", shown=FAMILY_OR_RECIPE)
-    batch_size: int = option(None, "training examples per step", shown=RECIPE)
-    max_steps: int = option(None, "optimizer steps", shown=RECIPE)
-    warmup_steps: int = option(
-        None, "steps of linear warm-up; a family's is a share of max_steps, and so is the "
-              "recipe's when only --max-steps is given (rounded half up)",
-        shown=FAMILY_OR_RECIPE)
-    max_seq_length: int = option(None, "tokens per example, longer ones truncated",
-                                 shown=RECIPE)
-    dropout: float = option(None, "hidden and attention dropout", shown=FAMILY_OR_RECIPE)
-    classifier_dropout: float = option(0.1, "dropout before the task head")
-    weight_decay: float = option(None, "AdamW's decoupled weight decay", shown=FAMILY)
-    layer_decay: float = option(
-        None, "layer-wise learning-rate decay in (0, 1]: the head trains at the lr, layer j of "
-              "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
-        shown=FAMILY)
-    layer_decay_rule: str = option(
-        None, "which layers --layer-decay slows: 'head-to-embeddings' (the layers and the "
-              "embeddings, as above; ELECTRA's) or 'layers-only' (only the layers, layer j at "
-              "lr * X^(L-j); embeddings and head at the lr; XLNet's); the previous release's "
-              "names 'electra' and 'xlnet' are still accepted",
-        choices=(*RULES, *RULE_ALIASES), shown=FAMILY)
-    adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
-                                     "average", shown=FAMILY)
-    adam_epsilon: float = option(None, "AdamW's epsilon, added to the root of its "
-                                       "squared-gradient average", shown=FAMILY)
-    eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
-    eval_batch_size: int = option(64, "examples per batch when evaluating")
-    log_every: int = option(50, "steps between training-loss lines (the mean loss since the "
-                                "last one); the only times the loop waits for the device")
-    # Where and how it computes (tasks/runtime.py): the device is torchrun's LOCAL_RANK GPU,
-    # else the GPU, else the CPU.
-    precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on a CPU; fp16 "
-                                    "adds a gradient scaler", choices=PRECISIONS)
-    compile: bool | str | None = option(
-        None, "torch.compile the model (automatic dynamic shapes: batches vary in length and "
-              "size): auto = eager (measured faster for fine-tuning, docs/finetuning.md); "
-              "true = torch's default mode; or a mode: "
-              "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
-              "--no-compile", choices=COMPILE_CHOICES, shown="auto")
-    seed: int = option(42, "seed of the head's initialisation and the data order")
-    seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
-    # Generic tasks: column names, and a dev split carved from train when there is no dev.
-    text_a: str = option("sentence", "generic tasks: the column (field) of the first text")
-    text_b: str | None = option(None, "generic tasks: the column of the second text, if any")
-    label_column: str = option("label", "generic tasks: the column of the label")
-    dev_fraction: float = option(0.1, "generic tasks without a dev file: the share of train "
-                                      "held out as dev")
-    # GLUE and generic tables are tokenized once into a cache (tasks/table_cache.py).
-    workers: int = option(None, "GLUE and generic tasks: processes that tokenize a table the "
-                                "cache does not hold yet", shown="the CPUs this process may use")
-    cache_dir: str | None = option(
-        None, "GLUE and generic tasks: where tokenized tables are kept, found again by every "
-              "later seed and run with the same table and tokenizer (safe to delete)",
-        shown="$LITEBERT_DATA/tables, else ~/.cache/litebert/tables")
-    # SQuAD.
-    doc_stride: int = option(128, "SQuAD: tokens between the starts of a context's windows")
-    max_query_length: int = option(64, "SQuAD: question tokens kept")
-    n_best_size: int = option(20, "SQuAD: start and end candidates per window")
-    max_answer_length: int = option(30, "SQuAD: longest answer, in tokens")
-    qa_head: str = option(
-        "auto", "SQuAD: 'span' (a start and an end logit per token, BERT's), 'beam' (XLNet's: "
-                "a start, an end conditioned on it and an answer classifier, decoded by beam "
-                "search), or 'auto': beam for a backbone whose summary token is the last one "
-                "(XLNet's <cls>), else span", choices=("auto", "span", "beam"))
-    # Filled in: which defaults came from the model's family (results.json `defaults`).
-    family_defaults: dict[str, Any] = option(
-        None, "set from the model directory: its family, the source of the family's defaults "
-              "and the values taken from them")
+class FinetuneConfig(FinetuneOptions):
+    """A fine-tuning run's options with nothing left unset: what was not given comes from the
+    model family's defaults, then from the task's recipe."""
 
     def __post_init__(self) -> None:
         if self.task not in RECIPES:
@@ -232,7 +104,7 @@ class FinetuneConfig:
 
     def _take_family_defaults(self) -> dict[str, Any]:
         """Fill what was not given from the model family's defaults; the record of them."""
-        name, theirs = read_family_defaults(self.model, self.task)
+        family, theirs = read_family_defaults(self.model, self.task)
         taken = {}
         for key, value in theirs.values().items():
             field = "warmup_steps" if key == "warmup_share" else key  # applied after max_steps
@@ -240,12 +112,15 @@ class FinetuneConfig:
                 taken[key] = value
                 if field == key:
                     setattr(self, key, value)
-        if taken:
+        # Said only of a family that was read: a directory without a readable config.json is
+        # reported by loading the model, before any step, and has no family to speak of.
+        if taken and family is not None:
             shown = (f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
                      for k, v in taken.items())
-            log.info("%s is a %s model: fine-tuning defaults %s (%s)", self.model, name,
-                     ", ".join(shown), theirs.source)
-        return {"family": name, "source": theirs.source, "values": taken}
+            log.info("%s: model family %s; its fine-tuning defaults %s (%s)", self.model,
+                     FAMILY_TITLES.get(family, family), ", ".join(shown), theirs.source)
+        return {"family": family or DEFAULT_MODEL_TYPE, "source": theirs.source,
+                "values": taken}
 
 
 def reported(result):

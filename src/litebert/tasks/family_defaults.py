@@ -1,6 +1,6 @@
 """Each checkpoint family's fine-tuning settings, as its paper gives them, which `litebert
 finetune` takes for what the user does not give, before the task's recipe (ALBERT's Table 14,
-tasks/base.py, which always sets batch size, steps and sequence length):
+tasks/finetune_options.py, which always sets batch size, steps and sequence length):
 - ALBERT (and litebert's layout): the recipe; weight decay 0.01, no layer decay.
 - BERT (Devlin et al. 2019): lr 2e-5 (GLUE and the generic tasks), 5e-5 (SQuAD), the
   recipe's for RACE; dropout 0.1; weight decay 0.01.
@@ -26,7 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from litebert.config import ModelConfig
-from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.model.hub import read_config
 
 
@@ -34,10 +33,10 @@ from litebert.model.hub import read_config
 class FinetuneDefaults:
     """A family's fine-tuning settings for one task, as its paper gives them.
 
-    None: the task recipe's (litebert.tasks.base.RECIPES, ALBERT's Table 14). The recipe
-    always sets the batch size, the number of steps and the sequence length: a paper's epochs
-    are a count over its own data at its own batch size, and the recipe's budget, the same
-    for every family, keeps runs of all families comparable.
+    None: the task recipe's (litebert.tasks.finetune_options.RECIPES, ALBERT's Table 14).
+    The recipe always sets the batch size, the number of steps and the sequence length: a
+    paper's epochs are a count over its own data at its own batch size, and the recipe's
+    budget, the same for every family, keeps runs of all families comparable.
     """
 
     source: str  # the paper and table the values come from, recorded in results.json
@@ -191,16 +190,17 @@ FINETUNE_DEFAULTS: dict[str, Callable[[ModelConfig, str], FinetuneDefaults]] = {
 
 def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     """What the paper of `config`'s family fine-tunes such a model on `task` (a name in
-    litebert.tasks.base.RECIPES) with."""
+    litebert.tasks.finetune_options.RECIPES) with."""
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)
 
 
-def read_family_defaults(model: str, task: str) -> tuple[str, FinetuneDefaults]:
+def read_family_defaults(model: str, task: str) -> tuple[str | None, FinetuneDefaults]:
     """The model directory's family (config.json as loading reads it, so an ELECTRA model
     saved in ALBERT's layout is still ELECTRA) and its fine-tuning defaults for `task`.
-    ALBERT's when the config cannot be read, which loading the model then reports."""
+    (None, ALBERT's) when the config cannot be read, which loading the model then reports:
+    no family was read, though ALBERT's defaults (the recipes as they are) fill the config."""
     try:
         config = read_config(Path(model))
     except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        return DEFAULT_MODEL_TYPE, ALBERT_FINETUNING
+        return None, ALBERT_FINETUNING
     return config.model_type, family_defaults(config, task)

@@ -35,7 +35,7 @@ from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import select_rows
 from litebert.train.compiling import compile_errors
 from litebert.train.lamb import adamw_param_groups, build_optimizer
-from litebert.train.schedule import build_scheduler
+from litebert.train.scheduler import build_scheduler
 
 log = logging.getLogger("litebert")
 

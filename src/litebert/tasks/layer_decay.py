@@ -21,7 +21,7 @@ decay**(L - 1 - k), so the top layer trains at lr; the embeddings (and mask_emb)
 and the head train at lr. Which rule applies is the fine-tuning recipe's choice (the model
 family's default, `--layer-decay-rule`), not the backbone's: the depths are the same. The
 previous release named the rules after those families, "electra" and "xlnet": both names are
-still accepted (RULE_ALIASES) and read as today's.
+still accepted (RULE_ALIASES, tasks/finetune_options.py, beside RULES) and read as today's.
 
 The backbone places its own modules (`layer_depths()`, model/backbone.py; ALBERT's module
 shared over several depths takes its highest), so this works for every head on every
@@ -38,6 +38,7 @@ from __future__ import annotations
 from torch import nn
 
 from litebert.model.backbone import backbone_of
+from litebert.tasks.finetune_options import RULES, rule_name
 
 
 def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
@@ -61,15 +62,6 @@ def parameter_depths(model: nn.Module) -> tuple[dict[str, int], int]:
         else:  # the task head
             depths[name] = L + 2
     return depths, L
-
-
-RULES = ("head-to-embeddings", "layers-only")  # see the module docstring
-RULE_ALIASES = {"electra": "head-to-embeddings", "xlnet": "layers-only"}  # earlier names
-
-
-def rule_name(rule: str) -> str:
-    """The current name of layer-decay rule `rule` (an earlier name, or itself)."""
-    return RULE_ALIASES.get(rule, rule)
 
 
 def check_decay(decay: float, rule: str = "head-to-embeddings") -> None:

@@ -16,7 +16,6 @@ import numpy as np
 from litebert.model import EncoderForSequenceClassification
 from litebert.readers import is_folder_input
 from litebert.tasks.base import (
-    GLUE,
     FinetuneConfig,
     FinetuneError,
     NoPredictionFiles,
@@ -26,6 +25,7 @@ from litebert.tasks.base import (
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.classification import infer_labels, read_table
 from litebert.tasks.examples import TextExample
+from litebert.tasks.finetune_options import GLUE
 from litebert.tasks.glue import GLUE_TASKS, read_glue, submission_name, write_glue_predictions
 from litebert.tasks.metrics import glue_metrics, primary_metric
 from litebert.tasks.runtime import Runtime

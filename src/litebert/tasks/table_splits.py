@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from litebert.readers import is_folder_input
-from litebert.tasks.base import GLUE, FinetuneConfig, FinetuneError
+from litebert.tasks.base import FinetuneConfig, FinetuneError
 from litebert.tasks.classification import sorted_labels, stream_table
+from litebert.tasks.finetune_options import GLUE
 from litebert.tasks.glue import GLUE_TASKS, split_path, stream_glue
 from litebert.tasks.table_cache import EncodedTable, TableSource, encoded_table
 from litebert.tasks.table_inputs import TableRows

@@ -40,7 +40,7 @@ from litebert.train.phase_start import (
 )
 from litebert.train.restart import Start, plan_start
 from litebert.train.run_config import PretrainConfig, RunConfigError, check_data_attention
-from litebert.train.schedule import build_scheduler, resume_at
+from litebert.train.scheduler import build_scheduler, resume_at
 from litebert.train.state import TrainState, restore_state
 from litebert.train.trainer import Trainer, model_config
 
@@ -152,7 +152,7 @@ def check_phases(run: PretrainConfig, first: int) -> None:
                                  f"DIR` in the recipe or --set phases.{index + 1}.data=DIR")
         directory = parse_data(cfg.data).first
         built = BuildConfig(**load_manifest(directory)["config"])
-        check_data_attention(cfg, built.packed)
+        check_data_attention(cfg, built.packed, resolve(cfg.objective.name).attentions)
         fingerprint = agreed_fields(directory)["tokenizer"]
         if tokenizer is not None and fingerprint != tokenizer[1]:
             raise RunConfigError(f"{where}: its tokenizer differs from that of {tokenizer[0]}; "

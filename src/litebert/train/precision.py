@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+from litebert.train.run_config import PRECISIONS
 
 
 def resolved_precision(setting: str, device: torch.device) -> str:

@@ -17,18 +17,18 @@ from typing import Any
 import yaml
 
 from litebert.config import PRESETS
-from litebert.data.attention_layout import ATTENTIONS, check_attention
+from litebert.data.attention_choice import ATTENTIONS, check_attention
 from litebert.data.blend import parse_data
 from litebert.data.integrity import DataError
 from litebert.files import named_yaml, yaml_names
-from litebert.objectives import (
-    OBJECTIVES,
+from litebert.objectives.configs import (
+    BUILTIN,
+    MLMConfig,
     ObjectiveConfig,
     ObjectiveError,
+    config_class,
     objective_config,
-    resolve,
 )
-from litebert.objectives.mlm import MLMConfig
 from litebert.options import option
 from litebert.provenance import FILE, GIVEN, FieldError, Provenance, Source
 from litebert.train import batch_split
@@ -57,6 +57,8 @@ class RunFieldError(FieldError, RunConfigError):
 # compile time (minutes more of compiling); "max-autotune": both.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
+# The arithmetic of a run, pre-training or fine-tuning (litebert.train.precision).
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 @dataclass
@@ -110,7 +112,7 @@ class PretrainConfig:
     max_grad_norm: float = option(1.0, "global gradient-norm clip; 0 = no clipping (RoBERTa's "
                                   "recipe; the norm is still logged)")
     precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on CPU",
-                            choices=("auto", "fp32", "bf16", "fp16"))
+                            choices=PRECISIONS)
     attention: str = option(
         "full", "which tokens attend to which: full = every real token of the row (RoBERTa's "
                 "way, packed documents included); document = packed data only, within each "
@@ -219,8 +221,8 @@ class PretrainConfig:
              "must be a finite number above 0"),
             (self.max_grad_norm >= 0, "max_grad_norm", "must be 0 (no clipping) or positive"),
             (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
-            (self.precision in ("auto", "fp32", "bf16", "fp16"), "precision",
-             "choose auto, fp32, bf16 or fp16"),
+            (self.precision in PRECISIONS, "precision",
+             f"choose from {', '.join(PRECISIONS)}"),
             (self.log_every > 0, "log_every", positive),
             (self.eval_every > 0, "eval_every", positive),
             (self.save_every > 0, "save_every", positive),
@@ -343,10 +345,10 @@ BATCH_DEFAULTS = {"batch_size": PretrainConfig.batch_size,
                   "micro_batch_size": PretrainConfig.micro_batch_size}
 
 
-def check_data_attention(cfg: PretrainConfig, packed: bool) -> None:
-    """RunConfigError when the run's attention does not fit its objective (one that lays its
-    batches out for it says so in `attentions`) or its data (`document` needs packed data)."""
-    supported = resolve(cfg.objective.name).attentions
+def check_data_attention(cfg: PretrainConfig, packed: bool, supported: tuple[str, ...]) -> None:
+    """RunConfigError when the run's attention does not fit its objective (`supported`: the
+    objective class's `attentions`, those it lays its batches out for) or its data
+    (`document` needs packed data)."""
     if cfg.attention not in supported:
         raise RunConfigError(f"pretrain config attention={cfg.attention!r}: objective "
                              f"{cfg.objective.name!r} supports {', '.join(supported)}")
@@ -403,8 +405,8 @@ def read_recipe(recipe: str | Path) -> dict[str, Any]:
 
 def legacy_objective_fields() -> set[str]:
     """The built-in objectives' fields, which the previous release held at the top level."""
-    return {f.name for cls in OBJECTIVES.values()
-            for f in dataclasses.fields(cls.Config)} - {"name"}
+    return {f.name for _, config in BUILTIN.values()
+            for f in dataclasses.fields(config)} - {"name"}
 
 
 def check_fields(values: dict[str, Any], where: str) -> None:
@@ -434,7 +436,7 @@ def nest_objective(values: dict[str, Any], where: str, warn: bool = True) -> dic
     nested = {"name": objective} if isinstance(objective, str) else dict(objective)
     nested.setdefault("name", "mlm")
     try:
-        own = {f.name for f in dataclasses.fields(resolve(nested["name"]).Config)}
+        own = {f.name for f in dataclasses.fields(config_class(nested["name"]))}
     except ObjectiveError as err:
         raise RunConfigError(f"{where}: {err}") from None
     nested.update({k: values[k] for k in flat if k in own})

@@ -1,5 +1,6 @@
 """Learning-rate multipliers (warmup + polynomial decay, as BERT/ALBERT; warmup-stable-decay, as
-ModernBERT) and LambdaLR builders.
+ModernBERT); torch's LambdaLR over them is in scheduler.py. No torch here: the run configs
+check their schedule with this module, and parsers list SCHEDULES, without loading it.
 
 Step convention. The multiplier functions take `step` = k, the 1-based index of the optimizer
 step that will use the value: the k-th optimizer.step() of a run trains with lr * f(k).
@@ -26,8 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-
-import torch
 
 from litebert.provenance import FieldError
 
@@ -116,7 +115,7 @@ def constant(step: int) -> float:
     return 1.0
 
 
-def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: float,
+def multiplier(name: str, warmup_steps: int, total_steps: int | None, power: float,
                 end_factor: float, decay_from_zero: bool,
                 decay_steps: int) -> Callable[[int], float]:
     """The multiplier f(k) for `name`, arguments checked once here rather than every step."""
@@ -156,39 +155,6 @@ def _multiplier(name: str, warmup_steps: int, total_steps: int | None, power: fl
         return constant
     raise ValueError(f"build_scheduler: unknown schedule name {name!r}; "
                      f"expected one of {', '.join(SCHEDULES)}")
-
-
-def build_scheduler(optimizer: torch.optim.Optimizer, name: str = "polynomial",
-                    warmup_steps: int = 0, total_steps: int | None = None, power: float = 1.0,
-                    *, end_factor: float = 0.0, decay_from_zero: bool = False,
-                    decay_steps: int = 0) -> torch.optim.lr_scheduler.LambdaLR:
-    """LambdaLR for `name` in SCHEDULES; the k-th optimizer.step() uses lr * f(k).
-    `decay_steps` is "wsd"'s decay (0: wsd_decay_steps' default).
-
-    Right after construction the optimizer's lr is already lr * f(1); call scheduler.step()
-    after every optimizer.step(). The lambda is a plain closure, so scheduler.state_dict()
-    holds only numbers (loadable with torch.load(weights_only=True)).
-    """
-    f = _multiplier(name, warmup_steps, total_steps, power, end_factor, decay_from_zero,
-                    decay_steps)
-
-    def lr_lambda(steps_taken: int) -> float:
-        return f(steps_taken + 1)  # LambdaLR passes steps taken; f wants the step about to run
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
-
-
-def resume_at(scheduler: torch.optim.lr_scheduler.LambdaLR, lr: float) -> None:
-    """After a checkpoint's scheduler state was loaded into `scheduler`: the run's own peak
-    `lr` (the state holds the checkpoint's, which a --resume PATH may change) and the next
-    step's rate from the run's curve at the restored count (its max_steps or schedule may
-    differ too). A run that continues unchanged gets the very numbers it saved."""
-    scheduler.base_lrs = [lr for _ in scheduler.base_lrs]
-    groups = scheduler.optimizer.param_groups
-    for group, rate in zip(groups, scheduler.lr_lambdas, strict=True):
-        group["initial_lr"] = lr
-        group["lr"] = lr * rate(scheduler.last_epoch)
-    scheduler._last_lr = [group["lr"] for group in groups]  # what get_last_lr() reports
 
 
 def resolve_warmup(recipe_steps: int, recipe_warmup: int, max_steps: int | None = None,

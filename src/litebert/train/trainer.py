@@ -67,7 +67,7 @@ from litebert.train.preemption import Preempted, PreemptionWatch, exit_status, s
 from litebert.train.restart import Start, complete, logged_evaluation, plan_start
 from litebert.train.run_config import PretrainConfig, check_data_attention
 from litebert.train.saver import CheckpointSaver
-from litebert.train.schedule import build_scheduler, resume_at
+from litebert.train.scheduler import build_scheduler, resume_at
 from litebert.train.skips import SkipCounter
 from litebert.train.start_from import (
     Sources,
@@ -172,9 +172,10 @@ class Trainer:
         spec = parse_data(cfg.data)  # one directory or a blend; the first is evaluation's
         self.run_dir, data_dir = Path(cfg.out), spec.first
         neutral = open_training_data(data_dir, cfg.seed)
-        check_data_attention(cfg, neutral.config.packed)
+        objective = resolve(cfg.objective.name)
+        check_data_attention(cfg, neutral.config.packed, objective.attentions)
         # Both halves: it trains (TrainingObjective), evaluates and exports (Evaluation...).
-        self.objective: Objective = resolve(cfg.objective.name)(cfg, neutral)
+        self.objective: Objective = objective(cfg, neutral)
         self.train_data = open_items(spec, self.objective, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         # --from: the model's shape and weights are a directory's (train/start_from.py).

@@ -1,0 +1,21 @@
+"""The checkpoint families litebert reads, by config.json's model_type, with the name each
+goes by in prose. Help texts name the families from here: litebert.families, the registry
+of their adapters, imports torch, and building a parser must not. Its tests check that the
+two list the same families under the same names."""
+
+from __future__ import annotations
+
+OWN = "litebert"  # our own layout, for what no transformers family can hold
+FAMILY_TITLES = {
+    "albert": "ALBERT", "bert": "BERT", "electra": "ELECTRA", OWN: "litebert",
+    "modernbert": "ModernBERT", "roberta": "RoBERTa", "xlnet": "XLNet",
+}
+
+
+def named_families(conjunction: str = "or", *, own: bool = True) -> str:
+    """'litebert, ALBERT, BERT, ... or XLNet': every family's name, litebert's own layout
+    first (or left out, `own=False`), the last joined by `conjunction`."""
+    names = [title for model_type, title in FAMILY_TITLES.items() if model_type != OWN]
+    if own:
+        names.insert(0, FAMILY_TITLES[OWN])
+    return f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
