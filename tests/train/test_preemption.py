@@ -130,6 +130,7 @@ def test_a_second_ctrl_c_stops_at_once_unless_torchrun_forwarded_it(monkeypatch)
     exits: list[int] = []
     monkeypatch.setattr(os, "_exit", exits.append)
     monkeypatch.delenv(LAUNCHER_ENV, raising=False)
+    before = signal.getsignal(signal.SIGINT)  # SIG_IGN in a shell's background job
     with PreemptionWatch(init_distributed()) as watch:
         signal.raise_signal(signal.SIGINT)
         assert watch.stop_now() == signal.SIGINT and exits == []
@@ -140,7 +141,7 @@ def test_a_second_ctrl_c_stops_at_once_unless_torchrun_forwarded_it(monkeypatch)
         signal.raise_signal(signal.SIGINT)
         signal.raise_signal(signal.SIGINT)  # the same Ctrl-C, forwarded
         assert watch.stop_now() == signal.SIGINT and exits == [130]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) == before
 
 
 def test_ctrl_c_outside_the_steps_is_one_line_and_the_same_command_finishes(
