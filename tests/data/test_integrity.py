@@ -121,3 +121,17 @@ def test_cli_data_verify(built, capsys):
     assert main(["data", "verify", str(out)]) == 2
     err = capsys.readouterr().err
     assert "train.instances.bin: sha256 differs" in err and "--force" in err
+
+
+def test_a_corpus_given_as_data_says_so_with_the_build_command(corpus_and_tokenizer, tmp_path,
+                                                              capsys):
+    """Not `--out corpus.txt`, which would build onto the corpus: the build that reads it."""
+    corpus, _ = corpus_and_tokenizer
+    assert main(["pretrain", "--data", str(corpus), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"{corpus}: a corpus file (format bert), not a data directory" in err
+    assert f"`litebert data build {corpus} --tokenizer TOKENIZER_DIR --out DATA_DIR`" in err
+    assert f"--out {corpus}" not in err
+    with pytest.raises(DataError, match="corpus file"):
+        PretrainingDataset(corpus)
+

@@ -25,6 +25,7 @@ import numpy as np
 
 from litebert.data.packing import packing_name
 from litebert.files import damaged_files, describe_files, is_temporary
+from litebert.readers import detect_format
 from litebert.write_errors import WriteFailed, explained_write, human_size
 
 log = logging.getLogger("litebert")
@@ -77,7 +78,10 @@ def explained_build(out: Path, inputs: Iterable[Path]) -> Iterator[None]:
 
 def load_manifest(directory: Path) -> dict[str, Any]:
     """The manifest as JSON; DataError when there is none (nothing built, or a build that
-    was interrupted) or when it is not valid JSON."""
+    was interrupted, or a file named where a directory belongs) or when it is not valid
+    JSON."""
+    if directory.is_file():
+        raise _not_a_directory(directory)
     path = directory / MANIFEST
     if not path.is_file():
         leftovers = [p for p in directory.iterdir() if is_temporary(p)] \
@@ -90,6 +94,18 @@ def load_manifest(directory: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a valid manifest ({err}); {_rebuild(directory)}") from None
     return with_current_names(manifest)
+
+
+def _not_a_directory(path: Path) -> DataError:
+    """A file named as a data directory: most often the corpus itself, so the fix is the
+    build that turns it into one (never `--out` the file, which would build onto it)."""
+    try:
+        what = f"a corpus file (format {detect_format(path)})"
+    except (ValueError, OSError):  # not text, or damaged: no reader takes it
+        what = "a file"
+    return DataError(f"{path}: {what}, not a data directory; build one from it with "
+                     f"`litebert data build {path} --tokenizer TOKENIZER_DIR --out DATA_DIR` "
+                     "and name DATA_DIR instead")
 
 
 def with_current_names(manifest: dict[str, Any]) -> dict[str, Any]:
