@@ -32,11 +32,12 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
 Two passes keep memory flat: pass 1 (litebert.data.pass1) cuts the corpus into parts fixed
 by the inputs alone (litebert.data.parts); `workers` processes each read, parse, split and
 tokenize a part into temporary arrays, which the parent appends in corpus order (at most 2
-parts per worker in flight). `--shard I/N` runs pass 1 on the I-th of N contiguous runs of
-parts, and `data merge` (litebert.data.merge) joins the shards and runs pass 2. Pass 2
-builds instances (static pairs), chunks (dynamic pairs: the pairs are drawn when an item
-is read, see litebert.data.instances) or packed instances (litebert.data.packing) from
-sentence lengths alone, or copies each split's tokens into one stream (packing streams,
+parts per worker in flight). `--shard I/N` runs pass 1 on the I-th of N contiguous,
+byte-balanced runs of parts (litebert.data.shard_plan), and `data merge`
+(litebert.data.merge) joins the shards and runs pass 2. Pass 2 builds instances (static
+pairs), chunks (dynamic pairs: the pairs are drawn when an item is read, see
+litebert.data.instances) or packed instances (litebert.data.packing) from sentence lengths
+alone, or copies each split's tokens into one stream (packing streams,
 litebert.data.streams). Randomness comes from numpy Generators seeded by (seed, purpose,
 block of documents or instances), never from the worker that ran it, so the output does
 not depend on the number of workers.
@@ -72,8 +73,9 @@ from litebert.data.integrity import (
     remove_build_outputs,
     with_current_names,
 )
-from litebert.data.parts import Part, part_record, plan_parts, shard_parts
+from litebert.data.parts import Part, part_record, plan_parts
 from litebert.data.pass1 import TOKEN_COUNTS, commonest_training_token, tokenize_parts
+from litebert.data.shard_plan import plan_shards
 from litebert.data.splits import build_splits
 from litebert.files import atomic_write_json, damaged_files, exclusive, expand_inputs
 from litebert.readers import CorpusStats, empty_corpus
@@ -166,8 +168,8 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
     (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
     remove_build_outputs(out)  # static masks when building dynamic ones, temporaries
     start = time.time()
-    parts = plan_parts(inputs, cfg.format, cfg.text_field)
-    chosen = parts if shard is None else shard_parts(parts, *shard)
+    chosen = (plan_parts(inputs, cfg.format, cfg.text_field) if shard is None
+              else _shard_of(inputs, cfg, shard))
     records: list[dict[str, Any]] = []
     counts, folder = tokenize_parts(chosen, tokenizer, tokenizer_dir, out, cfg, workers,
                                     records)
@@ -181,6 +183,19 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
     if not counts["documents"]:
         raise empty_corpus(folder.stats, inputs)
     return finish_build(out, cfg, tokenizer, header, counts, folder.stats, workers, start)
+
+
+def _shard_of(inputs: list[str | Path], cfg: BuildConfig, shard: tuple[int, int]) -> list[Part]:
+    """The parts of shard I of N (litebert.data.shard_plan), with a warning when it has
+    none: its directory will hold nothing, which `data merge` accepts."""
+    index, count = shard
+    chosen = plan_shards(inputs, cfg.format, cfg.text_field, count)[index]
+    if not chosen:
+        log.warning("shard %d/%d gets no part of the corpus: it has fewer than %d pieces to "
+                    "share (documents, or files read whole: compressed, paragraphs, Arrow), "
+                    "so this shard will be empty; build with fewer shards", index, count,
+                    count)
+    return chosen
 
 
 def finish_build(out: Path, cfg: BuildConfig, tokenizer, header: dict[str, Any],
