@@ -21,13 +21,17 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
                             see litebert.data.streams)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
+    block_checksums.bin (B,) uint32: the crc32 of every 64 KiB block of the arrays above,
+                        which readers verify as they first read each block
+                        (litebert.data.blocks)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained (its
                         word_start_ids give the word starts of tokens.bin with sentences.bin,
                         litebert.data.word_starts; version 2 stored them in word_starts.bin)
     manifest.json       written last: config, its cache key (litebert.data.cache), counts
                         (with the training split's commonest token), corpus report, the
-                        inputs' sizes and sha256, and the size and sha256 of every file
-                        above (checked by litebert.data.integrity)
+                        inputs' sizes and sha256, the size and sha256 of every file
+                        above (checked by litebert.data.integrity), and where each array's
+                        block checksums begin
 
 Two passes keep memory flat: pass 1 (litebert.data.pass1) cuts the corpus into parts fixed
 by the inputs alone (litebert.data.parts); `workers` processes each read, parse, split and
@@ -64,10 +68,12 @@ from typing import Any
 import numpy as np
 
 from litebert.data.arrays import memmap
+from litebert.data.blocks import record_blocks
 from litebert.data.build_config import FORMAT, VERSION, BuildConfig
 from litebert.data.cache import LATER_FIELDS, cache_key, content_key, input_files
 from litebert.data.integrity import (
     MANIFEST,
+    array_names,
     explained_build,
     record_files,
     remove_build_outputs,
@@ -208,11 +214,13 @@ def finish_build(out: Path, cfg: BuildConfig, tokenizer, header: dict[str, Any],
         out, histogram, cfg, counts["token_dtype"], np.asarray(tokenizer.special_mask))
     splits = build_splits(out, cfg, tokenizer, counts["token_dtype"], workers)
     tokenizer.save_pretrained(out / "tokenizer")
-    files = record_files(out)  # reads every byte back: the checksums are of what is on disk
+    # Every byte read back once: the checksums are of what is on disk.
+    blocks, digests = record_blocks(out, array_names(out))
+    files = record_files(out, digests)
     manifest = {"format": FORMAT, "version": VERSION, **header, "counts": counts,
                 "splits": splits, "corpus": stats.to_dict(),
                 "corpus_summary": stats.summary(),
-                "seconds": round(time.time() - start, 2), "files": files}
+                "seconds": round(time.time() - start, 2), "files": files, "blocks": blocks}
     atomic_write_json(out / MANIFEST, manifest)
     return manifest
 

@@ -5,7 +5,8 @@
 stats`) compares sizes only: a stat per file, and it catches the usual damage, a copy or a
 disk that cut a file short, before numpy turns it into a baffling shape error far from the
 cause. `verify_data` reads every byte and compares checksums, for after a copy or when in
-doubt (`litebert data verify DIR`).
+doubt (`litebert data verify DIR`). Between the two, readers verify each block of an array
+as they first read it (litebert.data.blocks).
 
 Manifests written before these records existed still open: their counts imply the sizes of
 the arrays (not of the tokenizer files), which are checked instead, with a warning.
@@ -39,14 +40,25 @@ class DataError(ValueError):
 _WARNED: set[Path] = set()  # directories already warned about (once per process is enough)
 
 
-def record_files(directory: str | Path) -> dict[str, dict[str, Any]]:
+def record_files(directory: str | Path,
+                 known: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """{name: {size, sha256}} of every data file of a finished build: the arrays (*.bin) and
-    the files under tokenizer/; names are relative POSIX paths, as stored in the manifest."""
+    the files under tokenizer/; names are relative POSIX paths, as stored in the manifest.
+    Files whose records are `known` (made as they were read for another purpose) are not
+    read again."""
     directory = Path(directory)
-    names = [p.name for p in directory.glob("*.bin") if p.is_file() and not is_temporary(p)]
+    known = known or {}
+    names = array_names(directory)
     names += [p.relative_to(directory).as_posix() for p in (directory / "tokenizer").rglob("*")
               if p.is_file() and not is_temporary(p)]
-    return describe_files(directory, names)
+    records = {**describe_files(directory, [n for n in names if n not in known]),
+               **{n: known[n] for n in names if n in known}}
+    return dict(sorted(records.items()))
+
+
+def array_names(directory: Path) -> list[str]:
+    """The names of the arrays (*.bin) of a finished build, temporaries left out."""
+    return sorted(p.name for p in directory.glob("*.bin") if p.is_file() and not is_temporary(p))
 
 
 def remove_build_outputs(out: Path) -> None:
