@@ -187,3 +187,20 @@ def test_bench_build_memory_splits_the_peak_by_kind_of_page(tmp_path):
     total, (anon, file) = float(row[5]), (float(x) for x in row[6].split("/"))
     assert row[1].strip() == "corpus.txt" and total > 0
     assert abs(anon + file - total) <= 0.05 * total + 8  # shmem aside, RSS = anon + file
+
+
+def test_bench_blocks_reports_the_build_and_read_costs(data):
+    """On a small directory: both record passes, the three read rates, every token block
+    verified by the checked reads, and the cost of one block."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_blocks.py"),
+                          "--data", str(data["sop"]), "--items", "200"],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    assert re.search(rf"build: {NUMBER} MB of arrays: sha256 of every file {NUMBER} s, with "
+                     rf"the block crc32s {NUMBER} s", out)
+    seen = re.search(rf"plain {NUMBER}/s, checked from cold {NUMBER}/s \((\d+) of (\d+) token "
+                     rf"blocks verified\), checked once verified {NUMBER}/s", out)
+    assert seen and seen.group(1) == seen.group(2)
+    assert re.search(rf"per block: crc32 of 64 KiB {NUMBER} us", out)

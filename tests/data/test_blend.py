@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from litebert.cli import main
 from litebert.data.blend import (
     BlendedItems,
     DataSpec,
@@ -75,10 +76,23 @@ def test_data_is_a_directory_or_weighted_directories(tmp_path):
     ("a:-1,b:1", "weights must be positive"),
     ("a:1,,b:1", "an empty entry"),
     ("a:1,a:2", "a directory is listed twice"),
+    ("a:abc", "'abc' after a: is not a weight, and no directory is named a:abc"),
+    ("a:1,b:x", "'x' after b: is not a weight"),
 ])
 def test_bad_data_is_one_sentence(text, says):
     with pytest.raises(DataError, match=f"--data {text}: .*{says}"):
         parse_data(text)
+
+
+def test_a_bad_weight_of_an_existing_directory_is_named_by_pretrain(tmp_path, capsys,
+                                                                   monkeypatch):
+    """Not "no manifest.json" for a directory `a:abc`: the weight is what is wrong."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    assert main(["pretrain", "--data", "a:abc", "--out", "run"]) == 2
+    err = capsys.readouterr().err
+    assert "--data a:abc: 'abc' after a: is not a weight" in err and "a:0.5" in err
+    assert "manifest" not in err
 
 
 # ---- counts and the index map ---------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 
+import numpy as np
 import pytest
 
 from litebert.cli import main
@@ -41,10 +43,21 @@ def test_manifest_records_every_data_file(built):
             "train.instances.bin", "train.masks.bin", "train.mask_index.bin",
             "heldout.instances.bin", "heldout.masks.bin", "heldout.mask_index.bin",
             "tokenizer/spiece.model", "tokenizer/tokenizer_config.json",
-            "tokenizer/tokenizer.json"} == set(files)
+            "tokenizer/tokenizer.json", "block_checksums.bin"} == set(files)
     for name, record in files.items():
         assert record["size"] == (out / name).stat().st_size
         assert len(record["sha256"]) == 64
+    # Every array's blocks, in one table of crc32s: the arrays' blocks, file after file.
+    blocks = manifest["blocks"]
+    arrays = sorted(n for n in files if n.endswith(".bin") and n != "block_checksums.bin")
+    assert sorted(blocks["first"]) == arrays
+    crcs = np.fromfile(out / "block_checksums.bin", "<u4")
+    for name in arrays:
+        data = (out / name).read_bytes()
+        first = blocks["first"][name]
+        mine = [zlib.crc32(data[at:at + blocks["bytes"]])
+                for at in range(0, len(data), blocks["bytes"])]
+        assert crcs[first:first + len(mine)].tolist() == mine
 
 
 def test_intact_directory_verifies(built):
@@ -94,7 +107,7 @@ def test_damaged_cache_hit_is_rebuilt(tmp_path, corpus_and_tokenizer, built):
 
 def test_older_manifest_opens_with_a_warning(built, caplog):
     manifest, out = built
-    del manifest["files"]  # as written before the manifest recorded files
+    del manifest["files"], manifest["blocks"]  # as written before it recorded files
     (out / "manifest.json").write_text(json.dumps(manifest))
     with caplog.at_level(logging.WARNING, logger="litebert"):
         assert len(PretrainingDataset(out)) > 0
@@ -121,3 +134,17 @@ def test_cli_data_verify(built, capsys):
     assert main(["data", "verify", str(out)]) == 2
     err = capsys.readouterr().err
     assert "train.instances.bin: sha256 differs" in err and "--force" in err
+
+
+def test_a_corpus_given_as_data_says_so_with_the_build_command(corpus_and_tokenizer, tmp_path,
+                                                              capsys):
+    """Not `--out corpus.txt`, which would build onto the corpus: the build that reads it."""
+    corpus, _ = corpus_and_tokenizer
+    assert main(["pretrain", "--data", str(corpus), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"{corpus}: a corpus file (format bert), not a data directory" in err
+    assert f"`litebert data build {corpus} --tokenizer TOKENIZER_DIR --out DATA_DIR`" in err
+    assert f"--out {corpus}" not in err
+    with pytest.raises(DataError, match="corpus file"):
+        PretrainingDataset(corpus)
+

@@ -12,8 +12,9 @@ import pytest
 
 from litebert.data import parts
 from litebert.data.builder import BuildConfig, build
-from litebert.data.parts import document_span, plan_parts, shard_parts
+from litebert.data.parts import document_span, plan_parts
 from litebert.data.pass1 import encode_documents
+from litebert.data.shard_plan import assign
 from litebert.readers import CorpusStats, read_documents
 from litebert.readers.text import document_boundary
 from litebert.tokenization import Tokenizer
@@ -80,7 +81,7 @@ def test_parts_are_fixed_by_the_inputs_and_shards_tile_them(corpora, monkeypatch
     assert [b for _, b in spans[:-1]] == [a for a, _ in spans[1:]]  # the others tile the file
     assert spans[0][0] == 0 and spans[-1][1] == corpora["bert"].stat().st_size
     assert sum(p.kind == "parquet" for p in planned) > 1
-    chosen = [shard_parts(planned, i, 3) for i in range(3)]
+    chosen = assign(planned, 3)
     assert [p for c in chosen for p in c] == planned and all(chosen)
 
 

@@ -4,6 +4,7 @@ know their epoch in the workers, and the data position counts what the loop has 
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,29 @@ class Unlisted(RankSampler):
 
     def __iter__(self):
         raise AssertionError("the feed listed a whole epoch of the sampler")
+
+
+class Damaged(Numbered):
+    """Items whose index 5 is a DataError, as a damaged block of a data file is."""
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        if index == 5:
+            raise DataError("data/tokens.bin: block 0 is damaged; run `litebert data verify`")
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_data_error_in_a_worker_is_its_one_sentence_and_ends_the_workers(workers):
+    """Not torch's "Caught DataError in DataLoader worker process 0" and the worker's
+    traceback; and no worker left behind (one that ignores SIGTERM would hang the exit)."""
+    stream = batches(Damaged(10), RankSampler(10, 0, 1, shuffle=False), 2, workers,
+                     DataPosition())
+    assert [b["x"].tolist() for b in itertools.islice(stream, 2)] == [[0, 1], [2, 3]]
+    with pytest.raises(DataError) as caught:
+        next(stream)
+    assert str(caught.value) == ("data/tokens.bin: block 0 is damaged; run `litebert data "
+                                 "verify`")
+    assert not multiprocessing.active_children()
 
 
 def test_chunks_ask_the_sampler_for_their_positions_only(monkeypatch):

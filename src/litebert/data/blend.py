@@ -83,8 +83,10 @@ def parse_data(text: str) -> DataSpec:
     """`DIR`, or `DIR[:WEIGHT],DIR[:WEIGHT],...` (all weighted or none) -> DataSpec; a
     DataError sentence for anything else. An existing directory is taken whole, whatever its
     name holds."""
-    if Path(text).is_dir() or ("," not in text and not _weighted(text)):
+    if Path(text).is_dir():
         return DataSpec((Path(text),), None)
+    if "," not in text and not _weighted(text):
+        return DataSpec((Path(_split_weight(text, text)[0]),), None)
     parts = [part.strip() for part in text.split(",")]
     if any(not part for part in parts):
         raise DataError(f"--data {text}: an empty entry; write DIR:WEIGHT,DIR:WEIGHT")
@@ -107,6 +109,12 @@ def _weighted(part: str) -> bool:
     return bool(head) and _number(tail) is not None
 
 
+def _meant_as_weight(part: str, tail: str) -> bool:
+    """`DIR:abc` whose tail cannot be part of a path that exists: a weight written wrong
+    (a path such as `c:/x` keeps its colon)."""
+    return not Path(part).exists() and "/" not in tail and "\\" not in tail
+
+
 def _number(text: str) -> float | None:
     try:
         return float(text)
@@ -116,9 +124,13 @@ def _number(text: str) -> float | None:
 
 def _split_weight(part: str, text: str) -> tuple[str, float | None]:
     """`DIR:WEIGHT` -> (DIR, WEIGHT); `DIR` -> (DIR, None)."""
-    if not _weighted(part):
-        return part, None
     head, _, tail = part.rpartition(":")
+    if not _weighted(part):
+        if head and _meant_as_weight(part, tail):
+            raise DataError(f"--data {text}: {tail!r} after {head}: is not a weight, and no "
+                            f"directory is named {part}; write DIR:WEIGHT with a positive "
+                            f"number (such as {head}:0.5)")
+        return part, None
     weight = float(tail)
     if not (weight > 0 and np.isfinite(weight)):
         raise DataError(f"--data {text}: {head} has weight {tail}; weights must be positive "

@@ -21,22 +21,27 @@ Layout of a data directory (all arrays raw little-endian, read with np.memmap):
                             see litebert.data.streams)
     {split}.masks.bin       (M, 2) int32: position, replacement id   (static masking only)
     {split}.mask_index.bin  (I + 1,) int64: first mask row of each instance   (static only)
+    block_checksums.bin (B,) uint32: the crc32 of every 64 KiB block of the arrays above,
+                        which readers verify as they first read each block
+                        (litebert.data.blocks)
     tokenizer/          a copy of the tokenizer, so the directory is self-contained (its
                         word_start_ids give the word starts of tokens.bin with sentences.bin,
                         litebert.data.word_starts; version 2 stored them in word_starts.bin)
     manifest.json       written last: config, its cache key (litebert.data.cache), counts
                         (with the training split's commonest token), corpus report, the
-                        inputs' sizes and sha256, and the size and sha256 of every file
-                        above (checked by litebert.data.integrity)
+                        inputs' sizes and sha256, the size and sha256 of every file
+                        above (checked by litebert.data.integrity), and where each array's
+                        block checksums begin
 
 Two passes keep memory flat: pass 1 (litebert.data.pass1) cuts the corpus into parts fixed
 by the inputs alone (litebert.data.parts); `workers` processes each read, parse, split and
 tokenize a part into temporary arrays, which the parent appends in corpus order (at most 2
-parts per worker in flight). `--shard I/N` runs pass 1 on the I-th of N contiguous runs of
-parts, and `data merge` (litebert.data.merge) joins the shards and runs pass 2. Pass 2
-builds instances (static pairs), chunks (dynamic pairs: the pairs are drawn when an item
-is read, see litebert.data.instances) or packed instances (litebert.data.packing) from
-sentence lengths alone, or copies each split's tokens into one stream (packing streams,
+parts per worker in flight). `--shard I/N` runs pass 1 on the I-th of N contiguous,
+byte-balanced runs of parts (litebert.data.shard_plan), and `data merge`
+(litebert.data.merge) joins the shards and runs pass 2. Pass 2 builds instances (static
+pairs), chunks (dynamic pairs: the pairs are drawn when an item is read, see
+litebert.data.instances) or packed instances (litebert.data.packing) from sentence lengths
+alone, or copies each split's tokens into one stream (packing streams,
 litebert.data.streams). Randomness comes from numpy Generators seeded by (seed, purpose,
 block of documents or instances), never from the worker that ran it, so the output does
 not depend on the number of workers.
@@ -63,17 +68,20 @@ from typing import Any
 import numpy as np
 
 from litebert.data.arrays import memmap
+from litebert.data.blocks import record_blocks
 from litebert.data.build_config import FORMAT, VERSION, BuildConfig
 from litebert.data.cache import LATER_FIELDS, cache_key, content_key, input_files
 from litebert.data.integrity import (
     MANIFEST,
+    array_names,
     explained_build,
     record_files,
     remove_build_outputs,
     with_current_names,
 )
-from litebert.data.parts import Part, part_record, plan_parts, shard_parts
+from litebert.data.parts import Part, part_record, plan_parts
 from litebert.data.pass1 import TOKEN_COUNTS, commonest_training_token, tokenize_parts
+from litebert.data.shard_plan import plan_shards
 from litebert.data.splits import build_splits
 from litebert.files import atomic_write_json, damaged_files, exclusive, expand_inputs
 from litebert.readers import CorpusStats, empty_corpus
@@ -166,8 +174,8 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
     (out / MANIFEST).unlink(missing_ok=True)  # from here on the directory is incomplete
     remove_build_outputs(out)  # static masks when building dynamic ones, temporaries
     start = time.time()
-    parts = plan_parts(inputs, cfg.format, cfg.text_field)
-    chosen = parts if shard is None else shard_parts(parts, *shard)
+    chosen = (plan_parts(inputs, cfg.format, cfg.text_field) if shard is None
+              else _shard_of(inputs, cfg, shard))
     records: list[dict[str, Any]] = []
     counts, folder = tokenize_parts(chosen, tokenizer, tokenizer_dir, out, cfg, workers,
                                     records)
@@ -183,6 +191,19 @@ def _build_locked(inputs: list[str | Path], tokenizer, tokenizer_dir: Path, out:
     return finish_build(out, cfg, tokenizer, header, counts, folder.stats, workers, start)
 
 
+def _shard_of(inputs: list[str | Path], cfg: BuildConfig, shard: tuple[int, int]) -> list[Part]:
+    """The parts of shard I of N (litebert.data.shard_plan), with a warning when it has
+    none: its directory will hold nothing, which `data merge` accepts."""
+    index, count = shard
+    chosen = plan_shards(inputs, cfg.format, cfg.text_field, count)[index]
+    if not chosen:
+        log.warning("shard %d/%d gets no part of the corpus: it has fewer than %d pieces to "
+                    "share (documents, or files read whole: compressed, paragraphs, Arrow), "
+                    "so this shard will be empty; build with fewer shards", index, count,
+                    count)
+    return chosen
+
+
 def finish_build(out: Path, cfg: BuildConfig, tokenizer, header: dict[str, Any],
                  counts: dict[str, Any], stats: CorpusStats, workers: int,
                  start: float) -> dict[str, Any]:
@@ -193,11 +214,13 @@ def finish_build(out: Path, cfg: BuildConfig, tokenizer, header: dict[str, Any],
         out, histogram, cfg, counts["token_dtype"], np.asarray(tokenizer.special_mask))
     splits = build_splits(out, cfg, tokenizer, counts["token_dtype"], workers)
     tokenizer.save_pretrained(out / "tokenizer")
-    files = record_files(out)  # reads every byte back: the checksums are of what is on disk
+    # Every byte read back once: the checksums are of what is on disk.
+    blocks, digests = record_blocks(out, array_names(out))
+    files = record_files(out, digests)
     manifest = {"format": FORMAT, "version": VERSION, **header, "counts": counts,
                 "splits": splits, "corpus": stats.to_dict(),
                 "corpus_summary": stats.summary(),
-                "seconds": round(time.time() - start, 2), "files": files}
+                "seconds": round(time.time() - start, 2), "files": files, "blocks": blocks}
     atomic_write_json(out / MANIFEST, manifest)
     return manifest
 

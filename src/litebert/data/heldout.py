@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from litebert.data.arrays import memmap as _memmap
+from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import BuildConfig
 from litebert.data.instances import InstanceConfig, document_instances
 from litebert.data.integrity import DataError, open_manifest
@@ -58,8 +58,9 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
     manifest = open_manifest(d)  # sizes checked: a file cut short is an error naming it
     config = BuildConfig(**manifest["config"])
     tokenizer = Tokenizer.from_pretrained(d / "tokenizer")
-    offsets = _memmap(d / "sentences.bin", np.int64)
-    starts = _memmap(d / "documents.bin", np.int64)
+    checks = DirectoryChecks(d, manifest, len(tokenizer))  # each block verified as first read
+    offsets = checks.open("sentences.bin", np.int64)
+    starts = checks.open("documents.bin", np.int64)
     bounds = np.stack([starts[:-1], starts[1:]], axis=1)  # (D, 2) sentence ranges
     heldout = split_documents(len(bounds), config)  # the split `build` made, from its seed
     expected = manifest.get("splits", {}).get("heldout", {}).get("documents")
@@ -70,7 +71,7 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
     specials = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id or 0)
     if specials[0] is None or specials[1] is None:
         raise DataError(f"{d / 'tokenizer'}: the tokenizer has no [CLS] or [SEP] id")
-    tokens = _memmap(d / "tokens.bin", manifest["counts"]["token_dtype"])
+    tokens = checks.open("tokens.bin", manifest["counts"]["token_dtype"], ids=True)
     return HeldoutDocuments(
         directory=d, config=config, tokens=tokens,
         word_starts=WordStarts(tokens, offsets, tokenizer.word_start_ids), offsets=offsets,

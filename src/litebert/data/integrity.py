@@ -5,7 +5,8 @@
 stats`) compares sizes only: a stat per file, and it catches the usual damage, a copy or a
 disk that cut a file short, before numpy turns it into a baffling shape error far from the
 cause. `verify_data` reads every byte and compares checksums, for after a copy or when in
-doubt (`litebert data verify DIR`).
+doubt (`litebert data verify DIR`). Between the two, readers verify each block of an array
+as they first read it (litebert.data.blocks).
 
 Manifests written before these records existed still open: their counts imply the sizes of
 the arrays (not of the tokenizer files), which are checked instead, with a warning.
@@ -25,6 +26,7 @@ import numpy as np
 
 from litebert.data.packing import packing_name
 from litebert.files import damaged_files, describe_files, is_temporary
+from litebert.readers import detect_format
 from litebert.write_errors import WriteFailed, explained_write, human_size
 
 log = logging.getLogger("litebert")
@@ -38,14 +40,25 @@ class DataError(ValueError):
 _WARNED: set[Path] = set()  # directories already warned about (once per process is enough)
 
 
-def record_files(directory: str | Path) -> dict[str, dict[str, Any]]:
+def record_files(directory: str | Path,
+                 known: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """{name: {size, sha256}} of every data file of a finished build: the arrays (*.bin) and
-    the files under tokenizer/; names are relative POSIX paths, as stored in the manifest."""
+    the files under tokenizer/; names are relative POSIX paths, as stored in the manifest.
+    Files whose records are `known` (made as they were read for another purpose) are not
+    read again."""
     directory = Path(directory)
-    names = [p.name for p in directory.glob("*.bin") if p.is_file() and not is_temporary(p)]
+    known = known or {}
+    names = array_names(directory)
     names += [p.relative_to(directory).as_posix() for p in (directory / "tokenizer").rglob("*")
               if p.is_file() and not is_temporary(p)]
-    return describe_files(directory, names)
+    records = {**describe_files(directory, [n for n in names if n not in known]),
+               **{n: known[n] for n in names if n in known}}
+    return dict(sorted(records.items()))
+
+
+def array_names(directory: Path) -> list[str]:
+    """The names of the arrays (*.bin) of a finished build, temporaries left out."""
+    return sorted(p.name for p in directory.glob("*.bin") if p.is_file() and not is_temporary(p))
 
 
 def remove_build_outputs(out: Path) -> None:
@@ -77,7 +90,10 @@ def explained_build(out: Path, inputs: Iterable[Path]) -> Iterator[None]:
 
 def load_manifest(directory: Path) -> dict[str, Any]:
     """The manifest as JSON; DataError when there is none (nothing built, or a build that
-    was interrupted) or when it is not valid JSON."""
+    was interrupted, or a file named where a directory belongs) or when it is not valid
+    JSON."""
+    if directory.is_file():
+        raise _not_a_directory(directory)
     path = directory / MANIFEST
     if not path.is_file():
         leftovers = [p for p in directory.iterdir() if is_temporary(p)] \
@@ -90,6 +106,18 @@ def load_manifest(directory: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path}: not a valid manifest ({err}); {_rebuild(directory)}") from None
     return with_current_names(manifest)
+
+
+def _not_a_directory(path: Path) -> DataError:
+    """A file named as a data directory: most often the corpus itself, so the fix is the
+    build that turns it into one (never `--out` the file, which would build onto it)."""
+    try:
+        what = f"a corpus file (format {detect_format(path)})"
+    except (ValueError, OSError):  # not text, or damaged: no reader takes it
+        what = "a file"
+    return DataError(f"{path}: {what}, not a data directory; build one from it with "
+                     f"`litebert data build {path} --tokenizer TOKENIZER_DIR --out DATA_DIR` "
+                     "and name DATA_DIR instead")
 
 
 def with_current_names(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,9 @@ batch without padding leaves attention_mask out: the collator decides that on th
 the model takes its unmasked attention path without reading the mask back from the device.
 
 Opening a directory compares every file's size with the manifest (litebert.data.integrity), so
-a file cut short is a DataError naming it, not a shape error in the middle of training.
+a file cut short is a DataError naming it, not a shape error in the middle of training; every
+array is read through litebert.data.blocks, which verifies each block the first time this
+process reads it, so damage of the same size stops the run before the model sees it.
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from litebert.data.arrays import memmap as _memmap
 from litebert.data.attention_choice import check_attention
 from litebert.data.attention_layout import lay_out
+from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import chunk_pair
 from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
@@ -88,30 +90,32 @@ class PretrainingDataset(Dataset):
         self.pad_id = tokenizer.pad_token_id or 0  # RoBERTa's is 1: its positions skip it
         self.template = tokenizer.template  # the layout of every item
         self.masking = self.config.masks(tokenizer)  # replacements: the directory's tokenizer's
-        d, dtype = self.directory, self.manifest["counts"]["token_dtype"]
-        self.tokens = _memmap(d / "tokens.bin", dtype)
+        # Every array is read through `checks`: each block verified when first read here.
+        checks = DirectoryChecks(self.directory, self.manifest, len(tokenizer))
+        dtype = self.manifest["counts"]["token_dtype"]
+        self.tokens = checks.open("tokens.bin", dtype, ids=True)
         # What chunk_pair reads: (S + 1,) sentence offsets, (D_split, 2) document ranges.
-        self.offsets = _memmap(d / "sentences.bin", np.int64)
+        self.offsets = checks.open("sentences.bin", np.int64)
         self.word_starts = WordStarts(self.tokens, self.offsets, tokenizer.word_start_ids)
         self.split = split
         self.instance_config = self.config.instance_config(self.template)
-        self.rows: np.ndarray | None = None  # (I, 5) FIELDS: static pairs
-        self.chunks: np.ndarray | None = None  # (C, 4) CHUNK_FIELDS: dynamic pairs
+        self.rows = None  # (I, 5) FIELDS: static pairs
+        self.chunks = None  # (C, 4) CHUNK_FIELDS: dynamic pairs
         self.packed: PackedSplit | None = None  # spans of text: full- / doc-sentences
         if self.config.packed:
-            self.packed = open_packed(d, split)
+            self.packed = open_packed(self.directory, split, checks)
             self.length = len(self.packed)
         elif self.config.pairs == "dynamic":
-            self.chunks = _memmap(d / f"{split}.chunks.bin", np.int64).reshape(-1, 4)
+            self.chunks = checks.open(f"{split}.chunks.bin", np.int64, width=4)
             self.length = len(self.chunks)
         else:
-            self.rows = _memmap(d / f"{split}.instances.bin", np.int64).reshape(-1, 5)
+            self.rows = checks.open(f"{split}.instances.bin", np.int64, width=5)
             self.length = len(self.rows)
-        self.docs = (_memmap(d / f"{split}.documents.bin", np.int64).reshape(-1, 2)
+        self.docs = (checks.open(f"{split}.documents.bin", np.int64, width=2)
                      if self.chunks is not None else np.zeros((0, 2), dtype=np.int64))
         if self.config.masking == "static":
-            self.masks = _memmap(d / f"{split}.masks.bin", np.int32).reshape(-1, 2)
-            self.mask_index = _memmap(d / f"{split}.mask_index.bin", np.int64)
+            self.masks = checks.open(f"{split}.masks.bin", np.int32, width=2)
+            self.mask_index = checks.open(f"{split}.mask_index.bin", np.int64)
             self._check_static_masks()
         self.label_key = LABEL_KEYS.get(self.config.objective)
         self.attention = attention  # what collate() adds for the model's attention

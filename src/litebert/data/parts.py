@@ -2,7 +2,8 @@
 up to the report of one sequential read.
 
 A part is a piece of one input file, fixed by the inputs alone (never by the number of
-workers or shards), so every build of the same corpus reads the same parts:
+workers), so every build of the same corpus reads the same parts (a build of one shard of
+several cuts them finer where a shard's share calls for it, litebert.data.shard_plan):
 
 - an uncompressed "bert" or "jsonl" file: byte ranges of PART_BYTES. A worker moves both
   ends of its range forward to where a document may start (jsonl: the next line start;
@@ -55,53 +56,56 @@ class Part:
     last: bool  # the file's last part
 
 
-def plan_parts(inputs: list[str | Path], fmt: str, text_field: str = "text") -> list[Part]:
+Span = tuple[int, Path, str, int, int, int]  # file, path, kind, start, stop, size
+
+
+def plan_parts(inputs: list[str | Path], fmt: str, text_field: str = "text",
+               most_bytes: int | None = None) -> list[Part]:
     """Every part of `inputs` in corpus order (the format of each file decided as
-    read_documents decides it)."""
-    spans: list[tuple[int, Path, str, int, int, int]] = []
+    read_documents decides it); byte ranges and runs of row groups of PART_BYTES, or of
+    `most_bytes` when that is less (a sharded build's share, litebert.data.shard_plan)."""
+    part_bytes = PART_BYTES if most_bytes is None else max(min(most_bytes, PART_BYTES), 1)
+    spans: list[Span] = []
     for file, path in enumerate(expand(inputs)):
         kind = detect_format(path, fmt, MAX_LINE_CHARS)
-        spans += [(file, path, kind, *span) for span in _file_spans(path, kind)]
+        spans += [(file, path, kind, *span) for span in _file_spans(path, kind, part_bytes)]
+    return numbered(spans)
+
+
+def numbered(spans: list[Span]) -> list[Part]:
+    """Parts of spans in corpus order: indices, and each file's first and last marked."""
     return [Part(index=i, file=file, path=str(path), kind=kind, start=start, stop=stop,
                  size=size, first=i == 0 or spans[i - 1][0] != file,
                  last=i == len(spans) - 1 or spans[i + 1][0] != file)
             for i, (file, path, kind, start, stop, size) in enumerate(spans)]
 
 
-def _file_spans(path: Path, kind: str) -> list[tuple[int, int, int]]:
+def span_of(part: Part) -> Span:
+    return part.file, Path(part.path), part.kind, part.start, part.stop, part.size
+
+
+def _file_spans(path: Path, kind: str, part_bytes: int) -> list[tuple[int, int, int]]:
     """(start, stop, size) of each part of one file."""
     if path.is_dir():
         return [(*WHOLE, sum(f.stat().st_size for f in path.rglob("*") if f.is_file()))]
     size = path.stat().st_size
     if kind in ("bert", "jsonl") and not compression_of(path):
-        return [(at, min(at + PART_BYTES, size), min(PART_BYTES, size - at))
-                for at in range(0, max(size, 1), PART_BYTES)]
+        return [(at, min(at + part_bytes, size), min(part_bytes, size - at))
+                for at in range(0, max(size, 1), part_bytes)]
     if kind == "parquet":
-        return _group_spans(row_group_sizes(path)) or [(*WHOLE, size)]
+        return _group_spans(row_group_sizes(path), part_bytes) or [(*WHOLE, size)]
     return [(*WHOLE, size)]
 
 
-def _group_spans(sizes: list[int]) -> list[tuple[int, int, int]]:
-    """Runs of consecutive row groups of at least PART_BYTES (the last may be less)."""
+def _group_spans(sizes: list[int], part_bytes: int) -> list[tuple[int, int, int]]:
+    """Runs of consecutive row groups of at least `part_bytes` (the last may be less)."""
     spans, first, total = [], 0, 0
     for group, size in enumerate(sizes):
         total += size
-        if total >= PART_BYTES or group == len(sizes) - 1:
+        if total >= part_bytes or group == len(sizes) - 1:
             spans.append((first, group + 1, total))
             first, total = group + 1, 0
     return spans
-
-
-def shard_parts(parts: list[Part], shard: int, shards: int) -> list[Part]:
-    """Shard `shard` of `shards`: a contiguous run of parts, by bytes as even as parts allow
-    (a part belongs to the shard in whose share of the bytes it starts)."""
-    total = sum(p.size for p in parts)
-    chosen, before = [], 0
-    for part in parts:
-        if shard * total <= before * shards < (shard + 1) * total:
-            chosen.append(part)
-        before += part.size
-    return chosen
 
 
 # ---- reading one part (in a worker) ----------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 
 from litebert.data.arrays import ArrayWriter, ReleasableMap, read_range
 from litebert.data.arrays import memmap as _memmap
+from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import InstanceConfig, document_chunks, document_instances
 from litebert.data.masking import MaskingConfig, mask_tokens
@@ -226,8 +227,13 @@ def _blocks(fn, tasks: Iterable[tuple], workers: int, desc: str, total: int) -> 
     return progress(ordered_map(fn, tasks, workers), desc=desc, total=total, unit="blocks")
 
 
-def open_packed(directory: Path, split: str) -> PackedSplit:
-    """The packed instances of `split` in a data directory, memory-mapped."""
+def open_packed(directory: Path, split: str, checks: DirectoryChecks | None = None
+                ) -> PackedSplit:
+    """The packed instances of `split` in a data directory, memory-mapped; read through
+    `checks` (litebert.data.blocks) when given."""
+    if checks is not None:
+        return PackedSplit(checks.open(f"{split}.spans.bin", np.int64, width=2),
+                           checks.open(f"{split}.span_index.bin", np.int64))
     spans = _memmap(directory / f"{split}.spans.bin", np.int64).reshape(-1, 2)
     return PackedSplit(spans, _memmap(directory / f"{split}.span_index.bin", np.int64))
 

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from litebert.data.arrays import ArrayWriter, memmap
+from litebert.data.blocks import DirectoryChecks
 from litebert.data.packing import document_sentences
 
 WORD_START, SENTENCE_START = 1, 2  # bits of {split}.stream_flags.bin
@@ -109,9 +110,14 @@ def stream_files(split: str) -> tuple[str, str]:
     return f"{split}.stream.bin", f"{split}.stream_flags.bin"
 
 
-def open_stream(directory: Path, split: str, token_dtype: str) -> Stream:
-    """The stream of `split` in a data directory, memory-mapped, read forwards."""
+def open_stream(directory: Path, split: str, token_dtype: str,
+                checks: DirectoryChecks | None = None) -> Stream:
+    """The stream of `split` in a data directory, memory-mapped, read forwards; read
+    through `checks` (litebert.data.blocks) when given."""
     ids_name, flags_name = stream_files(split)
+    if checks is not None:
+        return Stream(checks.open(ids_name, token_dtype, ids=True),
+                      checks.open(flags_name, np.uint8))
     return Stream(memmap(directory / ids_name, token_dtype),
                   memmap(directory / flags_name, np.uint8))
 

@@ -34,6 +34,6 @@ class WordStarts:
             raise ValueError("WordStarts takes contiguous slices (step 1)")
         stop = max(start, stop)
         flags = self.table[self.tokens[start:stop]]  # (n,) a gather: a new array
-        first, last = np.searchsorted(self.offsets, (start, stop))  # sentences starting inside
+        first, last = self.offsets.searchsorted((start, stop))  # sentences starting inside
         flags[self.offsets[first:last] - start] = True
         return flags

@@ -49,6 +49,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.integrity import DataError, open_manifest
 from litebert.data.streams import Stream, count_windows, open_stream
@@ -92,7 +93,8 @@ class PLMDataset(Dataset):
         if self.sep_id is None or self.cls_id is None:
             raise DataError(f"{self.directory / 'tokenizer'}: the tokenizer has no separator "
                             "or <cls> token, which XLNet's layout needs")
-        self.stream = open_stream(self.directory, split, manifest["counts"]["token_dtype"])
+        self.stream = open_stream(self.directory, split, manifest["counts"]["token_dtype"],
+                                  DirectoryChecks(self.directory, manifest, len(tokenizer)))
         self.windows = count_windows(len(self.stream), self.seq_len, self.reuse_len)
 
     def _check(self, max_span: int, mask_alpha: int, mask_beta: int) -> None:

@@ -101,8 +101,29 @@ def batches(dataset: Items, sampler, micro: int, workers: int,
         collate_fn=dataset.collate, num_workers=workers, pin_memory=pin,
         prefetch_factor=4 if workers else None, worker_init_fn=ignore_preemption,
         generator=torch.Generator().manual_seed(position.epoch))
-    for batch in loader:
-        position.batch += 1
-        if position.batch >= per_epoch:
-            position.epoch, position.batch = position.epoch + 1, 0
-        yield batch
+    try:
+        for batch in loader:
+            position.batch += 1
+            if position.batch >= per_epoch:
+                position.epoch, position.batch = position.epoch + 1, 0
+            yield batch
+        return
+    except DataError as err:  # a damaged block a worker read (litebert.data.blocks)
+        failure = type(err)(worker_sentence(err))
+        # Its traceback holds the loader's iterator in a cycle that only the garbage
+        # collector would break, after the exit handlers, whose join of a worker that
+        # ignores SIGTERM (ignore_preemption) never returns. Dropped, the iterator ends
+        # its workers now; the error is raised outside the handler, without it as context.
+        err.__traceback__ = None
+    raise failure
+
+
+def worker_sentence(err: Exception) -> str:
+    """The message of an error raised in a loader worker, as it was raised there: torch
+    raises it again here with "Caught ... in DataLoader worker" and the worker's traceback
+    as its text, which the user would see instead of the one sentence."""
+    text = str(err)
+    if not text.startswith("Caught "):
+        return text
+    name = f"{type(err).__module__}.{type(err).__qualname__}: "
+    return text.rpartition(name)[2].strip() if name in text else text
