@@ -74,17 +74,6 @@ def cmd_data_build(args: argparse.Namespace) -> None:
     print(manifest.get("corpus_summary", ""))
 
 
-def shard_option(text: str) -> tuple[int, int]:
-    """--shard I/N: shard I (from 0) of N."""
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: write the shard as I/N, e.g. 0/8") from None
-    if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"{text!r}: I must be in 0..N-1 (shards count from 0)")
-    return i, n
-
-
 def cmd_data_merge(args: argparse.Namespace) -> None:
     from litebert.data.merge import merge
 
@@ -415,6 +404,7 @@ def _add_eval_pretraining(sub) -> None:
 
 def _add_data_commands(sub) -> None:
     from litebert.data.builder import BuildConfig
+    from litebert.data.shard_plan import shard_option
 
     data = sub.add_parser("data", help="pre-training data: build, merge, inspect, stats")
     dsub = data.add_subparsers(dest="data_command", required=True)
@@ -440,9 +430,8 @@ def _add_data_commands(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the directory holds this very build (default: off)")
     p.add_argument("--shard", type=shard_option, default=None, metavar="I/N",
-                   help="build only shard I (0 to N-1) of N: pass 1 of a contiguous, "
-                        "byte-balanced run of the corpus, into a shard directory for `data "
-                        "merge` (e.g. one Slurm array task each) (default: the whole build)")
+                   help="build only shard I (0 to N-1) of N, a byte-balanced run of the corpus, "
+                        "for `data merge` (e.g. one Slurm array task each) (default: all)")
     p.set_defaults(func=cmd_data_build)
     p = dsub.add_parser("merge", help="shard directories of `data build --shard I/N` -> one "
                                       "data directory (as a single build writes it)")

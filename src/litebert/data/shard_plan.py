@@ -23,6 +23,7 @@ hold exactly what a build of the whole corpus holds.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +149,14 @@ def assign(pieces: list[Part], shards: int) -> list[list[Part]]:
             firsts[k] = min(max(firsts[k], firsts[k - 1] + 1), count - shards + k)
     bounds = [*firsts.tolist(), count]
     return [pieces[bounds[k]:bounds[k + 1]] for k in range(shards)]
+
+
+def shard_option(text: str) -> tuple[int, int]:
+    """The value of `--shard I/N`: shard I (counted from 0) of N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: write the shard as I/N, e.g. 0/8") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be in 0..N-1 (shards count from 0)")
+    return i, n

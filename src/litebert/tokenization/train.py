@@ -56,18 +56,15 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     save_to_disk folders give the sentences of their `text_field`, as `data build` reads
     them, not their raw records) and then the strings of `sentence_iterator` are preprocessed
     as the tokenizer will preprocess them; SentencePiece samples `input_sentence_size` of them
-    at random when there are more. No piece holds a digit followed by a comma ("1990,",
-    "1,000"): the official re-split of pieces ending so (albert_text.py) never fires on the
-    model, and the Unigram model of tokenizer.json, which has no re-split, gives the same ids.
+    at random when there are more. No piece holds a digit followed by a comma ("1990,"): the
+    official re-split (albert_text.py) never fires, so tokenizer.json gives the same ids.
     """
     spec = get_layout(layout)
     vocab_size = spec.vocab_size if vocab_size is None else vocab_size
     symbols = [*spec.reserved_symbols, *(spec.text_symbols if user_defined_symbols is None
                                          else user_defined_symbols)]
-    if not isinstance(vocab_size, int) or vocab_size <= len(spec.special_ids) + len(symbols):
-        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the {len(spec.special_ids)} "
-                             f"special pieces plus {len(symbols) - len(spec.reserved_symbols)} "
-                             "user-defined symbols")
+    _check_room(vocab_size, len(spec.special_ids), len(symbols) - len(spec.reserved_symbols),
+                len(spec.reserved_symbols))
     files = expand(inputs, what="tokenizer training input") if inputs else []
     if not files and sentence_iterator is None:
         raise TokenizerError("train_sentencepiece: no inputs and no sentence_iterator")
@@ -97,6 +94,13 @@ def train_sentencepiece(inputs: Sequence[str | Path], out_dir: str | Path, *,
     Tokenizer.from_file(path, do_lower_case=settings.do_lower_case,
                         keep_accents=settings.keep_accents).save_pretrained(out_dir)
     return path
+
+
+def _check_room(vocab_size: object, specials: int, user_symbols: int, reserved: int) -> None:
+    """TokenizerError unless `vocab_size` leaves room for pieces after the fixed entries."""
+    if not isinstance(vocab_size, int) or vocab_size <= specials + reserved + user_symbols:
+        raise TokenizerError(f"vocab_size={vocab_size!r} must exceed the {specials} special "
+                             f"pieces plus {user_symbols} user-defined symbols")
 
 
 def _sentencepiece_sentences(lines: Iterable[str]) -> Iterator[str]:
