@@ -96,6 +96,15 @@ class Damaged(Numbered):
         return super().__getitem__(index)
 
 
+class Broken(Numbered):
+    """Items whose index 5 raises an error of any other kind: a bug, not damaged data."""
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        if index == 5:
+            raise RuntimeError("a bug in an item")
+        return super().__getitem__(index)
+
+
 @pytest.mark.parametrize("workers", [0, 1])
 def test_a_data_error_in_a_worker_is_its_one_sentence_and_ends_the_workers(workers):
     """Not torch's "Caught DataError in DataLoader worker process 0" and the worker's
@@ -107,6 +116,17 @@ def test_a_data_error_in_a_worker_is_its_one_sentence_and_ends_the_workers(worke
         next(stream)
     assert str(caught.value) == ("data/tokens.bin: block 0 is damaged; run `litebert data "
                                  "verify`")
+    assert not multiprocessing.active_children()
+
+
+def test_any_error_in_a_worker_ends_the_workers_with_its_traceback_kept():
+    """A bug in a worker keeps torch's report (its traceback is the way to the bug), and the
+    workers end with the feed, or the exit would wait on one that ignores SIGTERM."""
+    stream = batches(Broken(10), RankSampler(10, 0, 1, shuffle=False), 2, 1, DataPosition())
+    assert [b["x"].tolist() for b in itertools.islice(stream, 2)] == [[0, 1], [2, 3]]
+    with pytest.raises(RuntimeError, match="a bug in an item") as caught:
+        next(stream)
+    assert "Traceback" in str(caught.value)  # the worker's, as torch gives it
     assert not multiprocessing.active_children()
 
 

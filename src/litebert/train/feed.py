@@ -101,21 +101,24 @@ def batches(dataset: Items, sampler, micro: int, workers: int,
         collate_fn=dataset.collate, num_workers=workers, pin_memory=pin,
         prefetch_factor=4 if workers else None, worker_init_fn=ignore_preemption,
         generator=torch.Generator().manual_seed(position.epoch))
+    iterator = iter(loader)
     try:
-        for batch in loader:
+        for batch in iterator:
             position.batch += 1
             if position.batch >= per_epoch:
                 position.epoch, position.batch = position.epoch + 1, 0
             yield batch
-        return
     except DataError as err:  # a damaged block a worker read (litebert.data.blocks)
-        failure = type(err)(worker_sentence(err))
-        # Its traceback holds the loader's iterator in a cycle that only the garbage
-        # collector would break, after the exit handlers, whose join of a worker that
-        # ignores SIGTERM (ignore_preemption) never returns. Dropped, the iterator ends
-        # its workers now; the error is raised outside the handler, without it as context.
-        err.__traceback__ = None
-    raise failure
+        raise type(err)(worker_sentence(err)) from None
+    finally:
+        # Whatever ends the feed, its workers end with it. An error's traceback holds the
+        # iterator in a cycle that only the garbage collector would break, after the exit
+        # handlers, whose join of a worker that ignores SIGTERM (ignore_preemption) would
+        # never return. torch has no public call for this; without it (a later torch), the
+        # collector still ends them.
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def worker_sentence(err: Exception) -> str:
