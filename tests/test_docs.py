@@ -42,15 +42,16 @@ HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
-def prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) outside fenced code blocks, with inline code spans blanked."""
+def prose_lines(text: str, keep_code: bool = False) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks, with inline code spans blanked
+    unless `keep_code`."""
     lines, in_fence = [], False
     for number, line in enumerate(text.splitlines(), 1):
         if FENCE.match(line):
             in_fence = not in_fence
             continue
         if not in_fence:
-            lines.append((number, INLINE_CODE.sub("", line)))
+            lines.append((number, line if keep_code else INLINE_CODE.sub("", line)))
     return lines
 
 
@@ -389,22 +390,10 @@ def set_problems(text: str) -> list[str]:
 def inline_code(path: Path) -> list[tuple[int, str]]:
     """(line, text) of each inline code span outside code blocks, a span that runs on over a
     line break included (its lines joined by a space)."""
-    lines = dict(prose_lines_kept(path.read_text(encoding="utf-8")))
+    lines = dict(prose_lines(path.read_text(encoding="utf-8"), keep_code=True))
     text = "\n".join(lines.get(n, "") for n in range(1, max(lines, default=0) + 1))
     return [(text.count("\n", 0, m.start()) + 1, " ".join(m.group(2).split()))
             for m in re.finditer(r"(`+)((?:(?!\1).)+?)\1", text, re.S)]
-
-
-def prose_lines_kept(text: str) -> list[tuple[int, str]]:
-    """(line number, line) outside fenced code blocks, inline code kept."""
-    lines, in_fence = [], False
-    for number, line in enumerate(text.splitlines(), 1):
-        if FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if not in_fence:
-            lines.append((number, line))
-    return lines
 
 
 def test_every_shell_example_is_valid_bash_and_every_litebert_command_parses():
