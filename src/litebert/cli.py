@@ -105,11 +105,12 @@ def cmd_data_verify(args: argparse.Namespace) -> None:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> None:
-    from litebert.distributed import shutdown
+    from litebert.distributed import rank_and_world, shutdown
     from litebert.provenance import FLAG, SET, Source
     from litebert.train.preemption import Preempted, interrupted
     from litebert.train.pretrain import RunComplete, pretrain
     from litebert.train.run_config import PretrainConfig, load_run_config, parse_override
+    from litebert.write_errors import WriteFailed
 
     overrides = given(args, PretrainConfig)
     flag = flags(PretrainConfig)
@@ -137,6 +138,14 @@ def cmd_pretrain(args: argparse.Namespace) -> None:
         result = {}
         if main_rank:
             print(f"litebert pretrain: {done}")
+    except WriteFailed as failed:
+        if not (failed.agreed and rank_and_world()[1] > 1):
+            raise
+        # Every rank raised it at one collective; they meet before leaving, since torchrun
+        # ends the others once one exits, perhaps before they have said why.
+        print(f"litebert pretrain: error: {failed}", file=sys.stderr, flush=True)
+        shutdown(2)
+        raise SystemExit(2) from None
     if result and main_rank:
         print(json.dumps(result, indent=2))
     # On success only: after an error another rank may wait in a collective, and the
@@ -208,13 +217,6 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     shutdown()
 
 
-# What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
-EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
-                   "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
-                   "max_query_length", "n_best_size", "max_answer_length", "qa_head",
-                   "precision", "compile", "workers", "cache_dir")
-
-
 def cmd_study_list(args: argparse.Namespace) -> None:
     from litebert.studies.spec import SPEC_DIR, builtin_names, load_spec
 
@@ -275,7 +277,7 @@ def _add_study_commands(sub) -> None:
 
 
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.finetune_options import FinetuneOptions
+    from litebert.tasks.finetune_options import EVALUATE_FIELDS, FinetuneOptions
 
     p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
     add_options(p, FinetuneOptions)

@@ -325,8 +325,15 @@ def test_a_sharded_save_that_fails_is_translated_from_dcp(tmp_path, monkeypatch)
 
 
 RANK1_FULL_DISK = """\
-import errno, os, sys, torch
+import errno, os, sys, time, torch
 from litebert.cli import main
+from litebert.train.saver import CheckpointSaver as Saver
+if os.environ["RANK"] == "0":  # rank 0 unwinds slowly: torchrun must not end it unheard
+    stop = Saver.stop_after_error
+    def slow_stop(self):
+        time.sleep(3)
+        stop(self)
+    Saver.stop_after_error = slow_stop
 if os.environ["RANK"] == "1":  # rank 1 alone, at rng-rank1.pt of step 4
     real = torch.save
     def full_disk(obj, f, *args, **kwargs):
@@ -340,7 +347,9 @@ sys.exit(main(sys.argv[1:]))
 
 
 def test_a_full_disk_on_one_rank_stops_every_rank_with_the_same_sentence(data_dir, tmp_path):
-    """Under torchrun only rank 1's write fails: no rank waits for it, both say why."""
+    """Under torchrun only rank 1's write fails: no rank waits for it, and both say why,
+    even when rank 0 takes seconds longer to get there (torchrun ends every rank as soon as
+    one exits)."""
     script = tmp_path / "rank1_full_disk.py"
     script.write_text(RANK1_FULL_DISK)
     run = tmp_path / "run"

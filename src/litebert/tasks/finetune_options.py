@@ -68,6 +68,12 @@ def rule_name(rule: str) -> str:
     return RULE_ALIASES.get(rule, rule)
 
 
+# What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
+EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
+                   "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
+                   "max_query_length", "n_best_size", "max_answer_length", "qa_head",
+                   "precision", "compile", "workers", "cache_dir")
+
 RECIPE = "the task's recipe"  # what a None default means, in --help
 FAMILY = "the model family's (see litebert.tasks.family_defaults)"
 FAMILY_OR_RECIPE = FAMILY + ", else the task's recipe"
