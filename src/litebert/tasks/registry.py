@@ -1,0 +1,157 @@
+"""The fine-tuning tasks, one entry each: what `--task NAME` runs.
+
+A task is its adapter module (tasks/sequence.py, tasks/qa.py, ...: reader, head, batches,
+loss, metrics, prediction files; the protocol is in tasks/base.py) and one `TASKS` entry here
+naming it, with the task's recipe and the dataclass of its own options. The entries import
+no torch: `finetune --help` lists every task's options without loading a model, and the
+adapter's module is imported only when the task runs.
+
+An options class is declared once and shared by the tasks that read the same fields (SQuAD
+1.1 and 2.0; the generic tables). `finetune --help` shows each class's fields under the names
+of the tasks that take them; `cfg.task_options` holds the chosen task's instance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from litebert.options import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskRecipe:
+    """A task's fine-tuning schedule (ALBERT's Table 14 where the paper has the task; its
+    classifier dropout is 0.1 for all)."""
+
+    lr: float
+    batch_size: int
+    dropout: float  # ALBERT's hidden and attention dropout
+    max_steps: int
+    warmup_steps: int
+    max_seq_length: int = 512
+
+
+# ---- the tasks' own options -----------------------------------------------------------------
+
+@dataclass
+class TableCacheOptions:
+    """tokenizing a table once into a cache (tasks/table_cache.py)"""
+
+    workers: int = option(None, "processes that tokenize a table the cache does not hold yet",
+                          shown="the CPUs this process may use")
+    cache_dir: str | None = option(
+        None, "where tokenized tables are kept, found again by every later seed and run with "
+              "the same table and tokenizer (safe to delete)",
+        shown="$LITEBERT_DATA/tables, else ~/.cache/litebert/tables")
+
+
+@dataclass
+class TableOptions(TableCacheOptions):
+    """the columns of your own table, and a dev split carved from train when it has none"""
+
+    text_a: str = option("sentence", "the column (field) of the first text")
+    text_b: str | None = option(None, "the column of the second text, if any")
+    label_column: str = option("label", "the column of the label")
+    dev_fraction: float = option(0.1, "without a dev file: the share of train held out as dev")
+
+
+@dataclass
+class SquadOptions:
+    """windows over long contexts and answer decoding"""
+
+    doc_stride: int = option(128, "tokens between the starts of a context's windows")
+    max_query_length: int = option(64, "question tokens kept")
+    n_best_size: int = option(20, "start and end candidates per window")
+    max_answer_length: int = option(30, "longest answer, in tokens")
+    qa_head: str = option(
+        "auto", "'span' (a start and an end logit per token, BERT's), 'beam' (XLNet's: a "
+                "start, an end conditioned on it and an answer classifier, decoded by beam "
+                "search), or 'auto': beam for a backbone whose summary token is the last one "
+                "(XLNet's <cls>), else span", choices=("auto", "span", "beam"))
+
+
+# ---- the registry -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: its adapter ("module:Class", imported when the task runs), its recipe, the
+    dataclass of its own options (None: it has none) and a line for --help."""
+
+    adapter: str
+    recipe: TaskRecipe
+    options: type | None = None
+    summary: str = ""
+
+
+def _glue(lr: float, batch_size: int, dropout: float, max_steps: int, warmup_steps: int,
+          summary: str) -> TaskSpec:
+    recipe = TaskRecipe(lr=lr, batch_size=batch_size, dropout=dropout, max_steps=max_steps,
+                        warmup_steps=warmup_steps)
+    return TaskSpec("litebert.tasks.sequence:SequenceTask", recipe, TableCacheOptions,
+                    f"GLUE {summary}")
+
+
+_SQUAD = "litebert.tasks.qa:SquadTask"
+# Not in the paper: the generic tables get a short, safe schedule.
+_GENERIC = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0, max_steps=1000, warmup_steps=100,
+                      max_seq_length=128)
+
+TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14
+    "cola": _glue(1e-5, 16, 0.0, 5336, 320, "CoLA: acceptability, Matthews correlation"),
+    "stsb": _glue(2e-5, 16, 0.0, 3598, 214, "STS-B: similarity, Pearson/Spearman"),
+    "sst2": _glue(1e-5, 32, 0.0, 20935, 1256, "SST-2: sentiment, accuracy"),
+    "mnli": _glue(3e-5, 128, 0.0, 10000, 1000, "MNLI: entailment, matched/mismatched acc."),
+    "qnli": _glue(1e-5, 32, 0.0, 33112, 1986, "QNLI: question entailment, accuracy"),
+    "qqp": _glue(5e-5, 128, 0.1, 14000, 1000, "QQP: paraphrase, F1 and accuracy"),
+    "rte": _glue(3e-5, 32, 0.1, 800, 200, "RTE: entailment, accuracy"),
+    "mrpc": _glue(2e-5, 32, 0.0, 800, 200, "MRPC: paraphrase, F1 and accuracy"),
+    "wnli": _glue(2e-5, 16, 0.1, 2000, 250, "WNLI: coreference entailment, accuracy"),
+    "squad1": TaskSpec(_SQUAD, TaskRecipe(lr=5e-5, batch_size=48, dropout=0.0, max_steps=3649,
+                                          warmup_steps=365, max_seq_length=384),
+                       SquadOptions, "SQuAD 1.1: extractive QA, exact match and F1"),
+    "squad2": TaskSpec(_SQUAD, TaskRecipe(lr=3e-5, batch_size=48, dropout=0.0, max_steps=8144,
+                                          warmup_steps=814),
+                       SquadOptions, "SQuAD 2.0: extractive QA with unanswerable questions"),
+    "race": TaskSpec("litebert.tasks.choice:RaceTask",
+                     TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1, max_steps=12000,
+                                warmup_steps=1000),
+                     None, "RACE: reading comprehension, 4 options, accuracy"),
+    "classification": TaskSpec("litebert.tasks.sequence:SequenceTask", _GENERIC, TableOptions,
+                               "your table of texts and labels: accuracy, F1"),
+    "regression": TaskSpec("litebert.tasks.sequence:SequenceTask", _GENERIC, TableOptions,
+                           "your table of texts and numbers: Pearson/Spearman"),
+}
+GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+
+
+def task_names() -> list[str]:
+    return list(TASKS)
+
+
+def option_fields(task: str) -> tuple[dataclasses.Field, ...]:
+    """The fields of `task`'s own options (none when it has none)."""
+    options = TASKS[task].options
+    return dataclasses.fields(options) if options is not None else ()
+
+
+def takers(name: str) -> list[str]:
+    """The tasks whose options include the field `name`."""
+    return [task for task in TASKS if any(f.name == name for f in option_fields(task))]
+
+
+def option_classes() -> dict[type, list[str]]:
+    """Each class that declares options -> the tasks that take its fields, in registry
+    order: one --help group each (a field shows under the class that declares it)."""
+    groups: dict[type, list[str]] = {}
+    for task, spec in TASKS.items():
+        for cls in spec.options.__mro__ if spec.options is not None else ():
+            if dataclasses.is_dataclass(cls) and own_fields(cls):
+                groups.setdefault(cls, []).append(task)
+    return groups
+
+
+def own_fields(cls: type) -> list[dataclasses.Field]:
+    """The fields `cls` declares itself (not those it inherits)."""
+    declared = cls.__dict__.get("__annotations__", {})
+    return [f for f in dataclasses.fields(cls) if f.name in declared]
