@@ -17,7 +17,7 @@ import pytest
 import litebert
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
-from litebert.tasks.base import FinetuneConfig, FinetuneError
+from litebert.tasks.base import FinetuneConfig, FinetuneError, finetune_config
 from litebert.tasks.finetune import finetune
 from litebert.tokenization import train_sentencepiece
 from litebert.train.run_config import (
@@ -135,24 +135,24 @@ def test_cli_pretrain_with_few_steps_no_longer_trips_over_the_recipes_warmup(cap
     assert "--warmup-steps 5: must lie in [0, max_steps=3]" in capsys.readouterr().err
 
 
-def finetune_config(**kw) -> FinetuneConfig:
-    return FinetuneConfig(task="squad2", data="d", model="m", out="o", **kw)
+def squad2_config(**kw) -> FinetuneConfig:
+    return finetune_config(task="squad2", data="d", model="m", out="o", **kw)
 
 
 def test_finetune_follows_the_same_rule():
-    assert (finetune_config().max_steps, finetune_config().warmup_steps) == (8144, 814)
-    short = finetune_config(max_steps=200)  # was: warm-up capped at 200, no decay at all
+    assert (squad2_config().max_steps, squad2_config().warmup_steps) == (8144, 814)
+    short = squad2_config(max_steps=200)  # was: warm-up capped at 200, no decay at all
     assert (short.max_steps, short.warmup_steps) == (200, 20)
     assert dataclasses.replace(short, seed=7).warmup_steps == 20  # --seeds copies stay put
-    assert finetune_config(max_steps=200, warmup_steps=0).warmup_steps == 0
-    assert finetune_config(warmup_steps=100).max_steps == 8144
+    assert squad2_config(max_steps=200, warmup_steps=0).warmup_steps == 0
+    assert squad2_config(warmup_steps=100).max_steps == 8144
     with pytest.raises(FinetuneError, match=r"warmup_steps=300: must lie in \[0, max_steps=200\]"):
-        finetune_config(max_steps=200, warmup_steps=300)
+        squad2_config(max_steps=200, warmup_steps=300)
 
 
 def test_finetune_results_record_the_schedule(base_model, tmp_path):  # noqa: F811 (fixture)
     data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
-    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+    finetune(finetune_config(task="sst2", data=str(data), model=str(base_model),
                             out=str(tmp_path / "out"), max_steps=50, batch_size=4,
                             max_seq_length=16, eval_every=50))
     saved = json.loads((tmp_path / "out" / "results.json").read_text())

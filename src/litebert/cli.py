@@ -16,18 +16,9 @@ from litebert.options import add_options, flags, given
 
 
 def cmd_params(args: argparse.Namespace) -> None:
-    from litebert.model.counts import ablation_rows, preset_rows
+    from litebert.model.counts import parameter_tables
 
-    header = (f"{'model':<36} {'L':>3} {'H':>5} {'E':>5} {'heads':>5} {'FFN':>6} "
-              f"{'sharing':>9} {'backbone':>14} {'+MLM & SOP':>14} {'paper':>6}")
-    for title, rows in (("Presets", preset_rows(PRESETS)),
-                        ("Paper ablation (ALBERT-base, Tables 3 and 4)", ablation_rows())):
-        print(f"\n{title}\n{header}\n{'-' * len(header)}")
-        for r in rows:
-            c = r.config
-            print(f"{r.name:<36} {c.num_hidden_layers:>3} {c.hidden_size:>5} "
-                  f"{c.embedding_size:>5} {c.num_attention_heads:>5} {c.intermediate_size:>6} "
-                  f"{c.sharing:>9} {r.backbone:>14,} {r.with_heads:>14,} {r.paper:>6}")
+    print(parameter_tables(PRESETS))
 
 
 def cmd_smoke(args: argparse.Namespace) -> None:
@@ -198,9 +189,10 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 def cmd_finetune(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
-    from litebert.tasks.finetune import FinetuneConfig, finetune
+    from litebert.tasks.base import config_from_args
+    from litebert.tasks.finetune import finetune
 
-    result = finetune(FinetuneConfig(**given(args, FinetuneConfig)))
+    result = finetune(config_from_args(args))
     if os.environ.get("RANK", "0") == "0":
         print(json.dumps(result["dev"], indent=2))
     shutdown()  # on success only, as in cmd_pretrain; under torchrun it ends the process
@@ -208,10 +200,10 @@ def cmd_finetune(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from litebert.distributed import shutdown
-    from litebert.tasks.finetune import FinetuneConfig, evaluate_model
+    from litebert.tasks.base import config_from_args
+    from litebert.tasks.finetune import evaluate_model
 
-    cfg = FinetuneConfig(**given(args, FinetuneConfig))
-    result = evaluate_model(cfg)
+    result = evaluate_model(config_from_args(args))
     if os.environ.get("RANK", "0") == "0":
         print(json.dumps(result["dev"], indent=2))
     shutdown()
@@ -277,14 +269,15 @@ def _add_study_commands(sub) -> None:
 
 
 def _add_task_commands(sub) -> None:
-    from litebert.tasks.finetune_options import EVALUATE_FIELDS, FinetuneOptions
+    from litebert.tasks.finetune_options import EVALUATE_FIELDS, add_finetune_options
 
-    p = sub.add_parser("finetune", help="fine-tune on GLUE, SQuAD, RACE or your own table")
-    add_options(p, FinetuneOptions)
+    p = sub.add_parser("finetune", help="fine-tune a model directory on a task: GLUE, SQuAD, "
+                                        "RACE, your own table, ... (the list below)")
+    add_finetune_options(p)
     p.set_defaults(func=cmd_finetune)
     p = sub.add_parser("evaluate", help="score a model directory on a task's dev set and "
-                                        "write prediction files (GLUE TSV, SQuAD, RACE)")
-    add_options(p, FinetuneOptions, only=EVALUATE_FIELDS)
+                                        "write its prediction files")
+    add_finetune_options(p, only=EVALUATE_FIELDS)
     p.set_defaults(func=cmd_evaluate)
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from litebert.data.builder import BuildConfig, build
 from litebert.data.sources import fetch
 from litebert.demo_plans import PLANS, Figure, plan_name
-from litebert.tasks.finetune import FinetuneConfig, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import finetune
 from litebert.tokenization import train_tokenizer
 from litebert.train.plots import plot_run
 from litebert.train.pretrain import pretrain_unless_complete
@@ -78,7 +79,7 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
 
 def _finetune_topics(corpus: Path, model: Path, out: Path) -> dict:
     """Topic classification of the articles (first 128 tokens), 10% held out as dev."""
-    cfg = FinetuneConfig(task="classification", data=str(corpus), model=str(model),
+    cfg = finetune_config(task="classification", data=str(corpus), model=str(model),
                          out=str(out), text_a="text", label_column="label", lr=5e-4,
                          batch_size=16, max_steps=300, warmup_steps=30, max_seq_length=128,
                          eval_every=100, dropout=0.0)

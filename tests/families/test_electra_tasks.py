@@ -11,7 +11,8 @@ import transformers
 import litebert
 from litebert.model.hub import CheckpointError
 from litebert.objectives.mlm_eval import load_for_evaluation
-from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import evaluate_model, finetune
 from tests.families.configs import hf_electra_config
 from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (a fixture)
 
@@ -33,13 +34,13 @@ def electra_model(base_model, tmp_path_factory):  # noqa: F811 (the imported fix
 def test_finetune_and_evaluate_take_an_electra_directory(electra_model, tmp_path):
     data = sst2_dir(tmp_path / "SST-2", n_train=64, n_dev=16)
     out = tmp_path / "out"
-    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(electra_model),
+    result = finetune(finetune_config(task="sst2", data=str(data), model=str(electra_model),
                                      out=str(out), **fast(max_steps=20, eval_every=20)))
     config = json.loads((out / "model" / "config.json").read_text())
     assert config["model_type"] == "electra"
     assert config["architectures"] == ["ElectraForSequenceClassification"]
     transformers.ElectraForSequenceClassification.from_pretrained(out / "model")
-    again = evaluate_model(FinetuneConfig(task="sst2", data=str(data), model=str(out / "model"),
+    again = evaluate_model(finetune_config(task="sst2", data=str(data), model=str(out / "model"),
                                           out=str(tmp_path / "eval")))
     assert again["dev"]["accuracy"] == result["dev"]["accuracy"]
 

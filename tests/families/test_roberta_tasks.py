@@ -13,7 +13,8 @@ import transformers
 import litebert
 import litebert.tasks.finetune
 from litebert.config import ConfigError
-from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tokenization.train import train_bpe
 from litebert.train.lamb import build_optimizer
@@ -72,7 +73,7 @@ def test_glue_pairs_finetune_and_evaluate(roberta_model, tmp_path):
         write_tsv(tmp_path / "MRPC" / f"{split}.tsv", header,
                   [[q, str(i), str(i), a, b] for i, (q, a, b) in enumerate(part)])
     out = tmp_path / "out"
-    result = finetune(FinetuneConfig(task="mrpc", data=str(tmp_path / "MRPC"),
+    result = finetune(finetune_config(task="mrpc", data=str(tmp_path / "MRPC"),
                                      model=str(roberta_model), out=str(out),
                                      **fast(max_steps=10, eval_every=10)))
     config = json.loads((out / "model" / "config.json").read_text())
@@ -87,7 +88,7 @@ def test_glue_pairs_finetune_and_evaluate(roberta_model, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(ours(enc["input_ids"]).logits, theirs(**enc).logits,
                                    atol=1e-5, rtol=0)
-    again = evaluate_model(FinetuneConfig(task="mrpc", data=str(tmp_path / "MRPC"),
+    again = evaluate_model(finetune_config(task="mrpc", data=str(tmp_path / "MRPC"),
                                           model=str(out / "model"), out=str(tmp_path / "ev")))
     assert again["dev"]["accuracy"] == result["dev"]["accuracy"]
 
@@ -103,7 +104,7 @@ def test_sst2_squad_and_race_run(roberta_model, tmp_path, monkeypatch):
     monkeypatch.setattr(litebert.tasks.finetune, "build_optimizer", build)
     given = fast(max_steps=4, eval_every=4)
     del given["warmup_steps"]  # the family's share of the steps, then
-    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(roberta_model),
+    finetune(finetune_config(task="sst2", data=str(data), model=str(roberta_model),
                             out=str(tmp_path / "sst2"), **given))
     assert betas == [(0.9, 0.98)]
     # results.json names the family and the paper's table, and the values taken from it.
@@ -118,7 +119,7 @@ def test_sst2_squad_and_race_run(roberta_model, tmp_path, monkeypatch):
                    "layer_decay_rule": "head-to-embeddings"}  # fast()'s lr wins
     (tmp_path / "train-v2.0.json").write_text(json.dumps(squad_json(True, 16, 5)))
     (tmp_path / "dev-v2.0.json").write_text(json.dumps(squad_json(True, 4, 6)))
-    result = finetune(FinetuneConfig(task="squad2", data=str(tmp_path), model=str(roberta_model),
+    result = finetune(finetune_config(task="squad2", data=str(tmp_path), model=str(roberta_model),
                                      out=str(tmp_path / "sq"),
                                      **fast(max_steps=4, eval_every=4, max_seq_length=64),
                                      doc_stride=16, max_query_length=16))
@@ -131,7 +132,7 @@ def test_sst2_squad_and_race_run(roberta_model, tmp_path, monkeypatch):
         (folder / "1.txt").write_text(json.dumps({
             "id": "1.txt", "article": "the film was good .", "questions": ["the film was _ ."],
             "options": [["good", "bad", "dull", "long"]], "answers": ["A"]}))
-    result = finetune(FinetuneConfig(task="race", data=str(race), model=str(roberta_model),
+    result = finetune(finetune_config(task="race", data=str(race), model=str(roberta_model),
                                      out=str(tmp_path / "race"),
                                      **fast(max_steps=2, eval_every=2, batch_size=1)))
     assert "all" in result["dev"]
@@ -149,5 +150,5 @@ def test_a_roberta_model_with_an_albert_tokenizer_stops_naming_both(roberta_mode
     (mixed / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer"}')
     data = sst2_dir(tmp_path / "SST-2", n_train=8, n_dev=4)
     with pytest.raises(ConfigError, match=r"mixed/config.json and .*mixed/vocab.txt disagree"):
-        finetune(FinetuneConfig(task="sst2", data=str(data), model=str(mixed),
+        finetune(finetune_config(task="sst2", data=str(data), model=str(mixed),
                                 out=str(tmp_path / "out"), **fast(max_steps=2, eval_every=2)))

@@ -19,7 +19,8 @@ from litebert.model import EncoderForBeamQuestionAnswering, EncoderForPermutatio
 from litebert.model.albert import AlbertModel
 from litebert.model.hub import read_config
 from litebert.model.xlnet import XLNetModel
-from litebert.tasks.finetune import FinetuneConfig, adapter_for, finetune, finetune_groups
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import adapter_for, finetune, finetune_groups
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tasks.squad_beam import beam_p_mask
 from litebert.tokenization import train_tokenizer
@@ -54,7 +55,7 @@ def xlnet_model(xlnet_tokenizer, tmp_path_factory):
 
 
 def test_batches_are_left_padded_with_cls_last(xlnet_model, tmp_path):
-    task = adapter_for(FinetuneConfig(task="sst2", data=str(sst2_dir(tmp_path / "S", 8, 4)),
+    task = adapter_for(finetune_config(task="sst2", data=str(sst2_dir(tmp_path / "S", 8, 4)),
                                       model=str(xlnet_model), out=str(tmp_path / "o")))
     tok = task.tokenizer
     batch = task.collate(task.train_rows[:6])
@@ -102,7 +103,7 @@ def test_a_model_that_cannot_read_the_tokenizers_types_or_summary_is_refused(
 def test_sst2_learns_with_table_8_defaults_and_transformers_reads_it(xlnet_model, tmp_path):
     data = sst2_dir(tmp_path / "SST-2", n_train=160, n_dev=32)
     given = {k: v for k, v in fast(max_steps=120, eval_every=60, lr=3e-3).items()}
-    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(xlnet_model),
+    result = finetune(finetune_config(task="sst2", data=str(data), model=str(xlnet_model),
                                      out=str(tmp_path / "out"), **given))
     assert result["dev"]["accuracy"] > result["dev"]["majority_baseline"] + 0.2
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -151,7 +152,7 @@ def test_squad_windows_are_context_question_cls(xlnet_model, tmp_path):
 def test_squad2_trains_the_beam_head_and_writes_the_official_files(xlnet_model, tmp_path):
     (tmp_path / "train-v2.0.json").write_text(json.dumps(squad_json(True, 16, 5)))
     (tmp_path / "dev-v2.0.json").write_text(json.dumps(squad_json(True, 4, 6)))
-    cfg = FinetuneConfig(task="squad2", data=str(tmp_path), model=str(xlnet_model),
+    cfg = finetune_config(task="squad2", data=str(tmp_path), model=str(xlnet_model),
                          out=str(tmp_path / "sq"), doc_stride=16, max_query_length=16,
                          **fast(max_steps=6, eval_every=3, max_seq_length=48, batch_size=8))
     assert (cfg.lr, cfg.layer_decay, cfg.layer_decay_rule) == (2e-3, 0.75, "layers-only")
@@ -196,7 +197,7 @@ def test_evaluate_reads_back_the_squad_head_the_directory_holds(xlnet_model, tmp
     XLNet) and reproduces the fine-tuning's dev figures."""
     (tmp_path / "train-v1.1.json").write_text(json.dumps(squad_json(False, 16, 5)))
     (tmp_path / "dev-v1.1.json").write_text(json.dumps(squad_json(False, 4, 6)))
-    cfg = FinetuneConfig(task="squad1", data=str(tmp_path), model=str(xlnet_model),
+    cfg = finetune_config(task="squad1", data=str(tmp_path), model=str(xlnet_model),
                          out=str(tmp_path / "sq"), doc_stride=16, max_query_length=16,
                          qa_head="span", **fast(max_steps=4, eval_every=4, max_seq_length=48,
                                                 batch_size=8))
@@ -216,7 +217,7 @@ def test_race_scores_options_from_the_last_token(xlnet_model, tmp_path):
         (folder / "1.txt").write_text(json.dumps({
             "id": "1.txt", "article": "the film was great .", "questions": ["the film was _ ."],
             "options": [["great", "awful", "long", "in a town"]], "answers": ["A"]}))
-    cfg = FinetuneConfig(task="race", data=str(race), model=str(xlnet_model),
+    cfg = finetune_config(task="race", data=str(race), model=str(xlnet_model),
                          out=str(tmp_path / "race"), **fast(max_steps=2, eval_every=2,
                                                             batch_size=1, max_seq_length=96))
     task = adapter_for(cfg)
@@ -236,7 +237,7 @@ def test_race_scores_options_from_the_last_token(xlnet_model, tmp_path):
 def test_squad_layer_decay_follows_xlnets_rule(xlnet_model, tmp_path):
     """Table 8's 0.75 for SQuAD, the official rule: layer l of L at 0.75 ** (L - 1 - l), the
     word embeddings, mask_emb and the head at the lr."""
-    cfg = FinetuneConfig(task="squad2", data="d", model=str(xlnet_model), out="o", lr=1.0)
+    cfg = finetune_config(task="squad2", data="d", model=str(xlnet_model), out="o", lr=1.0)
     model = EncoderForBeamQuestionAnswering.from_pretrained(xlnet_model)
     rate = {}
     for group in finetune_groups(model, cfg):

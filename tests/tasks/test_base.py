@@ -1,4 +1,4 @@
-"""The task recipes (litebert.tasks.finetune_options.RECIPES, ALBERT's Table 14) as named
+"""The task recipes (litebert.tasks.registry, ALBERT's Table 14) as named
 fields: a config (litebert.tasks.base.FinetuneConfig) fills from them what neither the user
 nor the model's family gave."""
 
@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from litebert.tasks.base import FinetuneConfig
-from litebert.tasks.finetune_options import RECIPES, TaskRecipe
+from litebert.tasks.base import finetune_config
+from litebert.tasks.registry import TASKS, TaskRecipe
 
 # A few rows of the paper's Table 14, written out here (lr, batch, dropout, steps, warm-up,
 # length): the table in the code must say the same under its field names.
@@ -20,17 +20,17 @@ FIELDS = ("lr", "batch_size", "dropout", "max_steps", "warmup_steps", "max_seq_l
 
 @pytest.mark.parametrize("task", sorted(TABLE_14))
 def test_the_recipes_name_the_papers_columns(task):
-    assert dataclasses.astuple(RECIPES[task]) == TABLE_14[task]
+    assert dataclasses.astuple(TASKS[task].recipe) == TABLE_14[task]
     assert tuple(f.name for f in dataclasses.fields(TaskRecipe)) == FIELDS
 
 
-@pytest.mark.parametrize("task", sorted(RECIPES))
+@pytest.mark.parametrize("task", sorted(TASKS))
 def test_a_config_takes_each_recipe_field_by_its_name(task, tmp_path):
     """An unreadable model directory has ALBERT's defaults, which leave the recipe as it is."""
-    cfg = FinetuneConfig(task=task, data="d", model=str(tmp_path / "missing"), out="o")
-    recipe = RECIPES[task]
+    cfg = finetune_config(task=task, data="d", model=str(tmp_path / "missing"), out="o")
+    recipe = TASKS[task].recipe
     assert {name: getattr(cfg, name) for name in FIELDS} == dataclasses.asdict(recipe)
-    longer = FinetuneConfig(task=task, data="d", model=str(tmp_path / "missing"), out="o",
+    longer = finetune_config(task=task, data="d", model=str(tmp_path / "missing"), out="o",
                             max_steps=2 * recipe.max_steps)
     assert longer.warmup_steps == 2 * recipe.warmup_steps  # the recipe's share of the steps
 

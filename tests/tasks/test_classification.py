@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from litebert.tasks.base import finetune_config
 from litebert.tasks.classification import infer_labels, is_regression, read_table
 from litebert.tasks.examples import TaskDataError, TextExample
 
@@ -158,7 +159,6 @@ def test_columnar_tables_refuse_a_missing_or_nested_column(tmp_path: Path):
 def test_generic_task_data_from_a_datasetdict_folder_or_one_saved_dataset(tmp_path: Path):
     """`finetune --data` names a folder as DatasetDict.save_to_disk writes it (train/ and
     validation/ beside dataset_dict.json), or one saved dataset (dev carved from it)."""
-    from litebert.tasks.base import FinetuneConfig
     from litebert.tasks.sequence import load_data
     from tests.readers.tables import write_dataset_folder
 
@@ -169,7 +169,7 @@ def test_generic_task_data_from_a_datasetdict_folder_or_one_saved_dataset(tmp_pa
     (root / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "validation"]}))
 
     def load(data: Path):
-        return load_data(FinetuneConfig(task="classification", data=str(data), model="m",
+        return load_data(finetune_config(task="classification", data=str(data), model="m",
                                         out="o", text_a="text"))
 
     train, dev, labels = load(root)

@@ -12,8 +12,9 @@ import transformers
 
 from litebert.families import FAMILIES
 from litebert.families.base import FamilyAdapter
-from litebert.tasks.base import RECIPES, FinetuneConfig
+from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.family_defaults import FINETUNE_DEFAULTS, family_defaults
+from litebert.tasks.registry import TASKS
 from tests.conftest import small_config
 from tests.families.configs import (
     electra_config,
@@ -41,7 +42,7 @@ def write(kind: str, path) -> None:
 
 
 def config_for(model, task="sst2", **given) -> FinetuneConfig:
-    return FinetuneConfig(task=task, data="d", model=str(model), out="o", **given)
+    return finetune_config(task=task, data="d", model=str(model), out="o", **given)
 
 
 def optimiser(cfg: FinetuneConfig) -> dict:
@@ -174,7 +175,7 @@ def test_every_family_answers_every_task():
     configs = {"electra": electra_config(), "roberta": roberta_config(),
                "xlnet": xlnet_config()}
     for name in FAMILIES:
-        for task in RECIPES:
+        for task in TASKS:
             theirs = FINETUNE_DEFAULTS[name](configs.get(name, small_config()), task)
             assert theirs.source and set(theirs.values()) >= {"weight_decay", "layer_decay"}
 

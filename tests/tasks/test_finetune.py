@@ -11,7 +11,8 @@ import transformers
 
 import litebert
 from litebert.cli import main
-from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tokenization import train_sentencepiece
 
 GOOD = "great fine lovely superb wonderful".split()
@@ -74,7 +75,7 @@ def fast(**kw) -> dict:
 def test_sst2_learns_keeps_best_and_writes_submission(base_model, tmp_path):
     data = sst2_dir(tmp_path / "SST-2")
     out = tmp_path / "out"
-    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+    result = finetune(finetune_config(task="sst2", data=str(data), model=str(base_model),
                                      out=str(out), **fast()))
     assert result["dev"]["accuracy"] >= 0.8  # majority baseline 0.5
     saved = json.loads((out / "results.json").read_text())
@@ -95,7 +96,7 @@ def test_mnli_reports_matched_and_mismatched(base_model, tmp_path):
         rows = [(i, 0, 0, "fiction", "-", "-", "-", "-", sentence(rng, True),
                  sentence(rng, False), labels[i % 3], labels[i % 3]) for i in range(n)]
         write_tsv(tmp_path / "MNLI" / f"{name}.tsv", header, rows)
-    result = finetune(FinetuneConfig(task="mnli", data=str(tmp_path / "MNLI"),
+    result = finetune(finetune_config(task="mnli", data=str(tmp_path / "MNLI"),
                                      model=str(base_model), out=str(tmp_path / "o"),
                                      **fast(max_steps=10, eval_every=10)))
     assert {"matched_accuracy", "mismatched_accuracy"} <= set(result["dev"])
@@ -109,7 +110,7 @@ def test_stsb_is_regression_with_correlations(base_model, tmp_path):
         rows = [(i, "main", "f", "2012", i, "none", "none", sentence(rng, True),
                  sentence(rng, bool(i % 2)), f"{(i % 6):.1f}") for i in range(n)]
         write_tsv(tmp_path / "STS-B" / f"{name}.tsv", header, rows)
-    result = finetune(FinetuneConfig(task="stsb", data=str(tmp_path / "STS-B"),
+    result = finetune(finetune_config(task="stsb", data=str(tmp_path / "STS-B"),
                                      model=str(base_model), out=str(tmp_path / "o"),
                                      **fast(max_steps=10, eval_every=10)))
     assert {"pearson", "spearman", "corr"} <= set(result["dev"])
@@ -123,7 +124,7 @@ def test_generic_jsonl_with_carved_dev_split_and_seeds(base_model, tmp_path):
     path.write_text("\n".join(json.dumps({"text": sentence(rng, i % 2 == 0),
                                           "label": "pos" if i % 2 == 0 else "neg"})
                               for i in range(200)))
-    result = finetune(FinetuneConfig(task="classification", data=str(path),
+    result = finetune(finetune_config(task="classification", data=str(path),
                                      model=str(base_model), out=str(tmp_path / "o"),
                                      text_a="text", seeds=2, **fast()))
     assert result["seeds"] == [42, 43]
@@ -165,7 +166,7 @@ def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, ver
     (tmp_path / f"dev-{suffix}.json").write_text(json.dumps(squad_json(version_2, 10, 6)))
     task = "squad2" if version_2 else "squad1"
     out = tmp_path / "out"
-    result = finetune(FinetuneConfig(task=task, data=str(tmp_path), model=str(base_model),
+    result = finetune(finetune_config(task=task, data=str(tmp_path), model=str(base_model),
                                      out=str(out), **fast(max_steps=40, eval_every=20,
                                                           max_seq_length=64),
                                      doc_stride=16, max_query_length=16))
@@ -180,7 +181,7 @@ def test_squad_writes_predictions_and_official_metrics(base_model, tmp_path, ver
     else:  # v1.1's scores only, whatever flags the file carries
         assert set(result["dev"]) == {"exact", "f1", "total"}
         assert set(json.loads((out / "results.json").read_text())["dev"]) == set(result["dev"])
-    again = evaluate_model(FinetuneConfig(task=task, data=str(tmp_path), model=str(out / "model"),
+    again = evaluate_model(finetune_config(task=task, data=str(tmp_path), model=str(out / "model"),
                                           out=str(tmp_path / "eval"), max_seq_length=64,
                                           doc_stride=16, max_query_length=16))
     assert again["dev"]["f1"] == pytest.approx(result["dev"]["f1"])
@@ -211,14 +212,14 @@ def race_dir(root, train: tuple[int, int] = (16, 16), dev: tuple[int, int] = (6,
 def test_race_multiple_choice(base_model, tmp_path):
     race_dir(tmp_path / "RACE")
     out = tmp_path / "out"
-    result = finetune(FinetuneConfig(task="race", data=str(tmp_path / "RACE"),
+    result = finetune(finetune_config(task="race", data=str(tmp_path / "RACE"),
                                      model=str(base_model), out=str(out),
                                      **fast(max_steps=10, eval_every=10, batch_size=4)))
     assert {"middle", "high", "all"} <= set(result["dev"])
     answers = json.loads((out / "predictions.json").read_text())
     assert len(answers) == 12 and set(answers.values()) <= set("ABCD")
     # `litebert evaluate` of the saved model: the same answers, written by the adapter.
-    evaluate_model(FinetuneConfig(task="race", data=str(tmp_path / "RACE"),
+    evaluate_model(finetune_config(task="race", data=str(tmp_path / "RACE"),
                                   model=str(out / "model"), out=str(tmp_path / "eval")))
     assert json.loads((tmp_path / "eval" / "predictions.json").read_text()) == answers
 
@@ -233,7 +234,7 @@ def test_starts_from_a_transformers_bert_directory(tmp_path):
                                      max_position_embeddings=64)
     transformers.BertForPreTraining(config).save_pretrained(bert_dir)
     data = sst2_dir(tmp_path / "SST-2", n_train=120, n_dev=30)
-    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(bert_dir),
+    result = finetune(finetune_config(task="sst2", data=str(data), model=str(bert_dir),
                                      out=str(tmp_path / "out"), **fast()))
     assert result["dev"]["accuracy"] >= 0.8  # majority 0.5
     assert result["defaults"]["family"] == "bert"  # BERT's dropout; fast() gives the lr
@@ -265,7 +266,7 @@ def test_mnli_run_writes_matched_mismatched_and_ax_submissions(base_model, tmp_p
     write_tsv(tmp_path / "AX" / "AX.tsv", ["index", "sentence1", "sentence2"],
               [(i, sentence(rng, True), sentence(rng, False)) for i in range(7)])
     out = tmp_path / "o"
-    finetune(FinetuneConfig(task="mnli", data=str(tmp_path / "MNLI"), model=str(base_model),
+    finetune(finetune_config(task="mnli", data=str(tmp_path / "MNLI"), model=str(base_model),
                             out=str(out), **fast(max_steps=4, eval_every=4)))
     files = {p.name: p.read_text().splitlines() for p in (out / "predictions").iterdir()}
     assert set(files) == {"MNLI-m.tsv", "MNLI-mm.tsv", "AX.tsv"}
@@ -278,7 +279,7 @@ def test_skipped_rows_are_reported_with_file_and_line(base_model, tmp_path, capl
     with open(data / "train.tsv", "a", encoding="utf-8") as f:
         f.write("a row with a label that does not exist\t7\n")
     with caplog.at_level("WARNING", logger="litebert"):
-        finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+        finetune(finetune_config(task="sst2", data=str(data), model=str(base_model),
                                 out=str(tmp_path / "o"), **fast(max_steps=2, eval_every=2)))
     assert "train.tsv: read 40 examples, skipped 1" in caplog.text
     assert "train.tsv:42" in caplog.text

@@ -19,8 +19,8 @@ from torch._dynamo.utils import counters
 import litebert
 from litebert.cli import main
 from litebert.model import EncoderForPermutationLM
-from litebert.tasks.base import FinetuneError
-from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.base import FinetuneError, finetune_config
+from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.runtime import finetune_compiles
 from litebert.train.compiling import BACKEND_ENV
 from tests.families.configs import xlnet_config
@@ -124,7 +124,7 @@ def test_two_processes_fine_tune_as_one(request, tmp_path, task, model):
     data, fields, files = task_data(task, tmp_path)
     fields = {**SCHEDULE, **fields}
     common = dict(task=task, data=str(data), model=str(request.getfixturevalue(model)))
-    finetune(FinetuneConfig(**common, out=str(tmp_path / "one"), **fields))
+    finetune(finetune_config(**common, out=str(tmp_path / "one"), **fields))
     torchrun("finetune", *cli_args({**common, "out": tmp_path / "two", **fields}))
     difference = assert_same_results(tmp_path / "one", tmp_path / "two", files, NOISE[task])
     print(f"{task}: largest weight difference {difference:.2e}")
@@ -144,11 +144,11 @@ def test_two_processes_evaluate_as_one(lively_model, tmp_path):
     """`litebert evaluate` under torchrun: the files and metrics of one process."""
     data, fields, files = task_data("squad1", tmp_path)
     model = tmp_path / "tuned"
-    finetune(FinetuneConfig(task="squad1", data=str(data), model=str(lively_model),
+    finetune(finetune_config(task="squad1", data=str(data), model=str(lively_model),
                             out=str(model), **{**SCHEDULE, **fields, "max_steps": 2}))
     common = dict(task="squad1", data=str(data), model=str(model / "model"),
                   eval_batch_size=4, **fields)
-    evaluate_model(FinetuneConfig(**common, out=str(tmp_path / "one")))
+    evaluate_model(finetune_config(**common, out=str(tmp_path / "one")))
     torchrun("evaluate", *cli_args({**common, "out": tmp_path / "two"}))
     for name in ("results.json", *files):
         assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
@@ -175,7 +175,7 @@ def test_a_compiled_run_stays_within_the_recompile_limit_with_the_eager_losses(
         counters.clear()
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="litebert"):
-            result = finetune(FinetuneConfig(**fields, out=str(tmp_path / str(compiled)),
+            result = finetune(finetune_config(**fields, out=str(tmp_path / str(compiled)),
                                              compile=compiled))
         losses[compiled] = logged_losses(caplog.text)
         assert len(result["history"]) == 4
@@ -198,7 +198,7 @@ def test_cuda_graph_modes_mark_each_step(base_model, tmp_path, monkeypatch,  # n
     monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: marked.append(1))
     data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
     torch._dynamo.reset()
-    finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model), batch_size=8,
+    finetune(finetune_config(task="sst2", data=str(data), model=str(base_model), batch_size=8,
                             max_steps=6, warmup_steps=1, max_seq_length=32, eval_every=6,
                             out=str(tmp_path / "out"), compile=compile_setting))
     assert len(marked) == marks
@@ -214,7 +214,7 @@ def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatc
     monkeypatch.setattr(torch.amp.GradScaler, "update",
                         lambda self, *a: updates.append(1) or update(self, *a))
     data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
-    result = finetune(FinetuneConfig(task="sst2", data=str(data), model=str(base_model),
+    result = finetune(finetune_config(task="sst2", data=str(data), model=str(base_model),
                                      out=str(tmp_path / "o"), lr=2e-3, batch_size=8,
                                      max_steps=6, warmup_steps=1, max_seq_length=32,
                                      eval_every=3, precision=precision))
@@ -224,7 +224,7 @@ def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatc
     weights = load_file(tmp_path / "o" / "model" / "model.safetensors")
     assert {w.dtype for w in weights.values()} == {torch.float32}
     assert (tmp_path / "o" / "predictions" / "SST-2.tsv").exists()
-    again = evaluate_model(FinetuneConfig(task="sst2", data=str(data),
+    again = evaluate_model(finetune_config(task="sst2", data=str(data),
                                           model=str(tmp_path / "o" / "model"),
                                           out=str(tmp_path / "e"), max_seq_length=32,
                                           precision=precision))
@@ -234,14 +234,14 @@ def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatc
 def test_bad_runtime_settings_are_one_sentence(base_model, tmp_path, monkeypatch,
                                                capsys):  # noqa: F811
     given = dict(task="sst2", data="d", model="m", out="o")
-    assert FinetuneConfig(**given).compile is None  # auto
-    assert FinetuneConfig(**given, compile="false").compile is False
-    assert FinetuneConfig(**given, compile="max-autotune").compile == "max-autotune"
+    assert finetune_config(**given).compile is None  # auto
+    assert finetune_config(**given, compile="false").compile is False
+    assert finetune_config(**given, compile="max-autotune").compile == "max-autotune"
     for field, value, why in (("compile", "sometimes", "choose auto, true or false"),
                               ("precision", "fp8", "choose from auto, fp32, bf16, fp16"),
                               ("log_every", 0, "must be at least 1")):
         with pytest.raises(FinetuneError, match=f"{field}={value!r}: {why}"):
-            FinetuneConfig(**given, **{field: value})
+            finetune_config(**given, **{field: value})
     # A compile failure: a sentence naming the way back to eager, exit status 2.
     monkeypatch.setenv(BACKEND_ENV, "no-such-backend")
     data = sst2_dir(tmp_path / "SST-2", n_train=8, n_dev=4)

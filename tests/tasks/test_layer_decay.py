@@ -12,7 +12,7 @@ import torch
 
 import litebert
 from litebert.cli import main
-from litebert.tasks.base import FinetuneConfig, FinetuneError
+from litebert.tasks.base import FinetuneConfig, FinetuneError, finetune_config
 from litebert.tasks.finetune import finetune, finetune_groups
 from litebert.tasks.finetune_options import RULE_ALIASES, RULES
 from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, parameter_depths
@@ -168,7 +168,7 @@ def test_decay_one_is_the_old_path_exactly():
 # ---- FinetuneConfig: defaults from the model directory -------------------------------------------
 
 def config_for(model, **kw) -> FinetuneConfig:
-    return FinetuneConfig(task="sst2", data="d", model=str(model), out="o", **kw)
+    return finetune_config(task="sst2", data="d", model=str(model), out="o", **kw)
 
 
 @pytest.mark.parametrize("hidden, lr, decay", [(32, 3e-4, 0.8), (256, 3e-4, 0.8),
@@ -232,7 +232,7 @@ def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # n
                             max_position_embeddings=128, pad_token_id=tok.pad_token_id)
     litebert.EncoderForReplacedTokenDetection(config).save_pretrained(tmp_path / "electra")
     tok.save_pretrained(tmp_path / "electra")
-    cfg = FinetuneConfig(task="sst2", data=str(sst2_dir(tmp_path / "SST-2", 16, 8)),
+    cfg = finetune_config(task="sst2", data=str(sst2_dir(tmp_path / "SST-2", 16, 8)),
                          model=str(tmp_path / "electra"), out=str(tmp_path / "out"),
                          **{k: v for k, v in fast(max_steps=2, eval_every=2).items()
                             if k != "lr"})

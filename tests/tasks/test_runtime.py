@@ -10,7 +10,7 @@ import torch
 
 import litebert
 from litebert.distributed import DistInfo
-from litebert.tasks.base import FinetuneConfig
+from litebert.tasks.base import finetune_config
 from litebert.tasks.runtime import (
     Runtime,
     in_batch_order,
@@ -89,7 +89,7 @@ def test_weighted_rank_losses_average_to_the_global_batchs_gradient(head, world)
 
 
 def _runtime(rank: int, world: int, precision: str = "fp32") -> Runtime:
-    cfg = FinetuneConfig(task="sst2", data="d", model="m", out="o", precision=precision)
+    cfg = finetune_config(task="sst2", data="d", model="m", out="o", precision=precision)
     runtime = Runtime.from_config(cfg)
     runtime.info = DistInfo(rank=rank, world_size=world, local_rank=rank, device=CPU)
     return runtime
@@ -130,7 +130,7 @@ def test_a_cpu_runtime_is_one_eager_fp32_process_unless_told_otherwise():
     half = _runtime(1, 2, "fp16")
     assert half.precision == "fp16" and half.scaler is not None
     assert half.describe() == "cpu x 2 processes, fp16"
-    compiled = Runtime.from_config(FinetuneConfig(task="sst2", data="d", model="m", out="o",
+    compiled = Runtime.from_config(finetune_config(task="sst2", data="d", model="m", out="o",
                                                   compile="reduce-overhead"))
     assert compiled.compiled and compiled.mode == "reduce-overhead"
     assert "compiled (reduce-overhead)" in compiled.describe()

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 import litebert
-from litebert.tasks.finetune import FinetuneConfig, evaluate_model, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tokenization import Tokenizer, train_sentencepiece
 from tests.tasks.test_squad import _answer_in, _context, _sentence, _word
 
@@ -173,7 +174,7 @@ def trained(micro_model, tmp_path_factory):
                 qa.pop(key, None)
     (data / "test-v2.0.json").write_text(json.dumps(test))
     out = tmp_path_factory.mktemp("squad2-out")
-    result = finetune(FinetuneConfig(task="squad2", data=str(data), model=str(micro_model),
+    result = finetune(finetune_config(task="squad2", data=str(data), model=str(micro_model),
                                      out=str(out), lr=2e-3, batch_size=16, max_steps=30,
                                      warmup_steps=3, eval_every=10, **LENGTHS))
     return data, out, result, dev
@@ -222,7 +223,7 @@ def test_evaluate_reports_official_figures_and_applies_the_stored_threshold(trai
     settings = _read(model / "squad.json")
     settings["null_score_diff_threshold"] = stored = 1000.0  # answer every question
     (model / "squad.json").write_text(json.dumps(settings))
-    again = evaluate_model(FinetuneConfig(task="squad2", data=str(data), model=str(model),
+    again = evaluate_model(finetune_config(task="squad2", data=str(data), model=str(model),
                                           out=str(tmp_path / "eval"), **LENGTHS))
     evaluated = tmp_path / "eval"
     assert again["dev"] == {

@@ -15,7 +15,7 @@ import torch
 
 import litebert
 from litebert.tasks import table_cache
-from litebert.tasks.base import FinetuneConfig
+from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.sequence import encode_examples, load_data
 from litebert.tasks.table_inputs import TableRows, select_rows, truncated_lengths
@@ -76,7 +76,7 @@ def generic_single(root: Path, n: int = 90) -> Path:
 
 
 def config(task: str, data: Path, model: Path, tmp_path: Path, **kw) -> FinetuneConfig:
-    return FinetuneConfig(**{**dict(task=task, data=str(data), model=str(model),
+    return finetune_config(**{**dict(task=task, data=str(data), model=str(model),
                                     out=str(tmp_path / "o"), max_seq_length=12,
                                     cache_dir=str(tmp_path / "cache"), workers=1), **kw})
 

@@ -66,6 +66,23 @@ def ablation_rows() -> list[CountRow]:
     return rows
 
 
+def parameter_tables(presets: dict) -> str:
+    """`litebert params`: the presets' counts, then the paper's ablation, as text tables."""
+    header = (f"{'model':<36} {'L':>3} {'H':>5} {'E':>5} {'heads':>5} {'FFN':>6} "
+              f"{'sharing':>9} {'backbone':>14} {'+MLM & SOP':>14} {'paper':>6}")
+    lines = []
+    for title, rows in (("Presets", preset_rows(presets)),
+                        ("Paper ablation (ALBERT-base, Tables 3 and 4)", ablation_rows())):
+        lines += ["", title, header, "-" * len(header)]
+        for r in rows:
+            c = r.config
+            lines.append(f"{r.name:<36} {c.num_hidden_layers:>3} {c.hidden_size:>5} "
+                         f"{c.embedding_size:>5} {c.num_attention_heads:>5} "
+                         f"{c.intermediate_size:>6} {c.sharing:>9} {r.backbone:>14,} "
+                         f"{r.with_heads:>14,} {r.paper:>6}")
+    return "\n".join(lines)
+
+
 def encoder_flops_per_token(config: ModelConfig, seq_len: int) -> float:
     """Training FLOPs per token of the backbone config.backbone names (forward + backward, 2
     FLOPs a multiply-add), at sequences of `seq_len`: the backbone's own count

@@ -28,7 +28,8 @@ import numpy as np
 from litebert.data.sources import fetch
 from litebert.files import atomic_directory, read_text
 from litebert.model.hub import read_config
-from litebert.tasks.finetune import FinetuneConfig, finetune
+from litebert.tasks.base import finetune_config
+from litebert.tasks.finetune import finetune
 from litebert.tasks.race import LETTERS
 
 SPLIT_SEED = 0  # the train/dev split of every probe: fixed, so runs and seeds share it
@@ -51,6 +52,11 @@ class Probe:
     steps: tuple[int, int]  # default fine-tuning steps (quick, full)
     max_seq_length: tuple[int, int]  # (quick, full)
     lr: float = 5e-4  # small pre-trained models need a larger rate than the paper's
+    task_options: tuple[tuple[str, str], ...] = ()  # the task's own (tasks/registry.py)
+
+
+# What the classification probes' tables call their columns (write_classification's).
+TEXT_COLUMNS = (("text_a", "text"), ("label_column", "label"))
 
 
 # ---- the corpora ---------------------------------------------------------------------------
@@ -166,10 +172,11 @@ def _question(article: dict, headlines: list[str], rng: np.random.Generator) -> 
 
 PROBES: dict[str, Probe] = {
     "bbc-topics": Probe("bbc-news", "classification", "accuracy", write_classification,
-                        steps=(60, 300), max_seq_length=(128, 128)),
+                        steps=(60, 300), max_seq_length=(128, 128),
+                        task_options=TEXT_COLUMNS),
     "pang-lee-sentiment": Probe("pang-lee-sentiment", "classification", "accuracy",
                                 write_classification, steps=(60, 300),
-                                max_seq_length=(64, 64)),
+                                max_seq_length=(64, 64), task_options=TEXT_COLUMNS),
     "bbc-headlines": Probe("bbc-news", "race", "all", write_headlines,
                            steps=(60, 400), max_seq_length=(128, 256)),
 }
@@ -235,11 +242,11 @@ def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
     seeds = int(spec.get("seeds", 3))
     length = _fitting_length(model_dir, int(spec.get(
         "max_seq_length", probe.max_seq_length[0 if quick else 1])))
-    cfg = FinetuneConfig(
+    cfg = finetune_config(
         task=probe.task, data=str(data), model=str(model_dir), out=str(out), seeds=seeds,
         max_steps=steps, warmup_steps=max(1, steps // 10), eval_every=max(1, steps // 3),
         lr=float(spec.get("lr", probe.lr)), batch_size=int(spec.get("batch_size", 16)),
-        max_seq_length=length, dropout=0.0, text_a="text", label_column="label",
+        max_seq_length=length, dropout=0.0, **dict(probe.task_options),
         # Every model of a study fine-tuned alike, whatever its family's own defaults
         # (litebert.families: ELECTRA's weight decay 0 and layer decay 0.8, RoBERTa's beta2
         # 0.98, ...): the study compares pre-training, not fine-tuning recipes.

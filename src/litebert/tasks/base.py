@@ -31,17 +31,27 @@ rank all outputs in order, so each rank computes the same metrics; files are wri
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from litebert.cpus import usable_cpus
 from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.family_names import FAMILY_TITLES
+from litebert.options import given
 from litebert.tasks.family_defaults import read_family_defaults
-from litebert.tasks.finetune_options import RECIPES, RULES, FinetuneOptions, rule_name
+from litebert.tasks.finetune_options import (
+    RULES,
+    FinetuneOptions,
+    TaskOptionError,
+    given_task_options,
+    rule_name,
+    task_options,
+)
+from litebert.tasks.registry import TASKS
 from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
 
@@ -58,11 +68,15 @@ class FinetuneConfig(FinetuneOptions):
     model family's defaults, then from the task's recipe."""
 
     def __post_init__(self) -> None:
-        if self.task not in RECIPES:
-            raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(RECIPES)}")
+        if self.task not in TASKS:
+            raise FinetuneError(f"unknown task {self.task!r}; choose from {', '.join(TASKS)}")
+        try:
+            self.task_options = task_options(self.task, self.task_options)
+        except TaskOptionError as err:
+            raise FinetuneError(str(err)) from None
         if self.family_defaults is None:  # copies (dataclasses.replace) keep the record
             self.family_defaults = self._take_family_defaults()
-        recipe = RECIPES[self.task]
+        recipe = TASKS[self.task].recipe
         for name in ("lr", "batch_size", "dropout", "max_seq_length"):
             if getattr(self, name) is None:
                 setattr(self, name, getattr(recipe, name))
@@ -84,10 +98,6 @@ class FinetuneConfig(FinetuneOptions):
             raise FinetuneError(f"finetune {self.task}: {err}") from None
         if self.eval_every is None:
             self.eval_every = max(1, self.max_steps // 10)
-        if self.workers is None:
-            self.workers = usable_cpus()
-        if self.workers < 1:
-            raise FinetuneError(f"workers={self.workers}: must be at least 1")
         if self.seeds < 1:
             raise FinetuneError(f"seeds={self.seeds}: must be at least 1")
         if self.log_every < 1:
@@ -99,8 +109,6 @@ class FinetuneConfig(FinetuneOptions):
             self.compile = compile_setting(self.compile, "finetune config")
         except RunConfigError as err:
             raise FinetuneError(str(err)) from None
-        if self.qa_head not in ("auto", "span", "beam"):
-            raise FinetuneError(f"qa_head={self.qa_head!r}: choose auto, span or beam")
 
     def _take_family_defaults(self) -> dict[str, Any]:
         """Fill what was not given from the model family's defaults; the record of them."""
@@ -121,6 +129,35 @@ class FinetuneConfig(FinetuneOptions):
                      FAMILY_TITLES.get(family, family), ", ".join(shown), theirs.source)
         return {"family": family or DEFAULT_MODEL_TYPE, "source": theirs.source,
                 "values": taken}
+
+
+def finetune_config(**values: Any) -> FinetuneConfig:
+    """A FinetuneConfig from flat values: those that are not options every task shares are
+    the task's own (tasks/registry.py) and go to its task_options; one the task does not
+    take is an error naming the tasks that do."""
+    shared = {f.name for f in dataclasses.fields(FinetuneConfig)}
+    own = {k: values.pop(k) for k in list(values) if k not in shared}
+    given = values.pop("task_options", None)
+    if own and given is not None:
+        raise FinetuneError(f"{', '.join(own)}: give the task's options either flat or as "
+                            f"task_options, not both")
+    return FinetuneConfig(**values, task_options=own or given)
+
+
+def config_from_args(args: argparse.Namespace) -> FinetuneConfig:
+    """The config of `litebert finetune` / `evaluate`: what was given on the command line."""
+    return finetune_config(**given(args, FinetuneConfig), **given_task_options(args))
+
+
+def config_record(cfg: FinetuneConfig) -> dict[str, Any]:
+    """The run's options as results.json records them: the shared ones and the task's own
+    in one flat mapping, the family's defaults last."""
+    record = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+              if f.name not in ("task_options", "family_defaults")}
+    if cfg.task_options is not None:
+        record.update(dataclasses.asdict(cfg.task_options))
+    record["family_defaults"] = cfg.family_defaults
+    return record
 
 
 def reported(result):

@@ -28,9 +28,10 @@ from litebert.distributed import all_reduce_sum, rank_and_world, unwrap
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
 from litebert.progress import progress
-from litebert.tasks.base import FinetuneConfig, TaskAdapter
+from litebert.tasks.base import FinetuneConfig, TaskAdapter, config_record
 from litebert.tasks.batching import length_batches
 from litebert.tasks.layer_decay import layer_decay_groups
+from litebert.tasks.registry import TASKS
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import select_rows
 from litebert.train.compiling import compile_errors
@@ -39,18 +40,15 @@ from litebert.train.scheduler import build_scheduler
 
 log = logging.getLogger("litebert")
 
-# Task name -> "module:class" of its adapter; imported on use (each pulls in its readers).
-ADAPTERS = {"squad1": "litebert.tasks.qa:SquadTask", "squad2": "litebert.tasks.qa:SquadTask",
-            "race": "litebert.tasks.choice:RaceTask"}
-DEFAULT_ADAPTER = "litebert.tasks.sequence:SequenceTask"  # GLUE and generic tables
 OPTIMIZER_FIELDS = ("lr", "weight_decay", "layer_decay", "layer_decay_rule", "adam_beta2",
                     "adam_epsilon")  # in results.json
 
 
 def adapter_for(cfg: FinetuneConfig, training: bool = True,
                 runtime: Runtime | None = None) -> TaskAdapter:
-    """The task's adapter; it evaluates on `runtime` (by default the config's)."""
-    module, name = ADAPTERS.get(cfg.task, DEFAULT_ADAPTER).split(":")
+    """The task's adapter (its registry entry's, imported on use: each pulls in its readers);
+    it evaluates on `runtime` (by default the config's)."""
+    module, name = TASKS[cfg.task].adapter.split(":")
     runtime = runtime or Runtime.from_config(cfg)
     task = getattr(importlib.import_module(module), name)(cfg, runtime, training)
     # A model directory whose tokenizer is not the model's stops here, not in an embedding
@@ -93,7 +91,7 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
                # What the optimiser used, defaults resolved; which of them the family gave.
                "optimizer": {k: getattr(cfg, k) for k in OPTIMIZER_FIELDS},
                "defaults": cfg.family_defaults,
-               "config": dataclasses.asdict(cfg)}
+               "config": config_record(cfg)}
     if runtime.is_main:
         (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
@@ -160,12 +158,10 @@ class TrainingLoop:
             torch.compiler.cudagraph_mark_step_begin()
         rows, weight = runtime.rows_of(batch_ids)
         self.lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
-        batch = runtime.to_device(self.task.collate(select_rows(self.task.train_rows, rows)))
-        with runtime.amp:
-            loss = self.model(**batch).loss.float()  # the mean over this rank's rows
-        # DDP averages gradients over ranks: weight * world makes it the global batch's.
-        scaled = loss * (weight * runtime.info.world_size)
-        (scaler.scale(scaled) if scaler else scaled).backward()
+        if hasattr(self.task, "train_backward"):  # a loss over the whole batch's rows
+            share = self.task.train_backward(self.model, rows, weight)
+        else:
+            share = self.backward(rows, weight)
         if scaler:
             scaler.unscale_(self.optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
@@ -176,6 +172,18 @@ class TrainingLoop:
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
+        return share
+
+    def backward(self, rows: list[int], weight: float) -> torch.Tensor:
+        """Forward and backward of this rank's rows, whose loss is a mean over them; this
+        rank's share of the batch's mean loss, detached."""
+        runtime, scaler = self.runtime, self.runtime.scaler
+        batch = runtime.to_device(self.task.collate(select_rows(self.task.train_rows, rows)))
+        with runtime.amp:
+            loss = self.model(**batch).loss.float()  # the mean over this rank's rows
+        # DDP averages gradients over ranks: weight * world makes it the global batch's.
+        scaled = loss * (weight * runtime.info.world_size)
+        (scaler.scale(scaled) if scaler else scaled).backward()
         return loss.detach() * weight
 
     def log_loss(self, step: int, steps: int) -> None:

@@ -1,63 +1,22 @@
-"""What `litebert finetune` and `litebert evaluate` take: the tasks' recipes (paper Table 14)
-and the options of a run (FinetuneOptions), each with its help text. litebert.tasks.base's
-FinetuneConfig fills in what was not given (the model family's defaults, then the recipe's);
-this module imports no torch, so that their parsers are built without it.
+"""What `litebert finetune` and `litebert evaluate` take: the options every task shares
+(FinetuneOptions), each with its help text, and the chosen task's own options (declared with
+its entry in tasks/registry.py), checked and gathered into `task_options`.
+litebert.tasks.base's FinetuneConfig fills in what was not given (the model family's
+defaults, then the task's recipe); this module imports no torch, so that the parsers are
+built without it.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from litebert.family_names import named_families
-from litebert.options import option
+from litebert.options import add_options, option
+from litebert.tasks.registry import GLUE, TASKS, option_classes, option_fields, own_fields, takers
 from litebert.train.run_config import COMPILE_CHOICES, PRECISIONS
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskRecipe:
-    """A task's fine-tuning recipe (ALBERT's Table 14; classifier dropout is 0.1 for all)."""
-
-    lr: float
-    batch_size: int
-    dropout: float  # ALBERT's hidden and attention dropout
-    max_steps: int
-    warmup_steps: int
-    max_seq_length: int = 512
-
-
-RECIPES: dict[str, TaskRecipe] = {  # paper Table 14
-    "cola": TaskRecipe(lr=1e-5, batch_size=16, dropout=0.0,
-                       max_steps=5336, warmup_steps=320),
-    "stsb": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.0,
-                       max_steps=3598, warmup_steps=214),
-    "sst2": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
-                       max_steps=20935, warmup_steps=1256),
-    "mnli": TaskRecipe(lr=3e-5, batch_size=128, dropout=0.0,
-                       max_steps=10000, warmup_steps=1000),
-    "qnli": TaskRecipe(lr=1e-5, batch_size=32, dropout=0.0,
-                       max_steps=33112, warmup_steps=1986),
-    "qqp": TaskRecipe(lr=5e-5, batch_size=128, dropout=0.1,
-                      max_steps=14000, warmup_steps=1000),
-    "rte": TaskRecipe(lr=3e-5, batch_size=32, dropout=0.1,
-                      max_steps=800, warmup_steps=200),
-    "mrpc": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                       max_steps=800, warmup_steps=200),
-    "wnli": TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1,
-                       max_steps=2000, warmup_steps=250),
-    "squad1": TaskRecipe(lr=5e-5, batch_size=48, dropout=0.0,
-                         max_steps=3649, warmup_steps=365, max_seq_length=384),
-    "squad2": TaskRecipe(lr=3e-5, batch_size=48, dropout=0.0,
-                         max_steps=8144, warmup_steps=814),
-    "race": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1,
-                       max_steps=12000, warmup_steps=1000),
-    # Not in the paper: generic tasks get a short, safe default.
-    "classification": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                                 max_steps=1000, warmup_steps=100, max_seq_length=128),
-    "regression": TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0,
-                             max_steps=1000, warmup_steps=100, max_seq_length=128),
-}
-GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
 RULES = ("head-to-embeddings", "layers-only")  # layer-decay rules (tasks/layer_decay.py)
 RULE_ALIASES = {"electra": "head-to-embeddings", "xlnet": "layers-only"}  # earlier names
@@ -69,10 +28,9 @@ def rule_name(rule: str) -> str:
 
 
 # What `litebert evaluate` reads of a FinetuneConfig (the rest only matters in training).
+# Every task's own options are read too.
 EVALUATE_FIELDS = ("task", "data", "model", "out", "max_seq_length", "eval_batch_size",
-                   "text_a", "text_b", "label_column", "dev_fraction", "doc_stride",
-                   "max_query_length", "n_best_size", "max_answer_length", "qa_head",
-                   "precision", "compile", "workers", "cache_dir")
+                   "precision", "compile")
 
 RECIPE = "the task's recipe"  # what a None default means, in --help
 FAMILY = "the model family's (see litebert.tasks.family_defaults)"
@@ -86,8 +44,9 @@ class FinetuneOptions:
     them in, makes of them: the value given, the model family's, or the recipe's. Code that
     reads a config never sees None."""
 
-    task: str = option(help="the task; its recipe (ALBERT's Table 14) fills the defaults "
-                            "the model family leaves", choices=RECIPES)
+    task: str = option(help="the task (tasks/registry.py, listed below with each task's own "
+                            "options); its recipe fills the defaults the model family leaves",
+                       choices=TASKS)
     data: str = option(help="the task's directory or file; generic tasks read .tsv, .csv, "
                             ".jsonl, .parquet, or a folder written by datasets' save_to_disk "
                             "(a directory may hold train.* and dev.* of these, or a "
@@ -137,30 +96,86 @@ class FinetuneOptions:
               "--no-compile", choices=COMPILE_CHOICES, shown="auto")
     seed: int = option(42, "seed of the head's initialisation and the data order")
     seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
-    # Generic tasks: column names, and a dev split carved from train when there is no dev.
-    text_a: str = option("sentence", "generic tasks: the column (field) of the first text")
-    text_b: str | None = option(None, "generic tasks: the column of the second text, if any")
-    label_column: str = option("label", "generic tasks: the column of the label")
-    dev_fraction: float = option(0.1, "generic tasks without a dev file: the share of train "
-                                      "held out as dev")
-    # GLUE and generic tables are tokenized once into a cache (tasks/table_cache.py).
-    workers: int = option(None, "GLUE and generic tasks: processes that tokenize a table the "
-                                "cache does not hold yet", shown="the CPUs this process may use")
-    cache_dir: str | None = option(
-        None, "GLUE and generic tasks: where tokenized tables are kept, found again by every "
-              "later seed and run with the same table and tokenizer (safe to delete)",
-        shown="$LITEBERT_DATA/tables, else ~/.cache/litebert/tables")
-    # SQuAD.
-    doc_stride: int = option(128, "SQuAD: tokens between the starts of a context's windows")
-    max_query_length: int = option(64, "SQuAD: question tokens kept")
-    n_best_size: int = option(20, "SQuAD: start and end candidates per window")
-    max_answer_length: int = option(30, "SQuAD: longest answer, in tokens")
-    qa_head: str = option(
-        "auto", "SQuAD: 'span' (a start and an end logit per token, BERT's), 'beam' (XLNet's: "
-                "a start, an end conditioned on it and an answer classifier, decoded by beam "
-                "search), or 'auto': beam for a backbone whose summary token is the last one "
-                "(XLNet's <cls>), else span", choices=("auto", "span", "beam"))
+    task_options: Any = option(
+        None, "the task's own options (an instance of its registry entry's options class; "
+              "None for a task without any), from the values given for them")
     # Filled in: which defaults came from the model's family (results.json `defaults`).
     family_defaults: dict[str, Any] = option(
         None, "set from the model directory: its family, the source of the family's defaults "
               "and the values taken from them")
+
+
+class TaskOptionError(ValueError):
+    """An option given that the chosen task does not take, or a bad value of one."""
+
+
+def task_options(task: str, given: Any) -> Any:
+    """`task`'s options instance from `given`: a dict of values (those not given take the
+    field's default), an instance already (kept), or None (all defaults). None for a task
+    without options. A value for a field the task does not take is an error naming the tasks
+    that do take it."""
+    options = TASKS[task].options
+    if given is not None and not isinstance(given, dict):
+        return given
+    given = dict(given or {})
+    own = {f.name for f in option_fields(task)}
+    for name in given:
+        if name not in own:
+            raise TaskOptionError(not_taken(task, name))
+    if options is None:
+        return None
+    try:
+        return options(**given)
+    except ValueError as err:  # a field's own check (the options' __post_init__)
+        raise TaskOptionError(f"--task {task}: {err}") from None
+
+
+def not_taken(task: str, name: str) -> str:
+    flag = "--" + name.replace("_", "-")
+    users = takers(name)
+    if not users:
+        return f"{flag}: no fine-tuning task has this option"
+    return (f"{flag} is an option of {task_list(users)}, not of --task {task}; see "
+            f"`litebert finetune --help`")
+
+
+def task_list(tasks: list[str]) -> str:
+    """Task names for a sentence or a title, the nine GLUE tasks as one name."""
+    if set(GLUE) <= set(tasks):
+        tasks = ["the GLUE tasks"] + [t for t in tasks if t not in GLUE]
+    return ", ".join(tasks)
+
+
+def add_finetune_options(parser: argparse.ArgumentParser,
+                         only: tuple[str, ...] | None = None) -> None:
+    """The options every task shares (or those of `only`), each task's own in a group, and
+    the list of tasks with a line each below."""
+    add_options(parser, FinetuneOptions, only=only)
+    add_task_option_groups(parser)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the list as laid out
+    width = max(map(len, TASKS))
+    parser.epilog = "tasks:\n" + "\n".join(f"  {name:<{width}}  {spec.summary}"
+                                            for name, spec in TASKS.items())
+
+
+def add_task_option_groups(parser: argparse.ArgumentParser) -> None:
+    """One --help group per options class of tasks/registry.py, titled with the tasks that
+    take its fields; a field two classes declare is added once (the first class's)."""
+    added: set[str] = set()
+    for cls, tasks in option_classes().items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0]
+        group = parser.add_argument_group(f"{task_list(tasks)}: {doc}")
+        fresh = [f.name for f in own_fields(cls) if f.name not in added]
+        added.update(add_options(group, cls, only=fresh))
+
+
+def given_task_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The tasks' own options given on the command line (lists -> tuples)."""
+    names = {f.name for cls in option_classes() for f in dataclasses.fields(cls)}
+    out = {}
+    for name in sorted(names):
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = tuple(value) if isinstance(value, list) else value
+    return out
+

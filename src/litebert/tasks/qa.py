@@ -81,8 +81,9 @@ def uses_beam_head(cfg: FinetuneConfig) -> bool:
     """--qa-head, or for auto: the SQuAD head the directory holds (a fine-tuned model, as
     `litebert evaluate` reads it), else whether the model's backbone sums a sequence up in
     its last token (XLNet's <cls>), the layout the beam head was made for."""
-    if cfg.qa_head != "auto":
-        return cfg.qa_head == "beam"
+    head = cfg.task_options.qa_head
+    if head != "auto":
+        return head == "beam"
     config = read_config(Path(cfg.model))
     held = named_class(config)
     if held in QA_HEADS:
@@ -166,9 +167,10 @@ class SquadTask:
         self.outputs: dict[str, dict] = {}
 
     def _features(self, examples):
+        options = self.cfg.task_options
         return make_features(examples, self.tokenizer, max_seq_length=self.cfg.max_seq_length,
-                             doc_stride=self.cfg.doc_stride,
-                             max_query_length=self.cfg.max_query_length)
+                             doc_stride=options.doc_stride,
+                             max_query_length=options.max_query_length)
 
     def _row(self, feature: SquadFeature, training: bool) -> dict:
         row: dict[str, list[int] | int] = {
@@ -240,15 +242,16 @@ class SquadTask:
     def spans(self, model, examples: list[SquadExample], features: list[SquadFeature]
               ) -> tuple[dict[str, str], dict[str, float]]:
         """Every question's best span ("" only when none is valid) and its null odds."""
+        options = self.cfg.task_options
         if self.beam:
             spans, null_odds, _ = beam_postprocess(
                 examples, features, self.beams(model, features),
-                n_best_size=self.cfg.n_best_size, max_answer_length=self.cfg.max_answer_length)
+                n_best_size=options.n_best_size, max_answer_length=options.max_answer_length)
             return spans, null_odds
         starts, ends = self.logits(model, features)
         spans, null_odds, _ = postprocess(
-            examples, features, starts, ends, n_best_size=self.cfg.n_best_size,
-            max_answer_length=self.cfg.max_answer_length, version_2=self.version_2,
+            examples, features, starts, ends, n_best_size=options.n_best_size,
+            max_answer_length=options.max_answer_length, version_2=self.version_2,
             null_score_diff_threshold=math.inf)
         return spans, null_odds
 
@@ -280,8 +283,9 @@ class SquadTask:
         (directory / THRESHOLD_FILE).write_text(json.dumps(
             {"version_2": self.version_2, "null_score_diff_threshold": self.threshold,
              "head": "beam" if self.beam else "span",
-             "max_seq_length": self.cfg.max_seq_length, "doc_stride": self.cfg.doc_stride,
-             "max_query_length": self.cfg.max_query_length}, indent=2) + "\n")
+             "max_seq_length": self.cfg.max_seq_length,
+             "doc_stride": self.cfg.task_options.doc_stride,
+             "max_query_length": self.cfg.task_options.max_query_length}, indent=2) + "\n")
         self._write_dev_predictions(directory.parent)
 
     @property

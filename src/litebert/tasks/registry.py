@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from litebert.cpus import usable_cpus
 from litebert.options import option
 
 
@@ -45,6 +46,12 @@ class TableCacheOptions:
               "the same table and tokenizer (safe to delete)",
         shown="$LITEBERT_DATA/tables, else ~/.cache/litebert/tables")
 
+    def __post_init__(self) -> None:
+        if self.workers is None:
+            self.workers = usable_cpus()
+        if self.workers < 1:
+            raise ValueError(f"workers={self.workers}: must be at least 1")
+
 
 @dataclass
 class TableOptions(TableCacheOptions):
@@ -54,6 +61,9 @@ class TableOptions(TableCacheOptions):
     text_b: str | None = option(None, "the column of the second text, if any")
     label_column: str = option("label", "the column of the label")
     dev_fraction: float = option(0.1, "without a dev file: the share of train held out as dev")
+
+
+QA_HEADS = ("auto", "span", "beam")
 
 
 @dataclass
@@ -68,7 +78,11 @@ class SquadOptions:
         "auto", "'span' (a start and an end logit per token, BERT's), 'beam' (XLNet's: a "
                 "start, an end conditioned on it and an answer classifier, decoded by beam "
                 "search), or 'auto': beam for a backbone whose summary token is the last one "
-                "(XLNet's <cls>), else span", choices=("auto", "span", "beam"))
+                "(XLNet's <cls>), else span", choices=QA_HEADS)
+
+    def __post_init__(self) -> None:
+        if self.qa_head not in QA_HEADS:
+            raise ValueError(f"qa_head={self.qa_head!r}: choose {', '.join(QA_HEADS)}")
 
 
 # ---- the registry -------------------------------------------------------------------------

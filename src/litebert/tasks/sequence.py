@@ -25,9 +25,9 @@ from litebert.tasks.base import (
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.classification import infer_labels, read_table
 from litebert.tasks.examples import TextExample
-from litebert.tasks.finetune_options import GLUE
 from litebert.tasks.glue import GLUE_TASKS, read_glue, submission_name, write_glue_predictions
 from litebert.tasks.metrics import glue_metrics, primary_metric
+from litebert.tasks.registry import GLUE
 from litebert.tasks.runtime import Runtime
 from litebert.tasks.table_inputs import TableRows
 from litebert.tasks.table_splits import (
@@ -160,9 +160,11 @@ def load_data(cfg: FinetuneConfig, training: bool = True):
 
 
 def _generic(cfg: FinetuneConfig):
+    options = cfg.task_options
+
     def read(path: Path):
-        return reported(read_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
-                                   label=cfg.label_column))
+        return reported(read_table(path, text_a=options.text_a, text_b=options.text_b,
+                                   label=options.label_column))
 
     data = Path(cfg.data)
     train_file = find_split(data, "train") if data.is_dir() else None
@@ -177,7 +179,7 @@ def _generic(cfg: FinetuneConfig):
         train, dev = read(data), None
     if dev is None:  # carve a dev split; fixed seed so every --seeds run shares it
         order = np.random.default_rng(0).permutation(len(train))
-        cut = max(1, int(len(train) * cfg.dev_fraction))
+        cut = max(1, int(len(train) * options.dev_fraction))
         dev, train = [train[i] for i in order[:cut]], [train[i] for i in order[cut:]]
     if not train:
         raise FinetuneError(f"{cfg.data}: no training examples")

@@ -17,8 +17,8 @@ import numpy as np
 from litebert.readers import is_folder_input
 from litebert.tasks.base import FinetuneConfig, FinetuneError
 from litebert.tasks.classification import sorted_labels, stream_table
-from litebert.tasks.finetune_options import GLUE
 from litebert.tasks.glue import GLUE_TASKS, split_path, stream_glue
+from litebert.tasks.registry import GLUE
 from litebert.tasks.table_cache import EncodedTable, TableSource, encoded_table
 from litebert.tasks.table_inputs import TableRows
 from litebert.tokenization import Tokenizer
@@ -41,18 +41,18 @@ def glue_source(task: str, task_dir: str | Path, split: str) -> TableSource:
 def generic_source(cfg: FinetuneConfig, path: Path) -> TableSource:
     """A generic task's table file (or saved dataset folder) as a table to tokenize. The
     name's suffixes are part of how it is read: they choose the format."""
+    columns = {"text_a": cfg.task_options.text_a, "text_b": cfg.task_options.text_b,
+               "label": cfg.task_options.label_column}
     return TableSource(path, {"reader": "table", "suffixes": [s.lower() for s in path.suffixes],
-                              "text_a": cfg.text_a, "text_b": cfg.text_b,
-                              "label": cfg.label_column},
-                       cfg.task == "regression",
-                       lambda: stream_table(path, text_a=cfg.text_a, text_b=cfg.text_b,
-                                            label=cfg.label_column))
+                              **columns},
+                       cfg.task == "regression", lambda: stream_table(path, **columns))
 
 
 def encoded(cfg: FinetuneConfig, tokenizer: Tokenizer, source: TableSource) -> EncodedTable:
     """The table of `source` from the cache (tokenized first when it is not there), its
     skipped rows logged as a read logs them."""
-    table = encoded_table(source, tokenizer, cfg.model, cfg.cache_dir, cfg.workers)
+    options = cfg.task_options
+    table = encoded_table(source, tokenizer, cfg.model, options.cache_dir, options.workers)
     if table.report.skipped or table.report.repaired:
         log.warning(table.report.summary())
     return table
@@ -97,7 +97,7 @@ def _generic(cfg: FinetuneConfig, tokenizer: Tokenizer
         train, dev = encoded(cfg, tokenizer, generic_source(cfg, data)), None
     if dev is None:  # carve a dev split; fixed seed so every --seeds run shares it
         order = np.random.default_rng(0).permutation(len(train))
-        cut = max(1, int(len(train) * cfg.dev_fraction))
+        cut = max(1, int(len(train) * cfg.task_options.dev_fraction))
         dev, dev_index, train_index = train, order[:cut], order[cut:]
     else:
         dev_index, train_index = np.arange(len(dev)), np.arange(len(train))
