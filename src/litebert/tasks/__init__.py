@@ -1,7 +1,9 @@
 """Fine-tuning on GLUE, SQuAD 1.1/2.0, RACE and generic tables.
 
-- `base.py`: recipes (paper Table 14), FinetuneConfig, errors, the task-adapter protocol
-- `finetune.py`: the one loop (AdamW, warmup + decay, best-on-dev, seeds) and the adapter registry
+- `registry.py`: the tasks, one entry each (adapter, recipe, own options); no torch
+- `finetune_options.py`: the options every task shares, and the checks of a task's own
+- `base.py`: FinetuneConfig, errors, the task-adapter protocol
+- `finetune.py`: the one loop (AdamW, warmup + decay, best-on-dev, seeds)
 - `runtime.py`: where it computes: device, torchrun's ranks (the split of a global batch, the
   ordered gather of evaluations), precision, compile
 - adapters: `sequence.py` (GLUE, generic classification/regression), `qa.py` (SQuAD),

@@ -1,6 +1,6 @@
 """What every fine-tuning task shares: the config (the options of tasks/finetune_options.py,
 filled in from the model family's defaults, see tasks/family_defaults.py, then from the task's
-recipe), the errors, and the protocol a task adapter follows.
+recipe in tasks/registry.py), the errors, and the protocol a task adapter follows.
 
 A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
 FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
@@ -19,6 +19,20 @@ trains, and offers:
                                     predictions of model where the task has a test split
     primary                         name of the primary metric
     tokenizer                       the model directory's tokenizer
+
+and may offer
+
+    train_backward(model, rows, weight) -> loss
+                                    forward and backward of this rank's `rows` of a step's
+                                    global batch, in place of the loop's (a mean loss over
+                                    them, scaled by `weight * world`), for a loss that is not
+                                    such a mean (in-batch negatives); the gradients it
+                                    leaves must average over DDP's ranks to one process's
+                                    on the whole batch, through runtime.scaler when there is
+                                    one; returns this rank's share of the batch's mean loss,
+                                    detached
+
+The task's own options (its entry in tasks/registry.py) are `cfg.task_options`.
 
 An adapter with no prediction files takes write_predictions from `NoPredictionFiles`. The
 loop (tasks/finetune.py) knows no task: what is special to one stays in its adapter.
