@@ -112,7 +112,8 @@ HEAVY = ("torch", "matplotlib", "transformers")
 
 def test_building_every_parser_and_the_recipe_list_imports_no_torch():
     code = ("import sys\n"
-            "from litebert.cli import build_parser, cmd_recipes\n"
+            "from litebert.cli import build_parser\n"
+            "from litebert.commands.train import cmd_recipes\n"
             "build_parser()\n"
             "cmd_recipes(None)\n"
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n")

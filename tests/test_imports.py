@@ -78,6 +78,7 @@ LAYERS = (
     {"train"},
     {"tasks"},
     {"studies", "demo", "demo_plans"},
+    {"commands"},
     {"cli", "__main__"},
 )
 
@@ -141,9 +142,10 @@ def test_the_data_builds_workers_do_not_import_torch():
 
 # ---- imports at the top of the module ---------------------------------------------------------
 
-# cli.py imports inside its commands by design: a command builds only its own group of options
-# and imports only what it runs (`litebert data build` never loads torch and the models).
-CLI = "cli.py"
+# The commands (cli.py, commands/) import inside themselves by design: a command builds only its
+# own group of options and imports only what it runs (`litebert data build` never loads torch
+# and the models).
+CLI = ("cli.py", "commands/")
 
 # The imports that still sit inside a function, each with its reason: (module's path under
 # src/litebert, imported module) -> why. A new one fails the test: move it to the top of its
@@ -183,11 +185,12 @@ def imports_in_functions(source: str) -> list[tuple[int, str]]:
 
 
 def deferred_imports() -> dict[tuple[str, str], list[int]]:
-    """(path under src/litebert, imported module) -> lines, for every module but cli.py."""
+    """(path under src/litebert, imported module) -> lines, for every module but the
+    commands'."""
     out: dict[tuple[str, str], list[int]] = {}
     for path in sorted(ROOT.rglob("*.py")):
         where = path.relative_to(ROOT).as_posix()
-        if where == CLI:
+        if where.startswith(CLI):
             continue
         for line, module in imports_in_functions(path.read_text(encoding="utf-8")):
             out.setdefault((where, module), []).append(line)

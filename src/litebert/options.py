@@ -97,7 +97,7 @@ def _argument(cls: type, f: dataclasses.Field, hint: Any) -> dict[str, Any] | No
     return kw
 
 
-def add_options(parser: argparse.ArgumentParser, cls: type, *,
+def add_options(parser: argparse._ActionsContainer, cls: type, *,
                 only: typing.Iterable[str] | None = None) -> list[str]:
     """One `--field-name` option per field of `cls` (or of `only`); returns their names."""
     hints = typing.get_type_hints(cls)
