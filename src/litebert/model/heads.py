@@ -257,19 +257,26 @@ class EncoderForTokenClassification(_Classifier):
 
 class EncoderForMultipleChoice(_Classifier):
     """Inputs (B, C, T): each choice scored from its pooled output, or without a pooler from
-    the sequence summary of its summary token (or ModernBERT's head); logits (B, C)."""
+    the sequence summary of its summary token (or ModernBERT's head); logits (B, C).
+
+    `choice_mask` (B, C), 1 for a real choice, lets questions with fewer than C choices share
+    a batch: a padded choice's logit is the dtype's lowest, so it never wins, and its softmax
+    share (so its part of the loss and gradient) is 0. Without it every choice is real, as in
+    transformers' BertForMultipleChoice."""
 
     def __init__(self, config: ModelConfig):
         super().__init__(config, "choice", 1)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
-                labels=None):
+                labels=None, choice_mask=None):
         B, C, T = input_ids.shape
         mask, types, positions = [None if x is None else x.reshape(B * C, T)
                                   for x in (attention_mask, token_type_ids, position_ids)]
         out = self.albert(input_ids.reshape(B * C, T), mask, types, positions, use_mems=False)
         logits = self.classifier_logits(out, mask).view(B, C)  # (B, C)
+        if choice_mask is not None:
+            logits = logits.masked_fill(choice_mask == 0, torch.finfo(logits.dtype).min)
         loss = None if labels is None else F.cross_entropy(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 

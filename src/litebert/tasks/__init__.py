@@ -1,4 +1,4 @@
-"""Fine-tuning on GLUE, SQuAD 1.1/2.0, RACE and generic tables.
+"""Fine-tuning on GLUE, SQuAD 1.1/2.0, RACE, multiple choice and generic tables.
 
 - `registry.py`: the tasks, one entry each (adapter, recipe, own options); no torch
 - `finetune_options.py`: the options every task shares, and the checks of a task's own
@@ -7,9 +7,10 @@
 - `runtime.py`: where it computes: device, torchrun's ranks (the split of a global batch, the
   ordered gather of evaluations), precision, compile
 - adapters: `sequence.py` (GLUE, generic classification/regression), `qa.py` (SQuAD),
-  `choice.py` (RACE)
+  `choice.py` (multiple choice: SWAG-style tables, RACE as a preset)
 - readers of each benchmark's official layout: `glue.py`, `squad.py`, `race.py`,
-  `classification.py` (CSV/TSV/JSON lines), with `examples.py` (example types, row reading)
+  `classification.py` (CSV/TSV/JSON lines), `choice_data.py` (multiple-choice tables), with
+  `examples.py` (example types, row reading)
 - `metrics.py`: the official metrics; `batching.py`: length-bucketed batches
 - tables at scale: `table_cache.py` (tokenized once by worker processes into memory-mapped
   arrays, reused by every seed and run), `table_inputs.py` (batches built from them),

@@ -1,93 +1,199 @@
-"""RACE: multiple choice over four options, [CLS] article [SEP] question + option [SEP] (in
-the tokenizer's template: RoBERTa's is <s> article </s></s> question + option </s>).
+"""Multiple choice: `--task choice` (a table of your own, SWAG's columns by default,
+tasks/choice_data.py) and `--task race` (RACE's folders, tasks/race.py), one adapter.
 
-As in the official ALBERT code, a question with a blank ("_") gets the option written into
-the blank; otherwise the option follows the question. The article is cut first when the
-pair is too long. EncoderForMultipleChoice scores each option from its pooled output.
+Each question is a context and C choices; choice i is encoded as the pair (context, choice i)
+in the tokenizer's template ([CLS] context [SEP] choice [SEP]; RoBERTa's <s> context </s></s>
+choice </s>; XLNet's with <cls> last), the context cut first when the pair is too long.
+A batch is (B, C, T); EncoderForMultipleChoice scores each choice from its pooled output.
+Questions with fewer choices than the batch's C get padding choices and a choice_mask, so a
+padding choice never wins and adds nothing to the loss.
+
+What sets the two apart is a preset: its reader, its metrics and its predictions file. RACE's
+(`RacePreset`): the article as context, the question with each option (race.option_text),
+accuracy on middle, high and all questions, OUT/predictions.json {id: "A".."D"}. A table's
+(`TablePreset`): the columns of ChoiceOptions (`cfg.task_options`), accuracy, and
+OUT/predictions.jsonl with each question's id, gold label, prediction and per-choice scores.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from litebert.model import EncoderForMultipleChoice
-from litebert.tasks.base import FinetuneConfig, model_overrides, reported
+from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad_for
-from litebert.tasks.metrics import race_accuracy
-from litebert.tasks.race import read_race, write_race_predictions
+from litebert.tasks.choice_data import read_choices, split_path, write_choice_predictions
+from litebert.tasks.examples import ChoiceExample
+from litebert.tasks.metrics import choice_accuracy, race_accuracy
+from litebert.tasks.race import race_choices, read_race, write_race_predictions
+from litebert.tasks.registry import ChoiceOptions
 from litebert.tasks.runtime import Runtime
-from litebert.tokenization import Tokenizer
+from litebert.tokenization import Tokenizer, TokenizerError
+
+ENCODED = ("input_ids", "token_type_ids", "attention_mask")
 
 
-def option_text(question: str, option: str) -> str:
-    return question.replace("_", option) if "_" in question else f"{question} {option}"
+class Preset(Protocol):
+    """What one multiple-choice task adds to ChoiceTask."""
+
+    primary: str  # the metric "best on dev" maximises
+
+    def read(self, split: str) -> list[ChoiceExample]: ...
+
+    def metrics(self, predictions: np.ndarray, dev: list[ChoiceExample]) -> dict[str, float]:
+        ...
+
+    def write(self, dev: list[ChoiceExample], predictions: list[int],
+              scores: list[list[float]], out: Path) -> Path: ...
 
 
-class RaceTask:
+class RacePreset:
+    """RACE as distributed; its metric and predictions file as before this adapter served
+    other tables (the same bytes)."""
+
     primary = "all"
+
+    def __init__(self, cfg: FinetuneConfig):
+        self.data = cfg.data
+
+    def read(self, split: str) -> list[ChoiceExample]:
+        return race_choices(reported(read_race(self.data, split)))
+
+    def metrics(self, predictions: np.ndarray, dev: list[ChoiceExample]) -> dict[str, float]:
+        return race_accuracy(predictions, [ex.label for ex in dev],
+                             [str(ex.level) for ex in dev])
+
+    def write(self, dev: list[ChoiceExample], predictions: list[int],
+              scores: list[list[float]], out: Path) -> Path:
+        return write_race_predictions(dev, predictions, out / "predictions.json")
+
+
+class TablePreset:
+    """A table of questions with the columns of cfg.task_options (ChoiceOptions)."""
+
+    primary = "accuracy"
+
+    def __init__(self, cfg: FinetuneConfig):
+        self.data, self.options = cfg.data, choice_options(cfg)
+
+    def read(self, split: str) -> list[ChoiceExample]:
+        return reported(read_choices(split_path(self.data, split), self.options))
+
+    def metrics(self, predictions: np.ndarray, dev: list[ChoiceExample]) -> dict[str, float]:
+        return choice_accuracy(predictions, [ex.label for ex in dev])
+
+    def write(self, dev: list[ChoiceExample], predictions: list[int],
+              scores: list[list[float]], out: Path) -> Path:
+        return write_choice_predictions(dev, predictions, scores, out / "predictions.jsonl")
+
+
+def choice_options(cfg: Any) -> ChoiceOptions:
+    """The task's own options, cfg.task_options (the registry's ChoiceOptions; its defaults
+    when None). `cfg` is typed Any: FinetuneConfig declares task_options only once the
+    registry is wired into it."""
+    options = cfg.task_options
+    if options is None:
+        return ChoiceOptions()
+    if not isinstance(options, ChoiceOptions):
+        raise FinetuneError(f"task {cfg.task!r}: its options are ChoiceOptions, not "
+                            f"{type(options).__name__}")
+    return options
+
+
+class ChoiceTask:
+    """The adapter of every multiple-choice task (the protocol is tasks/base.py's)."""
+
+    writes_test_predictions = False  # the dev split's answers only: no test split is read
 
     def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
         self.cfg, self.runtime = cfg, runtime
+        self.preset: Preset = RacePreset(cfg) if cfg.task == "race" else TablePreset(cfg)
+        self.primary = self.preset.primary
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
-        train = reported(read_race(cfg.data, "train")) if training else []
-        self.dev = reported(read_race(cfg.data, "dev"))
+        train = self.preset.read("train") if training else []
+        self.dev = self.preset.read("dev")
         self.train_rows = [self.encode(ex) for ex in train]
         self.train_lengths = [max(map(len, r["input_ids"])) for r in self.train_rows]
         self.dev_rows = [self.encode(ex) for ex in self.dev]
         self.last_predictions: list[int] = []
+        self.last_scores: list[list[float]] = []  # per dev question, a logit per choice
 
-    def encode(self, ex) -> dict:
-        encoded = [self.tokenizer(ex.article, option_text(ex.question, option),
-                                  truncation="only_first", max_length=self.cfg.max_seq_length)
-                   for option in ex.options]
-        row = {k: [e[k] for e in encoded] for k in ("input_ids", "token_type_ids",
-                                                     "attention_mask")}
+    def encode(self, ex: ChoiceExample) -> dict:
+        """A question as lists of C encoded pairs, one per choice, and its label."""
+        encoded = [self._pair(ex.context, choice) for choice in ex.choices]
+        row: dict[str, Any] = {k: [e[k] for e in encoded] for k in ENCODED}
         if ex.label is not None:
             row["labels"] = ex.label
         return row
 
+    def _pair(self, context: str, choice: str) -> dict[str, list]:
+        """(context, choice) in the template, the context cut to fit."""
+        length = self.cfg.max_seq_length
+        try:
+            return self.tokenizer(context, choice, truncation="only_first", max_length=length)
+        except TokenizerError:  # the choice alone does not fit: both are cut, longer first
+            return self.tokenizer(context, choice, truncation="longest_first", max_length=length)
+
     def collate(self, rows: list[dict]) -> dict[str, torch.Tensor]:
-        """(B, C, T) blocks padded to the longest option of the batch."""
-        return pad_for(self.tokenizer, rows)
+        """(B, C, T) blocks padded to the longest choice of the batch, C its most choices. A
+        question with fewer is filled up with copies of its first choice (real tokens: a
+        block of padding alone would leave attention nothing to attend to) that choice_mask
+        (B, C) marks 0; a batch of questions with C choices each has no mask."""
+        most = max(len(r["input_ids"]) for r in rows)
+        if all(len(r["input_ids"]) == most for r in rows):
+            return pad_for(self.tokenizer, rows)
+        filled = [{k: v + v[:1] * (most - len(v)) if k in ENCODED else v for k, v in r.items()}
+                  for r in rows]
+        batch = pad_for(self.tokenizer, filled)
+        batch["choice_mask"] = torch.tensor([[j < len(r["input_ids"]) for j in range(most)]
+                                             for r in rows])  # (B, C) bool
+        return batch
 
     def build_model(self) -> EncoderForMultipleChoice:
         return EncoderForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
 
     def evaluate(self, model, out: Path) -> dict[str, float]:
-        """Accuracy on dev (the batches shared by the ranks); the answers kept for the
-        predictions file."""
-        predictions = np.zeros(len(self.dev_rows), dtype=np.int64)
-        lengths = [max(map(len, r["input_ids"])) for r in self.dev_rows]
-        batches = length_batches(lengths, max(1, self.cfg.eval_batch_size // 4), None)
+        """The preset's metrics on dev (the batches shared by the ranks); the answers and
+        scores kept for the predictions file."""
+        rows = self.dev_rows
+        most = max((len(r["input_ids"]) for r in rows), default=1)
+        lengths = [max(map(len, r["input_ids"])) for r in rows]
+        # eval_batch_size counts encoded pairs: this many questions of the most choices
+        batches = length_batches(lengths, max(1, self.cfg.eval_batch_size // most), None)
 
         def collate(ids):
-            return self.collate([{k: v for k, v in self.dev_rows[i].items() if k != "labels"}
+            return self.collate([{k: v for k, v in rows[i].items() if k != "labels"}
                                  for i in ids])
 
         outputs = self.runtime.evaluate_batches(model, batches, collate, lambda o: [o.logits])
-        for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, 4) float32
+        predictions = np.zeros(len(rows), dtype=np.int64)
+        scores: list[list[float]] = [[] for _ in rows]
+        for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, C) float32
             predictions[ids] = logits.argmax(-1)
-        self.last_predictions = predictions.tolist()
-        return race_accuracy(predictions, [ex.label for ex in self.dev],
-                             [ex.level for ex in self.dev])
+            for i, row in zip(ids.tolist(), logits, strict=True):
+                scores[i] = row[:len(rows[i]["input_ids"])].tolist()  # its own choices
+        self.last_predictions, self.last_scores = predictions.tolist(), scores
+        return self.preset.metrics(predictions, self.dev)
 
     def score(self, metrics: dict[str, float]) -> float:
-        return metrics["all"]
+        return metrics[self.primary]
 
     def save(self, model, directory: Path) -> None:
         model.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
         self.write_predictions(model, directory.parent)
 
-    writes_test_predictions = False  # RACE's test split is not read here
-
     def write_predictions(self, model, out: Path, dev: bool = True) -> list[Path]:
-        """With dev, OUT/predictions.json: the last evaluation's answer to each dev question
-        (RACE has no test split here)."""
+        """With dev, the last evaluation's answer to each dev question, in the preset's file
+        under `out` (no test split is read)."""
         if not dev or not self.runtime.is_main:
             return []
-        return [write_race_predictions(self.dev, self.last_predictions,
-                                       Path(out) / "predictions.json")]
+        return [self.preset.write(self.dev, self.last_predictions, self.last_scores, Path(out))]
+
+
+# finetune.ADAPTERS names RACE's adapter by this name until the registry (TASKS) replaces it.
+RaceTask = ChoiceTask

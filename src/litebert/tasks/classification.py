@@ -48,13 +48,13 @@ from litebert.tasks.examples import (
 FORMATS = ("auto", "csv", "tsv", "jsonl", "parquet", "arrow")
 _COLUMNAR = ("parquet", "arrow")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
-_ID_COLUMNS = ("guid", "id", "idx", "index")
+ID_COLUMNS = ("guid", "id", "idx", "index")
 # is_regression: numeric labels with more distinct values than this read as scores; fewer
 # read as classes (0/1, 1-5 stars). Override with is_regression(..., regression=True/False).
 REGRESSION_MIN_VALUES = 10
 
 
-def _format(path: Path, fmt: str) -> str:
+def table_format(path: Path, fmt: str) -> str:
     if fmt not in FORMATS:
         raise TaskDataError(f"unknown table format {fmt!r}; choose from {FORMATS}")
     if fmt != "auto":
@@ -85,20 +85,12 @@ def stream_table(path: str | Path, *, text_a: str = "sentence", text_b: str | No
     path = Path(path)
     report = ReadReport(str(path))
     names = {"text_a": text_a, "text_b": text_b, "label": label}
-    table = _table(path, fmt)
+    table = columnar_table(path, fmt)
     if table is not None:
         return _column_examples(table, names, report), report
-    kind = _format(path, fmt)
+    kind = table_format(path, fmt)
     require_file(path, "table")
-    if kind == "jsonl":
-        records = _jsonl_records(path, report)
-        first = next(records, None)
-        if first is None:
-            raise TaskDataError(f"{path}: no JSON records ({report.skipped} lines skipped)")
-        columns = list(first[1])  # the first record stands for the header
-        records = itertools.chain([first], records)
-    else:
-        columns, records = _table_records(path, report, "," if kind == "csv" else "\t")
+    columns, records = text_records(path, kind, report)
     _require_columns(path, names, columns)
 
     def examples() -> Iterator[TextExample]:
@@ -112,6 +104,20 @@ def stream_table(path: str | Path, *, text_a: str = "sentence", text_b: str | No
     return examples(), report
 
 
+def text_records(path: Path, kind: str, report: ReadReport
+                 ) -> tuple[list[str], Iterator[tuple[int, dict]]]:
+    """The columns of a "csv", "tsv" or "jsonl" file (its header; the first JSON record
+    stands for the header of JSON lines) and its records as (line, dict); an empty file is a
+    TaskDataError."""
+    if kind != "jsonl":
+        return _table_records(path, report, "," if kind == "csv" else "\t")
+    records = _jsonl_records(path, report)
+    first = next(records, None)
+    if first is None:
+        raise TaskDataError(f"{path}: no JSON records ({report.skipped} lines skipped)")
+    return list(first[1]), itertools.chain([first], records)
+
+
 def _require_columns(path: str | Path, names: dict[str, str | None], columns: list[str]) -> None:
     for role, name in names.items():
         if name is not None and name not in columns:
@@ -119,7 +125,7 @@ def _require_columns(path: str | Path, names: dict[str, str | None], columns: li
                                 f"the columns are {columns}")
 
 
-def _table(path: Path, fmt: str) -> Table | None:
+def columnar_table(path: Path, fmt: str) -> Table | None:
     """`path` opened as columns when it is (or `fmt` says it is) Parquet or Arrow, else None."""
     try:
         if fmt in _COLUMNAR:
@@ -137,7 +143,7 @@ def _column_examples(table: Table, names: dict[str, str | None],
     columns = table.schema.names
     _require_columns(table.path, names, columns)
     wanted = [n for n in names.values() if n is not None]
-    wanted += [n for n in _ID_COLUMNS if n in columns and n not in wanted]
+    wanted += [n for n in ID_COLUMNS if n in columns and n not in wanted]
     try:
         for name in wanted:
             check_column(table, name, "a column read", text=False)
@@ -210,7 +216,7 @@ def _jsonl_records(path: Path, report: ReadReport) -> Iterator[tuple[int, dict]]
             yield lineno, record
 
 
-def _text(value) -> str | None:
+def cell_text(value) -> str | None:
     """A cell or JSON value as label/text; None for what cannot be one (null, list, object)."""
     if isinstance(value, str):
         return value.strip()
@@ -231,7 +237,7 @@ def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
         if name not in record:
             report.note("missing_fields", where, f"no field {name!r}")
             return None
-        value = _text(record[name])
+        value = cell_text(record[name])
         if not value:
             what = "empty" if value == "" or record[name] is None else "not text"
             report.note("missing_fields", where, f"{name!r} is {what}")
@@ -240,7 +246,7 @@ def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
     text_a = values["text_a"]
     if text_a is None:  # read_table's text_a is a str; None here is a caller's mistake
         raise TaskDataError(f"{where}: no text_a column was named")
-    ids = (text for n in _ID_COLUMNS if n in record and (text := _text(record[n])))
+    ids = (text for n in ID_COLUMNS if n in record and (text := cell_text(record[n])))
     return TextExample(next(ids, guid), text_a, values["text_b"], values["label"])
 
 

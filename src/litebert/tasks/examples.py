@@ -52,6 +52,19 @@ class RaceExample:
     level: str  # "middle" or "high"
 
 
+@dataclass
+class ChoiceExample:
+    """One multiple-choice question as the choice task encodes it: each choice is the pair
+    (context, choices[i]). `label` indexes `choices`; `level` is RACE's ("middle", "high"),
+    None elsewhere."""
+
+    guid: str  # the file's id column, else "file:line" ("file:row" in a columnar table)
+    context: str
+    choices: list[str]  # SWAG's start + " " + ending; RACE's question with the option
+    label: int | None
+    level: str | None = None
+
+
 class ReadReport(InputReport):
     """What one task read saw: examples kept, and every row (or file) skipped, by kind."""
 
@@ -65,6 +78,7 @@ class ReadReport(InputReport):
         "unreadable_files": Kind(SKIPPED, "unreadable files"),
         "bad_files": Kind(SKIPPED, "files whose fields do not fit together (RACE)"),
         "bad_questions": Kind(SKIPPED, "questions with bad options or answer (RACE)"),
+        "bad_endings": Kind(SKIPPED, "rows with the wrong number of endings, or one not text"),
     }
     unit: ClassVar[str] = "examples"
 

@@ -31,7 +31,8 @@ SQuAD v2.0 as reported (`squad_v2_official`): the official evaluate-v2.0.py's ru
 arithmetic as they are, without the choices above, so that the v2 figures in results.json
 are exactly what the script prints for the prediction files written beside them.
 
-RACE (`race_accuracy`): accuracy on the middle-school, high-school and all questions.
+RACE (`race_accuracy`): accuracy on the middle-school, high-school and all questions; other
+multiple choice (`choice_accuracy`): accuracy.
 """
 
 from __future__ import annotations
@@ -477,3 +478,10 @@ def race_accuracy(predictions: Any, labels: Any, levels: Sequence[str]) -> dict[
            for name in RACE_LEVELS if np.any(level == name)}
     out["all"] = float(np.mean(correct))
     return out
+
+
+def choice_accuracy(predictions: Any, labels: Any) -> dict[str, float]:
+    """{"accuracy": the share of questions whose predicted choice is the gold one}.
+    Predictions are choice indices, or per-choice scores of shape (n, choices)."""
+    pred, gold = _paired_arrays(predictions, labels, regression=False)
+    return {"accuracy": float(np.mean(pred == gold))}

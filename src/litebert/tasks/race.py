@@ -1,4 +1,6 @@
-"""RACE: reading comprehension from English exams, as distributed -> RaceExamples.
+"""RACE: reading comprehension from English exams, as distributed -> RaceExamples, and those
+as the multiple-choice task's rows (`race_choices`: the article and, per option, the
+question with the option written into its blank, `option_text`).
 
 Layout: `{data_dir}/{train,dev,test}/{middle,high}/*.txt`, each file one JSON object
     {"article": str, "questions": [str], "options": [[4 str]], "answers": ["A".."D"],
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from litebert.files import InputFileError, atomic_write, read_text
-from litebert.tasks.examples import RaceExample, ReadReport, TaskDataError
+from litebert.tasks.examples import ChoiceExample, RaceExample, ReadReport, TaskDataError
 
 SPLITS = ("train", "dev", "test")
 LEVELS = ("middle", "high")
@@ -124,8 +127,21 @@ def _check_question(question, options, answer) -> str | None:
     return None
 
 
-def write_race_predictions(examples: list[RaceExample], predictions: list[int],
-                           path: Path) -> Path:
+def option_text(question: str, option: str) -> str:
+    """As the official ALBERT code: a question with a blank ("_") gets the option written into
+    the blank; otherwise the option follows the question."""
+    return question.replace("_", option) if "_" in question else f"{question} {option}"
+
+
+def race_choices(examples: list[RaceExample]) -> list[ChoiceExample]:
+    """RACE's questions as multiple-choice rows: the article as the context, one choice per
+    option (option_text), the level kept for the metric."""
+    return [ChoiceExample(ex.guid, ex.article, [option_text(ex.question, o) for o in ex.options],
+                          ex.label, ex.level) for ex in examples]
+
+
+def write_race_predictions(examples: Sequence[RaceExample | ChoiceExample],
+                           predictions: list[int], path: Path) -> Path:
     """Write {guid: "A".."D"} as JSON, one prediction (an option index) per example."""
     if len(examples) != len(predictions):
         raise TaskDataError(f"{len(predictions)} predictions for {len(examples)} examples")

@@ -85,6 +85,26 @@ class SquadOptions:
             raise ValueError(f"qa_head={self.qa_head!r}: choose {', '.join(QA_HEADS)}")
 
 
+@dataclass
+class ChoiceOptions:
+    """the columns of a multiple-choice table (SWAG's names by default)"""
+
+    context_column: str = option("sent1", "the column of the context, each choice's first "
+                                          "text (cut first when a pair is too long)")
+    start_column: str | None = option(
+        "sent2", "the column of the start that each ending continues: a choice's second text "
+                 "is start + ' ' + ending; '' for none (the ending alone)")
+    ending_prefix: str = option("ending", "the endings are the columns PREFIX0, PREFIX1, ...: "
+                                          "that many choices in every row")
+    endings_column: str = option(
+        "endings", "without PREFIX0: the column holding each row's list of endings (JSON lines, "
+                   "Parquet, saved datasets); rows may differ in their number")
+    label_column: str = option("label", "the column of the right ending's index, 0 to N-1")
+    num_choices: int | None = option(
+        None, "the number of endings each row's list must hold (rows with another are skipped)",
+        shown="any number from 2")
+
+
 # ---- the registry -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -107,11 +127,21 @@ def _glue(lr: float, batch_size: int, dropout: float, max_steps: int, warmup_ste
 
 
 _SQUAD = "litebert.tasks.qa:SquadTask"
+_CHOICE = "litebert.tasks.choice:ChoiceTask"
+# BERT's SWAG fine-tuning (Devlin et al. 2019, Section 4.4): "3 epochs with a learning rate of
+# 2e-5 and a batch size of 16". As steps: 3 epochs of SWAG's 73,546 training questions, each
+# epoch ceil(73,546 / 16) batches (the loop's last batch of an epoch is a short one). Dropout
+# 0.1 was "always kept" in fine-tuning (Appendix A.3). The paper gives no fine-tuning warm-up:
+# 10% of the steps is the official BERT code's warmup_proportion (run_classifier.py). Not in
+# the paper either: 128 tokens, ample for a SWAG pair (a caption and the start of the next).
+_SWAG_STEPS = 3 * -(-73_546 // 16)
+_SWAG = TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1, max_steps=_SWAG_STEPS,
+                   warmup_steps=_SWAG_STEPS // 10, max_seq_length=128)
 # Not in the paper: the generic tables get a short, safe schedule.
 _GENERIC = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0, max_steps=1000, warmup_steps=100,
                       max_seq_length=128)
 
-TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14
+TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14 (choice: BERT's SWAG, above)
     "cola": _glue(1e-5, 16, 0.0, 5336, 320, "CoLA: acceptability, Matthews correlation"),
     "stsb": _glue(2e-5, 16, 0.0, 3598, 214, "STS-B: similarity, Pearson/Spearman"),
     "sst2": _glue(1e-5, 32, 0.0, 20935, 1256, "SST-2: sentiment, accuracy"),
@@ -127,14 +157,16 @@ TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14
     "squad2": TaskSpec(_SQUAD, TaskRecipe(lr=3e-5, batch_size=48, dropout=0.0, max_steps=8144,
                                           warmup_steps=814),
                        SquadOptions, "SQuAD 2.0: extractive QA with unanswerable questions"),
-    "race": TaskSpec("litebert.tasks.choice:RaceTask",
-                     TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1, max_steps=12000,
-                                warmup_steps=1000),
+    "race": TaskSpec(_CHOICE, TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1, max_steps=12000,
+                                         warmup_steps=1000),
                      None, "RACE: reading comprehension, 4 options, accuracy"),
     "classification": TaskSpec("litebert.tasks.sequence:SequenceTask", _GENERIC, TableOptions,
                                "your table of texts and labels: accuracy, F1"),
     "regression": TaskSpec("litebert.tasks.sequence:SequenceTask", _GENERIC, TableOptions,
                            "your table of texts and numbers: Pearson/Spearman"),
+    "choice": TaskSpec(_CHOICE, _SWAG, ChoiceOptions,
+                       "multiple choice, SWAG's columns or your own (any number of endings): "
+                       "accuracy"),
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
