@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import operator
 import os
 import subprocess
 import sys
@@ -22,11 +21,11 @@ import transformers
 from safetensors.torch import load_file
 
 import litebert
+from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.choice import ChoiceTask, RacePreset
 from litebert.tasks.choice_data import read_choices, split_path, write_choice_predictions
 from litebert.tasks.examples import ChoiceExample, TaskDataError
-from litebert.tasks.finetune import ADAPTERS, FinetuneConfig, adapter_for, evaluate_model, finetune
-from litebert.tasks.finetune_options import RECIPES
+from litebert.tasks.finetune import adapter_for, evaluate_model, finetune
 from litebert.tasks.race import option_text, race_choices, read_race
 from litebert.tasks.registry import TASKS, ChoiceOptions
 from tests.conftest import small_config
@@ -38,26 +37,8 @@ SWAG_HEADER = ["video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-so
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# ---- until FinetuneConfig takes its tasks from tasks/registry.py (being wired in) ----------
-# FinetuneConfig knows only the tasks of finetune_options.RECIPES and finetune.ADAPTERS, and
-# has no task_options yet: wire_choice puts `choice` in both, choice_config sets
-# cfg.task_options as the wiring will. Delete both, and build FinetuneConfig(task="choice",
-# ...) directly, once the wiring lands.
-
-def wire_choice(setitem) -> None:
-    setitem(RECIPES, "choice", TASKS["choice"].recipe)
-    setitem(ADAPTERS, "choice", TASKS["choice"].adapter)
-
-
 def choice_config(options: ChoiceOptions | None = None, **fields) -> FinetuneConfig:
-    cfg = FinetuneConfig(task="choice", **fields)
-    cfg.task_options = options or ChoiceOptions()
-    return cfg
-
-
-@pytest.fixture
-def wired(monkeypatch):
-    wire_choice(monkeypatch.setitem)
+    return finetune_config(task="choice", task_options=options, **fields)
 
 
 # ---- data ---------------------------------------------------------------------------------
@@ -268,7 +249,7 @@ SCHEDULE = dict(lr=1e-3, batch_size=4, max_steps=12, warmup_steps=1, eval_every=
                 max_seq_length=48)
 
 
-def test_swag_with_roberta_in_bf16_and_evaluate(hf_model_dir, wired, tmp_path):
+def test_swag_with_roberta_in_bf16_and_evaluate(hf_model_dir, tmp_path):
     """A byte-level BPE model (RoBERTa's template, <s> A </s></s> B </s>) on SWAG's CSV
     files, autocast to bf16 on the CPU; `litebert evaluate` writes the same answers."""
     model, data = hf_model_dir("roberta"), swag_dir(tmp_path / "swag")
@@ -295,7 +276,7 @@ def listed_dir(root: Path) -> Path:
     return root
 
 
-def test_xlnet_batches_are_left_padded_and_masked(hf_model_dir, wired, tmp_path):
+def test_xlnet_batches_are_left_padded_and_masked(hf_model_dir, tmp_path):
     cfg = choice_config(NO_START, data=str(listed_dir(tmp_path)), model=str(hf_model_dir("xlnet")),
                         out=str(tmp_path / "o"), max_seq_length=48)
     task = adapter_for(cfg)
@@ -311,22 +292,21 @@ def test_xlnet_batches_are_left_padded_and_masked(hf_model_dir, wired, tmp_path)
     assert "choice_mask" not in task.collate(alike)
 
 
-def run_choice(config: dict) -> None:
-    """finetune of --task choice from a JSON config: the torchrun processes' entry point."""
-    wire_choice(operator.setitem)
-    options = ChoiceOptions(**config.pop("options"))
-    finetune(choice_config(options, **config))
+def cli_options(config: dict) -> list[str]:
+    """A config's fields as `litebert finetune` options."""
+    return [arg for key, value in config.items()
+            for arg in (f"--{key.replace('_', '-')}", str(value))]
 
 
-def test_two_processes_fine_tune_xlnet_as_one(hf_model_dir, wired, tmp_path):
+def test_two_processes_fine_tune_xlnet_as_one(hf_model_dir, tmp_path):
     """Questions of 2-4 choices (padded, masked) through XLNet (left padding) in two gloo
     processes: one process's weights, metrics and predictions."""
     config = dict(data=str(listed_dir(tmp_path / "data")), model=str(hf_model_dir("xlnet")),
                   **SCHEDULE)
-    run_choice({**config, "out": str(tmp_path / "one"), "options": {"start_column": ""}})
+    finetune(choice_config(NO_START, **config, out=str(tmp_path / "one")))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "tests.tasks.test_choice",
-           json.dumps({**config, "out": str(tmp_path / "two"), "options": {"start_column": ""}})]
+           "2", "-m", "litebert.cli", "finetune", "--task", "choice", "--start-column", "",
+           *cli_options({**config, "out": str(tmp_path / "two")})]
     run = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-6000:]
@@ -350,7 +330,3 @@ def test_two_processes_fine_tune_xlnet_as_one(hf_model_dir, wired, tmp_path):
                      for name, value in weights[0].items() if name != noise)
     print(f"largest weight difference {difference:.2e}")
     assert difference <= 1e-5
-
-
-if __name__ == "__main__":  # under torchrun: test_two_processes_fine_tune_xlnet_as_one
-    run_choice(json.loads(sys.argv[1]))

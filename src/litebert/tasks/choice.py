@@ -24,13 +24,12 @@ import numpy as np
 import torch
 
 from litebert.model import EncoderForMultipleChoice
-from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
+from litebert.tasks.base import FinetuneConfig, model_overrides, reported
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.choice_data import read_choices, split_path, write_choice_predictions
 from litebert.tasks.examples import ChoiceExample
 from litebert.tasks.metrics import choice_accuracy, race_accuracy
 from litebert.tasks.race import race_choices, read_race, write_race_predictions
-from litebert.tasks.registry import ChoiceOptions
 from litebert.tasks.runtime import Runtime
 from litebert.tokenization import Tokenizer, TokenizerError
 
@@ -78,7 +77,7 @@ class TablePreset:
     primary = "accuracy"
 
     def __init__(self, cfg: FinetuneConfig):
-        self.data, self.options = cfg.data, choice_options(cfg)
+        self.data, self.options = cfg.data, cfg.task_options
 
     def read(self, split: str) -> list[ChoiceExample]:
         return reported(read_choices(split_path(self.data, split), self.options))
@@ -89,19 +88,6 @@ class TablePreset:
     def write(self, dev: list[ChoiceExample], predictions: list[int],
               scores: list[list[float]], out: Path) -> Path:
         return write_choice_predictions(dev, predictions, scores, out / "predictions.jsonl")
-
-
-def choice_options(cfg: Any) -> ChoiceOptions:
-    """The task's own options, cfg.task_options (the registry's ChoiceOptions; its defaults
-    when None). `cfg` is typed Any: FinetuneConfig declares task_options only once the
-    registry is wired into it."""
-    options = cfg.task_options
-    if options is None:
-        return ChoiceOptions()
-    if not isinstance(options, ChoiceOptions):
-        raise FinetuneError(f"task {cfg.task!r}: its options are ChoiceOptions, not "
-                            f"{type(options).__name__}")
-    return options
 
 
 class ChoiceTask:
@@ -193,7 +179,3 @@ class ChoiceTask:
         if not dev or not self.runtime.is_main:
             return []
         return [self.preset.write(self.dev, self.last_predictions, self.last_scores, Path(out))]
-
-
-# finetune.ADAPTERS names RACE's adapter by this name until the registry (TASKS) replaces it.
-RaceTask = ChoiceTask

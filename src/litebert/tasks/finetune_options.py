@@ -160,11 +160,15 @@ def add_finetune_options(parser: argparse.ArgumentParser,
 
 def add_task_option_groups(parser: argparse.ArgumentParser) -> None:
     """One --help group per options class of tasks/registry.py, titled with the tasks that
-    take its fields; a field two classes declare is added once (the first class's)."""
+    take its fields. A field two classes declare is one option (argparse takes a flag once):
+    its help is the first class's, and the later group names it with its own default."""
     added: set[str] = set()
     for cls, tasks in option_classes().items():
         doc = (cls.__doc__ or "").strip().splitlines()[0]
-        group = parser.add_argument_group(f"{task_list(tasks)}: {doc}")
+        shared = [f for f in own_fields(cls) if f.name in added]
+        also = "also " + ", ".join(f"--{f.name.replace('_', '-')} (default here: "
+                                     f"{f.default})" for f in shared) if shared else None
+        group = parser.add_argument_group(f"{task_list(tasks)}: {doc}", also)
         fresh = [f.name for f in own_fields(cls) if f.name not in added]
         added.update(add_options(group, cls, only=fresh))
 
