@@ -9,6 +9,7 @@ the two-process run of test_two_processes_fine_tune_as_one."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import logging
 import math
@@ -230,8 +231,6 @@ def test_every_format_reads_the_same_sentences(tmp_path):
 
 
 def test_a_chosen_tag_column_and_compressed_files(tmp_path):
-    import gzip
-
     text = "-DOCSTART- X O\n\nAnna B-PER NN\nsat O VB\n"
     (tmp_path / "train.txt.gz").write_bytes(gzip.compress(text.encode()))
     (tmp_path / "dev.txt").write_text(text)
