@@ -239,7 +239,16 @@ class EncoderForSequenceClassification(_Classifier):
 
 
 class EncoderForTokenClassification(_Classifier):
-    """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored."""
+    """Every position -> num_labels logits (B, T, num_labels); -100 labels ignored.
+
+    The loss is transformers': the mean over the batch's labelled tokens. `row_loss_tokens`
+    = c (not saved; fine-tuning's token tasks set it to the mean labelled tokens per
+    training row) makes it the sum over labelled tokens / (c * rows): every token still
+    weighs the same, but each row's part stands alone, so torchrun's ranks, whose mean
+    losses the loop weights by their rows (tasks/runtime.py), add up to one process's loss
+    (a mean over tokens would weigh a rank's tokens by its rows instead)."""
+
+    row_loss_tokens: float | None = None
 
     def __init__(self, config: ModelConfig):
         super().__init__(config, "tokens", config.num_labels)
@@ -250,8 +259,12 @@ class EncoderForTokenClassification(_Classifier):
         out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.classifier_logits(out, attention_mask)  # (B, T, num_labels)
         loss = None
-        if labels is not None:
+        if labels is not None and self.row_loss_tokens is None:
             loss = F.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        elif labels is not None:  # a row without a label adds 0, never NaN
+            total = F.cross_entropy(logits.view(-1, self.num_labels).float(), labels.view(-1),
+                                    reduction="sum")
+            loss = total / (labels.size(0) * self.row_loss_tokens)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 

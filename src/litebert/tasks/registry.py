@@ -105,6 +105,33 @@ class ChoiceOptions:
         shown="any number from 2")
 
 
+@dataclass
+class TokenOptions:
+    """word-level tags (token classification): where the words and tags are, and scoring"""
+
+    tag_column: int | None = option(
+        None, "CoNLL files: the 0-based column of the tag (negative counts from the end; "
+              "column 0 is the word)", shown="the last")
+    tokens_column: str = option("tokens", "tables: the column of each sentence's words "
+                                          "(a list of strings)")
+    tags_column: str = option("ner_tags", "tables: the column of each sentence's tags (a list "
+                                          "of strings, or of integers with names)")
+    label_names: str | None = option(
+        None, "the names of integer tags in id order, comma-separated (O,B-PER,I-PER,...), "
+              "for a table whose features do not name them",
+        shown="the table's features (datasets' ClassLabel), else the tags as written")
+    label_scheme: str = option(
+        "auto", "the tagging scheme strict scoring follows: IOB1, IOB2 (BIO) or BIOES; auto "
+                "reads it off the tags (BIOES with S-/E- tags, IOB1 where an entity starts "
+                "with I-, else IOB2)", choices=("auto", "IOB1", "IOB2", "BIOES"))
+    strict: bool = option(False, "score entities as seqeval's strict mode (only the "
+                                 "scheme's transitions make entities), not conlleval's")
+    word_stride: int | None = option(
+        None, "sentences longer than a window: the most word pieces consecutive windows "
+              "share (every word is scored once, in the window where it is most central)",
+        shown="a quarter of the window")
+
+
 # ---- the registry -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -141,7 +168,18 @@ _SWAG = TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1, max_steps=_SWAG_STEPS,
 _GENERIC = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0, max_steps=1000, warmup_steps=100,
                       max_seq_length=128)
 
-TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14 (choice: BERT's SWAG, above)
+# BERT on CoNLL-2003 (Devlin et al. 2019, Section 5.3: the first piece of each word is
+# tagged; Appendix A.3: fine-tuning takes batch 16 or 32, lr 5e-5, 3e-5 or 2e-5, 2 to 4 epochs,
+# dropout 0.1; the paper names no per-task pick for NER). Here batch 32, lr 5e-5 and 3 epochs
+# of CoNLL-2003's 14,041 training sentences: 3 * ceil(14041 / 32) = 3 * 439 = 1317 steps,
+# warm-up over 10% of them (the released BERT code's warmup_proportion; the paper gives none).
+CONLL2003_TRAIN_SENTENCES = 14041
+_NER_STEPS = 3 * -(-CONLL2003_TRAIN_SENTENCES // 32)
+_TOKENS = "litebert.tasks.tokens:TokenTask"
+_NER = TaskRecipe(lr=5e-5, batch_size=32, dropout=0.1, max_steps=_NER_STEPS,
+                  warmup_steps=_NER_STEPS // 10, max_seq_length=128)
+
+TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14 (choice, ner: BERT's, above)
     "cola": _glue(1e-5, 16, 0.0, 5336, 320, "CoLA: acceptability, Matthews correlation"),
     "stsb": _glue(2e-5, 16, 0.0, 3598, 214, "STS-B: similarity, Pearson/Spearman"),
     "sst2": _glue(1e-5, 32, 0.0, 20935, 1256, "SST-2: sentiment, accuracy"),
@@ -167,6 +205,11 @@ TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14 (choice: BERT's SWA
     "choice": TaskSpec(_CHOICE, _SWAG, ChoiceOptions,
                        "multiple choice, SWAG's columns or your own (any number of endings): "
                        "accuracy"),
+    "ner": TaskSpec(_TOKENS, _NER, TokenOptions,
+                    "named entities (CoNLL-2003): entity F1 as conlleval scores it"),
+    "tokens": TaskSpec(_TOKENS, _GENERIC, TokenOptions,
+                       "your words with tags (CoNLL files or tables): entity F1 when the "
+                       "tags are B-/I-/E-/S- entities, else token accuracy"),
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 
