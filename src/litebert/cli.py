@@ -22,7 +22,7 @@ COMMAND_GROUPS = (
     (add_tool_commands, ("params", "smoke", "tokenizer", "corpus", "model")),
     (add_data_commands, ("data",)),
     (add_train_commands, ("pretrain", "eval-pretraining", "recipes", "export", "plot", "demo")),
-    (add_task_commands, ("finetune", "evaluate", "task-data")),
+    (add_task_commands, ("finetune", "evaluate", "embed", "task-data")),
     (add_study_commands, ("study",)),
 )
 

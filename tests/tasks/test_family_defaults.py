@@ -80,6 +80,21 @@ def test_each_family_brings_its_defaults(tmp_path, kind, task):
     assert source in cfg.family_defaults["source"]
 
 
+@pytest.mark.parametrize("kind", ["electra", "roberta", "xlnet"])
+def test_sentence_embeddings_take_their_recipe_in_every_family(tmp_path, kind):
+    """No family's paper trains sentence embeddings: ELECTRA's lr 1e-4 with layer decay or
+    RoBERTa's 6% warm-up would replace sentence-transformers' settings for no reason."""
+    write(kind, tmp_path)
+    cfg = config_for(tmp_path, "embedding")
+    recipe = TASKS["embedding"].recipe
+    assert (cfg.lr, cfg.warmup_steps, cfg.dropout) == (recipe.lr, recipe.warmup_steps,
+                                                      recipe.dropout)
+    assert cfg.layer_decay == 1.0 and cfg.family_defaults["values"] == {
+        "weight_decay": 0.01, "layer_decay": 1.0, "layer_decay_rule": "head-to-embeddings",
+        "adam_beta2": 0.999, "adam_epsilon": 1e-6}
+    assert cfg.family_defaults["source"] == "the task's recipe, the same for every family"
+
+
 def test_the_task_budget_stays_the_recipes_for_every_family(tmp_path):
     for kind in ("albert", "bert", "electra", "roberta"):
         write(kind, tmp_path / kind)

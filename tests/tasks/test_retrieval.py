@@ -148,6 +148,8 @@ def test_read_beir(tmp_path):
     assert data.queries == {"q1": "what"}
     assert data.qrels == {"q1": {"d1": 2, "d2": 0}}
     assert data.unknown_qrels == 2
+    assert data.first_unknown == f"{tmp_path / 'qrels' / 'test.tsv'}:4: document 'zz' is not " \
+                                 "in corpus.jsonl"
 
 
 @pytest.mark.parametrize(("files", "message"), [

@@ -30,7 +30,7 @@ import csv
 import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from litebert.files import open_bytes, strip_compression
@@ -54,6 +54,10 @@ ID_COLUMNS = ("guid", "id", "idx", "index")
 REGRESSION_MIN_VALUES = 10
 
 
+class MissingColumnError(TaskDataError):
+    """A table without a column asked for (the message names the columns it has)."""
+
+
 def table_format(path: Path, fmt: str) -> str:
     if fmt not in FORMATS:
         raise TaskDataError(f"unknown table format {fmt!r}; choose from {FORMATS}")
@@ -68,30 +72,33 @@ def table_format(path: Path, fmt: str) -> str:
 
 
 def read_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None = None,
-               label: str | None = "label",
-               fmt: str = "auto") -> tuple[list[TextExample], ReadReport]:
+               label: str | None = "label", fmt: str = "auto",
+               roles: Mapping[str, str] | None = None) -> tuple[list[TextExample], ReadReport]:
     """The examples of one CSV / TSV / JSON-lines / Parquet file or saved dataset folder, and
     a report of what was skipped."""
-    examples, report = stream_table(path, text_a=text_a, text_b=text_b, label=label, fmt=fmt)
+    examples, report = stream_table(path, text_a=text_a, text_b=text_b, label=label, fmt=fmt,
+                                    roles=roles)
     return list(examples), report
 
 
 def stream_table(path: str | Path, *, text_a: str = "sentence", text_b: str | None = None,
-                 label: str | None = "label",
-                 fmt: str = "auto") -> tuple[Iterator[TextExample], ReadReport]:
+                 label: str | None = "label", fmt: str = "auto",
+                 roles: Mapping[str, str] | None = None
+                 ) -> tuple[Iterator[TextExample], ReadReport]:
     """read_table's examples one at a time (flat memory for a table of any length): what is
     wrong with the whole file (no such file or column) raises here, at once; the report fills
-    in as the examples are drawn."""
+    in as the examples are drawn. `roles` names text_a, text_b and label in those messages
+    as the caller's options do (e.g. {"text_a": "the anchor column"})."""
     path = Path(path)
     report = ReadReport(str(path))
     names = {"text_a": text_a, "text_b": text_b, "label": label}
     table = columnar_table(path, fmt)
     if table is not None:
-        return _column_examples(table, names, report), report
+        return _column_examples(table, names, report, roles), report
     kind = table_format(path, fmt)
     require_file(path, "table")
     columns, records = text_records(path, kind, report)
-    _require_columns(path, names, columns)
+    _require_columns(path, names, columns, roles)
 
     def examples() -> Iterator[TextExample]:
         for lineno, record in records:
@@ -118,10 +125,12 @@ def text_records(path: Path, kind: str, report: ReadReport
     return list(first[1]), itertools.chain([first], records)
 
 
-def _require_columns(path: str | Path, names: dict[str, str | None], columns: list[str]) -> None:
+def _require_columns(path: str | Path, names: dict[str, str | None], columns: list[str],
+                     roles: Mapping[str, str] | None = None) -> None:
     for role, name in names.items():
         if name is not None and name not in columns:
-            raise TaskDataError(f"{path}: no column {name!r} (asked for as {role}); "
+            asked = (roles or {}).get(role, role)
+            raise MissingColumnError(f"{path}: no column {name!r} (asked for as {asked}); "
                                 f"the columns are {columns}")
 
 
@@ -137,11 +146,11 @@ def columnar_table(path: Path, fmt: str) -> Table | None:
         raise TaskDataError(str(err)) from None
 
 
-def _column_examples(table: Table, names: dict[str, str | None],
-                     report: ReadReport) -> Iterator[TextExample]:
+def _column_examples(table: Table, names: dict[str, str | None], report: ReadReport,
+                     roles: Mapping[str, str] | None = None) -> Iterator[TextExample]:
     """The examples of a columnar table; its columns are checked before this returns."""
     columns = table.schema.names
-    _require_columns(table.path, names, columns)
+    _require_columns(table.path, names, columns, roles)
     wanted = [n for n in names.values() if n is not None]
     wanted += [n for n in ID_COLUMNS if n in columns and n not in wanted]
     try:

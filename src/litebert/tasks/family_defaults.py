@@ -27,13 +27,15 @@ from pathlib import Path
 
 from litebert.config import ModelConfig
 from litebert.model.hub import read_config
+from litebert.tasks.registry import TASKS
 
 
 @dataclasses.dataclass(frozen=True)
 class FinetuneDefaults:
     """A family's fine-tuning settings for one task, as its paper gives them.
 
-    None: the task recipe's (litebert.tasks.finetune_options.RECIPES, ALBERT's Table 14).
+    None: the task recipe's (litebert.tasks.registry's TASKS; ALBERT's Table 14 where it has
+    the task).
     The recipe always sets the batch size, the number of steps and the sequence length: a
     paper's epochs are a count over its own data at its own batch size, and the recipe's
     budget, the same for every family, keeps runs of all families comparable.
@@ -73,10 +75,10 @@ def albert_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
 # per task on dev from {5e-5, 4e-5, 3e-5, 2e-5}. A default cannot pick on dev: it takes 2e-5,
 # the grid's safe end, since most GLUE recipes are small data sets (RTE, MRPC, CoLA, STS-B,
 # WNLI) where the paper found BERT-Large's fine-tuning unstable. SQuAD 1.1 and 2.0 (Sections
-# 4.2, 4.3): lr 5e-5; SWAG (4.4): 2e-5. RACE is not in the paper: the recipe's lr. Dropout "always kept at 0.1"
-# (Appendix A.3); weight decay 0.01 and Adam's beta2 0.999 are pre-training's (Appendix A.2),
-# which A.3 keeps. Warm-up for fine-tuning is not given: the recipe's. Batch sizes and epochs
-# stay the recipe's (see FinetuneDefaults).
+# 4.2, 4.3): lr 5e-5; SWAG (4.4): 2e-5. RACE is not in the paper: the recipe's lr. Dropout
+# "always kept at 0.1" (Appendix A.3); weight decay 0.01 and Adam's beta2 0.999 are
+# pre-training's (Appendix A.2), which A.3 keeps. Warm-up for fine-tuning is not given: the
+# recipe's. Batch sizes and epochs stay the recipe's (see FinetuneDefaults).
 # Task -> (lr, where the paper says so); tasks not named here take GLUE's.
 _BERT_TASKS: dict[str, tuple[float | None, str]] = {
     "squad1": (5e-5, "Section 4.2"), "squad2": (5e-5, "Section 4.3"),
@@ -190,9 +192,15 @@ FINETUNE_DEFAULTS: dict[str, Callable[[ModelConfig, str], FinetuneDefaults]] = {
     "modernbert": modernbert_defaults}
 
 
+# A task no family's paper fine-tunes (sentence embeddings): its recipe for every family.
+RECIPE_ONLY = FinetuneDefaults(source="the task's recipe, the same for every family")
+
+
 def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     """What the paper of `config`'s family fine-tunes such a model on `task` (a name in
-    litebert.tasks.finetune_options.RECIPES) with."""
+    litebert.tasks.registry's TASKS) with."""
+    if task in TASKS and not TASKS[task].family_defaults:
+        return RECIPE_ONLY
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)
 
 

@@ -132,17 +132,67 @@ class TokenOptions:
         shown="a quarter of the window")
 
 
+@dataclass
+class EmbeddingOptions:
+    """sentence embeddings: the pair or triplet columns, the pooling, the contrastive loss and
+    the dev data (tasks/embedding.py)"""
+
+    anchor_column: str = option("anchor", "the column of the anchor text (a query, a "
+                                          "sentence)")
+    positive_column: str = option("positive", "the column of the text that matches the anchor")
+    negative_column: str | None = option(
+        None, "the column of a hard negative (a text that does not match the anchor); none: "
+              "the batch's other positives are the only negatives")
+    pooling: str | None = option(
+        None, "how a sentence is read off the last hidden states: 'mean' of the tokens, "
+              "'cls' (the first token), or 'family' (the summary token its sequence "
+              "classifier reads: the first, or XLNet's last)", choices=("mean", "cls", "family"),
+        shown="a sentence-transformers directory's own pooling, else mean")
+    scale: float = option(20.0, "the contrastive loss's scale: cross-entropy over scale x "
+                                "cosine (1 / temperature; sentence-transformers' 20)")
+    chunk_size: int | None = option(
+        None, "GradCache: embed a batch this many rows at a time, so a large batch fits in "
+              "memory, with the gradient of the whole batch", shown="off (the whole batch)")
+    dev: str | None = option(
+        None, "the dev data: a table (STS pairs with scores, or pairs/triplets in the training "
+              "columns) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+        shown="DATA's dev file, else a share of train")
+    dev_format: str = option(
+        "auto", "what the dev data is: 'sts' (Spearman of the cosines), 'pairs' (retrieval of "
+                "each anchor's positive among all dev texts), 'beir' (nDCG@10); auto: beir for "
+                "a folder, sts for a table with the score column, else pairs",
+        choices=("auto", "sts", "pairs", "beir"))
+    sentence1_column: str = option("sentence1", "STS dev: the column of the first sentence")
+    sentence2_column: str = option("sentence2", "STS dev: the column of the second sentence")
+    score_column: str = option("score", "STS dev: the column of the gold similarity")
+    qrels_split: str | None = option(None, "BEIR dev: qrels/SPLIT.tsv",
+                                     shown="dev if the folder has it, else test")
+    retrieval_ks: str = option("1,3,5,10,100", "BEIR dev: the k of nDCG@k, MRR@k and "
+                                               "recall@k, comma-separated (10 always)")
+    pairs_dev_fraction: float = option(0.1, "without dev data: the share of the training "
+                                            "pairs held out as dev")
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:  # also NaN
+            raise ValueError(f"scale={self.scale}: must be positive")
+        if self.chunk_size is not None and self.chunk_size < 1:
+            raise ValueError(f"chunk_size={self.chunk_size}: must be at least 1 (or unset)")
+
+
 # ---- the registry -------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class TaskSpec:
     """One task: its adapter ("module:Class", imported when the task runs), its recipe, the
-    dataclass of its own options (None: it has none) and a line for --help."""
+    dataclass of its own options (None: it has none), a line for --help, and whether a model
+    family's fine-tuning defaults (tasks/family_defaults.py) apply to it: not to a task that
+    no family's paper fine-tunes, whose recipe is the same for every family."""
 
     adapter: str
     recipe: TaskRecipe
     options: type | None = None
     summary: str = ""
+    family_defaults: bool = True
 
 
 def _glue(lr: float, batch_size: int, dropout: float, max_steps: int, warmup_steps: int,
@@ -164,6 +214,11 @@ _CHOICE = "litebert.tasks.choice:ChoiceTask"
 _SWAG_STEPS = 3 * -(-73_546 // 16)
 _SWAG = TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1, max_steps=_SWAG_STEPS,
                    warmup_steps=_SWAG_STEPS // 10, max_seq_length=128)
+# sentence-transformers' common settings (not ALBERT's paper): lr 2e-5 is the default of
+# SentenceTransformer.fit, batch 32 the batch of its encode and of its cached losses'
+# mini-batches, warm-up 10% the warmup_ratio of its training examples; 128 tokens.
+_EMBEDDING = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1, max_steps=1000, warmup_steps=100,
+                        max_seq_length=128)
 # Not in the paper: the generic tables get a short, safe schedule.
 _GENERIC = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0, max_steps=1000, warmup_steps=100,
                       max_seq_length=128)
@@ -210,6 +265,10 @@ TASKS: dict[str, TaskSpec] = {  # recipes: ALBERT's Table 14 (choice, ner: BERT'
     "tokens": TaskSpec(_TOKENS, _GENERIC, TokenOptions,
                        "your words with tags (CoNLL files or tables): entity F1 when the "
                        "tags are B-/I-/E-/S- entities, else token accuracy"),
+    "embedding": TaskSpec("litebert.tasks.embedding:EmbeddingTask", _EMBEDDING,
+                          EmbeddingOptions, "sentence embeddings from pairs or triplets "
+                          "(contrastive, in-batch negatives): STS Spearman, nDCG@10",
+                          family_defaults=False),
 }
 GLUE = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 

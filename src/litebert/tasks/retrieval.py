@@ -5,8 +5,9 @@ Reading (`read_beir`): a BEIR folder holds `corpus.jsonl` (`_id`, `title`, `text
 then tab-separated lines). Bad JSON, a missing or non-string field, a repeated id, a qrels line
 with the wrong number of columns or a non-integer score are errors naming file:line; so is an
 empty corpus. A qrel naming a query or document that is not in the folder is skipped and
-counted (`BeirData.unknown_qrels`): published BEIR sets contain such lines, and the metrics
-could not use them anyway. A missing `title` reads as "" (several BEIR corpora omit it).
+counted (`BeirData.unknown_qrels`; the first as file:line in `first_unknown`): published BEIR
+sets contain such lines, and the metrics could not use them anyway. A missing `title` reads
+as "" (several BEIR corpora omit it).
 
 Metrics (`rank_metrics`, `score_metrics`) follow trec_eval (checked against pytrec_eval in
 tests/tasks/test_retrieval.py): a document is relevant when its qrel score is >= 1; nDCG@k
@@ -43,6 +44,7 @@ class BeirData:
     queries: dict[str, str]  # query id -> text
     qrels: Qrels  # query id -> document id -> graded relevance
     unknown_qrels: int = 0  # qrels skipped because their query or document is not here
+    first_unknown: str = ""  # the first of them, "file:line: why"
 
 
 def _json_records(path: Path, fields: Sequence[str],
@@ -113,13 +115,16 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirData:
     queries = {key: text for key, (text,) in
                _by_id(_json_records(folder / "queries.jsonl", ("_id", "text"))).items()}
     qrels: Qrels = {}
-    unknown = 0
-    for _, query, doc, score in _read_qrels(folder / "qrels" / f"{split}.tsv"):
+    unknown, first = 0, ""
+    for where, query, doc, score in _read_qrels(folder / "qrels" / f"{split}.tsv"):
         if query not in queries or doc not in corpus:
             unknown += 1
+            first = first or (f"{where}: query {query!r} is not in queries.jsonl"
+                              if query not in queries else
+                              f"{where}: document {doc!r} is not in corpus.jsonl")
             continue
         qrels.setdefault(query, {})[doc] = score
-    return BeirData(corpus, queries, qrels, unknown)
+    return BeirData(corpus, queries, qrels, unknown, first)
 
 
 # ---- ranking ---------------------------------------------------------------------------------
