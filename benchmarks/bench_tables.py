@@ -73,14 +73,14 @@ def tokenizer_dir(work: Path, sentences: list[str]) -> Path:
 
 def child(mode: str, table: Path, model: Path, cache: Path, workers: int) -> None:
     """Run one path and print its JSON line: seconds, rows, RSS before the work."""
-    from litebert.tasks.base import FinetuneConfig
+    from litebert.tasks.base import finetune_config
     from litebert.tasks.sequence import encode_examples, load_data
     from litebert.tasks.table_splits import load_tables
     from litebert.tokenization import Tokenizer
 
-    cfg = FinetuneConfig(task="classification", data=str(table), model=str(model),
-                         out=str(cache / "out"), text_a="sentence1", text_b="sentence2",
-                         max_seq_length=128, cache_dir=str(cache), workers=workers)
+    cfg = finetune_config(task="classification", data=str(table), model=str(model),
+                          out=str(cache / "out"), text_a="sentence1", text_b="sentence2",
+                          max_seq_length=128, cache_dir=str(cache), workers=workers)
     tok = Tokenizer.from_pretrained(model)
     before = tree_rss_mb(os.getpid())
     start = time.perf_counter()
