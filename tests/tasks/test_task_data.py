@@ -22,6 +22,7 @@ from litebert.data.sources import FetchError
 from litebert.tasks import task_data
 from litebert.tasks.conll import read_conll
 from litebert.tasks.glue import read_glue
+from litebert.tasks.registry import TASKS
 from litebert.tasks.retrieval import read_beir
 from litebert.tasks.task_data import TASK_DATA, TaskSource, fetch_task_data
 
@@ -169,7 +170,7 @@ def registry(monkeypatch):
 
 
 def conll_entry(expected: dict[str, int]) -> TaskSource:
-    return TaskSource("fake-data==1.0", "wheel", "entities", "fake/*.txt",
+    return TaskSource("fake-data==1.0", "wheel", "ner", "fake/*.txt",
                       task_data._neuroner_conll, expected, note="Fake sentences.")
 
 
@@ -243,7 +244,7 @@ def test_the_license_line_is_one_line():
 def test_every_entry_is_pinned_and_names_its_task():
     for name, source in TASK_DATA.items():
         assert source.requirement.count("==") == 1 and source.kind in ("wheel", "sdist"), name
-        assert source.task in task_data.TASKS and source.expected and source.note, name
+        assert source.task in TASKS and source.expected and source.note, name
 
 
 def test_a_damaged_arrow_shard_is_a_fetch_error():

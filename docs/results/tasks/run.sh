@@ -19,10 +19,11 @@ for name in conll2003 stsb hellaswag boolq-retrieval; do
 done
 model=models/all-minilm-l6-v2
 
-# Named entities: CoNLL-2003, BERT's recipe (lr 5e-5, batch 32) for one epoch of its 3.
+# Named entities: CoNLL-2003, BERT's recipe (lr 5e-5, batch 32, 3 epochs: 1,317 steps),
+# evaluated on dev after each epoch.
 stamp ner
 $litebert finetune --task ner --data data/conll2003 --model $model --out runs/ner \
-    --max-steps 439 --eval-every 439
+    --eval-every 439
 cp runs/ner/results.json "$here/ner.json"
 $python - runs/ner/predictions/test.conll > "$here/ner-test.json" <<'PY'
 import json, sys

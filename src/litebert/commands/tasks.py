@@ -88,7 +88,8 @@ def add_task_commands(sub) -> None:
     p = dsub.add_parser("fetch", help="download a registry-hosted data set in its task's "
                                       "layout, e.g. for --task ner --data DIR/conll2003")
     p.add_argument("name", choices=TASK_DATA, help="the data set: "
-                   + "; ".join(f"{name} ({source.task})" for name, source in TASK_DATA.items()))
+                   + "; ".join(f"{name} (--task {source.task})"
+                                   for name, source in TASK_DATA.items()))
     p.add_argument("--out", required=True, help="directory for NAME/ and README.txt "
                                                 "(required)")
     p.set_defaults(func=cmd_task_data_fetch)

