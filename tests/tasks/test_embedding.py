@@ -158,6 +158,26 @@ def test_two_processes_fine_tune_as_one(hf_model_dir, tmp_path, caplog, chunk_si
     assert difference <= 1e-5 and len(moved) > len(mine) // 2
 
 
+def test_bf16_on_the_cpu_trains_with_chunks_and_saves(hf_model_dir, tmp_path, caplog):
+    """Autocast to bf16 (GradCache's chunks replayed under it): finite losses, fp32
+    weights that moved, a directory sentence-transformers reads."""
+    data = triplets_dir(tmp_path / "data", n_train=24, n_dev=8)
+    options = EmbeddingOptions(negative_column="negative", chunk_size=3)
+    with caplog.at_level(logging.INFO, logger="litebert"):
+        finetune_module.finetune(embedding_config(
+            options, data=str(data), model=str(hf_model_dir("roberta")),
+            out=str(tmp_path / "o"), precision="bf16",
+            **{**SCHEDULE, "max_steps": 4, "eval_every": 4, "log_every": 1}))
+    losses = logged_losses(caplog.text)
+    assert len(losses) == 4 and all(np.isfinite(losses))
+    saved = load_file(tmp_path / "o" / "model" / "model.safetensors")
+    start = load_file(Path(hf_model_dir("roberta")) / "model.safetensors")
+    assert {w.dtype for w in saved.values()} == {torch.float32}
+    assert any(not torch.equal(w, start[f"roberta.{k}"]) for k, w in saved.items()
+               if f"roberta.{k}" in start)
+    assert (tmp_path / "o" / "model" / "modules.json").is_file()
+
+
 # ---- dev data ------------------------------------------------------------------------------
 
 def adapter(cfg, training: bool = False) -> EmbeddingTask:
