@@ -76,4 +76,10 @@ stamp choice
 $litebert finetune --task choice --data data/hellaswag --model $model --out runs/choice \
     --max-steps 150 --eval-every 150
 cp runs/choice/results.json "$here/choice.json"
+
+# Multiple choice again, one whole epoch (502 steps), evaluated at its middle and end.
+stamp choice-epoch
+$litebert finetune --task choice --data data/hellaswag --model $model --out runs/choice-epoch \
+    --max-steps 502 --eval-every 251
+cp runs/choice-epoch/results.json "$here/choice-epoch.json"
 stamp done
