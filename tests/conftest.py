@@ -19,6 +19,13 @@ def small_config(**overrides) -> litebert.ModelConfig:
     return litebert.ModelConfig.from_fields(**{**base, **overrides})
 
 
+def cli_options(fields: dict) -> list[str]:
+    """Config fields as the options of a command line (`max_steps=6` -> `--max-steps 6`);
+    a None value is left out, as not given."""
+    return [arg for key, value in fields.items() if value is not None
+            for arg in (f"--{key.replace('_', '-')}", str(value))]
+
+
 def randomize(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
     """Every parameter random (LayerNorm weights around 1), so a mis-mapped tensor shows."""
     g = torch.Generator().manual_seed(seed)

@@ -28,7 +28,7 @@ from litebert.tasks.examples import ChoiceExample, TaskDataError
 from litebert.tasks.finetune import adapter_for, evaluate_model, finetune
 from litebert.tasks.race import option_text, race_choices, read_race
 from litebert.tasks.registry import TASKS, ChoiceOptions
-from tests.conftest import small_config
+from tests.conftest import cli_options, small_config
 from tests.readers.tables import write_all, write_dataset_folder, write_parquet
 from tests.tasks.test_finetune import BAD, GOOD, race_dir, sentence
 
@@ -290,12 +290,6 @@ def test_xlnet_batches_are_left_padded_and_masked(hf_model_dir, tmp_path):
     assert (batch["input_ids"][..., -1] == task.tokenizer.cls_token_id).all()  # <cls> last
     alike = [r for r in task.train_rows if len(r["input_ids"]) == 3][:2]
     assert "choice_mask" not in task.collate(alike)
-
-
-def cli_options(config: dict) -> list[str]:
-    """A config's fields as `litebert finetune` options."""
-    return [arg for key, value in config.items()
-            for arg in (f"--{key.replace('_', '-')}", str(value))]
 
 
 def test_two_processes_fine_tune_xlnet_as_one(hf_model_dir, tmp_path):

@@ -32,6 +32,7 @@ from litebert.tasks.examples import TaskDataError
 from litebert.tasks.registry import TASKS, EmbeddingOptions, option_classes, own_fields
 from litebert.tasks.retrieval import InputFileError, read_beir, score_metrics
 from litebert.tokenization import Tokenizer
+from tests.conftest import cli_options
 from tests.fixtures_sp import _ADJ, _NAMES, _NOUNS, _PLACES, _VERBS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,8 +115,7 @@ def test_fine_tuning_learns_and_saves_a_sentence_transformers_directory(
 def torchrun(fields: dict) -> str:
     """`litebert finetune --task embedding` with `fields` as its options in two gloo
     processes; what they logged."""
-    options = [arg for key, value in fields.items() if value is not None
-               for arg in (f"--{key.replace('_', '-')}", str(value))]
+    options = cli_options(fields)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
            "2", "-m", "litebert.cli", "finetune", "--task", "embedding", *options]
     path = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])

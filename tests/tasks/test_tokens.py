@@ -48,7 +48,7 @@ from litebert.tasks.word_tables import (
     tag_metrics,
     tagging_scheme,
 )
-from tests.conftest import small_config
+from tests.conftest import cli_options, small_config
 from tests.hf_dirs import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -500,8 +500,7 @@ def test_two_processes_fine_tune_as_one(hf_model_dir, tmp_path):
     data = conll_dir(tmp_path / "data", n_train=41, n_dev=13, n_test=5)
     fields = dict(data=str(data), model=str(hf_model_dir("xlnet")), **SCHEDULE)
     finetune(token_config(out=str(tmp_path / "one"), **fields))
-    options = [arg for key, value in {**fields, "out": str(tmp_path / "two")}.items()
-               for arg in (f"--{key.replace('_', '-')}", str(value))]
+    options = cli_options({**fields, "out": str(tmp_path / "two")})
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
            "2", "-m", "litebert.cli", "finetune", "--task", "ner", *options]
     run = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
