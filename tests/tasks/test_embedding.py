@@ -277,6 +277,29 @@ def test_a_sentence_transformers_start_keeps_its_pooling_and_length_unless_told(
     assert adapter(cfg).max_length == 32
 
 
+def test_a_sentence_transformers_directory_with_its_model_in_a_module_folder(hf_model_dir,
+                                                                          tmp_path):
+    """Older exports keep the transformers model in 0_Transformer/: the task reads it there
+    (the check of the model's tokenizer included) and trains as from any directory."""
+    source, st = hf_model_dir("bert"), tmp_path / "st"
+    SentenceEncoder.from_pretrained(source, "mean").save_pretrained(st, 32)
+    Tokenizer.from_pretrained(source).save_pretrained(st)
+    (st / "0_Transformer").mkdir()
+    for path in list(st.iterdir()):
+        if path.is_file() and path.name != "modules.json":
+            path.rename(st / "0_Transformer" / path.name)
+    modules = json.loads((st / "modules.json").read_text())
+    modules[0]["path"] = "0_Transformer"
+    (st / "modules.json").write_text(json.dumps(modules))
+    data = triplets_dir(tmp_path / "data", 10, 5)
+    cfg = embedding_config(EmbeddingOptions(), data=str(data), model=str(st),
+                           out=str(tmp_path / "out"), **{**SCHEDULE, "max_steps": 2,
+                                                         "eval_every": 2})
+    task = adapter(cfg)
+    assert task.build_model().pooling == "mean"
+    assert finetune_module.finetune(cfg)["dev"]["pairs"] == 5
+
+
 # ---- bad input -------------------------------------------------------------------------------
 
 def test_bad_input_is_one_sentence_naming_the_file(hf_model_dir, tmp_path, caplog):

@@ -199,7 +199,7 @@ RECIPE_ONLY = FinetuneDefaults(source="the task's recipe, the same for every fam
 def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     """What the paper of `config`'s family fine-tunes such a model on `task` (a name in
     litebert.tasks.registry's TASKS) with."""
-    if task in TASKS and not TASKS[task].family_defaults:
+    if uses_recipe_only(task):
         return RECIPE_ONLY
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)
 
@@ -212,5 +212,12 @@ def read_family_defaults(model: str, task: str) -> tuple[str | None, FinetuneDef
     try:
         config = read_config(Path(model))
     except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        return None, ALBERT_FINETUNING
+        # (a sentence-transformers directory may keep it in a module folder: its task's
+        # recipe is every family's anyway)
+        return None, RECIPE_ONLY if uses_recipe_only(task) else ALBERT_FINETUNING
     return config.model_type, family_defaults(config, task)
+
+
+def uses_recipe_only(task: str) -> bool:
+    """Whether `task` takes its recipe on every family (tasks/registry.py says so)."""
+    return task in TASKS and not TASKS[task].family_defaults

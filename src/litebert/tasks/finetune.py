@@ -27,6 +27,7 @@ from litebert.compat import check_model_reads
 from litebert.distributed import all_reduce_sum, rank_and_world, unwrap
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import read_config
+from litebert.model.sentence_transformers import read_layout
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter, config_record
 from litebert.tasks.batching import length_batches
@@ -52,9 +53,12 @@ def adapter_for(cfg: FinetuneConfig, training: bool = True,
     runtime = runtime or Runtime.from_config(cfg)
     task = getattr(importlib.import_module(module), name)(cfg, runtime, training)
     # A model directory whose tokenizer is not the model's stops here, not in an embedding
-    # (or, for a summary read from the wrong token, not in silently wrong predictions).
-    config = read_config(Path(cfg.model))
-    check_model_reads(config, task.tokenizer, str(Path(cfg.model) / "config.json"),
+    # (or, for a summary read from the wrong token, not in silently wrong predictions). A
+    # sentence-transformers directory may keep its model in a module folder.
+    layout = read_layout(cfg.model)
+    model_dir = Path(cfg.model) if layout is None else layout.transformer
+    config = read_config(model_dir)
+    check_model_reads(config, task.tokenizer, str(model_dir / "config.json"),
                       str(task.tokenizer.path), reader=backbone_class(config), summary=True)
     return task
 
