@@ -29,7 +29,13 @@ from litebert.tasks.embedding import EmbeddingTask
 from litebert.tasks.embedding_data import held_out
 from litebert.tasks.encode import encode
 from litebert.tasks.examples import TaskDataError
-from litebert.tasks.registry import TASKS, EmbeddingOptions, option_classes, own_fields
+from litebert.tasks.registry import (
+    EMBEDDING_LENGTH,
+    TASKS,
+    EmbeddingOptions,
+    option_classes,
+    own_fields,
+)
 from litebert.tasks.retrieval import InputFileError, read_beir, score_metrics
 from litebert.tokenization import Tokenizer
 from tests.conftest import cli_options
@@ -74,7 +80,8 @@ def test_the_registry_entry():
     module, name = spec.adapter.split(":")
     assert (module, name) == ("litebert.tasks.embedding", EmbeddingTask.__name__)
     recipe = spec.recipe
-    assert (recipe.lr, recipe.batch_size, recipe.max_seq_length) == (2e-5, 32, 128)
+    assert (recipe.lr, recipe.batch_size, recipe.max_seq_length) == (2e-5, 32, None)
+    assert EMBEDDING_LENGTH == 128  # without a sentence-transformers start's own length
     assert recipe.warmup_steps / recipe.max_steps == 0.1
     options = EmbeddingOptions()
     assert (options.pooling, options.scale, options.chunk_size) == (None, 20.0, None)
@@ -273,8 +280,10 @@ def test_a_sentence_transformers_start_keeps_its_pooling_and_length_unless_told(
                                model=str(tmp_path / "st"), out=str(tmp_path), **SCHEDULE)
         assert adapter(cfg).build_model().pooling == expected
     assert adapter(cfg).max_length == SCHEDULE["max_seq_length"]  # as given
-    cfg.max_seq_length = None  # type: ignore[assignment]  # not given: the directory's
-    assert adapter(cfg).max_length == 32
+    unsaid = {k: v for k, v in SCHEDULE.items() if k != "max_seq_length"}
+    cfg = embedding_config(EmbeddingOptions(), data=str(data), model=str(tmp_path / "st"),
+                           out=str(tmp_path), **unsaid)
+    assert cfg.max_seq_length is None and adapter(cfg).max_length == 32  # the directory's
 
 
 def test_a_sentence_transformers_directory_with_its_model_in_a_module_folder(hf_model_dir,

@@ -46,7 +46,7 @@ from litebert.tasks.embedding_data import (
     sts_metrics,
 )
 from litebert.tasks.encode import encode_rows, text_rows
-from litebert.tasks.registry import TASKS, EmbeddingOptions
+from litebert.tasks.registry import EMBEDDING_LENGTH, EmbeddingOptions
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import TableRows
 from litebert.tasks.table_splits import find_split
@@ -74,11 +74,11 @@ def split_paths(cfg: FinetuneConfig, options: EmbeddingOptions) -> tuple[Path, P
 
 def input_length(cfg: FinetuneConfig, layout: SentenceTransformersLayout | None,
                  config: ModelConfig) -> int:
-    """Tokens an input is cut to: cfg.max_seq_length; when unset (None), a
-    sentence-transformers start's max_seq_length, else the recipe's; never more than the
-    backbone's positions hold."""
+    """Tokens an input is cut to: cfg.max_seq_length; when not given (the recipe leaves it
+    None), a sentence-transformers start's max_seq_length, else EMBEDDING_LENGTH; never more
+    than the backbone's positions hold."""
     wanted = cfg.max_seq_length or (layout.max_seq_length if layout is not None else None) \
-        or TASKS["embedding"].recipe.max_seq_length
+        or EMBEDDING_LENGTH
     return min(wanted, config.max_sequence_length)
 
 

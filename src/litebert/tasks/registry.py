@@ -30,7 +30,7 @@ class TaskRecipe:
     dropout: float  # ALBERT's hidden and attention dropout
     max_steps: int
     warmup_steps: int
-    max_seq_length: int = 512
+    max_seq_length: int | None = 512  # None: the task reads it off the model directory
 
 
 # ---- the tasks' own options -----------------------------------------------------------------
@@ -216,9 +216,12 @@ _SWAG = TaskRecipe(lr=2e-5, batch_size=16, dropout=0.1, max_steps=_SWAG_STEPS,
                    warmup_steps=_SWAG_STEPS // 10, max_seq_length=128)
 # sentence-transformers' common settings (not ALBERT's paper): lr 2e-5 is the default of
 # SentenceTransformer.fit, batch 32 the batch of its encode and of its cached losses'
-# mini-batches, warm-up 10% the warmup_ratio of its training examples; 128 tokens.
+# mini-batches, warm-up 10% the warmup_ratio of its training examples. The length is the
+# starting directory's (a sentence-transformers directory's sentence_bert_config.json), else
+# EMBEDDING_LENGTH.
 _EMBEDDING = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.1, max_steps=1000, warmup_steps=100,
-                        max_seq_length=128)
+                        max_seq_length=None)
+EMBEDDING_LENGTH = 128
 # Not in the paper: the generic tables get a short, safe schedule.
 _GENERIC = TaskRecipe(lr=2e-5, batch_size=32, dropout=0.0, max_steps=1000, warmup_steps=100,
                       max_seq_length=128)
