@@ -2,7 +2,7 @@
 filled in from the model family's defaults, see tasks/family_defaults.py, then from the task's
 recipe in tasks/registry.py), the errors, and the protocol a task adapter follows.
 
-A task adapter (tasks/sequence.py, tasks/qa.py, tasks/choice.py) is constructed from a
+A task adapter (tasks/sequence.py, qa.py, choice.py, tokens.py, embedding.py) is built from a
 FinetuneConfig, the run's Runtime (tasks/runtime.py: device, ranks, precision) and whether it
 trains, and offers:
 
@@ -151,11 +151,11 @@ def finetune_config(**values: Any) -> FinetuneConfig:
     take is an error naming the tasks that do."""
     shared = {f.name for f in dataclasses.fields(FinetuneConfig)}
     own = {k: values.pop(k) for k in list(values) if k not in shared}
-    given = values.pop("task_options", None)
-    if own and given is not None:
+    instance = values.pop("task_options", None)
+    if own and instance is not None:
         raise FinetuneError(f"{', '.join(own)}: give the task's options either flat or as "
                             f"task_options, not both")
-    return FinetuneConfig(**values, task_options=own or given)
+    return FinetuneConfig(**values, task_options=own or instance)
 
 
 def config_from_args(args: argparse.Namespace) -> FinetuneConfig:
