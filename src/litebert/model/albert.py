@@ -33,6 +33,7 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 from litebert.config import BackboneConfig, ConfigError, ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
@@ -44,7 +45,9 @@ from litebert.model.attention import (
 from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.layers import (
+    AutocastLayerNorm,
     activation,
+    autocast_half_dtype,
     batch_layout,
     encoder_depths,
     positions_after_pad,
@@ -97,7 +100,7 @@ class AlbertEmbeddings(nn.Module):
                                                 padding_idx=self.pad_position)
         self.max_length = config.max_sequence_length
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E)
-        self.LayerNorm = nn.LayerNorm(E, eps=config.layer_norm_eps)
+        self.LayerNorm = AutocastLayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids=None, position_ids=None):
@@ -140,8 +143,16 @@ class AlbertEmbeddings(nn.Module):
         return torch.where(document_ids < 0, self.pad_position, offsets + self.pad_position + 1)
 
 
+QKV = tuple[torch.Tensor, torch.Tensor]  # q, k and v's weights (3H, H) and biases (3H,) as one
+
+
 class AlbertAttention(nn.Module):
-    """Multi-head self-attention + output projection + residual + post-LayerNorm."""
+    """Multi-head self-attention + output projection + residual + post-LayerNorm.
+
+    q, k and v stay three parameters (LAMB's trust ratio is per tensor, as in the official
+    ALBERT; the state dict keeps transformers' names) and run as one GEMM on their
+    concatenation, which the encoder makes once per forward (`fused_qkv`) for all the layer
+    positions that share this module."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -151,17 +162,25 @@ class AlbertAttention(nn.Module):
         self.key = nn.Linear(H, H)
         self.value = nn.Linear(H, H)
         self.dense = nn.Linear(H, H)
-        self.LayerNorm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.LayerNorm = AutocastLayerNorm(H, eps=config.layer_norm_eps)
         self.attention_dropout = config.attention_probs_dropout_prob
         self.output_dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, x, mask=None):  # x (B, T, H); mask: model/attention.py, or None
-        B, T, H = x.shape
-        # One GEMM for q, k and v: the three weights concatenated on the fly.
+    def fused_qkv(self) -> QKV:
+        """The q, k and v weights (3H, H) and biases (3H,) concatenated, in autocast's half
+        dtype when it is on (the cast F.linear would make at every use, made here once)."""
         w = torch.cat((self.query.weight, self.key.weight, self.value.weight))  # (3H, H)
         b = torch.cat((self.query.bias, self.key.bias, self.value.bias))  # (3H,)
-        qkv = F.linear(x, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, nh, T, hd)
+        dtype = autocast_half_dtype(w.device.type)
+        return (w, b) if dtype is None else (w.to(dtype), b.to(dtype))
+
+    def forward(self, x, mask=None, qkv: QKV | None = None):
+        """x (B, T, H); mask: model/attention.py's, or None; qkv: fused_qkv()'s, made by
+        the caller once for all uses, or None to make it here."""
+        B, T, H = x.shape
+        w, b = self.fused_qkv() if qkv is None else qkv  # (3H, H), (3H,)
+        qkv_out = F.linear(x, w, b).view(B, T, 3, self.num_heads, H // self.num_heads)
+        q, k, v = qkv_out.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, nh, T, hd)
         p = self.attention_dropout if self.training else 0.0
         y = attend(q, k, v, mask, p)  # (B, nh, T, hd)
         y = y.transpose(1, 2).reshape(B, T, H)  # (B, T, H)
@@ -175,7 +194,8 @@ class AlbertFFN(nn.Module):
         super().__init__()
         self.ffn = nn.Linear(config.hidden_size, config.intermediate_size)
         self.ffn_output = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.full_layer_layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.full_layer_layer_norm = AutocastLayerNorm(config.hidden_size,
+                                                       eps=config.layer_norm_eps)
         self.act = activation(config.hidden_act)
         # The official code drops out the FFN output; transformers' ALBERT does not (no
         # difference at inference, or with the v2 configs' dropout of 0).
@@ -202,13 +222,23 @@ class AlbertEncoder(nn.Module):
         it, then the output (L + 1 tensors, transformers' `hidden_states`)."""
         if self.embedding_hidden_mapping_in is not None:
             x = self.embedding_hidden_mapping_in(x)  # (B, T, H)
+        qkv = self.fused_qkvs()
         for a, f in zip(self.attention_index, self.ffn_index, strict=True):
             if keep is not None:
                 keep.append(x)
-            x = self.ffns[f](self.attentions[a](x, mask))
+            x = self.ffns[f](self.attentions[a](x, mask, qkv[a]))
         if keep is not None:
             keep.append(x)
         return x
+
+    def fused_qkvs(self) -> list[QKV | None]:
+        """Each attention module's fused q/k/v, made once per forward for all its layer
+        positions (one concatenation and one cast, not one per position). None for modules
+        under FSDP: their parameters are shards until the module's own forward gathers them,
+        so each use concatenates there."""
+        modules: list[AlbertAttention] = list(self.attentions)  # type: ignore[arg-type]
+        return [None if isinstance(m.query.weight, DTensor) else m.fused_qkv()
+                for m in modules]
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
         """Every attention and FFN module, with reshard_after_forward. A module applied at

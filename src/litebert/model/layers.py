@@ -3,6 +3,7 @@
 Generic pieces, shared by the ALBERT and XLNet backbones (and any other):
 
     activation          a hidden_act name -> the function
+    AutocastLayerNorm   nn.LayerNorm that keeps autocast's half dtype (a bf16 residual stream)
     positions_after_pad RoBERTa's position ids
     additive_mask       (B, T) padding mask -> SDPA's additive (B, 1, 1, T) mask
     sharing_tables      ALBERT's cross-layer sharing: which module each layer position uses
@@ -55,6 +56,37 @@ def activation(name: str):
         return lambda x: F.gelu(x, approximate="tanh")  # one fused kernel, fused backward
     return {"gelu": F.gelu, "relu": F.relu, "silu": F.silu, "swish": F.silu,
             "tanh": torch.tanh}[name]
+
+
+HALF_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def autocast_half_dtype(device_type: str) -> torch.dtype | None:
+    """The half dtype autocast computes in on `device_type` now (bf16 or fp16), else None
+    (autocast off, or on with another dtype)."""
+    if not torch.is_autocast_enabled(device_type):
+        return None
+    dtype = torch.get_autocast_dtype(device_type)
+    return dtype if dtype in HALF_DTYPES else None
+
+
+class AutocastLayerNorm(nn.LayerNorm):
+    """nn.LayerNorm (same parameters and state-dict keys) whose output keeps autocast's half
+    dtype. CUDA autocast runs layer_norm in fp32, so a post-LN residual stream (ALBERT's)
+    would be fp32 between all its sublayers: twice the bytes moved for every residual add
+    and norm. Here, under autocast with a half dtype, input, weight and bias are cast to it
+    and the norm runs with autocast off: the CUDA and CPU kernels accumulate the mean and
+    variance of half inputs in fp32, so only the output is rounded to half. Outside autocast
+    this is nn.LayerNorm exactly."""
+
+    def forward(self, x):  # (..., H)
+        dtype = autocast_half_dtype(x.device.type)
+        if dtype is None:
+            return super().forward(x)
+        with torch.autocast(x.device.type, enabled=False):
+            weight = None if self.weight is None else self.weight.to(dtype)
+            bias = None if self.bias is None else self.bias.to(dtype)
+            return F.layer_norm(x.to(dtype), self.normalized_shape, weight, bias, self.eps)
 
 
 def positions_after_pad(input_ids, pad_token_id: int):
