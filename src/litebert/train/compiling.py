@@ -9,6 +9,12 @@ graph of the root fails on them), so each FSDP unit's forward is compiled on its
 instead (torchtitan's per-block way) and the hooks run eagerly between the graphs; the
 root's embeddings, heads and losses stay eager there.
 
+`compile: regional` compiles the same way without FSDP: each distinct encoder module (the
+objective's fsdp_units: attention and FFN modules) on its own. ALBERT's shared layer is then
+one graph for all its layer positions, where the full graph unrolls a copy per position
+(12 for albert-base), and a new shape or mode recompiles only the small module graphs; the
+embeddings, heads and losses run eagerly between them.
+
 Compiling on a CPU happens only when asked for (auto stays eager there), and is said once
 to be a poor bargain there: at the sizes people train on a CPU the compiled steps are
 seldom faster than eager ones, and the compile time comes first.
@@ -31,7 +37,7 @@ from torch import nn
 from litebert.distributed import rank_and_world
 from litebert.objectives.base import CUDA_GRAPH_MODES
 from litebert.train.lamb import Lamb
-from litebert.train.run_config import RunConfigError
+from litebert.train.run_config import REGIONAL, RunConfigError
 
 log = logging.getLogger("litebert")
 
@@ -50,8 +56,17 @@ def resolved_compile(setting: bool | str | None, device: torch.device) -> bool:
 
 
 def compile_mode(setting: bool | str | None) -> str | None:
-    """torch.compile's `mode` for a setting: a named mode, else None (torch's default)."""
-    return setting if isinstance(setting, str) and setting != "default" else None
+    """torch.compile's `mode` for a setting: a named mode, else None (torch's default;
+    regional compiles its modules in it)."""
+    if isinstance(setting, str) and setting not in ("default", REGIONAL):
+        return setting
+    return None
+
+
+def compiles_regions(setting: bool | str | None) -> bool:
+    """Whether the setting compiles the encoder's modules one by one (`compile: regional`)
+    rather than the whole model in place."""
+    return setting == REGIONAL
 
 
 def replays_cuda_graphs(mode: str | None) -> bool:
@@ -97,10 +112,11 @@ def compile_in_place(model: nn.Module, mode: str | None = None,
 
 
 def compile_units(units, mode: str | None = None) -> None:
-    """FSDP's way: each unit's forward compiled on its own (one full graph each), so
-    fully_shard's hooks, which dynamo does not trace, run eagerly around them."""
-    log.info("compiling %d FSDP units (torch.compile, backend %s); turn it off with %s",
-             len(units), backend(), TURN_OFF)
+    """Each unit's forward compiled on its own (one full graph each), once however many
+    layer positions share it: FSDP's way, so fully_shard's hooks, which dynamo does not
+    trace, run eagerly around them, and `compile: regional`'s."""
+    log.info("compiling %d encoder modules one by one (torch.compile, backend %s); turn it "
+             "off with %s", len(units), backend(), TURN_OFF)
     for module, _ in units[:1]:
         note_cpu(module)
     allow_bounded_recompiles()

@@ -57,6 +57,11 @@ class RunFieldError(FieldError, RunConfigError):
 # compile time (minutes more of compiling); "max-autotune": both.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
+# Pre-training's one more: each distinct encoder module compiled once on its own (torch's
+# default mode), the embeddings, heads and losses eager (litebert.train.compiling).
+REGIONAL = "regional"
+PRETRAIN_COMPILE_CHOICES = (*COMPILE_CHOICES, REGIONAL)
+PRETRAIN_LABEL = "pretrain config"
 # The arithmetic of a run, pre-training or fine-tuning (litebert.train.precision).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
@@ -126,8 +131,10 @@ class PretrainConfig:
         None, "torch.compile the model (one static graph; the first steps pay for compiling): "
               "auto = on CUDA, eager on a CPU; true = torch's default mode; or a mode: "
               "reduce-overhead (CUDA graphs, for small models whose step is launch-bound), "
-              "max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / --no-compile, or "
-              "in a recipe compile: auto | true | false | MODE", choices=COMPILE_CHOICES,
+              "max-autotune-no-cudagraphs, max-autotune; regional = each distinct encoder "
+              "module (a shared ALBERT layer once for all its positions) compiled on its own, "
+              "the rest eager; --compile [MODE] / --no-compile, or in a recipe compile: auto "
+              "| true | false | MODE", choices=PRETRAIN_COMPILE_CHOICES,
         shown="auto")
     log_every: int = option(10, "steps between metric lines")
     eval_every: int = option(200, "steps between held-out evaluations")
@@ -281,9 +288,10 @@ class PretrainConfig:
         return self.objective.name
 
 
-def compile_setting(value: Any, where: str = "pretrain config") -> bool | str | None:
+def compile_setting(value: Any, where: str = PRETRAIN_LABEL) -> bool | str | None:
     """`compile` as a recipe, --set or the command line gives it: None (auto), False (eager),
-    True (compiled, torch's default mode) or the name of another mode (compiled so)."""
+    True (compiled, torch's default mode) or the name of another mode (compiled so); for
+    pre-training also "regional" (its encoder modules compiled one by one)."""
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -291,6 +299,12 @@ def compile_setting(value: Any, where: str = "pretrain config") -> bool | str | 
         return None if text == "auto" else text != "false"
     if text in COMPILE_MODES:
         return text
+    if text == REGIONAL:
+        if where == PRETRAIN_LABEL:
+            return text
+        raise RunFieldError("compile", value, "regional compiles pre-training's encoder "
+                                              "modules; fine-tuning compiles the whole model: "
+                                              "choose true or a mode", label=where)
     raise RunFieldError("compile", value, f"choose auto, true or false, or a torch.compile "
                                           f"mode ({', '.join(COMPILE_MODES[1:])})", label=where)
 

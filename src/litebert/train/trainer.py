@@ -56,6 +56,7 @@ from litebert.train.compiling import (
     compile_mode,
     compile_optimizer,
     compile_units,
+    compiles_regions,
     replays_cuda_graphs,
     resolved_compile,
 )
@@ -193,7 +194,7 @@ class Trainer:
         units = self.objective.fsdp_units(model)
         mode = compile_mode(cfg.compile)
         self.cuda_graphs = self.compiled and replays_cuda_graphs(mode)
-        if self.compiled and shards(self.info, cfg.fsdp):
+        if self.compiled and (shards(self.info, cfg.fsdp) or compiles_regions(cfg.compile)):
             compile_units(units, mode)
         elif self.compiled:
             compile_in_place(model, mode)
