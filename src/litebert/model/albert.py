@@ -33,7 +33,6 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.distributed.tensor import DTensor
 
 from litebert.config import BackboneConfig, ConfigError, ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
@@ -237,7 +236,7 @@ class AlbertEncoder(nn.Module):
         under FSDP: their parameters are shards until the module's own forward gathers them,
         so each use concatenates there."""
         modules: list[AlbertAttention] = list(self.attentions)  # type: ignore[arg-type]
-        return [None if isinstance(m.query.weight, DTensor) else m.fused_qkv()
+        return [None if hasattr(m.query.weight, "full_tensor") else m.fused_qkv()
                 for m in modules]
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:

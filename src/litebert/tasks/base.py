@@ -120,7 +120,7 @@ class FinetuneConfig(FinetuneOptions):
             raise FinetuneError(f"precision={self.precision!r}: choose from "
                                 f"{', '.join(PRECISIONS)}")
         try:
-            self.compile = compile_setting(self.compile, "finetune config")
+            self.compile = compile_setting(self.compile, "finetune config", regional=False)
         except RunConfigError as err:
             raise FinetuneError(str(err)) from None
 

@@ -61,7 +61,6 @@ COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
 # default mode), the embeddings, heads and losses eager (litebert.train.compiling).
 REGIONAL = "regional"
 PRETRAIN_COMPILE_CHOICES = (*COMPILE_CHOICES, REGIONAL)
-PRETRAIN_LABEL = "pretrain config"
 # The arithmetic of a run, pre-training or fine-tuning (litebert.train.precision).
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
@@ -288,10 +287,11 @@ class PretrainConfig:
         return self.objective.name
 
 
-def compile_setting(value: Any, where: str = PRETRAIN_LABEL) -> bool | str | None:
+def compile_setting(value: Any, where: str = "pretrain config",
+                    regional: bool = True) -> bool | str | None:
     """`compile` as a recipe, --set or the command line gives it: None (auto), False (eager),
     True (compiled, torch's default mode) or the name of another mode (compiled so); for
-    pre-training also "regional" (its encoder modules compiled one by one)."""
+    pre-training (`regional`) also "regional" (its encoder modules compiled one by one)."""
     if value is None or isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -300,7 +300,7 @@ def compile_setting(value: Any, where: str = PRETRAIN_LABEL) -> bool | str | Non
     if text in COMPILE_MODES:
         return text
     if text == REGIONAL:
-        if where == PRETRAIN_LABEL:
+        if regional:
             return text
         raise RunFieldError("compile", value, "regional compiles pre-training's encoder "
                                               "modules; fine-tuning compiles the whole model: "
