@@ -83,4 +83,4 @@ def test_compile_reads_regional_for_pretraining_only():
     assert compile_mode("regional") is None  # its modules in torch's default mode
     assert resolved_compile("regional", torch.device("cpu"))
     with pytest.raises(RunConfigError, match="regional compiles pre-training's"):
-        compile_setting("regional", "finetune config")
+        compile_setting("regional", "finetune config", regional=False)
