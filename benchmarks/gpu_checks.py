@@ -32,6 +32,7 @@ from common import (
     to_device,
     trainer_side,
 )
+from gpu_memory import max_batch
 from gpu_rows import Measured, Row, Settings, free, measured_row, timed
 
 from litebert.model import EncoderForPreTraining
@@ -341,4 +342,4 @@ CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
     "mlm-document": mlm_document, "fsdp": fsdp, "checkpoint": checkpoint_check,
     # Before fine-tuning: two loans have measured fine-tuning, none ModernBERT yet.
     "modernbert": modernbert, "finetune-sst2": finetune_sst2,
-    "finetune-squad": finetune_squad}
+    "finetune-squad": finetune_squad, "max-batch": max_batch}

@@ -77,7 +77,7 @@ def test_the_dry_run_runs_every_check(check_data, tmp_path):
     checks = {r["check"] for r in rows}
     assert checks == {"mlm+sop full", "mlm+sop unpadded", "electra", "plm", "mlm document",
                       "fsdp", "checkpoint", "finetune sst2", "finetune squad1", "modernbert",
-                      "modernbert unpadded"}
+                      "modernbert unpadded", "max-batch"}
     variants = {(r["check"], r["variant"]) for r in rows}
     assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager"),
             ("modernbert", "compiled"), ("modernbert unpadded", "compiled")} <= variants

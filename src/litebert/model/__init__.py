@@ -3,7 +3,8 @@ top to bottom in one file; registered as "albert"), task heads on any backbone (
 XLNet's beam-search span head in `beam_qa.py`),
 replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
-unrolling shared layers (`unroll.py`), Auto classes (`auto.py`) and parameter counts
+unrolling shared layers (`unroll.py`), activation checkpointing per layer position
+(`checkpointing.py`), Auto classes (`auto.py`) and parameter counts
 (`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
 language model (`permutation_lm.py`); the ModernBERT backbone (`modernbert.py`, registered as
 "modernbert"). The heads are `Encoder*`; their previous `Albert*` names are aliases
@@ -26,6 +27,7 @@ from litebert.model.auto import (
 from litebert.model.backbone import BACKBONES, Backbone, build_backbone, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.beam_qa import EncoderForBeamQuestionAnswering
+from litebert.model.checkpointing import set_activation_checkpointing
 from litebert.model.heads import (
     EncoderForMaskedLM,
     EncoderForMultipleChoice,
@@ -64,7 +66,7 @@ __all__ = [
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
     "AutoModelForTokenClassification", "CheckpointError", "ModernBertModel", "XLNetModel",
-    "unroll",
+    "unroll", "set_activation_checkpointing",
     # the previous release's names (previous_names.py)
     "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",
     "AlbertForPermutationLM", "AlbertForPreTraining", "AlbertForQuestionAnswering",

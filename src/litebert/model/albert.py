@@ -43,6 +43,7 @@ from litebert.model.attention import (
 )
 from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
+from litebert.model.checkpointing import LayerCheckpointing
 from litebert.model.layers import (
     AutocastLayerNorm,
     activation,
@@ -205,7 +206,7 @@ class AlbertFFN(nn.Module):
         return self.full_layer_layer_norm(x + self.dropout(h))
 
 
-class AlbertEncoder(nn.Module):
+class AlbertEncoder(LayerCheckpointing):
     def __init__(self, config: ModelConfig):
         super().__init__()
         E, H = config.embedding_size, config.hidden_size
@@ -225,7 +226,7 @@ class AlbertEncoder(nn.Module):
         for a, f in zip(self.attention_index, self.ffn_index, strict=True):
             if keep is not None:
                 keep.append(x)
-            x = self.ffns[f](self.attentions[a](x, mask, qkv[a]))
+            x = self.run_position(self.position, a, f, x, mask, qkv[a])
         if keep is not None:
             keep.append(x)
         return x
@@ -238,6 +239,11 @@ class AlbertEncoder(nn.Module):
         modules: list[AlbertAttention] = list(self.attentions)  # type: ignore[arg-type]
         return [None if hasattr(m.query.weight, "full_tensor") else m.fused_qkv()
                 for m in modules]
+
+    def position(self, a: int, f: int, x, mask, qkv: QKV | None = None):  # (B, T, H)
+        """One layer position: attention module `a` (with its fused q/k/v, if made), then
+        FFN module `f`."""
+        return self.ffns[f](self.attentions[a](x, mask, qkv))
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
         """Every attention and FFN module, with reshard_after_forward. A module applied at

@@ -80,6 +80,7 @@ from litebert.model.attention import (
 )
 from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import InitialisesItself, PreTrainedModel
+from litebert.model.checkpointing import LayerCheckpointing
 from litebert.model.layers import (
     GeGLU,
     PreNormAttention,
@@ -199,7 +200,7 @@ def truncated_normal(weight: torch.Tensor, std: float, cutoff: float) -> None:
     nn.init.trunc_normal_(weight, std=std, a=-cutoff * std, b=cutoff * std)
 
 
-class ModernBertEncoder(InitialisesItself, nn.Module):
+class ModernBertEncoder(InitialisesItself, LayerCheckpointing):
     """The E->H projection and the pre-norm attention / MLP modules, shared across depth by
     `sharing_tables` (AlbertEncoder's keys and tables), with each position's attention type."""
 
@@ -267,10 +268,14 @@ class ModernBertEncoder(InitialisesItself, nn.Module):
             if keep is not None:
                 keep.append(x)
             kind = 0 if self.is_global[k] else 1
-            # Position 0's input is the embeddings' output, normed already (the docstring).
-            x = self.attentions[a](x, masks[kind], ropes[kind], normed=k == 0)
-            x = self.ffns[f](x)
+            x = self.run_position(self.position, k, a, f, x, masks[kind], ropes[kind])
         return self.final_norm(x)
+
+    def position(self, k: int, a: int, f: int, x, mask, rope):  # (B, T, H) -> (B, T, H)
+        """Layer position k: attention module `a` under its type's mask and rotary table,
+        then MLP module `f`."""
+        # Position 0's input is the embeddings' output, normed already (the docstring).
+        return self.ffns[f](self.attentions[a](x, mask, rope, normed=k == 0))
 
     def two_streams(self, x, g, mask, queries: tuple[QueryRows, QueryRows],
                     positions: torch.Tensor, keep: list | None = None):
@@ -290,13 +295,22 @@ class ModernBertEncoder(InitialisesItself, nn.Module):
             if keep is not None:
                 keep.append(x)
             kind = 0 if self.is_global[k] else 1
-            x, g = self.attentions[a](x, masks[kind], ropes[kind], normed=k == 0, g=g,
-                                      query=queries[kind], content=k != last)
-            if k == last:
-                g = self.ffns[f](g)
-            else:  # one call (one GEMM, one FSDP gather) for both streams' rows
-                x, g = self.ffns[f](torch.cat((x, g), dim=1)).split((T, g.shape[1]), dim=1)
+            x, g = self.run_position(self.two_stream_position, k, a, f, x, g, masks[kind],
+                                     ropes[kind], queries[kind], k != last)
         return (None if last >= 0 else self.final_norm(x)), self.final_norm(g)
+
+    def two_stream_position(self, k: int, a: int, f: int, x, g, mask, rope, query: QueryRows,
+                            content: bool):
+        """Layer position k on both streams: (content (B, T, H), query (B, P, H)); without
+        `content`, the content stream's update is skipped (its keys and values still feed
+        the query stream)."""
+        T = x.shape[1]
+        x, g = self.attentions[a](x, mask, rope, normed=k == 0, g=g, query=query,
+                                  content=content)
+        if not content:
+            return x, self.ffns[f](g)
+        # One call (one GEMM, one FSDP gather) for both streams' rows.
+        return self.ffns[f](torch.cat((x, g), dim=1)).split((T, g.shape[1]), dim=1)
 
     def query_rows(self, attention_mask, perm_mask, targets, weight, positions: torch.Tensor,
                    T: int, dtype: torch.dtype) -> tuple[QueryRows, QueryRows]:

@@ -62,6 +62,7 @@ from litebert.config import BackboneConfig, ModelConfig, is_whole
 from litebert.model.albert import AlbertModel
 from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
+from litebert.model.checkpointing import LayerCheckpointing
 from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
 from litebert.model.outputs import BaseModelOutput
 from litebert.model.two_stream import target_rows
@@ -264,7 +265,7 @@ class FeedForward(nn.Module):
         return self.layer_norm(x + self.dropout(y))
 
 
-class XLNetEncoder(nn.Module):
+class XLNetEncoder(LayerCheckpointing):
     """The E->H projection (ALBERT-XLNet) and the layer modules, shared across depth by
     model/layers.py's `sharing_tables` (same keys and sharing as AlbertEncoder)."""
 
@@ -276,6 +277,15 @@ class XLNetEncoder(nn.Module):
         self.attentions = nn.ModuleList(
             RelativeAttention(config) for _ in range(max(self.attention_index) + 1))
         self.ffns = nn.ModuleList(FeedForward(config) for _ in range(max(self.ffn_index) + 1))
+
+    def position(self, a: int, f: int, h, g, mem, frame: AttentionFrame, content: bool):
+        """One layer position on both streams: content h (B, T, H), query g (B, P, H) or
+        None, memory (M, B, H) or None. Without `content` the content stream's update is
+        skipped (h comes back as the attention returns it)."""
+        h, g = self.attentions[a](h, g, None if mem is None else mem.transpose(0, 1), frame,
+                                  content=content)
+        h = self.ffns[f](h) if content else h
+        return h, None if g is None else self.ffns[f](g)
 
     def fsdp_units(self) -> list[tuple[nn.Module, bool]]:
         """As AlbertEncoder's: a module used at several depths stays gathered (False)."""
@@ -362,10 +372,7 @@ class XLNetModel(PreTrainedModel):
                 new_mems.append(self.cache(h, mem))
             if states is not None:
                 states.append(h)
-            h, g = encoder.attentions[a](h, g, None if mem is None else mem.transpose(0, 1),
-                                         frame, content=k != last)
-            h = h if k == last else encoder.ffns[f](h)
-            g = None if g is None else encoder.ffns[f](g)
+            h, g = encoder.run_position(encoder.position, a, f, h, g, mem, frame, k != last)
         if states is not None:
             states.append(h)
         h = self.dropout(h)

@@ -61,7 +61,8 @@ SIMILARITY_BATCHES = 8  # held-out batches of the similarity measurement, at mos
 SIMILARITY_BATCH_SIZE = 16
 DONE_FIELDS = ("pretraining", "tokens", "minutes", "results")  # work recorded, kept
 PATH_FIELDS = {"data", "out", "resume", "restart"}  # of a PretrainConfig: where, not what
-SPEED_FIELDS = {"num_workers", "peak_tflops", "compile"}  # how fast, not what: results stay
+SPEED_FIELDS = {"num_workers", "peak_tflops", "compile",
+                "activation_checkpointing"}  # how fast, not what: results stay
 
 
 def say(message: str) -> None:

@@ -94,6 +94,11 @@ class FinetuneOptions:
               "true = torch's default mode; or a mode: "
               "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
               "--no-compile", choices=COMPILE_CHOICES, shown="auto")
+    activation_checkpointing: bool = option(
+        False, "keep only each layer position's input for the backward pass, which recomputes "
+               "the position's activations: for when a batch runs out of memory; costs about "
+               "one more forward pass of the layers (~33% more compute a step), the results "
+               "unchanged")
     seed: int = option(42, "seed of the head's initialisation and the data order")
     seeds: int = option(1, "runs with seeds seed, seed+1, ...; results report the median")
     task_options: Any = option(

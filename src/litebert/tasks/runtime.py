@@ -33,6 +33,7 @@ from litebert.distributed import (
     unwrap,
     wrap,
 )
+from litebert.model.checkpointing import set_activation_checkpointing
 from litebert.train.compiling import (
     compile_in_place,
     compile_mode,
@@ -64,6 +65,7 @@ class Runtime:
     mode: str | None  # torch.compile's mode (None: its default)
     amp: contextlib.AbstractContextManager[Any]  # the forward pass's autocast (or nothing)
     scaler: torch.amp.GradScaler | None  # fp16's loss scaling, else None
+    activation_checkpointing: bool = False  # each layer position recomputed in backward
 
     @classmethod
     def from_config(cls, cfg: FinetuneConfig) -> Runtime:
@@ -74,7 +76,8 @@ class Runtime:
         allow_tf32(info.device)
         return cls(info=info, precision=resolved_precision(cfg.precision, info.device),
                    compiled=finetune_compiles(cfg.compile, info.device),
-                   mode=compile_mode(cfg.compile), amp=amp, scaler=scaler)
+                   mode=compile_mode(cfg.compile), amp=amp, scaler=scaler,
+                   activation_checkpointing=cfg.activation_checkpointing)
 
     @property
     def cuda_graphs(self) -> bool:
@@ -100,8 +103,10 @@ class Runtime:
 
     def place(self, model: ModuleT) -> ModuleT:
         """The model on the device, compiled in place when the run compiles (its state-dict
-        keys stay). Build the optimizer after this: on CUDA it then picks fused AdamW."""
+        keys stay), its encoders checkpointing their layers when the run asks. Build the
+        optimizer after this: on CUDA it then picks fused AdamW."""
         model = model.to(self.device)
+        set_activation_checkpointing(model, self.activation_checkpointing)
         if self.compiled:
             # Fine-tuning batches vary in width and size (length buckets, a smaller last
             # batch): automatic dynamic shapes make the dimensions that change symbolic

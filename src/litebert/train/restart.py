@@ -45,7 +45,8 @@ log = logging.getLogger("litebert")
 HOW_IT_RUNS = frozenset({
     "data", "out", "resume", "restart", "num_workers", "log_every", "eval_every",
     "eval_instances", "save_every", "keep_last", "peak_tflops", "export", "compile",
-    "precision", "fsdp", "micro_batch_size", "async_save", "max_nonfinite"})
+    "precision", "fsdp", "micro_batch_size", "async_save", "max_nonfinite",
+    "activation_checkpointing"})
 # The schedule: may differ from the checkpoint's only with an explicit --resume PATH.
 SCHEDULE = frozenset({"max_steps", "lr", "warmup_steps", "schedule", "power", "decay_steps"})
 # Set by torchrun on the workers it restarts, and by Slurm in a requeued job.

@@ -98,6 +98,11 @@ class PretrainConfig:
     batch_size: int = option(32, "sequences per optimizer step, over all ranks")
     micro_batch_size: int = option(
         32, "sequences per forward pass on one rank; gradients accumulate up to batch_size")
+    activation_checkpointing: bool = option(
+        False, "keep only each layer position's input for the backward pass, which recomputes "
+               "the position's activations: for when a micro-batch runs out of memory; costs "
+               "about one more forward pass of the layers (~33% more compute a step), the "
+               "results unchanged")
     max_steps: int = option(1000, "optimizer steps of the run")
     optimizer: str = option("lamb", "the optimizer", choices=("lamb", "adamw"))
     lr: float = option(0.00176, "peak learning rate, reached at the end of warm-up")

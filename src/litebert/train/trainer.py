@@ -44,6 +44,7 @@ from litebert.distributed import (
 )
 from litebert.files import atomic_directory
 from litebert.model.backbone import backbone_class
+from litebert.model.checkpointing import set_activation_checkpointing
 from litebert.objectives import Objective, resolve
 from litebert.padding import real_tokens
 from litebert.progress import progress
@@ -189,6 +190,8 @@ class Trainer:
             raise complete(self.run_dir, self.start, cfg.export, self._further())
         torch.manual_seed(cfg.seed)
         model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
+        # A training choice, held by the encoders (no checkpoint or export carries it).
+        set_activation_checkpointing(model, cfg.activation_checkpointing)
         # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
         self.compiled = resolved_compile(cfg.compile, self.info.device)
         units = self.objective.fsdp_units(model)
