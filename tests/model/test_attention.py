@@ -16,7 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 import litebert
 import litebert.model.attention as attention
-from litebert.data.attention_layout import filler_segments, with_unpadded_rows
+from litebert.data.attention_layout import with_unpadded_rows
 from litebert.model.albert import AlbertEncoder
 from litebert.model.attention import (
     SDPA_PRIORITY,
@@ -169,19 +169,18 @@ def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path(referen
 @pytest.mark.parametrize(("rows", "width"), [(4, 24), (8, 64), (32, 128), (256, 128),
                                              (64, 512)])
 def test_varlen_segments_are_one_to_t_tokens_a_fixed_count(rows, width):
-    """For many batches of one (B, T): cu_seqlens int32 of B + F + 1 offsets from 0 to N,
-    the rows' lengths then F filler segments, each 1 to T tokens; max_seqlen T."""
+    """For many batches of one (B, T): cu_seqlens int32 of B + 2 offsets from 0 to N, the
+    rows' lengths then one filler segment of 1 to T tokens; max_seqlen T."""
     rng = np.random.default_rng(rows * width)
-    F = filler_segments(rows, width)
     for _ in range(50):
         lengths = rng.integers(1, width + 1, rows)
-        lengths[rng.integers(rows)] = rng.integers(1, width - F + 1)  # room for the filler
+        lengths[rng.integers(rows)] = rng.integers(1, width)  # a padding position at least
         mask = (torch.arange(width)[None] < torch.as_tensor(lengths)[:, None]).long()
         ids = with_unpadded_rows({"input_ids": mask, "attention_mask": mask})["document_ids"]
         layout = unpadded_layout(mask, len(ids))
         assert isinstance(layout.mask, Varlen) and layout.mask.max_seqlen == width
         cu = layout.mask.cu_seqlens
-        assert cu.dtype == torch.int32 and cu.shape == (rows + F + 1,)
+        assert cu.dtype == torch.int32 and cu.shape == (rows + 2,)
         sizes = cu.diff()
         assert cu[0] == 0 and cu[-1] == len(ids)
         assert sizes[:rows].tolist() == lengths.tolist()

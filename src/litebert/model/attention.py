@@ -62,8 +62,6 @@ import torch.nn.functional as F
 from torch.backends import cuda as cuda_backends
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from litebert.data.attention_layout import filler_segments
-
 # Absent from older torch (the package takes torch >= 2.4): unpadded rows then take the
 # padded layout (varlen_blocker says so).
 try:
@@ -220,18 +218,9 @@ def unpadded_layout(attention_mask: torch.Tensor, tokens: int) -> Layout:
     unpadding = Unpadding(index=index, rows=B, width=T)
     lengths = attention_mask.sum(dim=1, dtype=torch.int32)  # (B,)
     ends = lengths.cumsum(0, dtype=torch.int32)  # (B,)
-    cu_seqlens = torch.cat([ends.new_zeros(1), ends,  # (B + F + 1,)
-                            filler_ends(ends[-1], tokens, filler_segments(B, T))])
+    # the filler, 1 to T slots (the collator's rule), is one segment: it ends at N
+    cu_seqlens = torch.cat([ends.new_zeros(1), ends, ends.new_full((1,), tokens)])  # (B + 2,)
     return Layout(mask=Varlen(cu_seqlens, T), unpadding=unpadding)
-
-
-def filler_ends(real: torch.Tensor, tokens: int, segments: int) -> torch.Tensor:
-    """(F,) int32 ends of the F filler segments after `real` () tokens, splitting the
-    N - real filler slots as evenly as they go: the collator leaves at least F and at most
-    F x T of them, so each segment holds 1 to T. On the device, no host sync."""
-    filler = tokens - real  # () int32
-    k = torch.arange(1, segments + 1, dtype=torch.int32, device=real.device)  # (F,)
-    return real + k * (filler // segments) + torch.minimum(k, filler % segments)
 
 
 def varlen_blocker(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> str | None:
