@@ -10,10 +10,11 @@ import torch
 from torch._dynamo.testing import CompileCounter
 
 from litebert.data.attention_layout import (
-    UNPAD_BUCKETS,
-    bucket,
-    filler_segments,
+    GRANULE,
+    MAX_FILLER,
+    granule,
     mark_tokens_dynamic,
+    unpadded_size,
     with_unpadded_rows,
 )
 from litebert.data.integrity import DataError
@@ -78,42 +79,70 @@ def mask_of(lengths: np.ndarray, width: int) -> torch.Tensor:
     return (torch.arange(width)[None] < torch.as_tensor(lengths)[:, None]).long()  # (B, T)
 
 
-def test_unpadded_rows_list_real_tokens_and_bucket_their_count():
+def unpadded_ids(lengths: np.ndarray, width: int) -> torch.Tensor | None:
+    mask = mask_of(lengths, width)
+    return with_unpadded_rows({"input_ids": mask, "attention_mask": mask}).get("document_ids")
+
+
+def test_unpadded_rows_list_real_tokens_then_one_to_t_filler_slots():
     rows, width = 8, 32
-    sizes = set()
     rng = np.random.default_rng(0)
-    segments = filler_segments(rows, width)
     for _ in range(200):
         lengths = rng.integers(1, width + 1, rows)
-        lengths[0] = min(lengths[0], width - segments)  # room for the filler segments
-        mask = mask_of(lengths, width)
-        ids = with_unpadded_rows({"input_ids": mask, "attention_mask": mask})["document_ids"]
+        lengths[0] = min(lengths[0], width - 1)  # a padding position at least
+        ids = unpadded_ids(lengths, width)
         real = int(lengths.sum())
         assert ids[:real].tolist() == np.repeat(np.arange(rows), lengths).tolist()
         filler = len(ids) - real
-        assert (ids[real:] == -1).all() and segments <= filler <= segments * width
-        assert len(ids) % bucket(rows, width) == 0 or len(ids) == rows * width
-        sizes.add(len(ids))
-    assert len(sizes) <= UNPAD_BUCKETS  # the shapes a CUDA graph records per (B, T)
+        assert (ids[real:] == -1).all() and 1 <= filler <= width
+        assert len(ids) % granule(real, width) == 0 or len(ids) == rows * width
     full = torch.ones(2, 8, dtype=torch.long)
     assert "document_ids" not in with_unpadded_rows({"input_ids": full, "attention_mask": full})
 
 
-@pytest.mark.parametrize(("rows", "width"), [(8, 64), (32, 512), (256, 128), (128, 512),
-                                             (3, 5), (1, 2), (9, 3)])
-def test_the_filler_fits_its_segments_whatever_the_batch(rows, width):
-    """F segments of at most T tokens hold the most filler any N leaves (F slots and a
-    bucket's rounding), and a batch unpads only with F padding positions or more."""
-    F, step = filler_segments(rows, width), bucket(rows, width)
-    assert F + step - 1 <= F * width and F <= rows
-    lengths = np.full(rows, width)
-    lengths[:F] = width - 1  # F padding positions, one per row: every one a filler slot
-    mask = mask_of(lengths, width)
-    ids = with_unpadded_rows({"input_ids": mask, "attention_mask": mask})["document_ids"]
-    assert len(ids) == rows * width and int((ids == -1).sum()) == F
-    lengths[0] = width  # F - 1: too few for F segments, so the padded path
-    mask = mask_of(lengths, width)
-    assert "document_ids" not in with_unpadded_rows({"input_ids": mask, "attention_mask": mask})
+# Batch shapes people train, each with the share of its rows' real tokens: uniform in a
+# range (a corpus of mixed lengths), or a skew of short rows (fine-tuning's sentences).
+SHAPES = [(32, 512, 0.4, 1.0), (32, 512, 0.55, 0.7), (8, 128, 0.4, 1.0), (256, 128, 0.4, 1.0),
+          (128, 512, 0.4, 1.0), (64, 256, 0.1, 0.5), (16, 64, 0.3, 1.0)]
+
+
+@pytest.mark.parametrize(("rows", "width", "low", "high"), SHAPES)
+def test_the_filler_is_at_most_three_percent_of_the_real_tokens(rows, width, low, high):
+    """Seeded batches of rows low..high full: filler / real <= 3%, N a multiple of the
+    granule (128 where that stays within 3%) or the whole batch, filler 1 to T slots and no
+    more than the padding positions."""
+    rng = np.random.default_rng(rows + width)
+    worst = 0.0
+    for _ in range(100):
+        lengths = np.maximum(1, (rng.uniform(low, high, rows) * width).astype(int))
+        lengths[0] = min(lengths[0], width - 1)
+        ids = unpadded_ids(lengths, width)
+        real, N = int(lengths.sum()), len(ids)
+        step = granule(real, width)
+        assert 1 <= N - real <= min(width, rows * width - real)
+        assert N % step == 0 or N == rows * width
+        assert step == min(GRANULE, width) or step * 2 > real * MAX_FILLER
+        worst = max(worst, (N - real) / real)
+    assert worst <= MAX_FILLER == 0.03
+
+
+def test_the_granule_is_a_power_of_two_within_the_filler_bound():
+    for width in (2, 5, 64, 128, 512):
+        for real in (1, 33, 34, 100, 1000, 4266, 4267, 50_000):
+            step = granule(real, width)
+            assert step & (step - 1) == 0 and step <= min(GRANULE, width)
+            assert step == 1 or step <= real * MAX_FILLER
+    assert granule(4267, 512) == 128 and granule(4266, 512) == 64  # 128 / 0.03 = 4266.7
+
+
+def test_unpadded_size_fits_the_batch():
+    """The filler takes padding positions of its own: N never passes B x T, and a batch
+    with one padding position fills it."""
+    assert unpadded_size(16 * 128 - 1, 16, 128) == 16 * 128
+    lengths = np.full(4, 8)
+    lengths[2] = 7
+    assert len(unpadded_ids(lengths, 8)) == 32
+    assert unpadded_ids(np.full(4, 8), 8) is None  # nothing padded: the plain path
 
 
 def test_a_row_without_real_tokens_is_not_unpadded():

@@ -7,8 +7,9 @@ import torch
 import torch.nn.functional as F
 
 import litebert
+from litebert.model.attention import key_padding_mask
 from litebert.model.counts import ablation_rows, count, preset_rows
-from litebert.model.layers import additive_mask, sharing_tables
+from litebert.model.layers import sharing_tables
 from tests.conftest import make_inputs, mlm_labels, randomize, small_config
 
 DESIGN_COUNTS = {  # the design's counts: backbone, + MLM & SOP heads (vocab 30000)
@@ -72,7 +73,7 @@ def test_shared_layer_is_applied_at_every_depth():
     with torch.no_grad():
         emb = model.embeddings(x["input_ids"], x["token_type_ids"])
         h = model.encoder.embedding_hidden_mapping_in(emb)
-        mask = additive_mask(x["attention_mask"], h.dtype)
+        mask = key_padding_mask(x["attention_mask"])
         for _ in range(3):
             h = model.encoder.ffns[0](model.encoder.attentions[0](h, mask))
         torch.testing.assert_close(model(**x).last_hidden_state, h)

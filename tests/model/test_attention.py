@@ -11,20 +11,26 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from torch.nn.attention import SDPBackend
+from torch.overrides import TorchFunctionMode
 
 import litebert
 import litebert.model.attention as attention
-from litebert.data.attention_layout import filler_segments, with_unpadded_rows
+from litebert.data.attention_layout import with_unpadded_rows
 from litebert.model.albert import AlbertEncoder
 from litebert.model.attention import (
+    SDPA_PRIORITY,
     Varlen,
     document_block_mask,
+    key_padding_mask,
     positions_in_documents,
     same_document,
     unpadded_layout,
     varlen_blocker,
 )
 from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
+from tests.model.test_modernbert import inputs as modern_inputs
+from tests.model.test_modernbert import modern_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
 
 NUMBERINGS = {"from_zero": {}, "after_pad": dict(position_numbering="after_pad",
@@ -163,19 +169,18 @@ def test_unpadded_pretraining_losses_and_gradients_equal_the_padded_path(referen
 @pytest.mark.parametrize(("rows", "width"), [(4, 24), (8, 64), (32, 128), (256, 128),
                                              (64, 512)])
 def test_varlen_segments_are_one_to_t_tokens_a_fixed_count(rows, width):
-    """For many batches of one (B, T): cu_seqlens int32 of B + F + 1 offsets from 0 to N,
-    the rows' lengths then F filler segments, each 1 to T tokens; max_seqlen T."""
+    """For many batches of one (B, T): cu_seqlens int32 of B + 2 offsets from 0 to N, the
+    rows' lengths then one filler segment of 1 to T tokens; max_seqlen T."""
     rng = np.random.default_rng(rows * width)
-    F = filler_segments(rows, width)
     for _ in range(50):
         lengths = rng.integers(1, width + 1, rows)
-        lengths[rng.integers(rows)] = rng.integers(1, width - F + 1)  # room for the filler
+        lengths[rng.integers(rows)] = rng.integers(1, width)  # a padding position at least
         mask = (torch.arange(width)[None] < torch.as_tensor(lengths)[:, None]).long()
         ids = with_unpadded_rows({"input_ids": mask, "attention_mask": mask})["document_ids"]
         layout = unpadded_layout(mask, len(ids))
         assert isinstance(layout.mask, Varlen) and layout.mask.max_seqlen == width
         cu = layout.mask.cu_seqlens
-        assert cu.dtype == torch.int32 and cu.shape == (rows + F + 1,)
+        assert cu.dtype == torch.int32 and cu.shape == (rows + 2,)
         sizes = cu.diff()
         assert cu[0] == 0 and cu[-1] == len(ids)
         assert sizes[:rows].tolist() == lengths.tolist()
@@ -183,7 +188,7 @@ def test_varlen_segments_are_one_to_t_tokens_a_fixed_count(rows, width):
 
 
 def test_unpadded_rows_without_varlen_take_the_padded_layout(caplog):
-    """On this CPU (no varlen): the additive (B, 1, 1, T) mask and no unpadding, so nothing
+    """On this CPU (no varlen): the key-padding (B, 1, 1, T) mask and no unpadding, so nothing
     of (N, N); the padded path's output exactly; the reason logged once."""
     attention.log_padded_fallback.cache_clear()
     model = backbone()
@@ -195,7 +200,7 @@ def test_unpadded_rows_without_varlen_take_the_padded_layout(caplog):
         model.encode_with(model.encoder, **unpadded)
         want = model(**inputs).last_hidden_state
     assert layout.unpadding is None and layout.documents is None
-    assert layout.mask.shape == (B, 1, 1, T) and layout.mask.dtype == torch.float32
+    assert layout.mask.shape == (B, 1, 1, T) and layout.mask.dtype == torch.bool
     assert torch.equal(x, want)
     said = [r.getMessage() for r in caplog.records if "instead of varlen" in r.getMessage()]
     assert len(said) == 1 and "varlen runs on CUDA only" in said[0], said
@@ -233,3 +238,97 @@ def test_each_encoder_decides_by_its_own_attention_dropout(reference_varlen):
 def test_unpadded_ids_need_the_attention_mask():
     with pytest.raises(ValueError, match="need the batch's attention_mask"):
         backbone()(torch.ones(2, 8, dtype=torch.long), document_ids=torch.zeros(12).long())
+
+
+# ---- the padded path's mask and kernels ------------------------------------------------------
+
+class SdpaCalls(TorchFunctionMode):
+    """Records each scaled_dot_product_attention call: its attn_mask, and SDPA's kernel
+    order at that moment (torch's, or SDPA_PRIORITY's under attend's sdpa_kernel)."""
+
+    def __init__(self):
+        super().__init__()
+        self.masks: list = []
+        self.orders: list[list[int]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            self.masks.append(kwargs.get("attn_mask", args[3] if len(args) > 3 else None))
+            self.orders.append(torch._C._get_sdp_priority_order())
+        return func(*args, **kwargs)
+
+
+def sdpa_masks_of_graph(model, inputs) -> list:
+    """The attn_mask of every SDPA call in the FX graph dynamo traces of model(**inputs)
+    (fullgraph: the sdpa_kernel context included), as example tensors or None."""
+    masks = []
+
+    def capture(gm, example_inputs):
+        for node in gm.graph.nodes:
+            if node.target is torch.nn.functional.scaled_dot_product_attention:
+                mask = node.kwargs.get("attn_mask")
+                masks.append(None if mask is None else mask.meta["example_value"])
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(model, backend=capture, fullgraph=True)(**inputs)
+    return masks
+
+
+def padded_models():
+    albert = backbone(attention_probs_dropout_prob=0.0)
+    modern = litebert.ModernBertModel(modern_config(attention_probs_dropout_prob=0.0))
+    modern = randomize(modern).eval()
+    return {"albert": (albert, padded_batch()), "modernbert": (modern, modern_inputs())}
+
+
+@pytest.mark.parametrize("family", ["albert", "modernbert"])
+def test_no_float_mask_reaches_attention_on_a_padded_batch(family):
+    """With attention dropout 0, a padded batch gives SDPA a bool mask (the key-padding
+    (B, 1, 1, T), or ModernBERT's window over it), never an additive float one that rules
+    fused kernels out: eagerly and in the graph torch.compile traces."""
+    model, inputs = padded_models()[family]
+    calls = SdpaCalls()
+    with torch.no_grad(), calls:
+        model(**inputs)
+    with torch.no_grad():
+        traced = sdpa_masks_of_graph(model, inputs)
+    for masks in (calls.masks, traced):
+        assert len(masks) == model.config.num_hidden_layers
+        assert all(mask is not None and mask.dtype == torch.bool for mask in masks), \
+            [None if mask is None else mask.dtype for mask in masks]
+    B, T = inputs["input_ids"].shape
+    assert calls.masks[0].shape in ((B, 1, 1, T), (B, 1, T, T))
+
+
+def test_sdpa_runs_under_the_kernel_order_switches_respected():
+    """attend() puts cuDNN, then FlashAttention, the memory-efficient kernel and math first
+    (this torch takes an order), and leaves out a kernel switched off; torch's own order
+    comes back after the call."""
+    assert attention.ORDERS_KERNELS  # torch 2.13 here: sdpa_kernel and dynamo take the order
+    model, inputs = padded_models()["albert"]
+    before = torch._C._get_sdp_priority_order()
+    calls = SdpaCalls()
+    with torch.no_grad(), calls:
+        model(**inputs)
+    order = [int(kernel.value) for kernel in attention.sdpa_kernel_order()]
+    assert order[:4] == [int(getattr(SDPBackend, name).value) for name, _ in SDPA_PRIORITY]
+    assert all(seen[:4] == order for seen in calls.orders) and before[:4] != order
+    assert torch._C._get_sdp_priority_order() == before
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        assert SDPBackend.CUDNN_ATTENTION not in attention.sdpa_kernel_order()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+
+
+def test_key_padding_mask_keeps_real_keys_and_every_key_of_an_empty_row():
+    mask = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 1, 1]])
+    keep = key_padding_mask(mask)
+    assert keep.dtype == torch.bool and keep.shape == (3, 1, 1, 3)
+    assert keep[:, 0, 0].tolist() == [[True, True, False], [True] * 3, [True] * 3]
+    assert key_padding_mask(None) is None
+    q = torch.randn(3, 2, 3, 8)
+    out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+    assert torch.isfinite(out).all()

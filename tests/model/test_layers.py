@@ -21,13 +21,14 @@ import litebert.model.attention as attention
 from litebert.model.attention import (
     Varlen,
     document_block_mask,
+    key_padding_mask,
     same_document,
     unpadded_layout,
     window_band,
     window_mask_mod,
     windowed,
 )
-from litebert.model.layers import GeGLU, PreNormLayer, RotaryAttention, additive_mask
+from litebert.model.layers import GeGLU, PreNormLayer, RotaryAttention
 from litebert.model.rope import apply_rope, rope_tables
 from tests.conftest import randomize
 
@@ -63,7 +64,7 @@ def hf_masks(config: ModernBertConfig, x, attention_mask) -> dict:
 
 
 def our_mask(layer_type: str, attention_mask, T: int):
-    padding = additive_mask(attention_mask, torch.float32)  # (B, 1, 1, T)
+    padding = key_padding_mask(attention_mask)  # (B, 1, 1, T)
     return padding if layer_type == "full_attention" else windowed(padding, WINDOW, T, CPU)
 
 
@@ -140,7 +141,7 @@ def test_window_rule_is_transformers_bidirectional_sliding_window():
     config._attn_implementation = "sdpa"
     x, attention_mask = padded_batch()
     theirs = create_bidirectional_sliding_window_mask(config, x, attention_mask)  # (B,1,T,T)
-    ours = windowed(additive_mask(attention_mask, x.dtype), WINDOW, 24, CPU)
+    ours = windowed(key_padding_mask(attention_mask), WINDOW, 24, CPU)
     assert torch.equal(ours, theirs | torch.eye(24, dtype=torch.bool))
     unpadded = create_bidirectional_sliding_window_mask(config, x, None)  # (B, 1, T, T)
     assert torch.equal(windowed(None, WINDOW, 24, CPU).expand_as(unpadded), unpadded)
@@ -163,7 +164,7 @@ def test_attention_matches_modernbert_attention(layer_type):
         want, _ = theirs(x, rope, hf_masks(config, x, attention_mask)[layer_type])
         got = ours(x, our_mask(layer_type, attention_mask, 24),
                    rope_tables(positions, H // HEADS, THETAS[layer_type]))
-        unwindowed = ours(x, additive_mask(attention_mask, x.dtype), rope_tables(
+        unwindowed = ours(x, key_padding_mask(attention_mask), rope_tables(
             positions, H // HEADS, THETAS[layer_type]))
     real = attention_mask.bool()
     torch.testing.assert_close(got[real], want[real], atol=ATOL, rtol=ATOL)

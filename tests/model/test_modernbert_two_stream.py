@@ -60,7 +60,7 @@ def changed(x: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
 def test_without_two_stream_arguments_the_forward_is_the_one_stream_forward(monkeypatch):
     """mask_emb is all query_stream adds (no other key), the one-stream forward never reads
     it, and it keeps its kernels' masks: none without padding (SDPA's unmasked path), the
-    additive padding mask, documents; a perm_mask that hides nothing gives the same real
+    key-padding mask, documents; a perm_mask that hides nothing gives the same real
     tokens' states through the content stream."""
     plain = ModernBertModel(modern_config()).eval()
     model = ModernBertModel(modern_config(query_stream=True)).eval()
@@ -93,7 +93,7 @@ def test_without_two_stream_arguments_the_forward_is_the_one_stream_forward(monk
         assert masks[0] is None  # SDPA's unmasked fast path at global position 0
         masks.clear()
         padded = model(**x).last_hidden_state
-        assert masks[0].dtype == torch.float32 and masks[0].shape == (3, 1, 1, 16)
+        assert masks[0].dtype == torch.bool and masks[0].shape == (3, 1, 1, 16)
         nothing_hidden = model(**x, perm_mask=torch.zeros(3, 16, 16)).last_hidden_state
     real = x["attention_mask"].bool()
     torch.testing.assert_close(nothing_hidden[real], padded[real], **EXACT)

@@ -10,7 +10,7 @@ import torch._dynamo.testing
 import torch.nn.functional as F
 
 from litebert.data.loader import PretrainingDataset, collate
-from litebert.model.layers import additive_mask
+from litebert.model.attention import key_padding_mask
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import ElectraPretraining
 from tests.objectives.test_corruption import MASK, NEVER, rows
@@ -79,7 +79,7 @@ def old_forward(model: ElectraPretraining, batch, step: int) -> dict[str, torch.
     shown = old_generator_input(ids, s, c.mask_id)
     embeddings = model.discriminator.albert.embeddings
     x = embeddings(shown, batch["token_type_ids"])
-    h = model.generator.encoder(x, additive_mask(mask, x.dtype))
+    h = model.generator.encoder(x, key_padding_mask(mask))
     r = torch.arange(ids.shape[0])[:, None].expand_as(s.used)
     logits = model.generator.predictions(h[r[s.used], s.positions[s.used]],
                                          embeddings.word_embeddings.weight)  # (M, V)

@@ -8,22 +8,28 @@
                (B, T) with padding at -1, and the model lets a token attend only within its
                document (and numbers positions from each document's start)
     unpadded   a padded batch also carries `document_ids` of shape (N,): the row of each real
-               token in row-major order, then -1 for filler up to a bucketed N. The model
-               gathers those N tokens, runs the encoder on them as one row with one document
-               per original row, and scatters the result back to (B, T): padding costs no
+               token in row-major order, then -1 for the filler up to N. The model gathers
+               those N tokens, runs the encoder on them as one row with one document per
+               original row, and scatters the result back to (B, T): padding costs no
                attention or FFN FLOPs. A batch without padding carries nothing (the plain
-               path is already the cheapest), nor does one with fewer padding positions than
-               filler segments, or with a row of no real token (the padded path takes them).
+               path is already the cheapest), nor does one with a row of no real token (the
+               padded path takes it).
 
 Only the collator (this module) counts tokens: the model reads N from the tensor's shape, so
-the step never waits on the device for it. N is the real-token count plus at least F filler
-slots (F = filler_segments(B, T)), rounded up to a multiple of ceil(B x T / UNPAD_BUCKETS).
-The model splits the filler into F segments of 1 to T tokens each, so varlen's sequences are
-all at most T long (max_seqlen = T) and their count, B + F, depends on (B, T) alone; every
-filler slot takes one padding position of its own, which keeps the gather back to (B, T) a
-permutation. N varies from batch to batch: the Trainer marks it dynamic
-(mark_tokens_dynamic) where a compiled model reads it, so one graph serves every N; the
-buckets still bound the shapes a CUDA graph records (at most UNPAD_BUCKETS per (B, T)).
+the step never waits on the device for it. N is the real-token count R plus at least one
+filler slot, rounded up to a multiple of a step: the largest power of two no larger than
+GRANULE (128, whole tiles of the GEMMs), the row width T, or MAX_FILLER x R. So the filler is
+1 to T slots, at most 3% of R once R >= 34 (in rows of 128 or more, N is a multiple of 128
+from 4,267 real tokens on), and never more than the padding positions: N is at most B x T.
+The model runs the filler as one segment after the B rows, so varlen sees B + 1 sequences
+of 1 to T tokens (max_seqlen = T) whatever N is, and each filler slot takes one padding
+position of its own, which keeps the gather back to (B, T) a permutation.
+
+N varies from batch to batch: the Trainer marks it dynamic (mark_tokens_dynamic) where a
+compiled model reads it, so one graph serves every N. CUDA graphs (compile mode
+reduce-overhead) are recorded per shape, so such a run records one per value of N it meets:
+with rows of 128 or more and 4,267 real tokens or more, a (B, T) batch has at most B x T / 128
+values (128 at 32 x 512), fewer the narrower the spread of its real-token counts.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ import torch
 
 from litebert.padding import real_tokens
 
-UNPAD_BUCKETS = 8  # token counts an unpadded batch of one (B, T) can take
+GRANULE = 128  # N's step where the filler stays within MAX_FILLER: whole tiles of the GEMMs
+MAX_FILLER = 0.03  # filler slots per real token, at most (from 34 real tokens on)
 
 
 def with_document_ids(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -43,32 +50,27 @@ def with_document_ids(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
     return batch
 
 
-def bucket(rows: int, width: int) -> int:
-    """N of a (rows, width) batch is a multiple of this (or rows x width itself)."""
-    return -(-rows * width // UNPAD_BUCKETS)
-
-
-def filler_segments(rows: int, width: int) -> int:
-    """F, the filler segments of an unpadded (rows, width) batch: enough that the most filler
-    N can hold (F + bucket - 1 slots) fits in F segments of at most `width` tokens."""
-    return max(1, -(-(bucket(rows, width) - 1) // max(width - 1, 1)))
+def granule(real: int, width: int) -> int:
+    """N's step for `real` tokens in rows of `width`: the largest power of two at most
+    GRANULE, `width` and MAX_FILLER x real (1 at least)."""
+    most = max(1, min(GRANULE, width, int(real * MAX_FILLER)))
+    return 1 << (most.bit_length() - 1)
 
 
 def unpadded_size(real: int, rows: int, width: int) -> int:
-    """N of an unpadded batch: `real` tokens plus at least F filler slots, rounded up to the
-    bucket, at most rows x width (needs rows x width - real >= F padding positions)."""
-    step = bucket(rows, width)
-    return min(-(-(real + filler_segments(rows, width)) // step) * step, rows * width)
+    """N of an unpadded batch: `real` tokens plus at least one filler slot, rounded up to
+    the granule, at most rows x width (needs rows x width > real)."""
+    step = granule(real, width)
+    return min(-(-(real + 1) // step) * step, rows * width)
 
 
 def with_unpadded_rows(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """(N,) document_ids for a padded batch (see the module docstring); unchanged when no
-    row is padded, when fewer positions are padding than the F filler segments need, or
-    when a row has no real token (its segment would be empty)."""
+    position is padding, or when a row has no real token (its segment would be empty)."""
     real = real_tokens(batch)  # (B, T)
     rows, width = real.shape
     count = int(real.sum())  # on the host, in the collator
-    if rows * width - count < filler_segments(rows, width) or bool((real.sum(1) == 0).any()):
+    if count == rows * width or bool((real.sum(1) == 0).any()):
         return batch
     row_of = torch.arange(rows)[:, None].expand(rows, width)[real.bool()]  # (count,)
     filler = torch.full((unpadded_size(count, rows, width) - count,), -1, dtype=torch.long)
@@ -79,7 +81,7 @@ def with_unpadded_rows(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
 def mark_tokens_dynamic(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The batch, its unpadded (N,) document_ids (if any) marked dynamic in N for
     torch.compile: a compiled model then traces N as a symbol, one graph for every N, where
-    static N would compile a graph per bucket and, with the padded path and evaluation,
+    static N would compile a graph per size and, with the padded path and evaluation,
     exceed torch's limit of graphs per function. Call it on the batch the model reads, after
     the move to its device (a copy does not keep the mark); eagerly it changes nothing."""
     ids = batch.get("document_ids")

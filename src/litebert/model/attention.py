@@ -5,7 +5,8 @@ says what the collator adds) and hands `layout.mask` to every attention layer, w
 `attend(q, k, v, mask, p)` picks the kernel from the mask's type:
 
     None                 every key (no padding): SDPA's unmasked fast path
-    (B, 1, 1, T) float   padding: additive mask, SDPA (the default path; model/albert.py)
+    (B, 1, 1, T) bool    padding: the keys each row keeps (True = attend), SDPA (the default
+                         path; model/albert.py)
     (B, 1, T, T) bool    documents on a CPU: an explicit mask, SDPA. The reference path:
                          flex_attention without torch.compile materialises the scores
                          anyway (and warns), so an explicit mask is as fast here
@@ -19,27 +20,38 @@ numbered, and attended, exactly as it would be alone: the encoder's output for i
 output for that document run by itself (tests/model/test_attention.py). Unpadded rows keep
 the padded path's positions (each row is a document that starts at position 0 anyway).
 
+SDPA runs under SDPA_PRIORITY where that torch can take an order (torch.nn.attention's
+sdpa_kernel with set_priority, eager and traced): cuDNN, FlashAttention, the memory-efficient
+kernel, then the math path, each where torch's global switches leave it on. FlashAttention
+takes no mask at all, so it runs the batches without padding; a padded batch's boolean mask
+goes to cuDNN or the memory-efficient kernel, fused kernels that, unlike FlashAttention, read
+a mask (on a CPU torch picks its own kernel, as before). No mask here is a float: the one
+additive mask left is XLNet's (model/xlnet.py), whose relative attention adds position and
+segment scores by hand before its softmax and masks those sums.
+
 FlexAttention and varlen have no attention dropout: when it is on in training, documents take
 the explicit (B, 1, T, T) mask on CUDA too (same results, per-row quadratic memory).
 
 Unpadded rows run on varlen or not at all: where it cannot run (not CUDA, attention dropout
 in training, fp32 hidden states without half-precision autocast, a torch without
-torch.nn.attention.varlen) the batch takes the padded layout, the additive (B, 1, 1, T)
+torch.nn.attention.varlen) the batch takes the padded layout, the key-padding (B, 1, 1, T)
 mask of a batch without document_ids, and the reason is logged once. A mask over all the
 unpadded tokens would be (N, N): at 32 x 512 that is 16k x 16k scores per head.
 
 Sliding windows (ModernBERT's local layers): `windowed(mask, window, T, device)` turns any
 of the masks above into the same kind limited to keys within window // 2 positions of the
 query, on either side, bounds included (transformers' rule: local_attention 128 sees
-|i - j| <= 64, 129 keys). None and the padding mask become a (T, T) or (B, 1, T, T) bool mask,
-a document mask is and-ed with the band, a BlockMask is rebuilt with the window's mask_mod,
-and Varlen carries the kernel's window_size (64, 64), which FlashAttention reads as inclusive
-bounds too. In packed rows the window runs within each document: positions there are
-offsets into it.
+|i - j| <= 64, 129 keys). None becomes the (T, T) band; the padding mask and a document mask
+are and-ed with it into (B, 1, T, T), each query keeping itself (a padding query far from
+every real token would otherwise have no key left: NaN on older torch), a BlockMask is
+rebuilt with the window's mask_mod, and Varlen carries the kernel's window_size (64, 64),
+which FlashAttention reads as inclusive bounds too. In packed rows the window runs within
+each document: positions there are offsets into it.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from dataclasses import dataclass
 from functools import cache
@@ -47,8 +59,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
-from litebert.data.attention_layout import filler_segments
+from torch.backends import cuda as cuda_backends
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 # Absent from older torch (the package takes torch >= 2.4): unpadded rows then take the
 # padded layout (varlen_blocker says so).
@@ -69,7 +81,56 @@ except ImportError:
     class BlockMask:  # type: ignore[no-redef]
         """Stands in on a torch without FlexAttention: nothing is one."""
 
+# dynamo's form of sdpa_kernel (private, so guarded): whether it traces the order is
+# sdpa_orders_kernels' question.
+try:
+    from torch._dynamo.variables.ctx_manager import SDPAKernelVariable
+except ImportError:
+    SDPAKernelVariable = None  # type: ignore[assignment,misc]
+
 log = logging.getLogger("litebert")
+
+# SDPA's kernels, fastest first on the GPUs people train on (torch's own order tries cuDNN
+# last), each with the global switch that turns it off (which the order respects).
+SDPA_PRIORITY = (("CUDNN_ATTENTION", "cudnn_sdp_enabled"),
+                 ("FLASH_ATTENTION", "flash_sdp_enabled"),
+                 ("EFFICIENT_ATTENTION", "mem_efficient_sdp_enabled"),
+                 ("MATH", "math_sdp_enabled"))
+
+
+def sdpa_orders_kernels() -> bool:
+    """Whether this torch takes SDPA_PRIORITY as an order, eagerly and inside a compiled
+    graph (dynamo's sdpa_kernel): the order arrived after torch 2.4; without it, torch's."""
+    if "set_priority" not in inspect.signature(sdpa_kernel).parameters:
+        return False
+    return SDPAKernelVariable is not None and \
+        "set_priority" in inspect.signature(SDPAKernelVariable.create).parameters
+
+
+ORDERS_KERNELS = sdpa_orders_kernels()
+
+
+@torch.compiler.assume_constant_result  # read once per trace: the switches of that moment
+def sdpa_kernel_order() -> list:
+    """SDPA_PRIORITY's kernels that this torch has and its switches leave on."""
+    return [getattr(SDPBackend, kernel) for kernel, switch in SDPA_PRIORITY
+            if hasattr(SDPBackend, kernel) and getattr(cuda_backends, switch, bool)()]
+
+
+def key_padding_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, T) 1 = token, 0 = pad -> (B, 1, 1, T) bool, True = attend: a mask SDPA's fused
+    kernels read, where an additive float one keeps some out.
+
+    None stays None (SDPA's unmasked fast path). Whether a batch is padded is the collator's
+    decision, made on the host (it leaves the mask out when nothing is): testing the mask
+    here would read it back from the device, a host sync in every forward. A row without a
+    real token keeps every key, as no kernel agrees on a row with none (NaN or 0).
+    """
+    if attention_mask is None:
+        return None
+    keep = attention_mask != 0  # (B, T)
+    keep = keep | ~keep.any(dim=1, keepdim=True)  # (B, T)
+    return keep[:, None, None, :]
 
 HALF = (torch.float16, torch.bfloat16)  # FlashAttention's dtypes
 
@@ -140,7 +201,7 @@ def document_layout(attention_mask: torch.Tensor | None, document_ids: torch.Ten
                     fused: bool) -> Layout:
     """The Layout of a batch with documents, (B, T) ids; `fused` allows FlexAttention (CUDA,
     no attention dropout), else an explicit mask. (A batch without document_ids has padding
-    at most: the backbone's additive mask; unpadded rows: unpadded_layout.)"""
+    at most: key_padding_mask; unpadded rows: unpadded_layout.)"""
     if attention_mask is not None:  # padding is a document of its own
         document_ids = document_ids.masked_fill(attention_mask == 0, -1)
     mask = document_block_mask(document_ids) if fused else same_document(document_ids)
@@ -157,18 +218,9 @@ def unpadded_layout(attention_mask: torch.Tensor, tokens: int) -> Layout:
     unpadding = Unpadding(index=index, rows=B, width=T)
     lengths = attention_mask.sum(dim=1, dtype=torch.int32)  # (B,)
     ends = lengths.cumsum(0, dtype=torch.int32)  # (B,)
-    cu_seqlens = torch.cat([ends.new_zeros(1), ends,  # (B + F + 1,)
-                            filler_ends(ends[-1], tokens, filler_segments(B, T))])
+    # the filler, 1 to T slots (the collator's rule), is one segment: it ends at N
+    cu_seqlens = torch.cat([ends.new_zeros(1), ends, ends.new_full((1,), tokens)])  # (B + 2,)
     return Layout(mask=Varlen(cu_seqlens, T), unpadding=unpadding)
-
-
-def filler_ends(real: torch.Tensor, tokens: int, segments: int) -> torch.Tensor:
-    """(F,) int32 ends of the F filler segments after `real` () tokens, splitting the
-    N - real filler slots as evenly as they go: the collator leaves at least F and at most
-    F x T of them, so each segment holds 1 to T. On the device, no host sync."""
-    filler = tokens - real  # () int32
-    k = torch.arange(1, segments + 1, dtype=torch.int32, device=real.device)  # (F,)
-    return real + k * (filler // segments) + torch.minimum(k, filler % segments)
 
 
 def varlen_blocker(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> str | None:
@@ -242,12 +294,10 @@ def windowed(mask: Any, window: int, length: int, device: torch.device) -> Any:
     band = window_band(length, window, device)  # (T, T)
     if mask is None:
         return band
-    if mask.dtype == torch.bool:  # documents: (B, 1, T, T), each query sees itself already
-        return mask & band
-    # Padding: the additive (B, 1, 1, T) as keys kept, and the query itself, so that a padding
-    # query far from every real token keeps one key (an empty row is NaN on older torch).
-    keep = (mask == 0) & band  # (B, 1, T, T)
-    return keep | torch.eye(length, dtype=torch.bool, device=device)
+    # padding (B, 1, 1, T) or documents (B, 1, T, T) -> (B, 1, T, T), with the query itself
+    # (a document query sees itself already), so that a padding query far from every real
+    # token keeps one key (an empty row is NaN on older torch)
+    return (mask & band) | torch.eye(length, dtype=torch.bool, device=device)
 
 
 @cache
@@ -263,7 +313,10 @@ def attend(q, k, v, mask, dropout_p: float) -> torch.Tensor:
         return varlen(q, k, v, mask)
     if not isinstance(mask, torch.Tensor | None):  # a BlockMask
         return compiled_flex_attention()(q, k, v, block_mask=mask)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    if not ORDERS_KERNELS:  # torch's own order
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    with sdpa_kernel(sdpa_kernel_order(), set_priority=True):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 def varlen(q, k, v, mask: Varlen) -> torch.Tensor:

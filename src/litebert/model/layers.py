@@ -5,7 +5,6 @@ Generic pieces, shared by the ALBERT and XLNet backbones (and any other):
     activation          a hidden_act name -> the function
     AutocastLayerNorm   nn.LayerNorm that keeps autocast's half dtype (a bf16 residual stream)
     positions_after_pad RoBERTa's position ids
-    additive_mask       (B, T) padding mask -> SDPA's additive (B, 1, 1, T) mask
     sharing_tables      ALBERT's cross-layer sharing: which module each layer position uses
     encoder_depths      layer-wise lr decay depths of an encoder with those tables
     unrolled_source     unrolling: the shared module a layer position reads
@@ -43,6 +42,7 @@ from litebert.model.attention import (
     Layout,
     attend,
     document_layout,
+    key_padding_mask,
     unpadded_layout,
     varlen_runs,
 )
@@ -96,20 +96,6 @@ def positions_after_pad(input_ids, pad_token_id: int):
     return torch.cumsum(real, dim=1) * real + pad_token_id  # (B, T)
 
 
-def additive_mask(attention_mask, dtype):
-    """(B, T) 1 = token, 0 = pad  ->  (B, 1, 1, T) 0 / -inf-ish added to attention scores.
-
-    None stays None (SDPA's unmasked fast path). Whether a batch is padded is the collator's
-    decision, made on the host (it leaves the mask out when nothing is): testing the mask
-    here would read it back from the device, a host sync in every forward.
-    """
-    if attention_mask is None:
-        return None
-    keep = attention_mask[:, None, None, :].to(torch.bool)
-    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(
-        ~keep, torch.finfo(dtype).min)
-
-
 # ---- cross-layer sharing -----------------------------------------------------------------------
 
 def drops_attention(encoder: Any) -> bool:
@@ -125,8 +111,8 @@ def fused_documents(encoder: Any, x: torch.Tensor) -> bool:
 
 def batch_layout(encoder: Any, input_ids, attention_mask, document_ids,
                  dtype: torch.dtype) -> Layout:
-    """The batch's attention for `encoder` (every backbone's rule): padding at most (an
-    additive mask), documents ((B, T) ids: FlexAttention or an explicit mask), or unpadded
+    """The batch's attention for `encoder` (every backbone's rule): padding at most (a
+    key-padding mask), documents ((B, T) ids: FlexAttention or an explicit mask), or unpadded
     rows ((N,) ids: varlen where it runs for this device, dropout and dtype, decided once per
     compiled graph; else the padded layout)."""
     if document_ids is not None and document_ids.dim() == 1:
@@ -136,7 +122,7 @@ def batch_layout(encoder: Any, input_ids, attention_mask, document_ids,
         if not varlen_runs(input_ids.device.type, drops_attention(encoder), dtype):
             document_ids = None  # the padded layout: per-row masks (model/attention.py)
     if document_ids is None:
-        return Layout(mask=additive_mask(attention_mask, dtype))
+        return Layout(mask=key_padding_mask(attention_mask))
     if document_ids.dim() == 1:
         return unpadded_layout(attention_mask, document_ids.shape[0])
     return document_layout(attention_mask, document_ids, fused_documents(encoder, input_ids))

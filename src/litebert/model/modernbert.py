@@ -35,13 +35,13 @@ transformers' layer 0); an attention module shared with later positions keeps it
 applied at those positions and skipped at position 0. So unrolling a shared model gives one
 whose layer 0 has the identity too: the same function, in transformers' layout.
 
-Attention layouts are albert.py's: padding (SDPA's additive mask, and its windowed bool form
-for local positions), documents ((B, T) document_ids: FlexAttention on CUDA, an explicit mask
-on the CPU, the window within each document, positions restarting at each document) and
-unpadded rows ((N,) document_ids: varlen on CUDA in half precision, with the window as
-FlashAttention's window_size; elsewhere the padded layout). The rotary tables come from each
-token's position: 0..T-1, the caller's position_ids, the offsets within documents, or the
-padded positions gathered for the unpadded rows.
+Attention layouts are albert.py's: padding (SDPA's key-padding bool mask, and its windowed
+(B, 1, T, T) form for local positions), documents ((B, T) document_ids: FlexAttention on
+CUDA, an explicit mask on the CPU, the window within each document, positions restarting at
+each document) and unpadded rows ((N,) document_ids: varlen on CUDA in half precision, with
+the window as FlashAttention's window_size; elsewhere the padded layout). The rotary tables
+come from each token's position: 0..T-1, the caller's position_ids, the offsets within
+documents, or the padded positions gathered for the unpadded rows.
 
 Two streams (XLNet's permutation LM on this backbone; no paper or transformers class defines
 it, so its tests check properties, tests/model/test_modernbert_two_stream.py). The query
