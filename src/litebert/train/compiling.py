@@ -84,7 +84,7 @@ def backend() -> str:
 # Graphs torch.compile may keep per function. torch's default, 8, is a guard against shapes
 # without bound; litebert's are bounded by construction (static widths, unpadded N dynamic),
 # yet a pre-training run may still meet up to 9 forms of one forward: a batch unpadded, with a
-# mask only (fewer padding positions than filler segments) or with none, in training and in
+# mask only (a row of no real token) or with none, in training and in
 # evaluation, a smaller last evaluation batch, and the cross evaluation's pairs. 16 leaves
 # room; a run past it still stops with compile_errors' sentence.
 RECOMPILE_LIMIT = 16
