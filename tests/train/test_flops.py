@@ -108,6 +108,10 @@ def test_a_collated_batch_is_read_padded_unpadded_and_by_document():
         sum(n * by_hand("albert-base", n) for n in lengths) + 20 * head, rel=1e-12)
     assert padded.hardware == pytest.approx(
         4 * width * by_hand("albert-base", width) + 40 * head, rel=1e-12)
+    # No row padded: the collator leaves the mask out, and every position is real.
+    full = mlm_batch([width] * 2, width, 20, 10)
+    del full["attention_mask"]
+    assert batch_flops(config, full).padding_share == 0.0
     # Unpadded: N = real + filler, the filler in F segments at their own widths.
     unpadded = with_unpadded_rows(mlm_batch(lengths, width, 20, 10))
     N = unpadded["document_ids"].numel()

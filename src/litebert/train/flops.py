@@ -28,6 +28,7 @@ from litebert.config import ModelConfig
 from litebert.data.attention_layout import filler_segments
 from litebert.model.attention import filler_ends
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
+from litebert.padding import real_tokens
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,10 @@ def unpadded_segments(real: Sequence[int], rows: int, width: int, tokens: int) -
 
 def batch_flops(config: ModelConfig, batch: Mapping[str, torch.Tensor]) -> BatchFlops:
     """mlm_flops of a collated MLM batch (on any device; read on the host, so call it
-    outside a timed step): its attention_mask, masked_weights and masked_positions, and
-    document_ids, (N,) on the unpadded path, (B, T) with documents."""
-    mask = batch["attention_mask"]  # (B, T)
+    outside a timed step): its real tokens (attention_mask, none when no row is padded),
+    masked_weights and masked_positions, and document_ids, (N,) on the unpadded path,
+    (B, T) with documents."""
+    mask = real_tokens(batch)  # (B, T)
     rows, width = mask.shape
     lengths = row_lengths(mask)
     computed = [width] * rows
