@@ -88,7 +88,9 @@ class Measured:
 
 
 def timed(step: Callable[[], int], s: Settings) -> Measured:
-    """`warmup` untimed steps (the first timed alone, for compile_s), then `steps` timed."""
+    """`warmup` untimed steps (the first timed alone, for compile_s), then `steps` timed: one
+    side alone, for checks that time a plain callable (the pre-training rows' sides are timed
+    by gpu_sides, on prepared batches, in interleaved rounds)."""
     synchronize(s.device)
     start = time.perf_counter()
     step()
@@ -116,14 +118,6 @@ def free() -> None:
     torch._dynamo.reset()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-def measured_row(check: str, variant: str, what: str, m: Measured, flops: float,
-                 s: Settings, baseline: float | None) -> Row:
-    peak = s.peak()
-    mfu = m.per_s * flops / 1e12 / peak if peak else None
-    return Row(check, variant, what, litebert=m.per_s, mfu=mfu, peak_mb=m.peak_mb,
-               transformers=baseline, compile_s=m.compile_s)
 
 
 def side_row(check: str, variant: str, what: str, ours: Side, theirs: Side | None,
