@@ -72,23 +72,21 @@ def transformers_class(initial: Path) -> type:
     return getattr(transformers, architectures[0])
 
 
-def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
+def transformers_step(initial: Path, cfg: PretrainConfig, device: torch.device):
     """transformers' class of the same model (EncoderForPreTraining, ModernBertForMaskedLM,
-    ...) with litebert's initial weights (`initial`, a save_pretrained directory), its
-    optimizer, schedule, and a loader over the same data."""
+    ...) with litebert's initial weights (`initial`, a save_pretrained directory) and its
+    optimizer and schedule: a step on one given batch (moved to the device if it is not
+    there), returning its real tokens."""
     transformers.utils.logging.disable_progress_bar()
     model = transformers_class(initial).from_pretrained(initial, attn_implementation="sdpa")
     model.to(device).train()
     optimizer = build_optimizer(cfg.optimizer, model, lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = build_scheduler(optimizer, cfg.schedule, warmup_steps=cfg.warmup_steps,
                                 total_steps=cfg.max_steps)
-    data = PretrainingDataset(cfg.data, seed=cfg.seed)
-    stream = batches(data, RankSampler(len(data), 0, 1, seed=cfg.seed), cfg.micro_batch_size,
-                     0, DataPosition())
     amp = autocast(device, cfg.precision)
 
-    def step() -> int:
-        batch = to_device(next(stream), device)
+    def step(batch: dict[str, torch.Tensor]) -> int:
+        batch = to_device(batch, device)
         inputs = {k: v for k, v in batch.items() if k not in SLOT_KEYS}  # transformers' API
         with amp:
             loss = model(**inputs).loss
@@ -99,6 +97,21 @@ def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
         optimizer.zero_grad(set_to_none=True)
         return int(real_tokens(batch).sum())
     return step
+
+
+def transformers_data(cfg: PretrainConfig) -> tuple[PretrainingDataset, RankSampler]:
+    """The padded batches the transformers loop reads: the data's order, its masks."""
+    data = PretrainingDataset(cfg.data, seed=cfg.seed)
+    return data, RankSampler(len(data), 0, 1, seed=cfg.seed)
+
+
+def transformers_side(initial: Path, cfg: PretrainConfig, device: torch.device):
+    """transformers_step over a loader of the same data (same order and masks as the other
+    sides'), the loading in the step."""
+    step = transformers_step(initial, cfg, device)
+    data, sampler = transformers_data(cfg)
+    stream = batches(data, sampler, cfg.micro_batch_size, 0, DataPosition())
+    return lambda: step(next(stream))
 
 
 def litebert_side(cfg: PretrainConfig, device: torch.device):

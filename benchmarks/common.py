@@ -242,6 +242,27 @@ def trainer_side(cfg, device: torch.device):
     return trainer, step
 
 
+def loader_stream(dataset, sampler, micro: int, workers: int, device: torch.device):
+    """Batches of `dataset` from the Trainer's kind of loader (train/feed.py: `workers`
+    processes, pinned memory on CUDA), from the start of its order; close() ends them."""
+    from litebert.train.feed import DataPosition, batches
+
+    return batches(dataset, sampler, micro, workers, DataPosition(),
+                   pin=device.type == "cuda")
+
+
+def trainer_stream(trainer):
+    """The loader Trainer.run reads: its data, its objective's sampler, its worker count."""
+    from litebert.data.loader import sampler_for
+    from litebert.train.pretrain import resolved_workers
+
+    cfg, device = trainer.cfg, trainer.info.device
+    sampler = sampler_for(trainer.objective.sampling, len(trainer.train_data), 0, 1,
+                          cfg.micro_batch_size, trainer.accumulation, cfg.seed)
+    return loader_stream(trainer.train_data, sampler, cfg.micro_batch_size,
+                         resolved_workers(cfg, device), device)
+
+
 def export_initial(trainer, out: Path) -> Path:
     """The Trainer's initial weights exported as its objective exports them (transformers'
     directories), for the transformers side to start from; gathered first under FSDP."""
@@ -327,6 +348,13 @@ def reset_peak(device: torch.device) -> None:
     else:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # resets VmHWM to the current RSS (Linux)
+
+
+def resident_mb(device: torch.device) -> float:
+    """What is held now: CUDA memory allocated by torch, or the process's RSS on CPU."""
+    if device.type == "cuda":
+        return torch.cuda.memory_allocated(device) / 2**20
+    return _status_kib("VmRSS") / 1024
 
 
 def peak_mb(device: torch.device) -> float:

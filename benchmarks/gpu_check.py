@@ -1,34 +1,41 @@
 """One prepared check of every CUDA path litebert has: each run once, measured, in one table.
 
 GPU time comes a few minutes at a time, so this is the one command to spend it on. It runs,
-in order of what matters most (a --budget-s of wall time skips what is left, marked so):
+in order of what says most (a --budget-s of wall time skips what is left, marked so, and the
+table names what the budget cut):
 
-    mlm+sop full        albert-base 32 x 512: eager, compiled; transformers' plain loop
+    mlm+sop full        albert-base 32 x 512: eager, compiled, CUDA graphs (compile:
+                        reduce-overhead); transformers' plain loop
     mlm+sop unpadded    the same, --attention unpadded (varlen FlashAttention), compiled
-    electra             electra-small 256 x 128: eager, compiled, CUDA graphs
-                        (compile: reduce-overhead); transformers' plain loop
+    modernbert          modernbert-base MLM on packed rows: eager, compiled; unpadded
+    electra             electra-small 256 x 128: eager, compiled, CUDA graphs; transformers
     plm                 xlnet-tiny 16 x 512 with memories: eager, compiled; transformers
-    mlm document        packed rows, --attention document (FlexAttention), tiny, compiled
-    fsdp                the mlm+sop full row's step under fully_shard, one process
-    checkpoint          a tiny run saved at its middle and resumed, against one straight run
     finetune sst2       `litebert finetune` on SST-2-like rows (albert-base, random weights,
                         precision auto), eager and compiled: the steady rate off the run's
                         timeline, the whole run's beside it; transformers' plain loop
     finetune squad      the same on SQuAD-like windows of 384 tokens
+    fsdp                the mlm+sop full row's step under fully_shard, one process
+    checkpoint          a tiny run saved at its middle and resumed, against one straight run
+    mlm document        packed rows, --attention document (FlexAttention), tiny, compiled
 
-Each row: tokens/s (examples/s for fine-tuning), MFU against the device's dense peak, peak
-GPU memory allocated by torch, the transformers loop's figure in the same process and the
-ratio, and compile seconds (the first step's time less a steady step's). Sides run one after
-another, each freed before the next, so each has its own peak. The table is written, after
-every row, to OUT/gpu_check.json and OUT/gpu_check.md; the exit status is 1 when any row
-failed (its error is the row's status), 2 when the budget skipped some, else 0.
+A pre-training row times the step alone, on batches the Trainer's loader built and copied
+to the device first, in 3 rounds interleaved with the transformers loop (benchmarks/
+gpu_sides.py): tokens/s (examples/s for fine-tuning) of each side with the spread of its
+rounds, MFU from the batches' real model FLOPs and HFU from every computed position
+(src/litebert/train/flops.py), the padding share, each side's own peak GPU memory, the
+loader's ms per batch, the litebert step split into copy / forward + backward / clipping /
+optimizer, and compile seconds (the first step's time less a steady step's). The
+environment (versions, driver, GPU clocks, host CPU and its load) heads the table, which is
+written after every row to OUT/gpu_check.json and OUT/gpu_check.md; the exit status is 1
+when any row failed (its error is the row's status), 2 when the budget skipped some, else 0.
 
 It reads only --data, which `make gpu-check-data` (benchmarks/gpu_check_data.py) builds on a
 machine with a package index; nothing is fetched. --dry-run runs the same code paths on the
 CPU at tiny shapes, compiled with the aot_eager backend (a test runs it, so it cannot rot).
 
     python benchmarks/gpu_check.py --data gpu-check-data --out runs/gpu-check
-        [--only CHECK ...] [--steps 10] [--warmup 3] [--budget-s 420] [--dry-run]
+        [--only CHECK ...] [--steps 10] [--warmup 3] [--budget-s 420]
+        [--peak-tflops X] [--dry-run]
 """
 
 from __future__ import annotations
@@ -44,7 +51,16 @@ from pathlib import Path
 
 import torch
 from gpu_checks import CHECKS
-from gpu_rows import COLUMNS, Row, Settings, free, header, print_row, write_table
+from gpu_rows import (
+    COLUMNS,
+    Row,
+    Settings,
+    environment,
+    free,
+    header,
+    print_row,
+    write_table,
+)
 
 from litebert.train.compiling import BACKEND_ENV
 
@@ -58,7 +74,8 @@ def run_checks(checks: dict[str, Check], s: Settings, out: Path, budget_s: float
     stderr) and the next check runs; once `budget_s` has passed the rest are skipped."""
     rows: list[Row] = []
     start = time.perf_counter()
-    print(header(s) + "\n\n| " + " | ".join(COLUMNS) + " |", flush=True)
+    environs = "".join(f"\n- {k}: {v}" for k, v in s.environment.items())
+    print(header(s) + environs + "\n\n| " + " | ".join(COLUMNS) + " |", flush=True)
     for name, check in checks.items():
         began = time.perf_counter()
         if began - start > budget_s:
@@ -97,7 +114,8 @@ def settings(args: argparse.Namespace, work: Path) -> Settings:
         device, precision = torch.device("cuda", 0), "bf16"
         torch.cuda.set_device(device)
     return Settings(data=Path(args.data), work=work, device=device, precision=precision,
-                    dry=args.dry_run, steps=args.steps, warmup=args.warmup)
+                    dry=args.dry_run, steps=args.steps, warmup=args.warmup,
+                    environment=environment(), peak_tflops=args.peak_tflops)
 
 
 def main() -> int:
@@ -109,13 +127,17 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=list(CHECKS), metavar="CHECK",
                         help=f"run these checks only: {', '.join(CHECKS)} (default: all)")
     parser.add_argument("--steps", type=int, default=10,
-                        help="timed steps per side (default: %(default)s)")
+                        help="timed steps per side in each of the 3 rounds "
+                             "(default: %(default)s)")
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed steps per side first, compiling included "
                              "(default: %(default)s)")
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="wall seconds after which the remaining checks are skipped "
                              "(default: %(default)s)")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="the peak TFLOP/s MFU and HFU divide by (default: the table for "
+                             "A100 / H100 / H200 in litebert.train.throughput; none elsewhere)")
     parser.add_argument("--dry-run", action="store_true",
                         help="the same code paths on the CPU at tiny shapes (default: off)")
     args = parser.parse_args()

@@ -2,8 +2,9 @@
 
 The litebert sides are the benchmarks' own (bench_pretrain, bench_electra, bench_xlnet: the
 Trainer's step on the data's batches), and so are the transformers sides (the plain loop a
-user writes, from litebert's initial weights). A transformers figure is measured once per
-data, preset and batch (Settings.baselines) and shared by the rows of that shape.
+user writes, from litebert's initial weights). In a pre-training check the transformers side
+is built once and timed in rounds interleaved with each litebert variant in turn
+(gpu_sides.py), so each row's comparison comes from the same minutes as its figure.
 """
 
 from __future__ import annotations
@@ -26,14 +27,23 @@ import transformers
 from common import (
     autocast,
     export_initial,
-    feeding,
+    loader_stream,
     peak_mb,
     reset_peak,
-    to_device,
     trainer_side,
+    trainer_stream,
 )
 from gpu_memory import max_batch
-from gpu_rows import Measured, Row, Settings, free, measured_row, timed
+from gpu_rows import Row, Settings, free, side_row
+from gpu_sides import (
+    PhaseTimer,
+    Side,
+    interleaved_rounds,
+    prepared,
+    ready,
+    restart,
+    timing,
+)
 
 from litebert.model import EncoderForPreTraining
 from litebert.padding import pad_batch
@@ -41,7 +51,8 @@ from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import adapter_for, finetune
 from litebert.tokenization import Tokenizer
 from litebert.train import checkpoint
-from litebert.train.pretrain import model_config, pretrain
+from litebert.train.flops import batch_flops
+from litebert.train.pretrain import model_config, pretrain, resolved_workers
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.state import is_fsdp, load_model_state
 
@@ -51,14 +62,6 @@ Batch = dict[str, torch.Tensor]
 def shape_args(preset: str, batch: int) -> argparse.Namespace:
     """What the benchmarks' run_config functions read of their command line."""
     return argparse.Namespace(preset=preset, batch=batch)
-
-
-def baseline(s: Settings, key: tuple, measure: Callable[[], Measured]) -> float:
-    """The transformers figure of shape `key`, measured on first use."""
-    if key not in s.baselines:
-        s.baselines[key] = measure().per_s
-        free()
-    return s.baselines[key]
 
 
 # ---- MLM + SOP: full, unpadded, document, FSDP ---------------------------------------------
@@ -74,36 +77,59 @@ def mlm_config(s: Settings, data: str, preset: str, batch: int, out: str, compil
     return PretrainConfig(**{**run, **fields})
 
 
+def litebert_side(cfg: PretrainConfig, s: Settings, count_flops: bool) -> Side:
+    """The Trainer's step (the side's owner) on batches of its own loader, its phases timed
+    (Trainer.phase_hook); count_flops: each MLM batch's FLOPs counted (flops.py)."""
+    trainer, step = trainer_side(cfg, s.device)
+    work, data_ms = prepared(trainer_stream(trainer), s.warmup + s.steps, s.device)
+    timer = trainer.phase_hook = PhaseTimer(s.device)
+    flops = [batch_flops(trainer.config, b) for b in work] if count_flops else None
+    return Side(step, work, data_ms, flops=flops, timer=timer, owner=trainer)
+
+
+def transformers_mlm(initial: Path, cfg: PretrainConfig, s: Settings) -> Side:
+    """The transformers loop on the data's padded batches, from the same kind of loader."""
+    data, sampler = bench_pretrain.transformers_data(cfg)
+    stream = loader_stream(data, sampler, cfg.micro_batch_size,
+                           resolved_workers(cfg, s.device), s.device)
+    work, data_ms = prepared(stream, s.warmup + s.steps, s.device)
+    return Side(bench_pretrain.transformers_step(initial, cfg, s.device), work, data_ms)
+
+
 def mlm_rows(s: Settings, check: str, variants: dict[str, object], attention: str = "full",
              data: str = "sop", preset: str | None = None, compare: bool = True,
              **fields) -> list[Row]:
     """One row per variant (name -> compile setting) of the MLM objective's Trainer step;
-    `compare`: the transformers loop (EncoderForPreTraining) at the same shape."""
+    `compare`: the transformers loop (EncoderForPreTraining) at the same shape, built once
+    and timed interleaved with each variant."""
     preset = preset or s.size("albert-base", "tiny")
     batch = s.size(32, 2)
-    rows, initial = [], s.work / f"initial-{data}-{preset}"
+    rows, initial, theirs = [], s.work / f"initial-{data}-{preset}", None
     for variant, compiled in variants.items():
         cfg = mlm_config(s, data, preset, batch, f"{check}-{variant}", compiled,
                          attention=attention, **fields)
-        trainer, step = bench_pretrain.litebert_side(cfg, s.device)
+        ours = ready(lambda c=cfg: litebert_side(c, s, True), s.warmup, s.device)
+        trainer = ours.owner
         if cfg.fsdp and not is_fsdp(trainer.model):
             raise RuntimeError("fsdp: the Trainer's model is not sharded")
-        if compare and not initial.exists():
-            export_initial(trainer, initial)  # the weights both sides start from
+        if compare and theirs is None:
+            if not initial.exists():
+                export_initial(trainer, initial)  # the weights both sides start from
+            theirs = ready(lambda c=cfg: transformers_mlm(initial, c, s), s.warmup, s.device)
         what = (f"{preset} {batch} x {trainer.train_data.config.max_seq_length}, "
                 f"attention {attention}, {trainer.cfg.optimizer}")
-        flops = trainer.flops_per_token
-        measured = timed(step, s)
-        del trainer, step
+        if theirs is not None:
+            restart(theirs)
+        interleaved_rounds([ours] + ([theirs] if theirs else []), s.warmup, s.device)
+        rows.append(side_row(check, variant, what, ours, theirs, s))
+        del trainer, ours
         free()
-        theirs = baseline(s, ("mlm", data, preset, batch), lambda c=cfg: timed(
-            bench_pretrain.transformers_side(initial, c, s.device), s)) if compare else None
-        rows.append(measured_row(check, variant, what, measured, flops, s, theirs))
     return rows
 
 
 def mlm_full(s: Settings) -> list[Row]:
-    return mlm_rows(s, "mlm+sop full", {"eager": False, "compiled": True})
+    return mlm_rows(s, "mlm+sop full", {"eager": False, "compiled": True,
+                                         "cuda graphs": "reduce-overhead"})
 
 
 def mlm_unpadded(s: Settings) -> list[Row]:
@@ -149,27 +175,32 @@ def fsdp(s: Settings) -> list[Row]:
 
 # ---- ELECTRA and PLM -----------------------------------------------------------------------
 
-def trainer_rows(s: Settings, check: str, variants: dict[str, object], config, batches,
-                 theirs_side, key: tuple) -> list[Row]:
-    """Rows of a Trainer step fed fixed batches (ELECTRA, PLM): `config(out, compiled)` is
-    the run, `batches(trainer, n)` its first n batches, `theirs_side(export, trainer)` the
-    transformers loop from the exported initial weights."""
-    rows, initial = [], s.work / f"initial-{check}"
+def trainer_rows(s: Settings, check: str, variants: dict[str, object], config,
+                 theirs_batches, theirs_step) -> list[Row]:
+    """Rows of a Trainer step (ELECTRA, PLM) on batches of its own loader: `config(out,
+    compiled)` is the run, `theirs_batches(trainer)` the transformers loop's loader,
+    `theirs_step(export, trainer)` its step from the exported initial weights, built once
+    and timed interleaved with each variant. FLOPs: the objective's per-token count x real
+    tokens (not counted batch by batch)."""
+    rows, initial, theirs = [], s.work / f"initial-{check}", None
     for variant, compiled in variants.items():
-        trainer, step = trainer_side(config(str(s.work / f"{check}-{variant}"), compiled),
-                                     s.device)
-        work = batches(trainer, s.warmup + s.steps)
-        first = not initial.exists()
-        if first:
+        cfg = config(str(s.work / f"{check}-{variant}"), compiled)
+        ours = ready(lambda c=cfg: litebert_side(c, s, False), s.warmup, s.device)
+        trainer = ours.owner
+        if theirs is None:
             export_initial(trainer, initial)
+            theirs = ready(lambda t=trainer: Side(
+                theirs_step(initial, t), *prepared(theirs_batches(t), s.warmup + s.steps,
+                                                   s.device)), s.warmup, s.device)
         what = (f"{trainer.cfg.model} {trainer.cfg.micro_batch_size} x "
-                f"{work[0]['input_ids'].shape[1]}, {trainer.cfg.optimizer}")
-        flops, measured = trainer.flops_per_token, timed(feeding(step, work), s)
-        theirs_step = theirs_side(initial, trainer) if first else None
-        del trainer, step
+                f"{ours.batches[0]['input_ids'].shape[1]}, {trainer.cfg.optimizer}; FLOPs: "
+                f"the per-token count x real tokens")
+        restart(theirs)
+        interleaved_rounds([ours, theirs], s.warmup, s.device)
+        rows.append(side_row(check, variant, what, ours, theirs, s,
+                             flops_per_token=trainer.flops_per_token))
+        del trainer, ours
         free()
-        theirs = baseline(s, key, lambda t=theirs_step, w=work: timed(feeding(t, w), s))
-        rows.append(measured_row(check, variant, what, measured, flops, s, theirs))
     return rows
 
 
@@ -185,10 +216,11 @@ def electra(s: Settings) -> list[Row]:
 
     return trainer_rows(
         s, "electra", {"eager": False, "compiled": True, "cuda graphs": "reduce-overhead"},
-        config, lambda t, n: bench_electra.load_batches(data, t.cfg, n),
+        config, lambda t: loader_stream(*bench_pretrain.transformers_data(t.cfg),
+                                        t.cfg.micro_batch_size,
+                                        resolved_workers(t.cfg, s.device), s.device),
         lambda export, t: bench_electra.transformers_side(export, data, t.cfg, s.device,
-                                                           s.precision),
-        ("electra", preset, batch))
+                                                           s.precision))
 
 
 def plm(s: Settings) -> list[Row]:
@@ -202,11 +234,9 @@ def plm(s: Settings) -> list[Row]:
         return cfg
 
     return trainer_rows(
-        s, "plm", {"eager": False, "compiled": True}, config,
-        lambda t, n: bench_xlnet.load_batches(t.train_data, t.cfg, n),
+        s, "plm", {"eager": False, "compiled": True}, config, trainer_stream,
         lambda export, t: bench_xlnet.transformers_side(export, t.cfg, t.train_data.reuse_len,
-                                                         s.device, s.precision),
-        ("plm", preset, batch))
+                                                         s.device, s.precision))
 
 
 # ---- checkpoints ---------------------------------------------------------------------------
@@ -256,26 +286,31 @@ def random_model(s: Settings, preset: str) -> Path:
 
 
 def plain_loop(model, rows: list[dict], batch: int, s: Settings,
-               keep: tuple[str, ...] = ()) -> Callable[[], int]:
+               keep: tuple[str, ...] = ()) -> Side:
     """transformers' side of a fine-tuning row: AdamW, shuffled batches padded to their
-    longest, clipping at 1.0; `keep` names the inputs the model takes."""
+    longest (padded and moved to the device before the timer starts), clipping at 1.0;
+    `keep` names the inputs the model takes."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
     order = np.random.default_rng(0).permutation(len(rows))
     amp = autocast(s.device, s.precision)
-    feed = itertools.count()
+    per_epoch = max(1, len(rows) // batch)
 
-    def step() -> int:
-        i = next(feed) % max(1, len(rows) // batch)
-        chosen = [{k: rows[j][k] for k in keep} for j in order[i * batch:(i + 1) * batch]]
-        inputs = to_device(pad_batch(chosen, 0), s.device)  # ALBERT's <pad> is 0
+    def padded():
+        for i in itertools.count():
+            i %= per_epoch
+            # ALBERT's <pad> is 0
+            yield pad_batch([{k: rows[j][k] for k in keep}
+                             for j in order[i * batch:(i + 1) * batch]], 0)
+
+    def step(inputs: Batch) -> int:
         with amp:
             loss = model(**inputs).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        return len(chosen)
-    return step
+        return len(inputs["input_ids"])
+    return Side(step, *prepared(padded(), s.warmup + s.steps, s.device))
 
 
 def steady_rate(timeline: list, batch: int) -> tuple[float, float]:
@@ -319,13 +354,17 @@ def finetune_row(s: Settings, task: str, data: str, batch: int, seq: int) -> lis
         free()
     head = (transformers.AlbertForSequenceClassification if task == "sst2"
             else transformers.AlbertForQuestionAnswering)
-    theirs = head.from_pretrained(model, attn_implementation="sdpa").to(s.device).train()
     keep = ("input_ids", "token_type_ids", "attention_mask",
             *(("labels",) if task == "sst2" else ("start_positions", "end_positions")))
     train_rows = adapter_for(cfg).train_rows
-    measured = timed(plain_loop(theirs, train_rows, batch, s, keep), s)
+    side = ready(lambda: plain_loop(  # the model built inside: its memory is the side's
+        head.from_pretrained(model, attn_implementation="sdpa").to(s.device).train(),
+        train_rows, batch, s, keep), s.warmup, s.device)
+    interleaved_rounds([side], s.warmup, s.device)
+    loop = timing(side, s.warmup)
     for row in rows:
-        row.transformers = measured.per_s
+        row.transformers, row.transformers_spread = loop.per_s, loop.spread
+        row.transformers_peak_mb = side.peak_mb
     return rows
 
 
@@ -337,9 +376,11 @@ def finetune_squad(s: Settings) -> list[Row]:
     return finetune_row(s, "squad1", "squad", s.size(16, 2), s.size(384, 64))
 
 
+# What says most first (the --budget-s cut takes the end): MLM pre-training padded and
+# unpadded, ModernBERT, ELECTRA, PLM, fine-tuning, the largest micro-batch, then FSDP,
+# checkpoints, documents.
 CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
-    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded, "electra": electra, "plm": plm,
-    "mlm-document": mlm_document, "fsdp": fsdp, "checkpoint": checkpoint_check,
-    # Before fine-tuning: two loans have measured fine-tuning, none ModernBERT yet.
-    "modernbert": modernbert, "finetune-sst2": finetune_sst2,
-    "finetune-squad": finetune_squad, "max-batch": max_batch}
+    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded, "modernbert": modernbert,
+    "electra": electra, "plm": plm, "finetune-sst2": finetune_sst2,
+    "finetune-squad": finetune_squad, "max-batch": max_batch, "fsdp": fsdp,
+    "checkpoint": checkpoint_check, "mlm-document": mlm_document}

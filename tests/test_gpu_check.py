@@ -62,11 +62,18 @@ def test_the_data_folder_holds_every_input_of_the_check(check_data):
                 assert paragraph["context"][start:start + len(answer["text"])] == answer["text"]
 
 
+PRETRAINING = ("mlm+sop full", "mlm+sop unpadded", "modernbert", "modernbert unpadded",
+               "electra", "plm", "fsdp", "mlm document")
+MLM = {"mlm+sop full", "mlm+sop unpadded", "modernbert", "modernbert unpadded", "fsdp",
+       "mlm document"}
+
+
 def test_the_dry_run_runs_every_check(check_data, tmp_path):
     out = tmp_path / "out"
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--dry-run", "--data",
-         str(check_data), "--out", str(out), "--steps", "1", "--warmup", "1"],
+         str(check_data), "--out", str(out), "--steps", "1", "--warmup", "1",
+         "--peak-tflops", "1", "--budget-s", "1e9"],  # every check, however slow the CPU
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -74,25 +81,48 @@ def test_the_dry_run_runs_every_check(check_data, tmp_path):
     assert table["dry_run"] and table["precision"] == "fp32"
     rows = table["rows"]
     assert [r["status"] for r in rows] == ["ok"] * len(rows)
-    checks = {r["check"] for r in rows}
-    assert checks == {"mlm+sop full", "mlm+sop unpadded", "electra", "plm", "mlm document",
-                      "fsdp", "checkpoint", "finetune sst2", "finetune squad1", "modernbert",
-                      "modernbert unpadded", "max-batch"}
+    checks = list(dict.fromkeys(r["check"] for r in rows))  # in the order they ran
+    assert checks == ["mlm+sop full", "mlm+sop unpadded", "modernbert", "modernbert unpadded",
+                      "electra", "plm", "finetune sst2", "finetune squad1", "max-batch",
+                      "fsdp", "checkpoint", "mlm document"]
     variants = {(r["check"], r["variant"]) for r in rows}
     assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager"),
-            ("modernbert", "compiled"), ("modernbert unpadded", "compiled")} <= variants
+            ("mlm+sop full", "cuda graphs"), ("modernbert", "compiled"),
+            ("modernbert unpadded", "compiled")} <= variants
     modern = [r for r in rows if r["check"].startswith("modernbert")]
     assert all(r["transformers"] is not None for r in modern)  # ModernBertForMaskedLM's loop
     for r in rows:  # every speed measured; every comparison a ratio of two measured figures
         assert r["litebert"] > 0
         if r["transformers"] is not None:
             assert r["ratio"] == pytest.approx(r["litebert"] / r["transformers"])
+            assert r["transformers_spread"] >= 0 and r["transformers_peak_mb"] is not None
     assert sum(r["transformers"] is not None for r in rows) >= 10
+    for r in (r for r in rows if r["check"] in PRETRAINING):
+        assert_timed_step(r)
     assert "max |w - straight run's w| = 0;" in next(
         r["what"] for r in rows if r["check"] == "checkpoint")  # exact on a CPU
+    assert set(table["environment"]) >= {"torch", "cuda", "cudnn", "driver", "gpu clocks",
+                                         "cpu", "cpu cores", "load average (1, 5, 15 min)"}
+    assert table["environment"]["torch"] == torch.__version__
     markdown = (out / "gpu_check.md").read_text()
-    assert "| check | variant | litebert | MFU |" in markdown
+    assert f"- torch: {torch.__version__}" in markdown.split("| check |")[0]  # the head
+    assert "| check | variant | litebert | MFU | HFU | padding | spread | peak MB |" in markdown
     assert markdown.count("| ok |") == len(rows)
+
+
+def assert_timed_step(r: dict) -> None:
+    """A pre-training row's columns: the loader's time, the rounds' spread, the step's
+    split within its time; MLM rows' MFU, HFU and padding share from the batches."""
+    assert r["data_ms"] > 0 and r["spread"] >= 0 and r["peak_mb"] is not None
+    split = r["split_ms"]
+    assert list(split) == ["copy", "fwd+bwd", "clip", "optimizer"]
+    assert min(split.values()) >= 0 and split["fwd+bwd"] > 0
+    assert sum(split.values()) <= r["step_ms"]
+    assert r["mfu"] > 0 and 0 <= r["padding"] < 1
+    if r["check"] in MLM:  # counted batch by batch: padding and filler cost hardware FLOPs
+        assert r["hfu"] >= r["mfu"] * (1 - 1e-9)
+    else:  # ELECTRA, PLM: the per-token count x real tokens, no hardware count
+        assert r["hfu"] is None and "per-token count" in r["what"]
 
 
 def test_a_failing_check_is_its_rows_status_and_the_exit_status(gpu_check, tmp_path, capsys):
@@ -111,11 +141,13 @@ def test_a_failing_check_is_its_rows_status_and_the_exit_status(gpu_check, tmp_p
         "error: RuntimeError: CUDA error: an illegal memory access was encountered", "ok"]
     assert runner.exit_status(table) == 1
     printed = capsys.readouterr().out
-    assert "| fine | eager | 5 tok/s | - | - | 2 | 2.50x |" in printed  # after the failure
+    assert "| fine | eager | 5 tok/s | - | - | - | - | - | 2 | 2.50x |" in printed  # after it
     saved = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     assert [r["check"] for r in saved["rows"]] == ["broken", "fine"]
     skipped = runner.run_checks({"fine": fine}, s, tmp_path / "out", -1.0)
     assert skipped[0].status.startswith("skipped") and runner.exit_status(skipped) == 2
+    assert "cut by the time budget (not run): fine" in (tmp_path / "out" / "gpu_check.md"
+                                                        ).read_text()
 
 
 def test_without_data_the_check_says_how_to_make_it(tmp_path):

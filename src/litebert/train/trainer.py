@@ -18,6 +18,7 @@ import logging
 import math
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,10 @@ class Trainer:
     checkpoint is at its last step and its export (if asked for) is written."""
 
     carried_window: dict[str, Any] | None = None  # a resume: the checkpoint's open log window
+    # Called by train_step at its phase boundaries ("copied", "backward", "clipped",
+    # "stepped"), for a benchmark's split of the step; None (the default) calls nothing. It
+    # must not sync the device (record CUDA events, read them after the step).
+    phase_hook: Callable[[str], None] | None = None
 
     def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None,
                  stop_if_complete: bool = False):
@@ -311,6 +316,7 @@ class Trainer:
         self.objective.begin_step(self.state.step)
         micro = [{k: v.to(device, non_blocking=True) for k, v in next(data).items()}
                  for _ in range(self.accumulation)]
+        self._phase("copied")
         if self.compiled:  # one graph for every unpadded N (data/attention_layout.py)
             micro = [mark_tokens_dynamic(b) for b in micro]
         # Each part's denominator, kept on the device (no host sync): (A, P) -> (P,) global.
@@ -325,19 +331,26 @@ class Trainer:
                 loss = (share * self.weights).sum() * world
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
             losses += share.detach().float()
+        self._phase("backward")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
         # A clip of 0 would scale every gradient to 0: it means "no clipping" (norm logged).
         clip = self.cfg.max_grad_norm or math.inf
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         norm = norm.full_tensor() if hasattr(norm, "full_tensor") else norm  # FSDP: a DTensor
+        self._phase("clipped")
         total = all_reduce_sum((losses * self.weights).sum()[None])  # (1,) the global loss
         finite = torch.isfinite(total).all() & torch.isfinite(norm)  # () on the device
         lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         self._apply(finite)
+        self._phase("stepped")
         tokens = torch.stack([real_tokens(b).sum() for b in micro]).sum()  # () on the device
         return {"losses": losses, "grad_norm": norm.detach().float(), "tokens": tokens,
                 "finite": finite, "lr": lr}
+
+    def _phase(self, boundary: str) -> None:
+        if self.phase_hook is not None:
+            self.phase_hook(boundary)
 
     def _sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
         """DDP all-reduces gradients on the last micro-batch only; FSDP and a single
