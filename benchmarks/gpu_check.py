@@ -97,7 +97,8 @@ def settings(args: argparse.Namespace, work: Path) -> Settings:
         device, precision = torch.device("cuda", 0), "bf16"
         torch.cuda.set_device(device)
     return Settings(data=Path(args.data), work=work, device=device, precision=precision,
-                    dry=args.dry_run, steps=args.steps, warmup=args.warmup)
+                    dry=args.dry_run, steps=args.steps, warmup=args.warmup,
+                    out=Path(args.out))
 
 
 def main() -> int:

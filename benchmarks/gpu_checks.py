@@ -9,6 +9,7 @@ data, preset and batch (Settings.baselines) and shared by the rows of that shape
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import shutil
@@ -32,6 +33,8 @@ from common import (
     to_device,
     trainer_side,
 )
+from gpu_micro import micro_check
+from gpu_profile import profile_check
 from gpu_rows import Measured, Row, Settings, free, measured_row, timed
 
 from litebert.model import EncoderForPreTraining
@@ -117,13 +120,14 @@ def mlm_document(s: Settings) -> list[Row]:
 
 
 def modernbert(s: Settings) -> list[Row]:
-    """ModernBERT's MLM step (no pair task: it has no pooler) on the packed rows, against the
-    loop around transformers' ModernBertForMaskedLM: padded SDPA with the window as a mask,
-    eager and compiled, then unpadded rows (varlen with FlashAttention's window_size)."""
+    """ModernBERT's MLM step (no pair task: it has no pooler) on full-sentences rows of 1,024
+    tokens (the data's full/), against the loop around transformers' ModernBertForMaskedLM:
+    padded SDPA with the window as a mask, eager and compiled, then unpadded rows (varlen
+    with FlashAttention's window_size)."""
     preset = s.size("modernbert-base", "modernbert-tiny")
-    rows = mlm_rows(s, "modernbert", {"eager": False, "compiled": True}, data="packed",
+    rows = mlm_rows(s, "modernbert", {"eager": False, "compiled": True}, data="full",
                     preset=preset)
-    return rows + mlm_rows(s, "modernbert unpadded", {"compiled": True}, data="packed",
+    return rows + mlm_rows(s, "modernbert unpadded", {"compiled": True}, data="full",
                            preset=preset, attention="unpadded")
 
 
@@ -337,7 +341,9 @@ def finetune_squad(s: Settings) -> list[Row]:
 
 
 CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
-    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded, "electra": electra, "plm": plm,
+    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded,
+    "profile": functools.partial(profile_check, mlm_config=mlm_config), "micro": micro_check,
+    "electra": electra, "plm": plm,
     "mlm-document": mlm_document, "fsdp": fsdp, "checkpoint": checkpoint_check,
     # Before fine-tuning: two loans have measured fine-tuning, none ModernBERT yet.
     "modernbert": modernbert, "finetune-sst2": finetune_sst2,

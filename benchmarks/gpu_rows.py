@@ -52,6 +52,7 @@ class Settings:
     steps: int
     warmup: int
     baselines: dict[tuple, float] = field(default_factory=dict)  # transformers, by shape
+    out: Path | None = None  # where checks write files of their own (profile, micro)
 
     def size(self, full, dry):
         return dry if self.dry else full
