@@ -115,7 +115,8 @@ def settings(args: argparse.Namespace, work: Path) -> Settings:
         torch.cuda.set_device(device)
     return Settings(data=Path(args.data), work=work, device=device, precision=precision,
                     dry=args.dry_run, steps=args.steps, warmup=args.warmup,
-                    environment=environment(), peak_tflops=args.peak_tflops)
+                    environment=environment(), peak_tflops=args.peak_tflops,
+                    out=Path(args.out))
 
 
 def main() -> int:

@@ -8,6 +8,8 @@ file), it writes under --out:
     sop/                           segment pairs with SOP labels at --long tokens (MLM+SOP rows)
     none/                          single segments at --short tokens (ELECTRA rows)
     packed/                        doc-sentences packing at --long tokens (document attention)
+    full/                          full-sentences packing at --longest tokens (ModernBERT rows),
+                                   from the corpus's first FULL_INSTANCES x --longest words
     xlnet/                         XLNet's streams at --long tokens (PLM rows)
     sst2/                          train.tsv and dev.tsv in GLUE SST-2's format
     squad/                         train-v1.1.json and dev-v1.1.json in SQuAD's format
@@ -18,7 +20,8 @@ take the six words before a random span of one to three words of a paragraph, an
 is the answer. Their scores mean nothing; their shapes (lengths, windows) are real.
 
     python benchmarks/gpu_check_data.py [--out gpu-check-data] [--corpus FILE]
-        [--vocab-size 30000] [--long 512] [--short 128] [--format auto] [--workers N]
+        [--vocab-size 30000] [--long 512] [--short 128] [--longest 1024] [--format auto]
+        [--workers N]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import json
 import os
 import random
 import re
+import tempfile
 from pathlib import Path
 
 from common import WORK
@@ -39,6 +43,10 @@ from litebert.tokenization import train_tokenizer
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 POSITIVE_TOPICS = ("sport", "entertainment")
+# Instances of full/, about (its corpus is cut at this many x --longest words, and a word is
+# a token or more): the check reads 13 batches of 32 a side; the folder travels to the GPU
+# host with the rest, so it stays a few MB.
+FULL_INSTANCES = 500
 
 
 def corpus_records(corpus: Path) -> list[dict]:
@@ -102,8 +110,25 @@ def squad_like(records: list[dict], out: Path, seed: int = 0) -> Path:
     return out
 
 
+def capped_corpus(corpus: Path, words: int, out: Path) -> Path:
+    """The corpus's first documents up to `words` words, in its own format (JSON lines, or
+    text with a blank line between documents), at `out` (which takes the corpus's suffix)."""
+    out = out.with_suffix(corpus.suffix)
+    kept, count = [], 0
+    for record in corpus_records(corpus):
+        if count >= words:
+            break
+        kept.append(record)
+        count += len(record["text"].split())
+    if corpus.suffix == ".jsonl":
+        out.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    else:
+        out.write_text("\n\n".join(r["text"].strip() for r in kept) + "\n", encoding="utf-8")
+    return out
+
+
 def build_all(corpus: Path, out: Path, vocab_size: int, long: int, short: int,
-              workers: int, fmt: str = "auto") -> None:
+              workers: int, fmt: str = "auto", longest: int = 1024) -> None:
     """Every directory of the module docstring, under `out`."""
     sp = train_tokenizer("sentencepiece", [corpus], out / "tokenizer",
                          vocab_size=vocab_size).parent
@@ -117,6 +142,12 @@ def build_all(corpus: Path, out: Path, vocab_size: int, long: int, short: int,
     for name, (tokenizer, fields) in builds.items():
         build([corpus], tokenizer, out / name,
               BuildConfig(format=fmt, seed=1, heldout_fraction=0.02, **fields), workers=workers)
+    with tempfile.TemporaryDirectory() as tmp:
+        words = FULL_INSTANCES * longest
+        capped = capped_corpus(corpus, words, Path(tmp) / f"{corpus.stem}-first-{words}-words")
+        build([capped], sp, out / "full",
+              BuildConfig(format=fmt, seed=1, heldout_fraction=0.02, max_seq_length=longest,
+                          objective="none", packing="full-sentences"), workers=workers)
     records = corpus_records(corpus)
     sst2_like(records, out / "sst2")
     squad_like(records, out / "squad")
@@ -134,6 +165,8 @@ def main() -> None:
                         help="tokens per instance of sop, packed and xlnet (default: %(default)s)")
     parser.add_argument("--short", type=int, default=128,
                         help="tokens per instance of none (default: %(default)s)")
+    parser.add_argument("--longest", type=int, default=1024,
+                        help="tokens per instance of full (default: %(default)s)")
     parser.add_argument("--format", default="auto",
                         help="the corpus's format, as `litebert data build --format` takes it "
                              "(default: %(default)s)")
@@ -148,7 +181,7 @@ def main() -> None:
     if args.corpus is None and not corpus.exists():  # third-party text: kept out of --out
         corpus = fetch("bbc-news", WORK / "bbc-news")
     build_all(corpus, args.out, args.vocab_size, args.long, args.short, args.workers,
-              args.format)
+              args.format, args.longest)
     print(f"wrote {args.out}")
 
 

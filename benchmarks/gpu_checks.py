@@ -10,6 +10,7 @@ is built once and timed in rounds interleaved with each litebert variant in turn
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import shutil
@@ -34,6 +35,8 @@ from common import (
     trainer_stream,
 )
 from gpu_memory import max_batch
+from gpu_micro import micro_check
+from gpu_profile import profile_check
 from gpu_rows import Row, Settings, free, side_row
 from gpu_sides import (
     PhaseTimer,
@@ -144,13 +147,14 @@ def mlm_document(s: Settings) -> list[Row]:
 
 
 def modernbert(s: Settings) -> list[Row]:
-    """ModernBERT's MLM step (no pair task: it has no pooler) on the packed rows, against the
-    loop around transformers' ModernBertForMaskedLM: padded SDPA with the window as a mask,
-    eager and compiled, then unpadded rows (varlen with FlashAttention's window_size)."""
+    """ModernBERT's MLM step (no pair task: it has no pooler) on full-sentences rows of 1,024
+    tokens (the data's full/), against the loop around transformers' ModernBertForMaskedLM:
+    padded SDPA with the window as a mask, eager and compiled, then unpadded rows (varlen
+    with FlashAttention's window_size)."""
     preset = s.size("modernbert-base", "modernbert-tiny")
-    rows = mlm_rows(s, "modernbert", {"eager": False, "compiled": True}, data="packed",
+    rows = mlm_rows(s, "modernbert", {"eager": False, "compiled": True}, data="full",
                     preset=preset)
-    return rows + mlm_rows(s, "modernbert unpadded", {"compiled": True}, data="packed",
+    return rows + mlm_rows(s, "modernbert unpadded", {"compiled": True}, data="full",
                            preset=preset, attention="unpadded")
 
 
@@ -380,7 +384,8 @@ def finetune_squad(s: Settings) -> list[Row]:
 # unpadded, ModernBERT, ELECTRA, PLM, fine-tuning, the largest micro-batch, then FSDP,
 # checkpoints, documents.
 CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
-    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded, "modernbert": modernbert,
-    "electra": electra, "plm": plm, "finetune-sst2": finetune_sst2,
+    "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded,
+    "profile": functools.partial(profile_check, mlm_config=mlm_config), "micro": micro_check,
+    "modernbert": modernbert, "electra": electra, "plm": plm, "finetune-sst2": finetune_sst2,
     "finetune-squad": finetune_squad, "max-batch": max_batch, "fsdp": fsdp,
     "checkpoint": checkpoint_check, "mlm-document": mlm_document}

@@ -67,6 +67,7 @@ class Settings:
     baselines: dict[tuple, float] = field(default_factory=dict)  # transformers, by shape
     environment: dict[str, str] = field(default_factory=dict)  # environment(): versions, clocks
     peak_tflops: float | None = None  # --peak-tflops: the peak MFU divides by, any device
+    out: Path | None = None  # where checks write files of their own (profile, micro)
 
     def size(self, full, dry):
         return dry if self.dry else full

@@ -7,6 +7,7 @@ The data is what benchmarks/gpu_check_data.py builds, here from a small syntheti
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ def check_data(tmp_path_factory) -> Path:
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_check_data.py"), "--out", str(root / "data"),
          "--corpus", str(corpus), "--vocab-size", "200", "--long", "64", "--short", "32",
-         "--format", "bert", "--workers", "1"],
+         "--longest", "96", "--format", "bert", "--workers", "1"],
         capture_output=True, text=True, timeout=600, env={**os.environ,
                                                            "PYTHONPATH": str(ROOT / "src")})
     assert run.returncode == 0, run.stderr[-3000:]
@@ -68,23 +69,31 @@ MLM = {"mlm+sop full", "mlm+sop unpadded", "modernbert", "modernbert unpadded", 
        "mlm document"}
 
 
-def test_the_dry_run_runs_every_check(check_data, tmp_path):
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def dry_run(check_data, tmp_path_factory):
+    """One dry run of every check (minutes on a loaded CPU), shared by the tests that read
+    its files: (the finished process, its OUT folder)."""
+    out = tmp_path_factory.mktemp("dry-run") / "out"
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--dry-run", "--data",
          str(check_data), "--out", str(out), "--steps", "1", "--warmup", "1",
          "--peak-tflops", "1", "--budget-s", "1e9"],  # every check, however slow the CPU
         capture_output=True, text=True, timeout=900,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return run, out
+
+
+def test_the_dry_run_runs_every_check(dry_run):
+    run, out = dry_run
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     table = json.loads((out / "gpu_check.json").read_text())
     assert table["dry_run"] and table["precision"] == "fp32"
     rows = table["rows"]
     assert [r["status"] for r in rows] == ["ok"] * len(rows)
     checks = list(dict.fromkeys(r["check"] for r in rows))  # in the order they ran
-    assert checks == ["mlm+sop full", "mlm+sop unpadded", "modernbert", "modernbert unpadded",
-                      "electra", "plm", "finetune sst2", "finetune squad1", "max-batch",
-                      "fsdp", "checkpoint", "mlm document"]
+    assert checks == ["mlm+sop full", "mlm+sop unpadded", "profile", "micro", "modernbert",
+                      "modernbert unpadded", "electra", "plm", "finetune sst2",
+                      "finetune squad1", "max-batch", "fsdp", "checkpoint", "mlm document"]
     variants = {(r["check"], r["variant"]) for r in rows}
     assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager"),
             ("mlm+sop full", "cuda graphs"), ("modernbert", "compiled"),
@@ -156,3 +165,102 @@ def test_without_data_the_check_says_how_to_make_it(tmp_path):
                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert run.returncode != 0 and "make gpu-check-data" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_data_folder_holds_modernberts_long_rows(check_data):
+    config = json.loads((check_data / "full" / "manifest.json").read_text())["config"]
+    assert (config["max_seq_length"], config["packing"]) == (96, "full-sentences")  # --longest
+
+
+def test_the_modernbert_rows_read_the_long_rows(dry_run):
+    _, out = dry_run
+    rows = json.loads((out / "gpu_check.json").read_text())["rows"]
+    modern = [r for r in rows if r["check"].startswith("modernbert")]
+    assert len(modern) == 3 and all(" x 96, " in r["what"] for r in modern)
+
+
+def test_the_profile_says_where_each_sides_time_goes(dry_run):
+    _, out = dry_run
+    record = json.loads((out / "profile.json").read_text())
+    assert set(record["sides"]) == {"litebert-full", "litebert-unpadded", "transformers"}
+    for side, r in record["sides"].items():
+        assert r["steps"] == 2 and r["kernels_per_step"] > 0 and 0 < r["busy_fraction"] <= 1
+        assert set(r["categories"]) == {"gemm", "attention", "elementwise", "optimizer",
+                                        "memcpy", "other"}
+        assert sum(r["categories"].values()) == pytest.approx(1.0)
+        assert r["categories"]["gemm"] > 0 and r["categories"]["optimizer"] > 0
+        top = r["top_kernels"]
+        assert 0 < len(top) <= 20 and all(k["calls"] > 0 and k["ms"] >= 0 for k in top)
+        assert [k["ms"] for k in top] == sorted((k["ms"] for k in top), reverse=True)
+        assert sum(k["share"] for k in top) <= 1 + 1e-9
+        with gzip.open(out / f"trace-{side}.json.gz", "rt") as f:  # the first step only
+            names = {e.get("name") for e in json.load(f)["traceEvents"]}
+        assert "profiled step 0" in names and "profiled step 1" not in names
+    markdown = (out / "profile.md").read_text()
+    assert markdown.count("| kernel | category | calls | ms | share |") == 3
+    rows = json.loads((out / "gpu_check.json").read_text())["rows"]
+    profile = [r for r in rows if r["check"] == "profile"]
+    assert [r["variant"] for r in profile] == ["compiled full", "compiled unpadded"]
+    assert all("kernels/step" in r["what"] and r["transformers"] > 0 for r in profile)
+
+
+def test_the_micro_benchmarks_time_every_case_or_say_why_not(dry_run):
+    _, out = dry_run
+    cases = json.loads((out / "micro.json").read_text())["cases"]
+    sdpa = {(c["name"], c["passes"]) for c in cases if c["group"] == "attention sdpa"}
+    assert sdpa == {(f"{backend}, {mask}", passes)
+                    for backend in ("flash", "efficient", "cudnn", "math")
+                    for mask in ("no mask", "bool mask", "float mask")
+                    for passes in ("fwd", "fwd+bwd")}
+    groups = {c["group"] for c in cases}
+    assert {"gemm albert-base real M", "gemm albert-base padded M", "attention varlen",
+            "attention flex"} <= groups
+    for c in cases:  # measured, or the reason it could not run
+        if c["status"] == "ok":
+            assert c["ms"] > 0 and c["tflops"] > 0
+        else:
+            assert c["tflops"] is None and ": " in c["status"]
+    ok = {(c["group"], c["name"]) for c in cases if c["status"] == "ok"}
+    assert ("attention sdpa", "math, bool mask") in ok  # every backend a CPU has runs
+    assert {("gemm albert-base real M", n) for n in ("qkv", "ffn in", "decoder")} <= ok
+    assert "| group | case | shape | pass | ms | TFLOP/s |" in (out / "micro.md").read_text()
+
+
+def test_kernels_are_sorted_and_the_busy_time_is_a_union(gpu_check, monkeypatch):
+    """The GPU side of gpu_profile on a hand-made CUDA trace: kernel names of each kind, a
+    compiled optimizer's kernel found by its launch inside Optimizer.step, overlaps once."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import gpu_profile
+
+    def kernel(name, ts, dur, corr):
+        return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur,
+                "args": {"correlation": corr}}
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "profiled step 0", "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "user_annotation", "name": "profiled step 1", "ts": 50, "dur": 40},
+        {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#Lamb.step", "ts": 80,
+         "dur": 10},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 85, "dur": 1,
+         "args": {"correlation": 7}},
+        kernel("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>", 10, 20, 1),
+        kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 20, 20, 2),
+        kernel("triton_poi_fused__scaled_dot_product_efficient_attention_add_0", 60, 10, 3),
+        kernel("fmha_cutlassB_bf16_aligned_64x64_k64_sm80", 70, 5, 4),
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)",
+         "ts": 75, "dur": 5},
+        kernel("triton_red_fused_add_div_mul_sqrt_0", 95, 5, 7),  # launched at 85
+        kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 100, 5, 8),
+    ]
+    r = gpu_profile.summary(events, cuda=True)
+    assert r["kernels_per_step"] == 3.5 and r["wall_ms"] == pytest.approx(0.105)
+    assert r["busy_fraction"] == pytest.approx((30 + 10 + 5 + 5 + 5 + 5) / 105)
+    kinds = {k["name"][:12]: k["category"] for k in r["top_kernels"]}
+    assert kinds == {"void pytorch": "attention", "sm90_xmma_ge": "gemm",
+                     "triton_poi_f": "elementwise", "fmha_cutlass": "attention",
+                     "Memcpy HtoD ": "memcpy", "triton_red_f": "optimizer",
+                     "cudnn_genera": "attention"}
+    assert r["categories"]["attention"] == pytest.approx(30 / 70)
+    assert sum(r["categories"].values()) == pytest.approx(1.0)
+    trace = gpu_profile.first_step({"traceEvents": events})["traceEvents"]
+    assert {e["name"][:12] for e in trace} == {"profiled ste", "void pytorch", "sm90_xmma_ge"}
