@@ -112,7 +112,7 @@ def test_a_collated_batch_is_read_padded_unpadded_and_by_document():
     full = mlm_batch([width] * 2, width, 20, 10)
     del full["attention_mask"]
     assert batch_flops(config, full).padding_share == 0.0
-    # Unpadded: N = real + filler, the filler in F segments at their own widths.
+    # Unpadded: N = real + filler, the filler one segment at its own width.
     unpadded = with_unpadded_rows(mlm_batch(lengths, width, 20, 10))
     N = unpadded["document_ids"].numel()
     flops = batch_flops(config, unpadded)

@@ -10,7 +10,7 @@ positions padding that overstates the work by 1.6x. Here:
 - hardware FLOPs: the work the device does. Every computed position counts at the width of
   the sequence it is computed in: B rows of T on the padded paths (padding included, each
   attending over T); on the unpadded path the real rows at their lengths and the N - real
-  filler slots in their F segments (model/attention.py splits them). The head counts every
+  filler slots as the one segment model/attention.py makes of them. The head counts every
   prediction slot, used or not.
 
 The per-token counts are the model's own (model/counts.py); nothing here is a second
@@ -25,8 +25,6 @@ from dataclasses import dataclass
 import torch
 
 from litebert.config import ModelConfig
-from litebert.data.attention_layout import filler_segments
-from litebert.model.attention import filler_ends
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.padding import real_tokens
 
@@ -77,13 +75,10 @@ def document_lengths(document_ids: torch.Tensor) -> list[int]:
     return lengths
 
 
-def unpadded_segments(real: Sequence[int], rows: int, width: int, tokens: int) -> list[int]:
-    """The sequences an unpadded batch of N = `tokens` runs: its real rows, then the filler
-    split into F segments as the model splits it (filler_ends)."""
-    count = int(sum(real))
-    ends = filler_ends(torch.tensor(count), tokens, filler_segments(rows, width)).tolist()
-    starts = [count, *ends[:-1]]
-    return [*real, *(end - start for start, end in zip(starts, ends, strict=True))]
+def unpadded_segments(real: Sequence[int], tokens: int) -> list[int]:
+    """The sequences an unpadded batch of N = `tokens` runs: its real rows, then the
+    N - real filler slots, one segment (data/attention_layout.py)."""
+    return [*real, tokens - int(sum(real))]
 
 
 def batch_flops(config: ModelConfig, batch: Mapping[str, torch.Tensor]) -> BatchFlops:
@@ -98,7 +93,7 @@ def batch_flops(config: ModelConfig, batch: Mapping[str, torch.Tensor]) -> Batch
     documents = batch.get("document_ids")
     real = lengths
     if documents is not None and documents.dim() == 1:  # unpadded: (N,)
-        computed = unpadded_segments(lengths, rows, width, documents.numel())
+        computed = unpadded_segments(lengths, documents.numel())
     elif documents is not None:  # document attention: within each document
         real = document_lengths(documents)
     targets = int(batch["masked_weights"].sum())
