@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow bench gpu-check gpu-check-data lint clean
+.PHONY: setup demo test test-slow bench gpu-check gpu-check-data gpu-record lint clean
 
 # Idempotent: re-installs only when pyproject.toml changes. torch is pinned to the CPU wheel
 # that lies on these machines; any looser spec would pull gigabytes of CUDA packages.
@@ -62,6 +62,10 @@ gpu-check-data: setup
 
 gpu-check:
 	benchmarks/gpu_check.sh --data $(GPU_CHECK_DATA) --out $(GPU_CHECK_OUT)
+
+# File a loan's table, profile and micro-benchmarks under docs/results/gpu/DATE-CARD/.
+gpu-record:
+	python3 benchmarks/gpu_record.py $(GPU_CHECK_OUT)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -165,6 +165,22 @@ def nvidia_smi() -> dict[str, str]:
         values) == len(SMI_FIELDS) else {}
 
 
+def commit() -> str:
+    """The litebert commit the check runs (git's short hash, "+ changes" when the tree
+    differs from it), or $LITEBERT_COMMIT where the copy has no .git; "n/a" otherwise."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=20)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain"],
+                               capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("LITEBERT_COMMIT", "n/a")
+    if head.returncode != 0:
+        return os.environ.get("LITEBERT_COMMIT", "n/a")
+    return head.stdout.strip() + (" + changes" if dirty.stdout.strip() else "")
+
+
 def environment() -> dict[str, str]:
     """What the figures depend on beside the code: versions, the driver, the GPU's clocks,
     the host CPU, its cores and its load ("n/a" for what this machine cannot say)."""
@@ -174,7 +190,8 @@ def environment() -> dict[str, str]:
               f"{smi['clocks.mem']} (max {smi['clocks.max.mem']})") if smi else "n/a"
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") \
         else "n/a"
-    return {"torch": torch.__version__, "cuda": torch.version.cuda or "n/a",
+    return {"litebert commit": commit(), "torch": torch.__version__,
+            "cuda": torch.version.cuda or "n/a",
             "cudnn": str(cudnn or "n/a"), "driver": smi.get("driver_version", "n/a"),
             "gpu clocks": clocks, "cpu": cpu_name(), "cpu cores": str(os.cpu_count() or "n/a"),
             "load average (1, 5, 15 min)": load}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,25 @@ def test_kernels_are_sorted_and_the_busy_time_is_a_union(gpu_check, monkeypatch)
     assert sum(r["categories"].values()) == pytest.approx(1.0)
     trace = gpu_profile.first_step({"traceEvents": events})["traceEvents"]
     assert {e["name"][:12] for e in trace} == {"profiled ste", "void pytorch", "sm90_xmma_ge"}
+
+
+def test_a_loans_output_is_filed_by_date_and_card_and_a_dry_run_is_not(dry_run, tmp_path,
+                                                                       monkeypatch):
+    _, out = dry_run
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import gpu_record
+
+    with pytest.raises(SystemExit, match="a dry run"):
+        gpu_record.record(out, tmp_path / "results")
+    loan = tmp_path / "loan"
+    shutil.copytree(out, loan)
+    table = json.loads((loan / "gpu_check.json").read_text())
+    table.update(dry_run=False, device="NVIDIA H200 (139 GiB)", date="2026-12-01")
+    (loan / "gpu_check.json").write_text(json.dumps(table))
+    first = gpu_record.record(loan, tmp_path / "results")
+    second = gpu_record.record(loan, tmp_path / "results")  # a second loan that day
+    assert (first.name, second.name) == ("2026-12-01-nvidia-h200", "2026-12-01-nvidia-h200-2")
+    kept = {p.name for p in first.iterdir()}
+    assert {"gpu_check.md", "gpu_check.json", "profile.md", "micro.json"} <= kept
+    assert any(name.startswith("trace-") and name.endswith(".json.gz") for name in kept)
+    assert "litebert commit" in table["environment"]
