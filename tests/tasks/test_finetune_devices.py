@@ -37,6 +37,10 @@ RESULT_KEYS = ("task", "best_step", "metric", "dev", "history", "schedule", "opt
 # RACE's score bias over the options). Their gradients are rounding noise, which Adam scales
 # up to steps of the lr's order, and which changes with any change of summation order (the
 # thread count of one process too): they are compared as noise, near their initial 0.
+# RACE's one-process score bias ends at 5.8e-6 to 1.3e-5 after its 12 steps, by thread count
+# and batch layout (its last batch alone or filled with dummy rows), where a weight with a
+# gradient moves by about the lr (1e-4) a step: NOISE_BOUND lies between.
+NOISE_BOUND = 5e-5
 NOISE = {"sst2": (),  # XLNet's attention has no key bias
          "squad1": ("attention.key.bias", "qa_outputs.bias"),
          "race": ("attention.key.bias", "classifier.bias")}
@@ -110,7 +114,7 @@ def assert_same_results(one, two, files: list[str], noise: tuple[str, ...]) -> f
     noisy = [k for k in mine if k.endswith(noise)]
     assert len(noisy) == len(noise)
     for k in noisy:
-        assert max(float(mine[k].abs().max()), float(theirs[k].abs().max())) < 1e-5, k
+        assert max(float(mine[k].abs().max()), float(theirs[k].abs().max())) < NOISE_BOUND, k
     return max(float((mine[k] - theirs[k]).abs().max()) for k in mine if k not in noisy)
 
 
