@@ -105,7 +105,8 @@ def test_the_dry_run_runs_every_check(dry_run):
         assert r["litebert"] > 0
         if r["transformers"] is not None:
             assert r["ratio"] == pytest.approx(r["litebert"] / r["transformers"])
-            assert r["transformers_spread"] >= 0 and r["transformers_peak_mb"] is not None
+            if r["check"] != "profile":  # one pass under the profiler: no rounds
+                assert r["transformers_spread"] >= 0 and r["transformers_peak_mb"] is not None
     assert sum(r["transformers"] is not None for r in rows) >= 10
     for r in (r for r in rows if r["check"] in PRETRAINING):
         assert_timed_step(r)

@@ -1,11 +1,11 @@
 """Fine-tuning and evaluation beyond one eager fp32 process: two torchrun processes (gloo on
-the CPU) give one process's weights, prediction files and metrics; a compiled run stays
-within torch's recompile limit with the eager run's losses; bf16 and fp16 runs finish."""
+the CPU) give one process's weights, prediction files and metrics; compile modes mark
+steps as they must (a compiled run's graphs and losses: test_bounded_shapes.py); bf16 and
+fp16 runs finish."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import subprocess
@@ -14,7 +14,6 @@ import sys
 import pytest
 import torch
 from safetensors.torch import load_file
-from torch._dynamo.utils import counters
 
 import litebert
 from litebert.cli import main
@@ -27,7 +26,6 @@ from tests.families.configs import xlnet_config
 from tests.families.test_xlnet_tasks import xlnet_tokenizer as xlnet_tokenizer  # noqa: F401
 from tests.tasks.test_finetune import MICRO, race_dir, squad_json, sst2_dir
 from tests.tasks.test_finetune import base_model as base_model  # noqa: F401 (a fixture)
-from tests.train.test_compile import recompiles as recompiles  # noqa: F401 (a fixture)
 
 # 12 steps of 8 over a train set of odd size whose last batch holds one row (in two
 # processes one rank has none), two evaluations, dropout off: the same arithmetic either way.
@@ -39,6 +37,10 @@ RESULT_KEYS = ("task", "best_step", "metric", "dev", "history", "schedule", "opt
 # RACE's score bias over the options). Their gradients are rounding noise, which Adam scales
 # up to steps of the lr's order, and which changes with any change of summation order (the
 # thread count of one process too): they are compared as noise, near their initial 0.
+# RACE's one-process score bias ends at 5.8e-6 to 1.3e-5 after its 12 steps, by thread count
+# and batch layout (its last batch alone or filled with dummy rows), where a weight with a
+# gradient moves by about the lr (1e-4) a step: NOISE_BOUND lies between.
+NOISE_BOUND = 5e-5
 NOISE = {"sst2": (),  # XLNet's attention has no key bias
          "squad1": ("attention.key.bias", "qa_outputs.bias"),
          "race": ("attention.key.bias", "classifier.bias")}
@@ -112,7 +114,7 @@ def assert_same_results(one, two, files: list[str], noise: tuple[str, ...]) -> f
     noisy = [k for k in mine if k.endswith(noise)]
     assert len(noisy) == len(noise)
     for k in noisy:
-        assert max(float(mine[k].abs().max()), float(theirs[k].abs().max())) < 1e-5, k
+        assert max(float(mine[k].abs().max()), float(theirs[k].abs().max())) < NOISE_BOUND, k
     return max(float((mine[k] - theirs[k]).abs().max()) for k in mine if k not in noisy)
 
 
@@ -157,35 +159,6 @@ def test_two_processes_evaluate_as_one(lively_model, tmp_path):
 
 def logged_losses(text: str) -> list[float]:
     return [float(x) for x in re.findall(r"step \d+: loss ([0-9.]+)", text)]
-
-
-def test_a_compiled_run_stays_within_the_recompile_limit_with_the_eager_losses(
-        base_model, tmp_path, monkeypatch, caplog, recompiles):  # noqa: F811
-    """40 steps over length-bucketed batches (widths and sizes change, the last batch of an
-    epoch holds one row) with four evaluations: automatic dynamic shapes compile a few
-    graphs per function, never up to torch's limit, and train as the eager model does."""
-    monkeypatch.setenv(BACKEND_ENV, "aot_eager")
-    data = sst2_dir(tmp_path / "SST-2", n_train=97, n_dev=21)
-    fields = dict(task="sst2", data=str(data), model=str(base_model), lr=2e-3, batch_size=16,
-                  max_steps=40, warmup_steps=4, max_seq_length=32, eval_every=10,
-                  eval_batch_size=8, log_every=1, dropout=0.0, classifier_dropout=0.0)
-    losses = {}
-    for compiled in (False, True):
-        torch._dynamo.reset()
-        counters.clear()
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="litebert"):
-            result = finetune(finetune_config(**fields, out=str(tmp_path / str(compiled)),
-                                             compile=compiled))
-        losses[compiled] = logged_losses(caplog.text)
-        assert len(result["history"]) == 4
-    limit = 8  # torch's default; litebert raises it to 16 for headroom only
-    print(f"recompilations {dict(recompiles.by_function)}, "
-          f"{counters['stats']['unique_graphs']} graphs")
-    assert counters["stats"]["unique_graphs"] >= 1 and not counters["graph_break"]
-    assert recompiles.by_function and max(recompiles.by_function.values()) < limit - 1
-    assert len(losses[True]) == 40
-    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
 
 
 @pytest.mark.parametrize("compile_setting, marks", [("reduce-overhead", 6), (True, 0)])

@@ -309,7 +309,9 @@ def test_the_scheme_is_read_off_the_tags_and_strict_scoring_follows_it():
 
 def test_rows_loss_adds_up_over_ranks_and_tolerates_rows_without_labels():
     """row_loss_tokens: the loss of all rows is the mean of the parts' losses weighted by
-    their rows (what torchrun's ranks add up to), where a mean over tokens is not."""
+    their labelled rows (what torchrun's ranks add up to, fine-tuning's rows all having a
+    label), where a mean over tokens is not; a row without a label (a batch's filler row)
+    adds nothing and is not counted."""
     model = EncoderForTokenClassification(small_config(num_labels=5)).eval()
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(5, 99, (5, 9), generator=g)
@@ -317,15 +319,19 @@ def test_rows_loss_adds_up_over_ranks_and_tolerates_rows_without_labels():
     labels[0, 3:] = -100
     labels[3] = -100  # a row without a label
     parts = [[0, 2, 4], [1, 3]]
+    labelled = [3, 1]  # rows with a label in each part, of 4
     with torch.no_grad():
         mean_all = model(ids, labels=labels).loss
         mean_parts = sum(model(ids[p], labels=labels[p]).loss * len(p) / 5 for p in parts)
         model.row_loss_tokens = 4.0
         rows_all = model(ids, labels=labels).loss
-        rows_parts = sum(model(ids[p], labels=labels[p]).loss * len(p) / 5 for p in parts)
+        rows_parts = sum(model(ids[p], labels=labels[p]).loss * n / 4
+                         for p, n in zip(parts, labelled, strict=True))
+        without = model(ids[[0, 1, 2, 4]], labels=labels[[0, 1, 2, 4]]).loss
         alone = model(ids[3:4], labels=labels[3:4]).loss
-    assert rows_all == pytest.approx(float(mean_all) * int((labels >= 0).sum()) / (5 * 4.0))
+    assert rows_all == pytest.approx(float(mean_all) * int((labels >= 0).sum()) / (4 * 4.0))
     assert rows_parts == pytest.approx(float(rows_all), rel=1e-6)
+    assert without == pytest.approx(float(rows_all), rel=1e-6)
     assert abs(float(mean_parts) - float(mean_all)) > 1e-3
     assert float(alone) == 0.0
 

@@ -243,8 +243,8 @@ class EncoderForTokenClassification(_Classifier):
 
     The loss is transformers': the mean over the batch's labelled tokens. `row_loss_tokens`
     = c (not saved; fine-tuning's token tasks set it to the mean labelled tokens per
-    training row) makes it the sum over labelled tokens / (c * rows): every token still
-    weighs the same, but each row's part stands alone, so torchrun's ranks, whose mean
+    training row) makes it the sum over labelled tokens / (c * rows with a label): every
+    token still weighs the same, but each row's part stands alone, so torchrun's ranks, whose mean
     losses the loop weights by their rows (tasks/runtime.py), add up to one process's loss
     (a mean over tokens would weigh a rank's tokens by its rows instead)."""
 
@@ -264,7 +264,10 @@ class EncoderForTokenClassification(_Classifier):
         elif labels is not None:  # a row without a label adds 0, never NaN
             total = F.cross_entropy(logits.view(-1, self.num_labels).float(), labels.view(-1),
                                     reduction="sum")
-            loss = total / (labels.size(0) * self.row_loss_tokens)
+            # Rows with a label: a batch's filler rows (all -100, tasks/batching.pad_rows)
+            # are not counted; fine-tuning trains on no row without one.
+            rows = (labels != -100).any(-1).sum().clamp(min=1)
+            loss = total / (rows * self.row_loss_tokens)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
 
 

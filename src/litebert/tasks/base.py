@@ -31,6 +31,14 @@ and may offer
                                     on the whole batch, through runtime.scaler when there is
                                     one; returns this rank's share of the batch's mean loss,
                                     detached
+    dummy_labels                    {field: value} that makes a row count nothing in the
+                                    loss (e.g. {"labels": -100}): a short training batch
+                                    is filled up to the run's batch size with copies of
+                                    its first row so labelled (batching.pad_rows), one
+                                    shape for a compiled step; None (or absent) for a loss
+                                    that cannot ignore a row (regression's, the beam
+                                    head's, in-batch negatives'): its short batches stay
+                                    short
 
 The task's own options (its entry in tasks/registry.py) are `cfg.task_options`.
 

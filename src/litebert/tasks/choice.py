@@ -31,6 +31,7 @@ from litebert.tasks.examples import ChoiceExample
 from litebert.tasks.metrics import choice_accuracy, race_accuracy
 from litebert.tasks.race import race_choices, read_race, write_race_predictions
 from litebert.tasks.runtime import Runtime
+from litebert.tasks.word_labels import IGNORE_INDEX
 from litebert.tokenization import Tokenizer, TokenizerError
 
 ENCODED = ("input_ids", "token_type_ids", "attention_mask")
@@ -107,6 +108,9 @@ class ChoiceTask:
         self.dev_rows = [self.encode(ex) for ex in self.dev]
         self.last_predictions: list[int] = []
         self.last_scores: list[list[float]] = []  # per dev question, a logit per choice
+        # Filler rows (finetune.py) take label -100, which cross-entropy ignores.
+        self.dummy_labels = {"labels": IGNORE_INDEX}
+        self.bucket_limit = runtime.bucket_limit(cfg.max_seq_length)
 
     def encode(self, ex: ChoiceExample) -> dict:
         """A question as lists of C encoded pairs, one per choice, and its label."""
@@ -131,10 +135,10 @@ class ChoiceTask:
         (B, C) marks 0; a batch of questions with C choices each has no mask."""
         most = max(len(r["input_ids"]) for r in rows)
         if all(len(r["input_ids"]) == most for r in rows):
-            return pad_for(self.tokenizer, rows)
+            return pad_for(self.tokenizer, rows, max_length=self.bucket_limit)
         filled = [{k: v + v[:1] * (most - len(v)) if k in ENCODED else v for k, v in r.items()}
                   for r in rows]
-        batch = pad_for(self.tokenizer, filled)
+        batch = pad_for(self.tokenizer, filled, max_length=self.bucket_limit)
         batch["choice_mask"] = torch.tensor([[j < len(r["input_ids"]) for j in range(most)]
                                              for r in rows])  # (B, C) bool
         return batch

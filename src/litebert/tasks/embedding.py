@@ -127,7 +127,8 @@ class EmbeddingTask(NoPredictionFiles):
         has none, and joins with a zero gradient); returns the batch's loss x weight,
         detached, this rank's share of the global mean loss."""
         runtime = self.runtime
-        batches = [runtime.to_device(column.batch(rows, labels=False))
+        limit = runtime.bucket_limit(self.max_length)
+        batches = [runtime.to_device(column.batch(rows, labels=False, bucket_limit=limit))
                    for column in self.train_columns]
         step = ContrastiveStep(model, self.options.scale, self.options.chunk_size,
                                factor=float(runtime.info.world_size), amp=runtime.amp,

@@ -68,7 +68,8 @@ def encode_rows(model: nn.Module, rows: TableRows, batch_size: int = DEFAULT_BAT
     batches = length_batches(rows.lengths, batch_size, None)  # sorted by length
 
     def collate(ids: RowIds) -> dict[str, torch.Tensor]:
-        return rows.batch(ids, labels=False)
+        limit = None if runtime is None else runtime.bucket_limit(rows.max_length)
+        return rows.batch(ids, labels=False, bucket_limit=limit)
 
     if runtime is not None:
         outputs = runtime.evaluate_batches(model, batches, collate, lambda e: [e])

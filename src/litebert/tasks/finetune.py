@@ -30,7 +30,7 @@ from litebert.model.hub import read_config
 from litebert.model.sentence_transformers import read_layout
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter, config_record
-from litebert.tasks.batching import length_batches
+from litebert.tasks.batching import length_batches, pad_rows
 from litebert.tasks.layer_decay import layer_decay_groups
 from litebert.tasks.registry import TASKS
 from litebert.tasks.runtime import RowIds, Runtime
@@ -124,10 +124,12 @@ class TrainingLoop:
         # This rank's shares of the mean losses since the last loss line, (), on the device.
         self.losses = torch.zeros((), device=runtime.device)
         self.lr = 0.0  # the last step's (of the first parameter group)
-        # (step, seconds since the loop began) at each loss line, where the loop syncs anyway:
-        # the steady rate after compiling can be read off it (results.json's "timeline").
+        # (step, training seconds since the loop began) at each loss line, where the loop
+        # syncs anyway: the steady rate after compiling can be read off it (results.json's
+        # "timeline"). Evaluations, and their graphs' compiling, are left out of the clock.
         self.timeline: list[tuple[int, float]] = []
         self.began = time.perf_counter()
+        self.evaluating = 0.0  # seconds spent in evaluations so far
         self.bar = progress(total=cfg.max_steps, desc=f"fine-tuning {cfg.task}", unit="step",
                             disable=not runtime.is_main)
 
@@ -145,8 +147,10 @@ class TrainingLoop:
                 if step % cfg.log_every == 0 or evaluating:  # the loop's only host syncs
                     self.log_loss(step, step - logged)
                     logged = step
-                if evaluating:
+                if evaluating:  # off the timeline's clock, saving the best model included
+                    began = time.perf_counter()
                     self.evaluate_and_keep(step)
+                    self.evaluating += time.perf_counter() - began
                 if step == cfg.max_steps:
                     break
         self.bar.close()
@@ -182,7 +186,13 @@ class TrainingLoop:
         """Forward and backward of this rank's rows, whose loss is a mean over them; this
         rank's share of the batch's mean loss, detached."""
         runtime, scaler = self.runtime, self.runtime.scaler
-        batch = runtime.to_device(self.task.collate(select_rows(self.task.train_rows, rows)))
+        batch = self.task.collate(select_rows(self.task.train_rows, rows))
+        # A task whose loss ignores rows of given labels (its dummy_labels) takes every step
+        # at one batch size; a short batch's copies add nothing (batching.pad_rows).
+        ignored = getattr(self.task, "dummy_labels", None)
+        if ignored is not None:
+            batch = pad_rows(batch, runtime.rank_batch_size(self.cfg.batch_size), ignored)
+        batch = runtime.to_device(batch)
         with runtime.amp:
             loss = self.model(**batch).loss.float()  # the mean over this rank's rows
         # DDP averages gradients over ranks: weight * world makes it the global batch's.
@@ -194,7 +204,8 @@ class TrainingLoop:
         """The mean training loss of the last `steps` steps, summed over ranks (every rank
         takes part), on rank 0's progress bar and log."""
         mean = float(all_reduce_sum(self.losses)) / steps
-        self.timeline.append((step, round(time.perf_counter() - self.began, 3)))
+        training = time.perf_counter() - self.began - self.evaluating
+        self.timeline.append((step, round(training, 3)))
         self.losses.zero_()
         if self.runtime.is_main:
             self.bar.set_postfix(loss=f"{mean:.4f}")

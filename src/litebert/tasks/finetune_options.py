@@ -89,8 +89,9 @@ class FinetuneOptions:
     precision: str = option("auto", "arithmetic: auto is bf16 on CUDA, fp32 on a CPU; fp16 "
                                     "adds a gradient scaler", choices=PRECISIONS)
     compile: bool | str | None = option(
-        None, "torch.compile the model (automatic dynamic shapes: batches vary in length and "
-              "size): auto = eager (measured faster for fine-tuning, docs/finetuning.md); "
+        None, "torch.compile the model (static shapes: batches padded to power-of-two "
+              "widths up to --max-seq-length and to one size): auto = eager (until the GPU "
+              "check measures compiled fine-tuning, docs/finetuning.md); "
               "true = torch's default mode; or a mode: "
               "reduce-overhead, max-autotune-no-cudagraphs, max-autotune; --compile [MODE] / "
               "--no-compile", choices=COMPILE_CHOICES, shown="auto")

@@ -72,6 +72,9 @@ from litebert.tokenization import Tokenizer
 THRESHOLD_FILE = "squad.json"
 TEST_PREDICTIONS, TEST_NULL_ODDS = "test_predictions.json", "test_null_odds.json"
 POSITIONS = ("start_positions", "end_positions", "cls_index")  # counted within a row
+# A filler row's start and end (finetune.py): past every width, so the span head's loss,
+# which clamps them to the width and ignores that, counts nothing of it.
+IGNORED_POSITION = 1 << 30
 
 
 QA_HEADS = {"EncoderForQuestionAnswering": False, "EncoderForBeamQuestionAnswering": True}
@@ -165,6 +168,11 @@ class SquadTask:
         # θ of the model as saved: its squad.json when evaluating, the best checkpoint's after.
         self.model_threshold = None if training else stored_threshold(Path(cfg.model))
         self.outputs: dict[str, dict] = {}
+        # The beam head's loss (its spans' and its answer class's) has no label it ignores:
+        # its short batches stay short.
+        self.dummy_labels = None if self.beam else dict.fromkeys(
+            ("start_positions", "end_positions"), IGNORED_POSITION)
+        self.bucket_limit = runtime.bucket_limit(cfg.max_seq_length)
 
     def _features(self, examples):
         options = self.cfg.task_options
@@ -189,8 +197,9 @@ class SquadTask:
     def collate(self, rows: list[dict]) -> dict:
         """Rows padded as the tokenizer says (p_mask with 1: padding is never an answer);
         positions shifted by the padding put before each row."""
-        batch = pad_for(self.tokenizer, rows, fill={"p_mask": 1})
-        shift = torch.tensor(left_padding(self.tokenizer, [len(r["input_ids"]) for r in rows]))
+        batch = pad_for(self.tokenizer, rows, fill={"p_mask": 1}, max_length=self.bucket_limit)
+        shift = torch.tensor(left_padding(self.tokenizer, [len(r["input_ids"]) for r in rows],
+                                          self.bucket_limit))
         for key in POSITIONS:
             if key in batch:
                 batch[key] = batch[key] + shift
@@ -212,7 +221,8 @@ class SquadTask:
         outputs = self.runtime.evaluate_batches(
             model, batches, collate, lambda out: [getattr(out, name) for name in fields])
         for ids, arrays in zip(batches, outputs, strict=True):
-            yield ids, left_padding(self.tokenizer, [lengths[i] for i in ids]), arrays
+            yield ids, left_padding(self.tokenizer, [lengths[i] for i in ids],
+                                    self.bucket_limit), arrays
 
     def logits(self, model, features: list[SquadFeature]
                ) -> tuple[list[np.ndarray], list[np.ndarray]]:

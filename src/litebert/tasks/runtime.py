@@ -12,6 +12,11 @@ are one process's:
 - evaluation: the batches one process would run, in its order; rank r runs batches r, r +
   world, ... and `evaluate_batches` gathers their outputs back into that order, so
   predictions and metrics are one process's.
+
+Shapes: the batches of a run share one size (training: `rank_batch_size` rows, filled up
+with a task's dummy rows where it has them; evaluation: its largest batch's), and a compiled
+run pads each to a width bucket (`bucket_limit`, batching.py), so that it compiles one
+static graph per (width, mode).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from litebert.distributed import (
     wrap,
 )
 from litebert.model.checkpointing import set_activation_checkpointing
+from litebert.tasks.batching import pad_rows
 from litebert.train.compiling import (
     compile_in_place,
     compile_mode,
@@ -53,7 +59,9 @@ def finetune_compiles(setting: bool | str | None, device: torch.device) -> bool:
     """Whether a fine-tuning run compiles. auto (None) is eager on every device, unlike
     pre-training: on an H200, compiled albert-base fine-tuning ran 16 SST-2 examples/s at a
     steady step against eager's 971, as its length-bucketed widths kept costing compile
-    time (docs/finetuning.md). True or a mode compiles where asked."""
+    time (docs/finetuning.md). Its shapes are bounded since (width buckets, one batch
+    size); auto stays eager until the GPU check measures that. True or a mode compiles
+    where asked."""
     return setting is not None and resolved_compile(setting, device)
 
 
@@ -86,6 +94,17 @@ class Runtime:
         return self.compiled and replays_cuda_graphs(self.mode)
 
     @property
+    def fixed_shapes(self) -> bool:
+        """Whether batches take bounded widths (batching.width_buckets): a compiled run's,
+        so that it compiles a known few graphs; an eager run pads no wider than it must."""
+        return self.compiled
+
+    def bucket_limit(self, max_length: int) -> int | None:
+        """What an adapter gives batching.pad_for as max_length: the run's max_seq_length
+        when shapes are fixed, else None (each batch as wide as its longest row)."""
+        return max_length if self.fixed_shapes else None
+
+    @property
     def device(self) -> torch.device:
         return self.info.device
 
@@ -108,10 +127,10 @@ class Runtime:
         model = model.to(self.device)
         set_activation_checkpointing(model, self.activation_checkpointing)
         if self.compiled:
-            # Fine-tuning batches vary in width and size (length buckets, a smaller last
-            # batch): automatic dynamic shapes make the dimensions that change symbolic
-            # after their first change, rather than one graph per shape.
-            compile_in_place(model, self.mode, dynamic=None)
+            # Static shapes: the batches' widths are a few buckets and their sizes constant
+            # (see the module docstring), so each (width, mode) is one graph, and none is
+            # traced with symbolic sizes.
+            compile_in_place(model, self.mode, dynamic=False)
         return model
 
     def wrap(self, model: nn.Module) -> nn.Module:
@@ -132,6 +151,11 @@ class Runtime:
     def rows_of(self, batch_ids: RowIds) -> tuple[list[int], float]:
         """This rank's rows of a global batch and their weight (see rank_rows)."""
         return rank_rows(batch_ids, self.info.rank, self.info.world_size)
+
+    def rank_batch_size(self, batch_size: int) -> int:
+        """The rows every rank's share of a full global batch of `batch_size` is padded to
+        (rank_rows gives some ranks one row fewer, and a short batch fewer still)."""
+        return -(-batch_size // self.info.world_size)
 
     def to_device(self, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """A collated batch on the device: through pinned memory on CUDA, so the copy does
@@ -158,13 +182,17 @@ class Runtime:
                     ) -> dict[int, list[np.ndarray]]:
         """{batch index: outputs as CPU arrays} of this rank's batches (rank_batches), run
         with the model unwrapped from DDP (whose forward would wait for a backward), under
-        autocast and without gradients."""
+        autocast and without gradients. Each batch is run at the size of the largest, a short
+        one filled up with copies of its first row whose outputs are dropped (batching.
+        pad_rows): one shape for every batch of a width."""
         model = unwrap(model)
+        size = max((len(ids) for ids in batches), default=0)
         mine: dict[int, list[np.ndarray]] = {}
         with torch.no_grad(), self.amp:
             for b in rank_batches(len(batches), self.info.rank, self.info.world_size):
-                out = model(**self.to_device(collate(batches[b])))
-                mine[b] = [to_host(x) for x in outputs(out)]
+                n = len(batches[b])
+                out = model(**self.to_device(pad_rows(collate(batches[b]), size)))
+                mine[b] = [to_host(x[:n]) for x in outputs(out)]  # (n, ...) each
         return mine
 
 

@@ -37,6 +37,7 @@ from litebert.tasks.table_splits import (
     load_tables,
     table_rows,
 )
+from litebert.tasks.word_labels import IGNORE_INDEX
 from litebert.tokenization import Tokenizer
 
 
@@ -46,6 +47,10 @@ class SequenceTask(NoPredictionFiles):
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         train, self.dev_rows, self.labels = load_tables(cfg, self.tokenizer, training)
         self.regression = self.labels is None
+        # Cross-entropy ignores label -100, so a batch's filler rows take it (finetune.py);
+        # a regression's mean squared error has no such label: its short batches stay short.
+        self.dummy_labels = None if self.regression else {"labels": IGNORE_INDEX}
+        self.bucket_limit = runtime.bucket_limit(cfg.max_seq_length)
         self.primary = primary_metric(cfg.task if cfg.task in GLUE else
                                       ("regression" if self.regression else "classification"))
         self.train_rows: TableRows | list = [] if train is None else train
@@ -54,8 +59,8 @@ class SequenceTask(NoPredictionFiles):
     def collate(self, rows: TableRows | list[dict]) -> dict:
         """A batch of a TableRows view (built from its mapped arrays) or of row dicts."""
         if isinstance(rows, TableRows):
-            return rows.batch(np.arange(len(rows)))
-        return pad_for(self.tokenizer, rows)
+            return rows.batch(np.arange(len(rows)), bucket_limit=self.bucket_limit)
+        return pad_for(self.tokenizer, rows, max_length=self.bucket_limit)
 
     def build_model(self) -> EncoderForSequenceClassification:
         labels = {"num_labels": 1} if self.regression else \
@@ -69,7 +74,9 @@ class SequenceTask(NoPredictionFiles):
         out = np.zeros(len(rows), dtype=np.float64 if self.regression else np.int64)
         batches = length_batches(rows.lengths, self.cfg.eval_batch_size, None)
         outputs = self.runtime.evaluate_batches(model, batches,
-                                                lambda ids: rows.batch(ids, labels=False),
+                                                lambda ids: rows.batch(
+                                                    ids, labels=False,
+                                                    bucket_limit=self.bucket_limit),
                                                 lambda o: [o.logits])
         for ids, (logits,) in zip(batches, outputs, strict=True):  # (B, labels) float32
             out[ids] = logits[:, 0] if self.regression else logits.argmax(-1)

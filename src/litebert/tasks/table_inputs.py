@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from litebert.tasks.batching import bucket_width
 from litebert.tasks.examples import TaskDataError
 from litebert.tasks.table_cache import EncodedTable
 from litebert.tokenization import Tokenizer
 
-MULTIPLE_OF = 8  # batch widths are rounded up to this, as batching.pad_for does
 LENGTH_BLOCK = 1 << 16  # rows whose input lengths are computed at once (small temporaries)
 
 
@@ -117,10 +117,12 @@ class TableRows:
             row["labels"] = self._gold(self.index[i:i + 1])[0].item()  # int or float
         return row
 
-    def batch(self, ids: Sequence[int] | np.ndarray, labels: bool = True
-              ) -> dict[str, torch.Tensor]:
+    def batch(self, ids: Sequence[int] | np.ndarray, labels: bool = True,
+              bucket_limit: int | None = None) -> dict[str, torch.Tensor]:
         """Rows `ids` (positions in this view) padded into tensors: input_ids,
-        token_type_ids, attention_mask (B, W) long and, when asked and known, labels (B,)."""
+        token_type_ids, attention_mask (B, W) long and, when asked and known, labels (B,).
+        W is batching.bucket_width's for the longest row (`bucket_limit` as pad_for's
+        max_length: None for a width rounded up to 8)."""
         rows = self.index[np.asarray(ids, dtype=np.int64)]  # (B,) rows of the table
         t = self.table
         keep_a, keep_b = truncated_lengths(t.a_lengths[rows], t.b_lengths[rows], self.budget,
@@ -129,7 +131,7 @@ class TableRows:
         sizes = np.stack([keep_a if name == "A" else keep_b if name == "B" else
                           np.ones_like(keep_a) for name, _ in parts], axis=1)  # (B, P)
         total = sizes.sum(1)  # (B,)
-        width = -(-int(total.max()) // MULTIPLE_OF) * MULTIPLE_OF
+        width = bucket_width(int(total.max()), bucket_limit)
         shift = width - total if self.template.padding_side == "left" else np.zeros_like(total)
         starts = shift[:, None] + np.cumsum(sizes, 1) - sizes  # (B, P) where each part begins
         input_ids = np.full((len(rows), width), self.tokenizer.pad_token_id or 0, np.int64)

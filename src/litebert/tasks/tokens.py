@@ -89,6 +89,10 @@ class TokenTask:
         labelled = sum(int((w.labels != IGNORE_INDEX).sum()) for w in self.train_rows)
         self.tokens_per_row = labelled / max(len(self.train_rows), 1)
         self.last_predictions: list[list[str]] | None = None
+        # Filler rows (finetune.py) labelled -100 throughout: the loss counts no token of
+        # theirs and, as no training row lacks a label, divides by the real rows only.
+        self.dummy_labels = {"labels": IGNORE_INDEX}
+        self.bucket_limit = runtime.bucket_limit(cfg.max_seq_length)
 
     def _stride(self) -> int:
         """word_stride, else a quarter of the pieces a window holds."""
@@ -117,7 +121,8 @@ class TokenTask:
         """(B, T) inputs padded on the tokenizer's side; labels -100 at the padding."""
         fields = ("input_ids", "token_type_ids", "attention_mask") + (
             ("labels",) if labels else ())
-        return pad_for(self.tokenizer, [{k: getattr(w, k) for k in fields} for w in rows])
+        return pad_for(self.tokenizer, [{k: getattr(w, k) for k in fields} for w in rows],
+                       max_length=self.bucket_limit)
 
     def build_model(self) -> EncoderForTokenClassification:
         model = EncoderForTokenClassification.from_pretrained(
