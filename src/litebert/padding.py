@@ -25,7 +25,7 @@ def _nested(value: Any) -> bool:
     return len(value) > 0 and _is_sequence(value[0])
 
 
-def _longest(rows: Sequence[Mapping[str, Any]], key: str) -> int:
+def longest_row(rows: Sequence[Mapping[str, Any]], key: str) -> int:
     values = [r[key] for r in rows]
     if _nested(values[0]):
         return max(len(seq) for v in values for seq in v)
@@ -49,7 +49,7 @@ def pad_batch(rows: Sequence[Mapping[str, Any]], pad_id: int = 0, multiple_of: i
     if side not in ("left", "right"):
         raise ValueError(f"pad_batch: side={side!r}; use 'left' or 'right'")
     fills = {**DEFAULT_FILL, "input_ids": pad_id, **(fill or {})}
-    longest = _longest(rows, "input_ids")
+    longest = longest_row(rows, "input_ids")
     if width is None:
         width = -(-longest // multiple_of) * multiple_of
     elif longest > width:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from litebert.padding import _longest
+from litebert.padding import longest_row
 from litebert.padding import pad_batch as pad  # noqa: F401 (the batch helper of tasks)
 
 POOL = 50  # batches per sorting pool: long enough to group lengths, short enough to mix
@@ -57,7 +57,7 @@ def pad_for(tokenizer, rows: Sequence[Mapping[str, Any]],
     """`rows` padded with the tokenizer's pad id (0 when it has none), on its padding_side,
     token types with its pad_token_type_id; `fill` adds fields' own pad values. The width is
     bucket_width's for the longest row and `max_length` (None: tight)."""
-    width = bucket_width(_longest(rows, "input_ids"), max_length)
+    width = bucket_width(longest_row(rows, "input_ids"), max_length)
     return pad(rows, tokenizer.pad_token_id or 0, side=tokenizer.padding_side, width=width,
                fill={"token_type_ids": tokenizer.pad_token_type_id, **(fill or {})})
 
