@@ -131,7 +131,10 @@ def mlm_rows(s: Settings, check: str, variants: dict[str, object], attention: st
 
 
 def mlm_full(s: Settings) -> list[Row]:
+    """Eager; one full graph; one graph per distinct encoder module (`compile: regional`:
+    ALBERT's shared layer once for its 12 positions); the full graph as CUDA graphs."""
     return mlm_rows(s, "mlm+sop full", {"eager": False, "compiled": True,
+                                         "regional": "regional",
                                          "cuda graphs": "reduce-overhead"})
 
 
