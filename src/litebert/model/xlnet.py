@@ -107,6 +107,14 @@ def mask_value(dtype: torch.dtype) -> float:
     return -65500.0 if dtype == torch.float16 else -1e30
 
 
+def compute_dtype(device: torch.device, dtype: torch.dtype) -> torch.dtype:
+    """The dtype the forward computes in: autocast's on `device` when enabled, else `dtype`
+    (the weights'). Masks and score terms built in it stay in it, with no cast per use."""
+    if torch.is_autocast_enabled(device.type):
+        return torch.get_autocast_dtype(device.type)
+    return dtype
+
+
 def relative_positions(config: ModelConfig, qlen: int, klen: int,
                        device: torch.device) -> torch.Tensor:
     """(G, R, H) sinusoid embeddings of the relative distances klen, klen-1, ... (R = klen +
@@ -142,6 +150,7 @@ class AttentionFrame:
     query_mask: torch.Tensor | None = None  # (B, 1, P, K)
     query_segments: torch.Tensor | None = None  # (B, 1, P, K)
     query_weight: torch.Tensor | None = None  # (B, P, 1): 0 for a padding target slot
+    dtype: torch.dtype = torch.float32  # the compute dtype: autocast's, else the weights'
 
 
 class RelativeAttention(nn.Module):
@@ -171,20 +180,26 @@ class RelativeAttention(nn.Module):
         None -> the two streams after attention. content=False: the content stream's own
         update is not needed (its keys and values are): h comes back unchanged."""
         H = h.shape[-1]
-        w_q, w_kv = self.q * self.scale, torch.cat((self.k, self.v))  # (H, H), (2H, H)
+        # q (scaled), k and v as one (3H, H) weight, in the compute dtype once: autocast
+        # then casts it once per layer, not at each of the up to three GEMMs that read it.
+        w = torch.cat((self.q * self.scale, self.k, self.v)).to(frame.dtype)  # (3H, H)
+        w_q, w_kv = w[:H], w[H:]  # (H, H), (2H, H)
         if content:  # one GEMM for q, k and v of the window
-            q, kv = F.linear(h, torch.cat((w_q, w_kv))).split((H, 2 * H), dim=-1)
+            q, kv = F.linear(h, w).split((H, 2 * H), dim=-1)
         else:
             kv = F.linear(h, w_kv)  # (B, T, 2H)
         if mem is not None:  # keys and values over [memories; h]; memories take no gradient
             kv = torch.cat((F.linear(mem, w_kv), kv), dim=1)  # (B, K, 2H)
         k, v = (self.heads(x).contiguous() for x in kv.chunk(2, dim=-1))  # (B, n, K, d)
         k_r = F.linear(frame.pos, self.r)  # (G | B, R, H)
+        # The content, position and segment biases, scaled, stacked and cast once per layer.
+        biases = torch.stack((self.r_w_bias, self.r_r_bias, self.r_s_bias)) * self.scale
+        biases = biases.to(k.dtype)[:, None, None]  # (3, 1, 1, n, d)
         if content:
-            h = self.stream(h, q, k, v, k_r, frame.content_index, frame.content_mask,
+            h = self.stream(h, q, k, v, k_r, biases, frame.content_index, frame.content_mask,
                             frame.content_segments)
         if g is not None:
-            g = self.stream(g, F.linear(g, w_q), k, v, k_r, frame.query_index,
+            g = self.stream(g, F.linear(g, w_q), k, v, k_r, biases, frame.query_index,
                             frame.query_mask, frame.query_segments, frame.query_weight)
         return h, g
 
@@ -192,18 +207,20 @@ class RelativeAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, self.num_heads, self.head_size).transpose(1, 2)
 
-    def stream(self, x, q, k, v, k_r, index, mask, segments, weight=None):
+    def stream(self, x, q, k, v, k_r, biases, index, mask, segments, weight=None):
         """One stream's attention: scaled queries q (B, L, H) over keys and values k, v
-        (B, n, K, d); the score terms summed into one (B * n, L, K) tensor."""
+        (B, n, K, d), biases (3, 1, 1, n, d) for content, position and segment; the score
+        terms summed into one (B * n, L, K) tensor."""
         B, L, _ = q.shape
         n, d, K = self.num_heads, self.head_size, k.shape[2]
-        q = q.view(B, L, n, d)
-        bias = self.position_scores(q + self.r_r_bias * self.scale, k_r, index)
+        # One add gives the three biased queries (each (B, L, n, d), contiguous).
+        q_w, q_r, q_s = (q.view(B, L, n, d)[None] + biases).unbind(0)
+        bias = self.position_scores(q_r, k_r, index)
         if segments is not None:
-            bias = self.add_segment_scores(bias, q, segments)
+            bias = self.add_segment_scores(bias, q_s, segments)
         if mask is not None:
             bias = bias + mask
-        q_w = (q + self.r_w_bias * self.scale).transpose(1, 2).reshape(B * n, L, d)
+        q_w = q_w.transpose(1, 2).reshape(B * n, L, d)
         scores = torch.baddbmm(bias.reshape(B * n, L, K), q_w,
                                k.view(B * n, K, d).transpose(1, 2))  # (B * n, L, K)
         probs = F.dropout(scores.softmax(dim=-1), self.attention_dropout, self.training)
@@ -239,13 +256,14 @@ class RelativeAttention(nn.Module):
         return raw.as_strided((B, n, L, K), (sb, sn, sl - sr, sr),
                               raw.storage_offset() + L * sr)
 
-    def add_segment_scores(self, bias, q, different):
-        """bias + (q + r_s_bias) . seg_embed[same or different] (B, n, L, K), written as
-        e_same + (e_diff - e_same) * different: e_same is the same for every key of a query
-        row, which the softmax ignores, so only the difference is added."""
-        e = torch.einsum("blnd,snd->bnls", q + self.r_s_bias * self.scale,
-                         self.seg_embed)  # (B, n, L, 2)
-        return torch.addcmul(bias, different, e[..., 1:] - e[..., :1])
+    def add_segment_scores(self, bias, q_s, different):
+        """bias + q_s . seg_embed[same or different] (B, n, L, K), q_s = q + r_s_bias (B, L,
+        n, d), written as e_same + (e_diff - e_same) * different: e_same is the same for
+        every key of a query row, which the softmax ignores, so only the difference is added
+        (one dot product with seg_embed[1] - seg_embed[0])."""
+        delta = (self.seg_embed[1] - self.seg_embed[0]).to(q_s.dtype)  # (n, d)
+        e = (q_s * delta).sum(-1).transpose(1, 2)[..., None]  # (B, n, L, 1)
+        return torch.addcmul(bias, different, e)
 
 
 class FeedForward(nn.Module):
@@ -357,7 +375,7 @@ class XLNetModel(PreTrainedModel):
         if targets is not None:
             g = self.dropout(self.mask_emb.expand(B, targets.shape[1], -1))  # (B, P, H)
         frame = self.frame(input_ids, attention_mask, token_type_ids, perm_mask, targets, M)
-        frame.query_weight = None if weight is None else weight.to(h.dtype)
+        frame.query_weight = None if weight is None else weight.to(frame.dtype)
         states: list | None = [] if output_hidden_states else None
         new_mems: list | None = [] if use_mems else None
         encoder = self.encoder
@@ -411,7 +429,7 @@ class XLNetModel(PreTrainedModel):
               M: int) -> AttentionFrame:
         B, T = input_ids.shape
         K, device = M + T, input_ids.device
-        dtype = self.word_embedding.weight.dtype
+        dtype = compute_dtype(device, self.word_embedding.weight.dtype)
         hidden = self.hidden_keys(B, T, M, attention_mask, perm_mask, device)  # (B, T, K)
         own = torch.arange(T, device=device)[:, None] + M == torch.arange(K, device=device)
         content_index = None  # "bi": position_scores reads the rows as a strided view
@@ -420,7 +438,7 @@ class XLNetModel(PreTrainedModel):
         frame = AttentionFrame(
             pos=self.positions(B, T, K, device, dtype), content_index=content_index,
             content_mask=None if hidden is None else self.additive(hidden & ~own, dtype),
-            content_segments=None)
+            content_segments=None, dtype=dtype)
         segments = None
         if token_type_ids is not None:  # memories count as segment 0, as in transformers
             segments = torch.cat((token_type_ids.new_zeros(B, M), token_type_ids), dim=1)

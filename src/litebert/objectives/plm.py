@@ -60,6 +60,7 @@ from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
 from litebert.model.backbone import backbone_class, two_stream_class
 from litebert.model.hub import extra_heads, read_config, save_extra_heads
+from litebert.model.xlnet import compute_dtype
 from litebert.objectives.base import (
     Batch,
     FsdpUnits,
@@ -382,9 +383,7 @@ def memory_dtype(device: torch.device) -> torch.dtype:
     loss_sums and evaluate inside the run's autocast (bf16 when its precision resolves to
     bf16, fp16 under fp16, none under fp32), so that autocast's dtype is the run's compute
     dtype; this package sits below litebert.train and does not resolve precision itself."""
-    if torch.is_autocast_enabled(device.type):
-        return torch.get_autocast_dtype(device.type)
-    return torch.float32
+    return compute_dtype(device, torch.float32)
 
 
 def check_rows(mems: torch.Tensor, rows: int) -> tuple[torch.Tensor, ...]:
