@@ -3,7 +3,8 @@
 Generic pieces, shared by the ALBERT and XLNet backbones (and any other):
 
     activation          a hidden_act name -> the function
-    AutocastLayerNorm   nn.LayerNorm that keeps autocast's half dtype (a bf16 residual stream)
+    AutocastLayerNorm   nn.LayerNorm that keeps autocast's half dtype (a bf16 residual stream;
+                        ALBERT's and XLNet's post-LN layers)
     positions_after_pad RoBERTa's position ids
     sharing_tables      ALBERT's cross-layer sharing: which module each layer position uses
     encoder_depths      layer-wise lr decay depths of an encoder with those tables

@@ -63,7 +63,13 @@ from litebert.model.albert import AlbertModel
 from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.checkpointing import LayerCheckpointing
-from litebert.model.layers import activation, encoder_depths, sharing_tables, unrolled_source
+from litebert.model.layers import (
+    AutocastLayerNorm,
+    activation,
+    encoder_depths,
+    sharing_tables,
+    unrolled_source,
+)
 from litebert.model.outputs import BaseModelOutput
 from litebert.model.two_stream import target_rows
 
@@ -171,7 +177,7 @@ class RelativeAttention(nn.Module):
         self.r_r_bias = nn.Parameter(torch.empty(n, H // n))  # position
         self.r_s_bias = nn.Parameter(torch.empty(n, H // n))  # segment
         self.seg_embed = nn.Parameter(torch.empty(2, n, H // n))  # [same, different] segment
-        self.layer_norm = nn.LayerNorm(H, eps=config.layer_norm_eps)
+        self.layer_norm = AutocastLayerNorm(H, eps=config.layer_norm_eps)
         self.attention_dropout = config.attention_probs_dropout_prob
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -274,7 +280,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.layer_1 = nn.Linear(config.hidden_size, config.intermediate_size)
         self.layer_2 = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.layer_norm = AutocastLayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.act = activation(config.hidden_act)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -225,6 +226,16 @@ def adamw_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dic
     return [{k: v for k, v in g.items() if k != "trust_ratio"} for g in groups]
 
 
+def fused_adamw(groups: list[dict], **hyper: Any) -> torch.optim.AdamW:
+    """torch's AdamW as one fused update (CUDA, and CPUs from torch 2.4: about 5x faster
+    there than the per-parameter loop torch picks by default on a CPU, which also reads each
+    step counter back to the host); torch's default where this torch or device has none."""
+    try:
+        return torch.optim.AdamW(groups, fused=True, **hyper)
+    except RuntimeError:  # "`fused=True` requires all the params to be ... on a supported device"
+        return torch.optim.AdamW(groups, **hyper)
+
+
 def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float = 0.01,
                     betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
                     param_groups: list[dict] | None = None) -> torch.optim.Optimizer:
@@ -241,10 +252,7 @@ def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float 
         return Lamb(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     if key == "adamw":
         groups = adamw_param_groups(model, weight_decay) if param_groups is None else param_groups
-        # One fused kernel for the whole update on CUDA; elsewhere torch's default (foreach).
-        fused = all(p.is_cuda for p in model.parameters()) or None
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                 fused=fused)
+        return fused_adamw(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
                      f"expected one of {', '.join(OPTIMIZERS)}")
 
