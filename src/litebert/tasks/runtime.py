@@ -123,7 +123,7 @@ class Runtime:
     def place(self, model: ModuleT) -> ModuleT:
         """The model on the device, compiled in place when the run compiles (its state-dict
         keys stay), its encoders checkpointing their layers when the run asks. Build the
-        optimizer after this: on CUDA it then picks fused AdamW."""
+        optimizer after this: it then picks fused AdamW for the device."""
         model = model.to(self.device)
         set_activation_checkpointing(model, self.activation_checkpointing)
         if self.compiled:
