@@ -195,18 +195,7 @@ class Trainer:
             raise complete(self.run_dir, self.start, cfg.export, self._further())
         torch.manual_seed(cfg.seed)
         model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
-        # A training choice, held by the encoders (no checkpoint or export carries it).
-        set_activation_checkpointing(model, cfg.activation_checkpointing)
-        # In place (the state-dict keys stay), before DDP wraps it: torch's advice.
-        self.compiled = resolved_compile(cfg.compile, self.info.device)
-        units = self.objective.fsdp_units(model)
-        mode = compile_mode(cfg.compile)
-        self.cuda_graphs = self.compiled and replays_cuda_graphs(mode)
-        if self.compiled and (shards(self.info, cfg.fsdp) or compiles_regions(cfg.compile)):
-            compile_units(units, mode)
-        elif self.compiled:
-            compile_in_place(model, mode)
-        self.model = wrap(model, self.info, cfg.fsdp, units)
+        self.model = self._compiled_and_wrapped(model)
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
                                          eps=cfg.eps)
@@ -233,6 +222,23 @@ class Trainer:
         self.saved_step = self.state.step if self.start.checkpoint else -1
         self.window = LogWindow.open(len(self.weights), self.info.device)
         self.saver = CheckpointSaver(self.run_dir, cfg, self.info)
+
+    def _compiled_and_wrapped(self, model: nn.Module) -> nn.Module:
+        """The model as the steps run it: its encoders checkpointing their layers when asked
+        (a training choice: no checkpoint or export carries it), compiled in place (the
+        state-dict keys stay; one graph, or one per encoder module under FSDP or `compile:
+        regional`) before DDP or FSDP wraps it, as torch advises."""
+        cfg = self.cfg
+        set_activation_checkpointing(model, cfg.activation_checkpointing)
+        self.compiled = resolved_compile(cfg.compile, self.info.device)
+        units = self.objective.fsdp_units(model)
+        mode = compile_mode(cfg.compile)
+        self.cuda_graphs = self.compiled and replays_cuda_graphs(mode)
+        if self.compiled and (shards(self.info, cfg.fsdp) or compiles_regions(cfg.compile)):
+            compile_units(units, mode)
+        elif self.compiled:
+            compile_in_place(model, mode)
+        return wrap(model, self.info, cfg.fsdp, units)
 
     def _started(self, model: nn.Module, data_dir: Path) -> nn.Module:
         """The model just built, with the weights of the directories of --from when the run
