@@ -227,7 +227,7 @@ def adamw_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dic
 
 
 def fused_adamw(groups: list[dict], **hyper: Any) -> torch.optim.AdamW:
-    """torch's AdamW as one fused update (CUDA, and CPUs from torch 2.4: about 5x faster
+    """torch's AdamW as one fused update (CUDA, and CPUs from torch 2.4: far faster
     there than the per-parameter loop torch picks by default on a CPU, which also reads each
     step counter back to the host); torch's default where this torch or device has none."""
     try:
