@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 import litebert
+from litebert.model.attention import key_padding_mask
 from litebert.model.layers import AutocastLayerNorm
 from tests.conftest import make_inputs, mlm_labels, randomize, small_config
 
@@ -134,7 +135,7 @@ def per_position_forward(model, x, amp: bool) -> torch.Tensor:
     with torch.autocast("cpu", dtype=BF16, enabled=amp):
         h = encoder.embedding_hidden_mapping_in(model.embeddings(x["input_ids"],
                                                                  x["token_type_ids"]))
-        mask = litebert.model.layers.additive_mask(x["attention_mask"], torch.float32)
+        mask = key_padding_mask(x["attention_mask"])
         for a, f in zip(encoder.attention_index, encoder.ffn_index, strict=True):
             h = encoder.ffns[f](encoder.attentions[a](h, mask))
     return h

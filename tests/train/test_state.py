@@ -91,3 +91,27 @@ def test_mlm_alone_resumes_though_its_pooler_never_had_a_gradient(tmp_path_facto
     a, _ = load_model_state(checkpoint.latest(tmp_path / "straight"))
     b, _ = load_model_state(checkpoint.latest(tmp_path / "resumed"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_resume_keeps_this_runs_fused_update_whatever_the_checkpoint_says():
+    """A checkpoint of a per-parameter AdamW (fused None: a CPU run of an older litebert)
+    loaded into this run's fused one: the update stays fused, the step counts move where it
+    reads them, and a step that skips on the device (found_inf) runs."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    old = torch.optim.AdamW(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    old.step()
+    fused = torch.optim.AdamW(model.parameters(), lr=0.1, fused=True)
+    own = state.implementation(fused)
+    fused.load_state_dict(old.state_dict())
+    assert fused.param_groups[0]["fused"] is None  # what load_state_dict alone leaves
+    state.keep_implementation(fused, own)
+    assert fused.param_groups[0]["fused"] is True
+    before = model.weight.detach().clone()
+    fused.found_inf = torch.ones(())  # type: ignore[attr-defined]  # a skipped step
+    fused.step()
+    assert torch.equal(model.weight, before)
+    fused.found_inf = torch.zeros(())  # type: ignore[attr-defined]
+    fused.step()
+    assert not torch.equal(model.weight, before)

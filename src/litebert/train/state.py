@@ -144,15 +144,41 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
     position=False: the run reads other data from its first item (a new phase), at epoch 0
     and micro-batch 0 whatever the checkpoint's micro-batches were."""
     saved = checkpoint.verify(path)  # sizes; resolve_resume has compared the checksums
+    own = implementation(optimizer)
     if saved.get("format") == "sharded":
         _load_sharded(model, optimizer, scheduler, path)
     else:
         _load_full(model, optimizer, scheduler, path)
+    keep_implementation(optimizer, own)
     checkpoint.set_rng_state(checkpoint.load_rng(path, info.rank))
     batch = _batch_position(saved, cfg, info) if position else 0
     return {**saved, "batch": batch, **({} if position else {"epoch": 0}),
             "sampler_version": saved.get("sampler_version", 1),
             "objective_state": checkpoint.load_objective_state(path, info.rank)}
+
+
+# How torch's optimizers run their update, chosen for this run's device, not part of the
+# state: load_state_dict would take a checkpoint's (one written on a CPU, or by an older
+# litebert, says fused None) and then run a fused optimizer's update on the slow path.
+IMPLEMENTATION_KEYS = ("fused", "foreach", "capturable")
+
+
+def implementation(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
+    """Each param group's IMPLEMENTATION_KEYS, as this run built them."""
+    return [{k: g[k] for k in IMPLEMENTATION_KEYS if k in g} for g in optimizer.param_groups]
+
+
+def keep_implementation(optimizer: torch.optim.Optimizer, own: list[dict[str, Any]]) -> None:
+    """Put this run's IMPLEMENTATION_KEYS back after loading a checkpoint's groups, and move
+    step counts where a fused or capturable update reads them: onto the parameter's device."""
+    for group, keys in zip(optimizer.param_groups, own, strict=True):
+        group.update(keys)
+        if not (group.get("fused") or group.get("capturable")):
+            continue
+        for p in group["params"]:
+            step = optimizer.state.get(p, {}).get("step")
+            if isinstance(step, torch.Tensor):
+                optimizer.state[p]["step"] = step.to(p.device, torch.float32)
 
 
 def ensure_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
