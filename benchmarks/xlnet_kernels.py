@@ -6,7 +6,9 @@ what a CPU can tell of it. Counted with torch.profiler: the aten operators that 
 operator whose work is done by operators under it, and views, are left out), forward and
 backward of the model only (the optimizer is the same on both sides), one step after one
 untimed step; host syncs (`.item()`, `nonzero`) listed. --bf16: under a CPU bf16 autocast,
-whose casts a CUDA autocast makes too.
+whose casts a CUDA autocast makes too. Each side's line ends with its profiled CPU time and
+the part of it in GEMMs (mm, addmm, bmm, baddbmm): at shapes where that part is most of the
+step and equal on both sides, no count of kernels can make one side much faster.
 
     python benchmarks/xlnet_kernels.py [--preset xlnet-tiny] [--batch 16] [--bf16] [--data DIR]
 """
@@ -52,6 +54,16 @@ def kernels(prof) -> tuple[Counter[str], Counter[str]]:
     return work, syncs
 
 
+GEMMS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def gemm_seconds(prof) -> tuple[float, float]:
+    """(all operators' self CPU seconds, those of the GEMMs) of a profile."""
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events) / 1e6
+    return total, sum(e.self_cpu_time_total for e in events if e.key in GEMMS) / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="xlnet-tiny")
@@ -95,8 +107,10 @@ def main() -> None:
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
                 step()
         work, syncs = kernels(p)
+        total, gemm = gemm_seconds(p)
         print(f"{name}: {sum(work.values())} kernels, host syncs {dict(syncs) or 'none'}; "
-              f"most: {', '.join(f'{k} {v}' for k, v in work.most_common(6))}")
+              f"most: {', '.join(f'{k} {v}' for k, v in work.most_common(6))}; "
+              f"{total:.2f} s of CPU time, {gemm:.2f} s in GEMMs")
 
 
 if __name__ == "__main__":
