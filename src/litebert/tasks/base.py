@@ -218,6 +218,9 @@ class TaskAdapter(Protocol):
     # Whether write_predictions(dev=False) writes anything (a test split): only then does the
     # loop load the best model back after training.
     writes_test_predictions: bool
+    # {field: value} that makes a filler row count nothing in the loss (batching.pad_rows),
+    # or None when the task's loss cannot ignore a row (its short batches stay short).
+    dummy_labels: dict[str, Any] | None
 
 
 class NoPredictionFiles:

@@ -83,6 +83,9 @@ def input_length(cfg: FinetuneConfig, layout: SentenceTransformersLayout | None,
 
 
 class EmbeddingTask(NoPredictionFiles):
+    # In-batch negatives: a filler row would be a negative of every other row.
+    dummy_labels = None
+
     def __init__(self, cfg: FinetuneConfig, runtime: Runtime, training: bool = True):
         self.cfg, self.runtime = cfg, runtime
         self.options = cfg.task_options

@@ -189,9 +189,9 @@ class TrainingLoop:
         batch = self.task.collate(select_rows(self.task.train_rows, rows))
         # A task whose loss ignores rows of given labels (its dummy_labels) takes every step
         # at one batch size; a short batch's copies add nothing (batching.pad_rows).
-        ignored = getattr(self.task, "dummy_labels", None)
-        if ignored is not None:
-            batch = pad_rows(batch, runtime.rank_batch_size(self.cfg.batch_size), ignored)
+        if self.task.dummy_labels is not None:
+            batch = pad_rows(batch, runtime.rank_batch_size(self.cfg.batch_size),
+                             self.task.dummy_labels)
         batch = runtime.to_device(batch)
         with runtime.amp:
             loss = self.model(**batch).loss.float()  # the mean over this rank's rows
