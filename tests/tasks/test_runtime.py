@@ -16,6 +16,7 @@ from litebert.tasks.runtime import (
     in_batch_order,
     rank_batches,
     rank_rows,
+    rank_sizes,
     to_host,
 )
 from tests.conftest import make_inputs, randomize, small_config
@@ -33,6 +34,11 @@ def test_rank_rows_split_a_global_batch_and_weigh_each_share():
     assert [rank_rows([7, 8], rank, 4) for rank in range(4)] == \
         [([7], 0.5), ([8], 0.5), ([7], 0.0), ([7], 0.0)]
     assert rank_rows(ids, 0, 1) == (ids, 1.0)
+    # What every rank holds, known to each without a collective (contrastive.gather_rows).
+    for rows, world in ((ids, 3), ([7, 8], 4), (ids, 1)):
+        sizes = rank_sizes(len(rows), world)
+        assert sizes == [weight and len(mine) for mine, weight in
+                         (rank_rows(rows, rank, world) for rank in range(world))]
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4])

@@ -22,15 +22,15 @@ trains, and offers:
 
 and may offer
 
-    train_backward(model, rows, weight) -> loss
-                                    forward and backward of this rank's `rows` of a step's
-                                    global batch, in place of the loop's (a mean loss over
-                                    them, scaled by `weight * world`), for a loss that is not
-                                    such a mean (in-batch negatives); the gradients it
-                                    leaves must average over DDP's ranks to one process's
-                                    on the whole batch, through runtime.scaler when there is
-                                    one; returns this rank's share of the batch's mean loss,
-                                    detached
+    train_backward(model, batch_ids) -> loss
+                                    forward and backward of this rank's rows of a step's
+                                    global batch (runtime.rows_of), in place of the loop's
+                                    (a mean loss over them, scaled by `weight * world`), for
+                                    a loss that is not such a mean (in-batch negatives); the
+                                    gradients it leaves must average over DDP's ranks to one
+                                    process's on the whole batch, through runtime.scaler when
+                                    there is one; returns this rank's share of the batch's
+                                    mean loss, detached
     dummy_labels                    {field: value} that makes a row count nothing in the
                                     loss (e.g. {"labels": -100}): a short training batch
                                     is filled up to the run's batch size with copies of

@@ -49,32 +49,33 @@ def in_batch_loss(anchors: torch.Tensor, positives: torch.Tensor,
     return F.cross_entropy(scores, torch.arange(len(anchors), device=anchors.device))
 
 
-def gather_rows(local: torch.Tensor) -> torch.Tensor:
+def gather_rows(local: torch.Tensor, sizes: Sequence[int] | None = None) -> torch.Tensor:
     """Every rank's rows (n_r, H) concatenated in rank order, (sum n_r, H); this rank's are
-    `local` itself (they carry its gradient), the others' are copies without one. Ranks
-    may hold different numbers of rows (0 included). `local` without a process group."""
+    `local` itself (they carry its gradient), the others' are copies without one. `sizes`:
+    every rank's n_r (runtime.rank_sizes: each rank knows them from the batch, so no
+    collective and no host sync is spent learning them; 0 included). `local` without a
+    process group."""
     if not dist.is_initialized() or dist.get_world_size() == 1:
         return local
-    world, rank = dist.get_world_size(), dist.get_rank()
-    count = torch.tensor([len(local)], device=local.device)
-    counts = [torch.zeros_like(count) for _ in range(world)]
-    dist.all_gather(counts, count)
-    sizes = [int(c) for c in counts]
+    if sizes is None:
+        raise ValueError("gather_rows under a process group needs every rank's row count")
+    rank = dist.get_rank()
     padded = local.new_zeros((max(sizes), *local.shape[1:]))  # all_gather takes equal shapes
     padded[:len(local)] = local.detach()
-    parts = [torch.empty_like(padded) for _ in range(world)]
+    parts = [torch.empty_like(padded) for _ in sizes]
     dist.all_gather(parts, padded)
     rows = [part[:size] for part, size in zip(parts, sizes, strict=True)]
     rows[rank] = local
     return torch.cat(rows)
 
 
-def global_loss(columns: Sequence[torch.Tensor], own: bool, scale: float) -> torch.Tensor:
+def global_loss(columns: Sequence[torch.Tensor], own: bool, scale: float,
+                sizes: Sequence[int] | None = None) -> torch.Tensor:
     """The loss of the global batch from this rank's embeddings of each column (anchors,
     positives, hard negatives if any; (n, H) each). own False: this rank holds no row of the
     batch (runtime.rank_rows gave it weight 0) and adds none, yet its embeddings stay in the
     graph with a zero gradient, so that it joins DDP's all-reduce."""
-    gathered = [gather_rows(x if own else x[:0]) for x in columns]
+    gathered = [gather_rows(x if own else x[:0], sizes) for x in columns]
     loss = in_batch_loss(gathered[0], gathered[1], gathered[2] if len(gathered) > 2 else None,
                          scale)
     if own:
@@ -94,6 +95,7 @@ class ContrastiveStep:
     factor: float = 1.0
     amp: contextlib.AbstractContextManager | None = None
     scaler: torch.amp.GradScaler | None = None
+    sizes: Sequence[int] | None = None  # every rank's rows of the batch (gather_rows)
 
     def backward(self, columns: Sequence[Batch], own: bool = True) -> torch.Tensor:
         """Forward(s) and backward(s) of this rank's rows, one batch per column; the global
@@ -102,7 +104,7 @@ class ContrastiveStep:
             return self._cached(columns, own)
         with self._amp():
             embeddings = [self.model(**batch) for batch in columns]  # (n, H) each
-        loss = global_loss(embeddings, own, self.scale)
+        loss = global_loss(embeddings, own, self.scale, self.sizes)
         self._backward(loss * self.factor)
         return loss.detach()
 
@@ -118,7 +120,7 @@ class ContrastiveStep:
                     pieces.append(plain(**part))  # (c, H), float32 whatever the autocast
         leaves = [torch.cat([p for (c, _), p in zip(chunks, pieces, strict=True) if c == col])
                   .requires_grad_() for col in range(len(columns))]
-        loss = global_loss(leaves, own, self.scale)
+        loss = global_loss(leaves, own, self.scale, self.sizes)
         # The gradient of the loss with respect to this rank's embeddings: no parameters here.
         (loss * self.factor).backward()
         cached = [g for col, leaf in enumerate(leaves) for g in _chunk_grads(leaf, chunks, col)]

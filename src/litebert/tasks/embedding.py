@@ -125,17 +125,18 @@ class EmbeddingTask(NoPredictionFiles):
         return SentenceEncoder.from_pretrained(self.cfg.model, self.options.pooling,
                                                **model_overrides(self.cfg))
 
-    def train_backward(self, model: nn.Module, rows: list[int], weight: float) -> torch.Tensor:
-        """This rank's forwards and backwards for its `rows` of a global batch (weight 0: it
-        has none, and joins with a zero gradient); returns the batch's loss x weight,
-        detached, this rank's share of the global mean loss."""
+    def train_backward(self, model: nn.Module, batch_ids: RowIds) -> torch.Tensor:
+        """This rank's forwards and backwards for its rows of the global batch `batch_ids`
+        (weight 0: it has none, and joins with a zero gradient); returns the batch's loss x
+        weight, detached, this rank's share of the global mean loss."""
         runtime = self.runtime
+        rows, weight = runtime.rows_of(batch_ids)
         limit = runtime.bucket_limit(self.max_length)
         batches = [runtime.to_device(column.batch(rows, labels=False, bucket_limit=limit))
                    for column in self.train_columns]
         step = ContrastiveStep(model, self.options.scale, self.options.chunk_size,
                                factor=float(runtime.info.world_size), amp=runtime.amp,
-                               scaler=runtime.scaler)
+                               scaler=runtime.scaler, sizes=runtime.sizes_of(batch_ids))
         return step.backward(batches, own=weight > 0) * weight
 
     def evaluate(self, model: nn.Module, out: Path) -> dict[str, float]:

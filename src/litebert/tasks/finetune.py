@@ -164,12 +164,11 @@ class TrainingLoop:
         runtime, scaler = self.runtime, self.runtime.scaler
         if runtime.cuda_graphs:  # this step's replays may overwrite the last step's outputs
             torch.compiler.cudagraph_mark_step_begin()
-        rows, weight = runtime.rows_of(batch_ids)
         self.lr = self.optimizer.param_groups[0]["lr"]  # the rate this step uses
         if hasattr(self.task, "train_backward"):  # a loss over the whole batch's rows
-            share = self.task.train_backward(self.model, rows, weight)
+            share = self.task.train_backward(self.model, batch_ids)
         else:
-            share = self.backward(rows, weight)
+            share = self.backward(*runtime.rows_of(batch_ids))
         if scaler:
             scaler.unscale_(self.optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)

@@ -152,6 +152,10 @@ class Runtime:
         """This rank's rows of a global batch and their weight (see rank_rows)."""
         return rank_rows(batch_ids, self.info.rank, self.info.world_size)
 
+    def sizes_of(self, batch_ids: RowIds) -> list[int]:
+        """Every rank's number of rows of a global batch (see rank_sizes)."""
+        return rank_sizes(len(batch_ids), self.info.world_size)
+
     def rank_batch_size(self, batch_size: int) -> int:
         """The rows every rank's share of a full global batch of `batch_size` is padded to
         (rank_rows gives some ranks one row fewer, and a short batch fewer still)."""
@@ -209,6 +213,12 @@ def rank_rows(batch_ids: RowIds, rank: int, world: int) -> tuple[list[int], floa
     if not rows:
         return [batch_ids[0]], 0.0
     return rows, len(rows) / len(batch_ids)
+
+
+def rank_sizes(rows: int, world: int) -> list[int]:
+    """How many of a global batch's `rows` each rank holds as rank_rows splits them: 0 for a
+    rank left without one (its stand-in row, of weight 0, is none of the batch's)."""
+    return [len(range(rank, rows, world)) for rank in range(world)]
 
 
 def rank_batches(n_batches: int, rank: int, world: int) -> range:
