@@ -43,7 +43,7 @@ REFERENCE = "bert-large"  # Table 2's speed-ups are over it
 
 def row_config(name: str, **overrides) -> ModelConfig:
     """The row's preset at the paper's vocabulary, with `overrides` (e.g. fewer layers)."""
-    return ModelConfig.from_preset(name, vocab_size=VOCAB, **overrides)
+    return ModelConfig.from_preset(name, **{"vocab_size": VOCAB, **overrides})
 
 
 def meta_model(config: ModelConfig) -> EncoderForPreTraining:
@@ -85,3 +85,12 @@ def synthetic_batch(config: ModelConfig, batch: int, length: int,
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "token_type_ids": types,
             "labels": labels,
             "sentence_order_label": torch.randint(0, 2, (batch,), generator=gen)}
+
+
+def small_overrides(name: str) -> dict:
+    """The row shrunk to seconds (the quick study, tests): 2 layers of width 64, ALBERT's
+    sharing and factorised embedding kept."""
+    shared = row_config(name).sharing != "none"
+    return dict(num_hidden_layers=2, num_hidden_groups=1 if shared else 2, hidden_size=64,
+                num_attention_heads=2, intermediate_size=128,
+                embedding_size=32 if shared else 64, vocab_size=1000)
