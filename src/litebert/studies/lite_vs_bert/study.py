@@ -1,0 +1,119 @@
+"""`litebert study run lite-vs-bert`: every part of the study, resumably, then the report.
+
+Layout of a study directory OUT:
+
+    study.json            the study's name, whether quick, the plan as run
+    parts/<part>.json     one file per part, written when the part finishes; a part whose
+                          file exists is not run again, so a killed study continues
+    report.md, results.json, speedup.png   (report.py)
+
+The parts, in order: footprint (bytes held per rank, counted), timing (CPU step time),
+activations (peak memory per sequence), communication (collectives counted at 2 gloo
+processes), link and validation (this machine's gloo link, and the throughput model checked
+against 2 processes). Each row's record says whether it was measured or computed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from litebert.files import atomic_write_json
+from litebert.studies.lite_vs_bert.footprint import row_footprint
+from litebert.studies.lite_vs_bert.rows import ROWS, small_overrides
+from litebert.studies.lite_vs_bert.timing import step_times
+
+log = logging.getLogger("litebert")
+
+NAME = "lite-vs-bert"
+TITLE = "ALBERT against BERT: bytes held, bytes sent, compute, and speed at N ranks"
+PAPER = "Tables 1-2"
+ALL_ROWS = tuple(row.name for row in ROWS)
+
+
+class LiteVsBertError(ValueError):
+    """A bad request or directory for this study; the message says what and where."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What each part measures. The defaults are the full study (about 25 minutes on two
+    cores); `quick` shrinks every row to 2 layers of width 64 (seconds)."""
+    rows: tuple[str, ...] = ALL_ROWS
+    lengths: tuple[int, ...] = (128, 512)  # activation memory
+    timing_rows: tuple[str, ...] = ("albert-base", "bert-base", "albert-large", "bert-large")
+    timing_shape: tuple[int, int] = (2, 128)  # (micro-batch, tokens)
+    timing_steps: int = 3
+    communication_shape: tuple[int, int] = (1, 32)  # bytes do not depend on it
+    validation_rows: tuple[str, ...] = ("albert-base", "bert-base")
+    validation_shape: tuple[int, int] = (2, 128)
+    quick: bool = False
+
+    def overrides(self, name: str) -> dict:
+        return small_overrides(name) if self.quick else {}
+
+
+QUICK = Plan(lengths=(32, 64), timing_shape=(2, 32), timing_steps=1,
+             communication_shape=(1, 16), validation_shape=(2, 32), quick=True)
+
+
+def part_footprint(plan: Plan, done: dict) -> dict:
+    return {name: row_footprint(name, **plan.overrides(name)) for name in plan.rows}
+
+
+def part_timing(plan: Plan, done: dict) -> dict:
+    batch, length = plan.timing_shape
+    return {name: step_times(name, batch, length, plan.timing_steps, **plan.overrides(name))
+            for name in plan.timing_rows if name in plan.rows}
+
+
+PARTS: dict[str, Callable[[Plan, dict], dict]] = {
+    "footprint": part_footprint,
+    "timing": part_timing,
+}
+
+
+def run(out: Path, quick: bool = False, only: list[str] | None = None) -> dict[str, dict]:
+    """Run (or continue) the study in `out`; {part: its result}. `only`: these rows."""
+    plan = QUICK if quick else Plan()
+    if only:
+        unknown = [name for name in only if name not in ALL_ROWS]
+        if unknown:
+            raise LiteVsBertError(f"--only {' '.join(unknown)}: not a row of {NAME}; "
+                                  f"rows: {', '.join(ALL_ROWS)}")
+        plan = dataclasses.replace(plan, rows=tuple(only))
+    out = Path(out)
+    _write_study(out, plan)
+    done: dict[str, dict] = {}
+    for i, (part, measure) in enumerate(PARTS.items(), 1):
+        path = out / "parts" / f"{part}.json"
+        if path.is_file():
+            done[part] = json.loads(path.read_text(encoding="utf-8"))
+            log.info("[study] part %d/%d: %s (done before)", i, len(PARTS), part)
+            continue
+        log.info("[study] part %d/%d: %s", i, len(PARTS), part)
+        start = time.perf_counter()
+        result = measure(plan, done)
+        done[part] = {"seconds": time.perf_counter() - start, "rows": result}
+        atomic_write_json(path, done[part])
+    return done
+
+
+def _write_study(out: Path, plan: Plan) -> None:
+    """OUT/study.json; a directory holds one plan, never two mixed."""
+    study = {"name": NAME, "title": TITLE, "paper": PAPER, "quick": plan.quick,
+             "plan": json.loads(json.dumps(dataclasses.asdict(plan)))}  # tuples as lists
+    path = out / "study.json"
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        if before.get("name") != NAME or before.get("plan") != study["plan"]:
+            raise LiteVsBertError(f"{path}: this directory holds another study or plan "
+                                  f"({before.get('name')}, quick={before.get('quick')}); "
+                                  f"use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, study)
