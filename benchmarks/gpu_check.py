@@ -17,6 +17,8 @@ table names what the budget cut):
     fsdp                the mlm+sop full row's step under fully_shard, one process
     checkpoint          a tiny run saved at its middle and resumed, against one straight run
     mlm document        packed rows, --attention document (FlexAttention), tiny, compiled
+    lite-vs-bert        the lite-vs-bert study's 7 rows (ALBERT base-xxlarge, BERT base-
+                        xlarge), 8 x 512, compiled, LAMB: tok/s, MFU, peak memory
 
 A pre-training row times the step alone, on batches the Trainer's loader built and copied
 to the device first, in 3 rounds interleaved with the transformers loop (benchmarks/

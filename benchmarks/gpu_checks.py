@@ -34,6 +34,7 @@ from common import (
     trainer_side,
     trainer_stream,
 )
+from gpu_lite_vs_bert import lite_vs_bert_check
 from gpu_memory import max_batch
 from gpu_micro import micro_check
 from gpu_profile import profile_check
@@ -385,10 +386,12 @@ def finetune_squad(s: Settings) -> list[Row]:
 
 # What says most first (the --budget-s cut takes the end): MLM pre-training padded and
 # unpadded, ModernBERT, ELECTRA, PLM, fine-tuning, the largest micro-batch, then FSDP,
-# checkpoints, documents.
+# checkpoints, documents, and the lite-vs-bert study's rows (7 models compiled: run it with
+# --only lite-vs-bert on a loan of its own).
 CHECKS: dict[str, Callable[[Settings], list[Row]]] = {
     "mlm-full": mlm_full, "mlm-unpadded": mlm_unpadded,
     "profile": functools.partial(profile_check, mlm_config=mlm_config), "micro": micro_check,
     "modernbert": modernbert, "electra": electra, "plm": plm, "finetune-sst2": finetune_sst2,
     "finetune-squad": finetune_squad, "max-batch": max_batch, "fsdp": fsdp,
-    "checkpoint": checkpoint_check, "mlm-document": mlm_document}
+    "checkpoint": checkpoint_check, "mlm-document": mlm_document,
+    "lite-vs-bert": lite_vs_bert_check}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from litebert.studies.lite_vs_bert.rows import ROWS
 from tests.data.builds import write_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,8 @@ def test_the_dry_run_runs_every_check(dry_run):
     checks = list(dict.fromkeys(r["check"] for r in rows))  # in the order they ran
     assert checks == ["mlm+sop full", "mlm+sop unpadded", "profile", "micro", "modernbert",
                       "modernbert unpadded", "electra", "plm", "finetune sst2",
-                      "finetune squad1", "max-batch", "fsdp", "checkpoint", "mlm document"]
+                      "finetune squad1", "max-batch", "fsdp", "checkpoint", "mlm document",
+                      "lite-vs-bert"]
     variants = {(r["check"], r["variant"]) for r in rows}
     assert {("electra", "cuda graphs"), ("plm", "compiled"), ("mlm+sop full", "eager"),
             ("mlm+sop full", "cuda graphs"), ("mlm+sop full", "regional"),
@@ -111,6 +113,9 @@ def test_the_dry_run_runs_every_check(dry_run):
     assert sum(r["transformers"] is not None for r in rows) >= 10
     for r in (r for r in rows if r["check"] in PRETRAINING):
         assert_timed_step(r)
+    lite = [r for r in rows if r["check"] == "lite-vs-bert"]  # the study's GPU row, one a size
+    assert [r["variant"] for r in lite] == [row.name for row in ROWS]
+    assert all(r["mfu"] > 0 and r["peak_mb"] > 0 and "LAMB" in r["what"] for r in lite)
     assert "max |w - straight run's w| = 0;" in next(
         r["what"] for r in rows if r["check"] == "checkpoint")  # exact on a CPU
     assert set(table["environment"]) >= {"torch", "cuda", "cudnn", "driver", "gpu clocks",

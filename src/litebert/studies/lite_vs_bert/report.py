@@ -1,0 +1,116 @@
+"""The lite-vs-bert report: report.md (tables beside the paper's Tables 1 and 2), results.json
+(every part and the predictions) and speedup.png, from OUT/study.json and OUT/parts/*.json.
+
+A part not yet run leaves its section out; a row computed rather than measured is marked
+with "(c)" and the part says how it was computed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from litebert.studies.lite_vs_bert.predictions import predictions
+from litebert.studies.lite_vs_bert.rows import BY_NAME, REFERENCE
+from litebert.studies.lite_vs_bert.study import LiteVsBertError
+
+GB = 1e9
+MB = 1e6
+Parts = dict[str, dict[str, Any]]
+
+
+def read_study(study_dir: Path) -> tuple[dict, Parts]:
+    path = study_dir / "study.json"
+    if not path.is_file():
+        raise LiteVsBertError(f"{path}: no such file; run `litebert study run lite-vs-bert "
+                              f"--out {study_dir}` first")
+    study = json.loads(path.read_text(encoding="utf-8"))
+    parts = {p.stem: json.loads(p.read_text(encoding="utf-8"))["rows"]
+             for p in sorted((study_dir / "parts").glob("*.json"))}
+    return study, parts
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+def _gb(value: float | None) -> str:
+    return "-" if value is None else f"{value / GB:.2f}"
+
+
+def params_table(parts: Parts) -> list[str]:
+    """Beside Table 1: parameters, and bytes held per rank under DDP and FSDP."""
+    rows = []
+    for name, f in parts["footprint"].items():
+        fsdp = f["fsdp"]
+        rows.append([name, f"{f['parameters'] / 1e6:,.1f}M", BY_NAME[name].paper_params,
+                     _gb(f["ddp"]["total"]), _gb(fsdp["2"]["total"]), _gb(fsdp["8"]["total"]),
+                     _gb(fsdp["8"]["gathered"])])
+    header = ["row", "parameters", "Table 1", "DDP GB/rank", "FSDP 2 GB/rank",
+              "FSDP 8 GB/rank", "of which gathered"]
+    return ["## Parameters and bytes held per rank (beside Table 1)", "",
+            "Parameters, gradients and LAMB's two moments in fp32, plus DDP's gradient "
+            "buckets (DDP) or the gathered units (FSDP), counted from the tensors litebert "
+            "creates (footprint.py).", "", *_table(header, rows)]
+
+
+def timing_table(parts: Parts) -> list[str]:
+    rows = [[name, f"{t['batch']} x {t['length']}", f"{t['forward_backward_s']:.2f}",
+             f"{t['update_s']:.2f}", f"{t['step_s']:.2f}", f"{t['flops_per_s'] / 1e9:.0f}"]
+            for name, t in parts.get("timing", {}).items()]
+    if not rows:
+        return []
+    header = ["row", "micro-batch", "forward+backward s", "LAMB s", "step s", "GFLOP/s"]
+    return ["## Step time on one process of this CPU (fp32)", "", *_table(header, rows)]
+
+
+def plot_speedup(sweep: dict, path: Path) -> Path | None:
+    """Each ALBERT size's speed over its BERT partner against bandwidth."""
+    if not sweep:
+        return None
+    fig = Figure(figsize=(6.4, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for label, curve in sweep["curves"].items():
+        ax.plot([b * 8 / 1e9 for b in sweep["bandwidths"]], curve, marker=".", label=label)
+    ax.set_xscale("log")
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("bandwidth of the ring's slowest link (Gb/s)")
+    ax.set_ylabel("ALBERT speed / BERT speed")
+    ax.set_title(sweep["title"], fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def write_report(study_dir: Path) -> list[Path]:
+    """report.md, results.json and speedup.png in study_dir; the paths written."""
+    study_dir = Path(study_dir)
+    study, parts = read_study(study_dir)
+    if "footprint" not in parts:
+        raise LiteVsBertError(f"{study_dir / 'parts'}: no part has finished yet")
+    predicted = predictions(parts)
+    lines = [f"# {study['title']}", "",
+             f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
+             f"1909.11942){' — quick: every row shrunk to 2 layers of width 64' if study['quick'] else ''}. "
+             f"Speed-ups are over {REFERENCE}, as in Table 2.", ""]
+    lines += params_table(parts) + timing_table(parts)
+    plot = plot_speedup(predicted.get("sweep", {}), study_dir / "speedup.png")
+    if plot:
+        lines += ["## Speed-up against bandwidth", "", f"![speed-up]({plot.name})", ""]
+    report = study_dir / "report.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    gathered = study_dir / "results.json"
+    gathered.write_text(json.dumps({"study": study, "parts": parts, "predictions": predicted,
+                                    "machine": {"platform": platform.platform(),
+                                                "cpus": os.cpu_count()}}, indent=2) + "\n",
+                        encoding="utf-8")
+    return [report, gathered] + ([plot] if plot else [])
