@@ -22,11 +22,11 @@ from gpu_rows import Row, Settings, free, timed
 from litebert.studies.lite_vs_bert.rows import (
     ROWS,
     fast_model,
+    flops_per_sequence,
     row_config,
     small_overrides,
     synthetic_batch,
 )
-from litebert.studies.lite_vs_bert.timing import flops_per_sequence
 from litebert.train.lamb import Lamb, lamb_param_groups
 
 MICRO_BATCH = 8

@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from litebert.studies.lite_vs_bert.rows import ROWS, meta_model, row_config
+from litebert.studies.lite_vs_bert.rows import ROWS, flops_per_sequence, meta_model, row_config
 from litebert.train.lamb import Lamb, lamb_param_groups
 
 RANKS = (2, 8)
@@ -51,18 +51,37 @@ def lamb_state(model: nn.Module) -> list[torch.Tensor]:
             if isinstance(t, torch.Tensor)]
 
 
-def _unit_bytes(model: nn.Module) -> dict[str, int]:
-    """Full (gathered) bytes of the root's own parameters and of the largest units."""
-    encoder = model.albert.encoder
-    units = [m for m, _ in encoder.fsdp_units()]
-    in_units = {id(p) for m in units for p in m.parameters()}
+def _units(model: nn.Module) -> tuple[int, list[tuple[int, bool]]]:
+    """(the root's own parameter bytes, [(a unit's bytes, whether it is held for the step)])
+    for litebert's FSDP units (model/albert.py: fsdp_units)."""
+    units = model.albert.encoder.fsdp_units()
+    in_units = {id(p) for m, _ in units for p in m.parameters()}
     root = sum(_bytes(p) for p in model.parameters() if id(p) not in in_units)
-    unit_sizes = sorted((sum(_bytes(p) for p in m.parameters()) for m in units), reverse=True)
-    shared = len(encoder.attentions) < len(encoder.attention_index)
-    # Held for the step: every shared unit (ALBERT); otherwise an attention + FFN pair
-    # computing and the next pair prefetched.
-    gathered = sum(unit_sizes) if shared else sum(unit_sizes[:4])
-    return {"root": root, "units_gathered": gathered}
+    return root, [(sum(_bytes(p) for p in m.parameters()), not reshard) for m, reshard in units]
+
+
+def _gathered_bytes(model: nn.Module) -> int:
+    """Full bytes gathered at once: the root, and every unit held for the step (ALBERT's
+    shared ones), else an attention + FFN pair computing and the next pair prefetched."""
+    root, units = _units(model)
+    if any(held for _, held in units):
+        return root + sum(size for size, _ in units)
+    return root + sum(sorted((size for size, _ in units), reverse=True)[:4])
+
+
+def fsdp_step(model: nn.Module, trust_tensors: int) -> dict[str, dict[str, int]]:
+    """One step's FSDP collectives by rule (the communication part counts them and the report
+    compares): the root gathered once (FSDP keeps it from forward to backward); a held unit
+    once; any other unit twice (forward, then again for its backward); one reduce-scatter per
+    unit and the root; LAMB's norms of the sharded weight and update summed over ranks by one
+    all-reduce each per tensor that has a trust ratio (`trust_tensors`)."""
+    root, units = _units(model)
+    gathers = [(root, 1)] + [(size, 1 if held else 2) for size, held in units]
+    param_bytes = sum(_bytes(p) for p in model.parameters())
+    return {"all_gather": {"calls": sum(n for _, n in gathers),
+                           "bytes": sum(size * n for size, n in gathers)},
+            "reduce_scatter": {"calls": 1 + len(units), "bytes": param_bytes},
+            "optimizer_all_reduce": {"calls": 2 * trust_tensors, "bytes": 2 * trust_tensors * 4}}
 
 
 def row_footprint(name: str, **overrides) -> dict:
@@ -76,17 +95,21 @@ def row_footprint(name: str, **overrides) -> dict:
            "buckets": param_bytes}
     ddp["total"] = sum(ddp.values())
     fsdp = {}
-    units = _unit_bytes(model)
+    gathered = _gathered_bytes(model)
     for ranks in RANKS:
         shard = sum(_shard_bytes(p, ranks) for p in params)
         lamb = sum(_shard_bytes(t, ranks) for t in state)
         held = {"params": shard, "grads": shard, "lamb": lamb,
-                "gathered": units["root"] + units["units_gathered"]}
+                "gathered": gathered}
         held["total"] = sum(held.values())
         fsdp[str(ranks)] = held
+    trust = sum(len(g["params"]) for g in lamb_param_groups(model) if g.get("trust_ratio", True))
     return {"row": name, "parameters": sum(p.numel() for p in params),
             "backbone_parameters": model.num_parameters(only_backbone=True),
-            "ddp": ddp, "fsdp": fsdp, "how": "counted from the meta-device tensors"}
+            "ddp": ddp, "fsdp": fsdp, "fsdp_step": fsdp_step(model, trust),
+            "flops_per_sequence": {str(t): flops_per_sequence(name, t, **overrides)
+                                   for t in (128, 512)},
+            "how": "counted from the meta-device tensors"}
 
 
 def footprints(**overrides) -> dict[str, dict]:

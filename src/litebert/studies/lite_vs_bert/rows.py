@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from litebert.config import ModelConfig
+from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import EncoderForPreTraining
 
 VOCAB = 30_000  # the paper's SentencePiece vocabulary
@@ -44,6 +45,15 @@ REFERENCE = "bert-large"  # Table 2's speed-ups are over it
 def row_config(name: str, **overrides) -> ModelConfig:
     """The row's preset at the paper's vocabulary, with `overrides` (e.g. fewer layers)."""
     return ModelConfig.from_preset(name, **{"vocab_size": VOCAB, **overrides})
+
+
+def flops_per_sequence(name: str, length: int, **overrides) -> float:
+    """Training FLOPs (forward + backward) of one sequence of `length` tokens: the encoder's
+    and the MLM head's at its 15% of targets (litebert.model.counts)."""
+    config = row_config(name, **overrides)
+    per_token = (encoder_flops_per_token(config, length)
+                 + mlm_head_flops_per_token(config, MASK_SHARE))
+    return per_token * length
 
 
 def meta_model(config: ModelConfig) -> EncoderForPreTraining:

@@ -15,19 +15,15 @@ import time
 
 import torch
 
-from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
-from litebert.studies.lite_vs_bert.rows import MASK_SHARE, fast_model, row_config, synthetic_batch
+from litebert.studies.lite_vs_bert.rows import (
+    fast_model,
+    flops_per_sequence,
+    row_config,
+    synthetic_batch,
+)
 from litebert.train.lamb import Lamb, lamb_param_groups
 
 log = logging.getLogger("litebert")
-
-
-def flops_per_sequence(name: str, length: int, **overrides) -> float:
-    """Training FLOPs (forward + backward) of one sequence of `length` tokens."""
-    config = row_config(name, **overrides)
-    per_token = (encoder_flops_per_token(config, length)
-                 + mlm_head_flops_per_token(config, MASK_SHARE))
-    return per_token * length
 
 
 def _timed(fn) -> float:
