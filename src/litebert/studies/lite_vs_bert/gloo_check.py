@@ -160,17 +160,20 @@ def _timed_step(model: DistributedDataParallel, optimizer: Lamb, batch: dict,
 
 def _step_times(name: str, batch: int, length: int, steps: int,
                 overrides: dict) -> dict[str, list[tuple[float, float]]]:
-    """This rank's (forward + backward, optimizer) seconds: `steps` steps without and then
-    with the all-reduce, each mode after one warm-up step (Lamb's state, DDP's buckets)."""
+    """This rank's (forward + backward, optimizer) seconds of `steps` steps without and
+    `steps` with the all-reduce, in turns on the same batches (so other jobs on the machine
+    slow both alike), after one warm-up step of each (Lamb's state, DDP's buckets)."""
     rank = dist.get_rank()
     config = row_config(name, **overrides)
     model = DistributedDataParallel(fast_model(config))
     optimizer = Lamb(lamb_param_groups(model.module))
     batches = [synthetic_batch(config, batch, length, seed=rank * 1000 + step)
                for step in range(steps + 1)]
-    local = [_timed_step(model, optimizer, b, sync=False) for b in batches]
-    synced = [_timed_step(model, optimizer, b, sync=True) for b in batches]
-    return {"compute": local[1:], "ddp": synced[1:]}
+    times: dict[str, list[tuple[float, float]]] = {"compute": [], "ddp": []}
+    for b in batches:
+        times["compute"].append(_timed_step(model, optimizer, b, sync=False))
+        times["ddp"].append(_timed_step(model, optimizer, b, sync=True))
+    return {mode: pairs[1:] for mode, pairs in times.items()}
 
 
 def _slowest(per_rank: list[list[tuple[float, float]]], part: Callable) -> float:
@@ -185,8 +188,8 @@ def measured_step(name: str, batch: int, length: int, ranks: int = 2, steps: int
     """A row's training step (forward, backward, LAMB) in `ranks` gloo processes, medians
     over `steps`: {"forward_backward_s", "optimizer_s", "compute_step_s"} with DDP's
     no_sync (no communication), {"ddp_forward_backward_s", "ddp_optimizer_s",
-    "ddp_step_s"} with it, "comm_cost_s" (ddp_step_s - compute_step_s), "grad_bytes",
-    "params", and the arguments."""
+    "ddp_step_s"} with it, "comm_cost_s" (median over steps of the DDP step's seconds
+    minus the local step's on the same batch), "grad_bytes", "params", the arguments."""
     if batch < 1 or length < 2 or steps < 1:
         raise ValueError(f"need batch >= 1, length >= 2 and steps >= 1, got batch={batch}, "
                          f"length={length}, steps={steps}")
@@ -206,7 +209,10 @@ def measured_step(name: str, batch: int, length: int, ranks: int = 2, steps: int
         "ddp_forward_backward_s": _slowest(ddp, lambda t: t[0]),
         "ddp_optimizer_s": _slowest(ddp, lambda t: t[1]),
         "ddp_step_s": _slowest(ddp, sum)}
-    out["comm_cost_s"] = out["ddp_step_s"] - out["compute_step_s"]
+    out["comm_cost_s"] = statistics.median(  # step by step: a busy moment slows both
+        max(map(sum, synced)) - max(map(sum, local))
+        for synced, local in zip(zip(*ddp, strict=True), zip(*compute, strict=True),
+                                 strict=True))
     out["seconds"] = time.perf_counter() - wall
     return out
 
@@ -217,8 +223,9 @@ def validate(name: str, batch: int, length: int, link: Interconnect, steps: int 
              overrides: dict | None = None) -> dict:
     """The model's DDP step (measured compute and optimizer times, this machine's link)
     against the measured DDP step: {"predicted_s", "measured_s", "error": (pred - meas) /
-    meas, the predicted parts (comm_s, last_comm_s, backward_s, overlap_s), the measured
-    ones (forward_backward_s, optimizer_s, compute_step_s, comm_cost_s), grad_bytes}."""
+    meas, the predicted parts (comm_s, last_comm_s, backward_s, overlap_s, and
+    predicted_comm_cost_s = comm_s - overlap_s), the measured ones (forward_backward_s,
+    optimizer_s, compute_step_s, comm_cost_s: what DDP added), grad_bytes}."""
     measured = measured_step(name, batch, length, link.ranks, steps, overrides)
     model = predict(measured["forward_backward_s"], measured["grad_bytes"], link, "ddp",
                     optimizer_s=measured["optimizer_s"])
@@ -226,6 +233,7 @@ def validate(name: str, batch: int, length: int, link: Interconnect, steps: int 
     return {"name": name, "batch": batch, "length": length, "link": link.name,
             "predicted_s": model["step_s"], "measured_s": actual,
             "error": (model["step_s"] - actual) / actual,
+            "predicted_comm_cost_s": model["comm_s"] - model["overlap_s"],
             **{key: model[key] for key in ("comm_s", "last_comm_s", "backward_s",
                                            "overlap_s")},
             **{key: measured[key] for key in ("forward_backward_s", "optimizer_s",
