@@ -31,7 +31,7 @@ def read_study(study_dir: Path) -> tuple[dict, Parts]:
         raise LiteVsBertError(f"{path}: no such file; run `litebert study run lite-vs-bert "
                               f"--out {study_dir}` first")
     study = json.loads(path.read_text(encoding="utf-8"))
-    parts = {p.stem: json.loads(p.read_text(encoding="utf-8"))["rows"]
+    parts = {p.stem: json.loads(p.read_text(encoding="utf-8"))["result"]
              for p in sorted((study_dir / "parts").glob("*.json"))}
     return study, parts
 
@@ -71,6 +71,47 @@ def timing_table(parts: Parts) -> list[str]:
     return ["## Step time on one process of this CPU (fp32)", "", *_table(header, rows)]
 
 
+def speedup_table(predicted: dict) -> list[str]:
+    """Beside Table 2: the paper's speed-up and the model's on each interconnect (DDP)."""
+    if not predicted:
+        return []
+    links = predicted["links"]
+    header = ["row", "Table 2", "FLOPs alone", *links]
+    rows = [[name, f"{BY_NAME[name].paper_speedup:.2f}", f"{predicted['flops_only'][name]:.2f}",
+             *(f"{links[link]['ddp'][name]:.2f}" for link in links)]
+            for name in predicted["order"]]
+    fsdp = [[name, *(f"{links[link]['fsdp'][name]:.2f}" for link in links)]
+            for name in predicted["order"]]
+    rate = predicted["measured_rate"]
+    notes = [f"- `{name}`: {link['ranks']} ranks, {link['bandwidth'] * 8 / 1e9:,.0f} Gb/s, "
+             f"{link['latency_s'] * 1e6:g} us. {link['note']}" for name, link in links.items()]
+    return ["## Speed over BERT-large at N ranks (beside Table 2)", "",
+            f"Predicted by the throughput model (throughput.py) at the paper's batch of 4,096 "
+            f"x 512 tokens, every rank at {predicted['rate_flops_per_s'] / 1e12:.0f} TFLOP/s "
+            f"(measured: {rate['row']} at {rate['tokens_per_s']:,.0f} tokens/s on an "
+            f"{rate['card']}, {rate['date']}, {rate['what']}). DDP:", "",
+            *_table(header, rows), "FSDP (litebert's wrap: shared units held for the step):",
+            "", *_table(["row", *links], fsdp), *notes, ""]
+
+
+def validation_lines(parts: Parts) -> list[str]:
+    """The model's DDP step against 2 gloo processes on this machine."""
+    link, checked = parts.get("link"), parts.get("validation")
+    if not link or not checked:
+        return []
+    header = ["row", "micro-batch", "compute s", "LAMB s", "comm predicted s",
+              "hidden predicted s", "DDP step predicted s", "measured s", "error"]
+    rows = [[name, f"{v['batch']} x {v['length']}", f"{v['forward_backward_s']:.3f}",
+             f"{v['optimizer_s']:.3f}", f"{v['comm_s']:.3f}", f"{v['overlap_s']:.3f}",
+             f"{v['predicted_s']:.3f}", f"{v['measured_s']:.3f}", f"{v['error']:+.0%}"]
+            for name, v in checked.items()]
+    return ["## The model against 2 gloo processes on this machine", "",
+            f"This machine's link, fitted to the ring formula from all-reduces of "
+            f"{len(link['points'])} sizes: {link['bandwidth'] / 1e9:.2f} GB/s, "
+            f"{link['latency_s'] * 1e6:.0f} us a ring step (largest misfit "
+            f"{link['fit_error']:.0%}).", "", *_table(header, rows)]
+
+
 def plot_speedup(sweep: dict, path: Path) -> Path | None:
     """Each ALBERT size's speed over its BERT partner against bandwidth."""
     if not sweep:
@@ -102,7 +143,8 @@ def write_report(study_dir: Path) -> list[Path]:
              f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
              f"1909.11942){' — quick: every row shrunk to 2 layers of width 64' if study['quick'] else ''}. "
              f"Speed-ups are over {REFERENCE}, as in Table 2.", ""]
-    lines += params_table(parts) + timing_table(parts)
+    lines += params_table(parts) + timing_table(parts) + speedup_table(predicted)
+    lines += validation_lines(parts)
     plot = plot_speedup(predicted.get("sweep", {}), study_dir / "speedup.png")
     if plot:
         lines += ["## Speed-up against bandwidth", "", f"![speed-up]({plot.name})", ""]

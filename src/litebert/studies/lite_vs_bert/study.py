@@ -25,7 +25,9 @@ from pathlib import Path
 
 from litebert.files import atomic_write_json
 from litebert.studies.lite_vs_bert.footprint import row_footprint
+from litebert.studies.lite_vs_bert.gloo_check import SIZES, link_of_this_machine, validate
 from litebert.studies.lite_vs_bert.rows import ROWS, small_overrides
+from litebert.studies.lite_vs_bert.throughput import Interconnect
 from litebert.studies.lite_vs_bert.timing import step_times
 
 log = logging.getLogger("litebert")
@@ -50,16 +52,21 @@ class Plan:
     timing_shape: tuple[int, int] = (2, 128)  # (micro-batch, tokens)
     timing_steps: int = 3
     communication_shape: tuple[int, int] = (1, 32)  # bytes do not depend on it
+    # Where communication is a large share of a CPU step, so the model's comm term shows.
     validation_rows: tuple[str, ...] = ("albert-base", "bert-base")
-    validation_shape: tuple[int, int] = (2, 128)
+    validation_shape: tuple[int, int] = (1, 32)
+    validation_steps: int = 4
+    link_sizes: tuple[int, ...] = SIZES  # all-reduce sizes of the link's fit, bytes
+    link_repeats: int = 5
     quick: bool = False
 
     def overrides(self, name: str) -> dict:
         return small_overrides(name) if self.quick else {}
 
 
-QUICK = Plan(lengths=(32, 64), timing_shape=(2, 32), timing_steps=1,
-             communication_shape=(1, 16), validation_shape=(2, 32), quick=True)
+QUICK = Plan(lengths=(32,), timing_shape=(2, 32), timing_steps=1,
+             communication_shape=(1, 16), validation_shape=(1, 16), validation_steps=2,
+             link_sizes=SIZES[:4], link_repeats=2, quick=True)
 
 
 def part_footprint(plan: Plan, done: dict) -> dict:
@@ -72,9 +79,24 @@ def part_timing(plan: Plan, done: dict) -> dict:
             for name in plan.timing_rows if name in plan.rows}
 
 
+def part_link(plan: Plan, done: dict) -> dict:
+    fit = link_of_this_machine(plan.link_sizes, plan.link_repeats)
+    return {**fit, "link": dataclasses.asdict(fit["link"])}
+
+
+def part_validation(plan: Plan, done: dict) -> dict:
+    link = Interconnect(**done["link"]["link"])
+    batch, length = plan.validation_shape
+    return {name: validate(name, batch, length, link, plan.validation_steps,
+                           plan.overrides(name))
+            for name in plan.validation_rows if name in plan.rows}
+
+
 PARTS: dict[str, Callable[[Plan, dict], dict]] = {
     "footprint": part_footprint,
     "timing": part_timing,
+    "link": part_link,
+    "validation": part_validation,
 }
 
 
@@ -93,14 +115,14 @@ def run(out: Path, quick: bool = False, only: list[str] | None = None) -> dict[s
     for i, (part, measure) in enumerate(PARTS.items(), 1):
         path = out / "parts" / f"{part}.json"
         if path.is_file():
-            done[part] = json.loads(path.read_text(encoding="utf-8"))
+            done[part] = json.loads(path.read_text(encoding="utf-8"))["result"]
             log.info("[study] part %d/%d: %s (done before)", i, len(PARTS), part)
             continue
         log.info("[study] part %d/%d: %s", i, len(PARTS), part)
         start = time.perf_counter()
-        result = measure(plan, done)
-        done[part] = {"seconds": time.perf_counter() - start, "rows": result}
-        atomic_write_json(path, done[part])
+        done[part] = measure(plan, done)
+        atomic_write_json(path, {"seconds": time.perf_counter() - start,
+                                 "result": done[part]})
     return done
 
 
