@@ -19,11 +19,13 @@ rebuilds its buckets after it):
                           reduce-scatter.
     sent_per_rank_bytes   what a ring algorithm makes each of N ranks send: an all-reduce is
                           a reduce-scatter then an all-gather, 2 (N-1)/N x bytes; an all-gather
-                          or a reduce-scatter alone (N-1)/N x bytes.
-    optimizer_all_reduce  DTensor's own collectives during the LAMB step (FSDP only: the
-                          per-parameter norms of the trust ratio are reduced over the shards).
+                          or a reduce-scatter alone (N-1)/N x bytes. Summed over every kind,
+                          optimizer_all_reduce's included.
+    optimizer_all_reduce  DTensor's own all-reduces during the LAMB step (FSDP only: the
+                          per-parameter norms of the trust ratio are summed over the shards).
     gathers_per_unit      all-gathers per FSDP unit ("root" and each attention / FFN module
-                          by name); scatters_per_unit the same for reduce-scatters.
+                          by name); scatters_per_unit the same for reduce-scatters. A
+                          collective issued outside every unit would show as "unattributed".
 
 Attributing a collective to its unit: each unit's FSDP parameter group has its `unshard` and
 `post_backward` wrapped (on the instance) to name the unit while they run, and the patched
@@ -170,7 +172,7 @@ def attribute_units(model: nn.Module, recorder: Recorder) -> list[str]:
         if not isinstance(module, FSDPModule):
             continue
         unit = name or "root"
-        state = module._get_fsdp_state()
+        state = getattr(module, "_get_fsdp_state", lambda: None)()
         groups = getattr(state, "_fsdp_param_groups", None)
         if groups is None:
             raise RuntimeError("this torch's FSDP2 keeps no `_fsdp_param_groups` on a unit's "
@@ -297,6 +299,8 @@ def summarize(recorder: Recorder, world: int, units: Sequence[str]) -> dict[str,
                                                           "reduce_scatter")):
         counts = Counter(unit for unit, _ in recorder.calls[kind])
         out[key] = {unit: counts[unit] for unit in units}
+        if counts[""]:  # none expected: FSDP gathers and reduces inside a unit's methods
+            out[key]["unattributed"] = counts[""]
     return out
 
 
