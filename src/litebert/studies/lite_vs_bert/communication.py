@@ -7,8 +7,9 @@ Modes:
     ddp            DistributedDataParallel; a comm hook records each gradient bucket, then
                    runs torch's default all-reduce hook on it.
     fsdp-per-use   FSDP2 as litebert wrapped it before shared units were held for the step:
-                   a unit ALBERT applies at L depths is gathered once in forward and again
-                   before each use's backward (FSDP reshards it after each use's backward).
+                   a unit ALBERT applies at L depths is gathered once in forward (kept
+                   across its uses there), then resharded after each use's backward and
+                   gathered again before the next one's: L times a step in all.
     fsdp           litebert.distributed.wrap as training runs it, with `release` after the
                    backward: every unit gathered once per step.
 
