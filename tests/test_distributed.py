@@ -9,13 +9,16 @@ import sys
 
 import pytest
 import torch
+import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 
-from litebert.distributed import init_distributed
+from litebert.distributed import DistInfo, init_distributed
 from litebert.train import checkpoint
+from litebert.train.pretrain import Trainer
 from litebert.train.state import load_model_state
 from tests.train import test_pretrain
 from tests.train.launch import ENV, free_port, litebert, pretrain_args, run, start
-from tests.train.test_pretrain import read_metrics
+from tests.train.test_pretrain import read_metrics, run_config
 
 data_dir = test_pretrain.data_dir  # the corpus fixture
 STEPS = 4
@@ -66,3 +69,39 @@ def test_processes_started_without_torchrun_variables_get_a_sentence(monkeypatch
     with pytest.raises(ValueError, match="WORLD_SIZE=2 but RANK, MASTER_ADDR, MASTER_PORT "
                                          "unset: start the processes with torchrun"):
         init_distributed()
+
+
+def test_fsdp_gathers_a_shared_unit_once_a_step_over_all_its_micro_batches(data_dir, tmp_path):
+    """The Trainer under FSDP (a group of one process; the counts at two processes are in
+    tests/studies/test_lvb_communication.py): ALBERT's one attention and FFN module, applied
+    at every depth of 2 micro-batches, find themselves sharded only at their first use of a
+    step; the step releases them before clipping, so the next one gathers the update, and
+    a checkpoint after an evaluation (which leaves them gathered) still reads shards."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+                            world_size=1)
+    try:
+        cfg = run_config(data_dir, tmp_path / "run", micro_batch_size=4, fsdp=True,
+                         export=False)
+        trainer = Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0,
+                                        device=torch.device("cpu")))
+        layers = trainer.config.num_hidden_layers
+        assert len(trainer.held) == 2 and trainer.accumulation == 2
+        sharded_at_entry: list[bool] = []
+        for unit in trainer.held:  # before FSDP's own hook gathers it
+            unit.register_forward_pre_hook(lambda module, args: sharded_at_entry.append(
+                isinstance(next(module.parameters()), DTensor)), prepend=True)
+        batch = next(iter(torch.utils.data.DataLoader(
+            trainer.train_data, batch_size=4, collate_fn=trainer.train_data.collate)))
+        for _ in range(2):
+            trainer.train_step(iter([batch, batch]))
+            assert all(isinstance(p, DTensor) for u in trainer.held for p in u.parameters())
+        # Uses alternate attention, FFN; each is sharded at its first use of a step only.
+        step = [True, True] + [False] * (2 * layers - 2) + [False] * (2 * layers)
+        assert sharded_at_entry == step * 2
+        trainer.model.eval()
+        with torch.no_grad():
+            trainer.model(**{k: v for k, v in batch.items() if k in ("input_ids",)})
+        assert not any(isinstance(p, DTensor) for u in trainer.held for p in u.parameters())
+        assert all(isinstance(v, DTensor) for v in trainer.model.state_dict().values())
+    finally:
+        dist.destroy_process_group()

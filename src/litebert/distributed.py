@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FSDPModule, fully_shard
 
 from litebert.write_errors import WriteFailed
 
@@ -103,11 +103,19 @@ def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
          units: Sequence[tuple[nn.Module, bool]] = (), find_unused: bool = False) -> nn.Module:
     """DDP, or FSDP2: fully_shard on each of `units` (module, reshard_after_forward), the
     objective's choice, and then on the root, which takes every parameter left.
-    find_unused: DDP looks for parameters the forward did not use after each one (a walk
-    over the autograd graph), for a model with some its loss never reaches."""
+
+    A unit kept gathered after forward (reshard False: one module applied at several
+    depths) is kept gathered after backward too, for the whole step: FSDP would otherwise
+    reshard it after each use's backward and gather it again before the next one's, once
+    per use. The training loop then hands `held_units(units)` to `release` once the step's
+    last backward is done. find_unused: DDP looks for parameters the forward did not use
+    after each one (a walk over the autograd graph), for a model with some its loss never
+    reaches."""
     if shards(info, fsdp):
         for module, reshard in units:
             fully_shard(module, reshard_after_forward=reshard)
+        for module in held_units(units):
+            cast(FSDPModule, module).set_reshard_after_backward(False, recurse=False)
         fully_shard(model)
         return model
     if not info.distributed:
@@ -115,6 +123,21 @@ def wrap(model: nn.Module, info: DistInfo, fsdp: bool,
     ids = [info.device.index] if info.device.type == "cuda" else None
     return nn.parallel.DistributedDataParallel(model, device_ids=ids,
                                                find_unused_parameters=find_unused)
+
+
+def held_units(units: Sequence[tuple[nn.Module, bool]]) -> list[nn.Module]:
+    """The units `wrap` keeps gathered for a whole step under FSDP (reshard False)."""
+    return [module for module, reshard in units if not reshard]
+
+
+def release(held: Sequence[nn.Module]) -> None:
+    """Reshard the held units (`held_units`) after a step's last backward and before its
+    optimizer step: their gradients are already reduce-scattered onto the shards, which
+    clipping and the optimizer read and update; the next forward then gathers the updated
+    shards. Nothing to do for units not gathered (a no-op in FSDP), or without FSDP (empty)."""
+    for module in held:
+        if isinstance(module, FSDPModule):
+            module.reshard()
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -39,7 +39,9 @@ from litebert.distributed import (
     all_reduce_sum,
     barrier,
     broadcast_object,
+    held_units,
     init_distributed,
+    release,
     shards,
     wrap,
 )
@@ -238,6 +240,9 @@ class Trainer:
             compile_units(units, mode)
         elif self.compiled:
             compile_in_place(model, mode)
+        # FSDP keeps a unit used at several depths gathered through the step; train_step
+        # reshards these after its last backward (litebert.distributed.release).
+        self.held = held_units(units) if shards(self.info, cfg.fsdp) else []
         return wrap(model, self.info, cfg.fsdp, units)
 
     def _started(self, model: nn.Module, data_dir: Path) -> nn.Module:
@@ -337,6 +342,7 @@ class Trainer:
                 loss = (share * self.weights).sum() * world
                 (self.scaler.scale(loss) if self.scaler else loss).backward()
             losses += share.detach().float()
+        release(self.held)  # before clipping and the update read the shards
         self._phase("backward")
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
