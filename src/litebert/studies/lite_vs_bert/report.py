@@ -71,6 +71,50 @@ def timing_table(parts: Parts) -> list[str]:
     return ["## Step time on one process of this CPU (fp32)", "", *_table(header, rows)]
 
 
+def _calls(c: dict) -> str:
+    return f"{c['calls']} / {c['bytes'] / MB:,.1f}"
+
+
+def _matches_rule(counted: dict, rule: dict) -> str:
+    kinds = ("all_gather", "reduce_scatter", "optimizer_all_reduce")
+    return "yes" if all(counted[k] == rule[k] for k in kinds) else "no"
+
+
+def communication_table(parts: Parts) -> list[str]:
+    """Collectives of one step per rank: DDP, FSDP as it was (per use), FSDP as it is."""
+    counted = parts.get("communication")
+    if not counted:
+        return []
+    rows = []
+    for name, c in counted.items():
+        per_use = c.get("fsdp-per-use")
+        measured = c["how"].startswith("counted")
+        rule = parts["footprint"][name]["fsdp_step"]
+        rows.append([name + ("" if measured else " (c)"), _calls(c["ddp"]["all_reduce"]),
+                     _calls(per_use["all_gather"]) if per_use else "-",
+                     _calls(c["fsdp"]["all_gather"]), _calls(c["fsdp"]["reduce_scatter"]),
+                     _calls(c["fsdp"]["optimizer_all_reduce"]),
+                     _matches_rule(c["fsdp"], rule) if measured else "-"])
+    header = ["row", "DDP all-reduce", "FSDP per use: all-gather", "FSDP all-gather",
+              "FSDP reduce-scatter", "LAMB all-reduce (FSDP)", "= footprint's rule"]
+    lines = ["## Bytes communicated per step (calls / MB of full buffers)", "",
+             "Counted from the collectives issued at 2 gloo processes (communication.py): "
+             "DDP's buckets through a comm hook, FSDP's all-gathers and reduce-scatters "
+             "where torch.distributed issues them. \"FSDP per use\" is FSDP as litebert "
+             "wrapped it before this study (a shared unit resharded after each use's "
+             "backward); \"FSDP\" holds it for the step. A ring sends 2(N-1)/N of an "
+             "all-reduce's bytes per rank and (N-1)/N of an all-gather's or a "
+             "reduce-scatter's. (c): computed by the rule the counted rows follow.", "",
+             *_table(header, rows)]
+    for name, c in counted.items():
+        if "losses" in c:
+            loss = c["losses"]
+            lines += [f"FSDP against DDP on {name}, 3 steps at 2 processes: losses within "
+                      f"{loss['max_rel_diff']:.1e} (relative), weights within "
+                      f"{loss['weights_max_abs_diff']:.1e}.", ""]
+    return lines
+
+
 def speedup_table(predicted: dict) -> list[str]:
     """Beside Table 2: the paper's speed-up and the model's on each interconnect (DDP)."""
     if not predicted:
@@ -143,7 +187,8 @@ def write_report(study_dir: Path) -> list[Path]:
              f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
              f"1909.11942){' — quick: every row shrunk to 2 layers of width 64' if study['quick'] else ''}. "
              f"Speed-ups are over {REFERENCE}, as in Table 2.", ""]
-    lines += params_table(parts) + timing_table(parts) + speedup_table(predicted)
+    lines += params_table(parts) + timing_table(parts) + communication_table(parts)
+    lines += speedup_table(predicted)
     lines += validation_lines(parts)
     plot = plot_speedup(predicted.get("sweep", {}), study_dir / "speedup.png")
     if plot:

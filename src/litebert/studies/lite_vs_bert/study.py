@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from litebert.files import atomic_write_json
+from litebert.studies.lite_vs_bert.communication import compare_losses, count_modes
 from litebert.studies.lite_vs_bert.footprint import row_footprint
 from litebert.studies.lite_vs_bert.gloo_check import SIZES, link_of_this_machine, validate
 from litebert.studies.lite_vs_bert.rows import ROWS, small_overrides
-from litebert.studies.lite_vs_bert.throughput import Interconnect
+from litebert.studies.lite_vs_bert.throughput import Interconnect, bucket_sizes
 from litebert.studies.lite_vs_bert.timing import step_times
 
 log = logging.getLogger("litebert")
@@ -36,6 +37,7 @@ NAME = "lite-vs-bert"
 TITLE = "ALBERT against BERT: bytes held, bytes sent, compute, and speed at N ranks"
 PAPER = "Tables 1-2"
 ALL_ROWS = tuple(row.name for row in ROWS)
+MEMORY_SHARE = 0.6  # of this machine's memory, for the processes of a count
 
 
 class LiteVsBertError(ValueError):
@@ -52,6 +54,7 @@ class Plan:
     timing_shape: tuple[int, int] = (2, 128)  # (micro-batch, tokens)
     timing_steps: int = 3
     communication_shape: tuple[int, int] = (1, 32)  # bytes do not depend on it
+    loss_row: str = "albert-base"  # FSDP's losses against DDP's, 3 steps
     # Where communication is a large share of a CPU step, so the model's comm term shows.
     validation_rows: tuple[str, ...] = ("albert-base", "bert-base")
     validation_shape: tuple[int, int] = (1, 32)
@@ -79,6 +82,43 @@ def part_timing(plan: Plan, done: dict) -> dict:
             for name in plan.timing_rows if name in plan.rows}
 
 
+def machine_memory() -> int:
+    """Bytes of memory this machine has (MemTotal), 0 where /proc/meminfo is missing."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def counted_or_computed(plan: Plan, name: str, footprint: dict) -> dict:
+    """The collectives of a step counted at 2 processes where both fit in memory (each holds
+    the DDP footprint), else the footprint's rule (the report compares rule and count)."""
+    if 2 * footprint["ddp"]["total"] > MEMORY_SHARE * machine_memory():
+        grads = footprint["ddp"]["grads"]
+        return {"how": "computed: two processes would not fit in this machine's memory",
+                "ddp": {"all_reduce": {"calls": len(bucket_sizes(grads)), "bytes": grads}},
+                "fsdp": {**footprint["fsdp_step"]}}
+    shared = "albert" in name  # the per-use count matters only where a unit is shared
+    modes = ("ddp", "fsdp-per-use", "fsdp") if shared else ("ddp", "fsdp")
+    batch, length = plan.communication_shape
+    return {"how": "counted at 2 gloo processes",
+            **count_modes(name, modes, batch=batch, length=length,
+                          overrides=plan.overrides(name))}
+
+
+def part_communication(plan: Plan, done: dict) -> dict:
+    rows = {name: counted_or_computed(plan, name, done["footprint"][name])
+            for name in plan.rows}
+    name = plan.loss_row
+    if name in plan.rows:
+        rows[name]["losses"] = compare_losses(name, overrides=plan.overrides(name))
+    return rows
+
+
 def part_link(plan: Plan, done: dict) -> dict:
     fit = link_of_this_machine(plan.link_sizes, plan.link_repeats)
     return {**fit, "link": dataclasses.asdict(fit["link"])}
@@ -95,6 +135,7 @@ def part_validation(plan: Plan, done: dict) -> dict:
 PARTS: dict[str, Callable[[Plan, dict], dict]] = {
     "footprint": part_footprint,
     "timing": part_timing,
+    "communication": part_communication,
     "link": part_link,
     "validation": part_validation,
 }
