@@ -1,0 +1,320 @@
+"""Activation memory per sequence of each lite-vs-bert row, measured from the peak resident
+memory of a fresh process, and the largest micro-batch that fits beside what a rank holds.
+
+Method (fp32, on this machine's CPU):
+1. One measurement is one child process started with multiprocessing's "spawn" context, so
+   its peak is its own (nothing inherited from the parent's heap). The child uses every CPU
+   this process may use (litebert.cpus.usable_cpus), builds the row with rows.fast_model,
+   allocates every parameter's gradient (zeros) so gradients sit in the baseline and not in
+   the peak, runs one warm-up forward + backward at batch 1 and 16 tokens (lazy buffers,
+   kernels' workspaces), zeroes the gradients in place and collects garbage.
+2. It reads the baseline resident set (VmRSS), resets the peak by writing "5" to
+   /proc/self/clear_refs (Linux >= 4.0 sets VmHWM to the current RSS), runs ONE training
+   forward + backward of the pre-training loss on rows.synthetic_batch(config, B, T), and
+   reads the peak (VmHWM). activation_bytes = peak - baseline. Where clear_refs cannot be
+   written, the peak is getrusage's ru_maxrss, which counts the whole life of the process
+   (the build included): the result says which ("peak").
+3. It also counts the bytes autograd saves for backward during that step ("saved_bytes":
+   saved_tensors_hooks, each storage once, the parameters' own storages left out), an
+   independent estimate to judge the RSS peak against: the peak adds what backward
+   allocates on top of the saved tensors (activation gradients, kernels' temporaries).
+4. activation_memory measures a row at a few micro-batch sizes; the slope of
+   activation_bytes over the batch is the bytes per sequence, the intercept the bytes per
+   step (e.g. the fused q/k/v weights each forward concatenates and saves).
+5. full_depth measures at shallow depths (1 and 2 layers by default) and extrapolates to the
+   row's full depth: layers have identical shapes, so activations grow linearly with depth.
+   activation_plan says, per row and length, which way a row is measured (the xlarge and
+   xxlarge rows always this way, the large rows at 512 tokens too); where the full depth is
+   measured, measure_row extrapolates as well and reports the extrapolation's error.
+
+A child's failure (an exception, or death without a result, e.g. killed for memory) becomes
+a ValueError sentence in the parent naming the row, tokens, batch and depth.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import multiprocessing as mp
+import resource
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from litebert.config import PRESETS
+from litebert.cpus import usable_cpus
+from litebert.studies.lite_vs_bert.rows import fast_model, row_config, synthetic_batch
+
+log = logging.getLogger("litebert")
+
+MB = 2 ** 20
+PAGE = resource.getpagesize()
+WARMUP_LENGTH = 16
+CHILD_TIMEOUT_S = 1800.0  # a measurement that takes longer is stuck, not slow
+
+# How each row is measured: the longest sequence at which its full depth is measured; longer
+# ones are extrapolated from 1 and 2 layers (full_depth). The base rows' full depth runs in
+# seconds a step here at both lengths, so they are measured and validate the extrapolation.
+# The large rows' full depth at 512 tokens takes 1-2 minutes a step on 2 cores, and
+# bert-large's batch 2 peaks at ~9 GB (2.7 GB of weights and gradients, ~3 GB a sequence),
+# over the ~8 GB one job may take on the 24 GB machine: they are measured at 128 only. The
+# xlarge and xxlarge rows' full depth at 512 tokens would take minutes a step and up to
+# ~18 GB: always extrapolated.
+FULL_DEPTH_UP_TO = {
+    "albert-base": 512, "bert-base": 512,
+    "albert-large": 128, "bert-large": 128,
+    "albert-xlarge": 0, "albert-xxlarge": 0, "bert-xlarge": 0,
+}
+
+
+def activation_plan(name: str, length: int = 128) -> str:
+    """"full" (measured at the row's depth) or "shallow" (extrapolated from 1 and 2 layers)
+    for row `name` at `length` tokens: at 128 tokens, "full" for the base and large rows,
+    "shallow" for the xlarge and xxlarge ones (FULL_DEPTH_UP_TO says why)."""
+    if name not in FULL_DEPTH_UP_TO:
+        raise ValueError(f"row {name!r} has no activation plan; rows with one: "
+                         f"{', '.join(FULL_DEPTH_UP_TO)}")
+    return "full" if length <= FULL_DEPTH_UP_TO[name] else "shallow"
+
+
+# ---- in the child -------------------------------------------------------------------------
+
+
+def _status_bytes(field: str) -> int:
+    """A `kB` field of /proc/self/status (VmRSS, VmHWM) in bytes."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"/proc/self/status has no {field}")
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def _reset_peak() -> str:
+    """Reset VmHWM to the current RSS; how the peak will be read."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return "VmHWM after clear_refs"
+    except OSError:
+        return "ru_maxrss"
+
+
+def _peak_bytes(how: str) -> int:
+    if how == "ru_maxrss":
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+    return _status_bytes("VmHWM")
+
+
+def depth_overrides(name: str, layers: int | None) -> dict[str, int]:
+    """The overrides that give row `name` `layers` layers. Its sharing stays: ALBERT's one
+    group is shared by every layer, BERT's sharing "none" gives each layer its own weights;
+    a preset with one group per layer keeps one per layer."""
+    if layers is None:
+        return {}
+    preset = PRESETS.get(name, {})
+    full = preset.get("num_hidden_layers")
+    groups = preset.get("num_hidden_groups", 1)
+    overrides = {"num_hidden_layers": layers}
+    if groups == full:
+        overrides["num_hidden_groups"] = layers
+    return overrides
+
+
+class _SavedBytes:
+    """Counts the storages autograd saves for backward, each once, parameters left out."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        self.seen: dict[int, int] = {}  # storage address -> bytes
+
+    def pack(self, t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        address = storage.data_ptr()
+        if address not in self.skip:
+            self.seen[address] = storage.nbytes()
+        return t
+
+    @property
+    def total(self) -> int:
+        return sum(self.seen.values())
+
+
+def _step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> None:
+    out = model(**batch)
+    out.loss.backward()
+
+
+def _measure(name: str, length: int, batch: int, layers: int | None,
+             overrides: dict[str, Any]) -> dict[str, Any]:
+    """One measurement, in a fresh process (module docstring, steps 1-3)."""
+    torch.set_num_threads(usable_cpus())
+    config = row_config(name, **{**overrides, **depth_overrides(name, layers)})
+    model = fast_model(config)
+    model.train()
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    _step(model, synthetic_batch(config, 1, WARMUP_LENGTH))
+    model.zero_grad(set_to_none=False)
+    inputs = synthetic_batch(config, batch, length)
+    gc.collect()
+    baseline = _resident_bytes()
+    how = _reset_peak()
+    saved = _SavedBytes(model)
+    start = time.perf_counter()
+    with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
+        out = model(**inputs)
+    out.loss.backward()
+    seconds = time.perf_counter() - start
+    peak = _peak_bytes(how)
+    return {"baseline_bytes": baseline, "peak_bytes": peak, "activation_bytes": peak - baseline,
+            "saved_bytes": saved.total, "seconds": seconds, "peak": how,
+            "layers": config.num_hidden_layers}
+
+
+def _child(conn, name: str, length: int, batch: int, layers: int | None,
+           overrides: dict[str, Any]) -> None:
+    """The child's entry point: the result dict, or {"error": ...}, sent through `conn`."""
+    try:
+        result: dict[str, Any] = _measure(name, length, batch, layers, overrides)
+    except Exception as e:  # every failure goes back to the parent as a sentence
+        result = {"error": f"{type(e).__name__}: {e}",
+                  "trace": traceback.format_exc(limit=-3)}
+    conn.send(result)
+    conn.close()
+
+
+# ---- in the parent ------------------------------------------------------------------------
+
+
+def _where(name: str, length: int, batch: int, layers: int | None) -> str:
+    depth = "its full depth" if layers is None else f"{layers} layers"
+    return f"row {name!r} at {length} tokens, batch {batch}, {depth}"
+
+
+def measure_once(name: str, length: int, batch: int, layers: int | None = None,
+                 overrides: Mapping[str, Any] | None = None,
+                 timeout_s: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
+    """One measurement in a fresh spawned process: the child's dict (module docstring),
+    of the row with `overrides` (rows.row_config's) and `layers` layers (None: its depth).
+    Its failure is a ValueError naming the row, tokens, batch and depth."""
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, daemon=True,
+                        args=(send, name, length, batch, layers, dict(overrides or {})))
+    child.start()
+    send.close()  # the parent's copy: EOF on `receive` once the child's end closes
+    try:
+        if not receive.poll(timeout_s):
+            child.kill()
+            raise ValueError(f"measuring activations of {_where(name, length, batch, layers)} "
+                             f"took over {timeout_s:.0f} s; it was stopped")
+        result = receive.recv()
+    except EOFError:
+        child.join()
+        raise ValueError(f"measuring activations of {_where(name, length, batch, layers)} "
+                         f"failed: the child process died (exit code {child.exitcode}) "
+                         "without a result, e.g. killed for memory") from None
+    finally:
+        receive.close()
+    child.join()
+    if "error" in result:
+        raise ValueError(f"measuring activations of {_where(name, length, batch, layers)} "
+                         f"failed: {result['error']}")
+    log.info("lite-vs-bert activations: %s T=%d B=%d L=%d: %.1f MB in %.1f s", name, length,
+             batch, result["layers"], result["activation_bytes"] / MB, result["seconds"])
+    return result
+
+
+def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares slope and intercept of ys over xs (the line itself for two points)."""
+    if len(set(xs)) < 2:
+        raise ValueError(f"a slope needs two different points; got {list(xs)}")
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+             / sum((x - mx) ** 2 for x in xs))
+    return slope, my - slope * mx
+
+
+def activation_memory(name: str, length: int, batches: Sequence[int] = (1, 2),
+                      layers: int | None = None,
+                      overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Row `name` (with row_config `overrides`) at `length` tokens, one fresh process per
+    micro-batch in `batches`, at its full depth or with `layers` layers: {"row", "length",
+    "layers", "points", "per_sequence_bytes" (slope over the batch), "fixed_bytes"
+    (intercept)}."""
+    if len(set(batches)) < 2:
+        raise ValueError(f"activation_memory needs two different batch sizes; got "
+                         f"{list(batches)}")
+    points = [{"batch": b, **measure_once(name, length, b, layers, overrides)}
+              for b in batches]
+    per_sequence, fixed = _line([p["batch"] for p in points],
+                                [p["activation_bytes"] for p in points])
+    return {"row": name, "length": length, "layers": points[0]["layers"], "points": points,
+            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed}
+
+
+def full_depth(name: str, length: int, shallow: Sequence[int] = (1, 2),
+               batches: Sequence[int] = (1, 2),
+               overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Row `name` at its full depth L, extrapolated from measurements at the `shallow`
+    depths: activation_memory's keys ("points" are the extrapolated activation bytes at
+    each batch) plus "per_layer_bytes" (per sequence), "per_layer_fixed_bytes", "method"
+    and "measured" (the shallow results)."""
+    if len(set(shallow)) < 2:
+        raise ValueError(f"full_depth needs two different shallow depths; got {list(shallow)}")
+    depth = row_config(name, **(overrides or {})).num_hidden_layers
+    measured = [activation_memory(name, length, batches, k, overrides) for k in shallow]
+    depths = [m["layers"] for m in measured]
+    per_layer, per_sequence_at_0 = _line(depths, [m["per_sequence_bytes"] for m in measured])
+    per_layer_fixed, fixed_at_0 = _line(depths, [m["fixed_bytes"] for m in measured])
+    per_sequence = per_sequence_at_0 + depth * per_layer
+    fixed = fixed_at_0 + depth * per_layer_fixed
+    return {"row": name, "length": length, "layers": depth,
+            "points": [{"batch": b, "activation_bytes": fixed + b * per_sequence}
+                       for b in batches],
+            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed,
+            "per_layer_bytes": per_layer, "per_layer_fixed_bytes": per_layer_fixed,
+            "method": f"extrapolated from L={','.join(map(str, shallow))}",
+            "measured": measured}
+
+
+def largest_micro_batch(capacity_bytes: int, held_bytes: int, per_sequence_bytes: float,
+                        fixed_bytes: float) -> int:
+    """The largest B with held + fixed + B * per_sequence <= capacity; 0 when not even one
+    sequence fits."""
+    if per_sequence_bytes <= 0:
+        raise ValueError(f"per_sequence_bytes must be positive; got {per_sequence_bytes}")
+    room = capacity_bytes - held_bytes - fixed_bytes
+    return max(int(room // per_sequence_bytes), 0)
+
+
+def _measure_length(name: str, length: int) -> dict[str, Any]:
+    """Row `name` at `length` tokens as activation_plan says, under "plan"; a "full" one is
+    also extrapolated from 1 and 2 layers ("extrapolated"), with the relative error of its
+    per-sequence bytes against the measured ones ("extrapolation_error")."""
+    plan = activation_plan(name, length)
+    if plan == "shallow":
+        return {"plan": plan, **full_depth(name, length)}
+    result = {"plan": plan, **activation_memory(name, length)}
+    extrapolated = full_depth(name, length)
+    result["extrapolated"] = extrapolated
+    result["extrapolation_error"] = (extrapolated["per_sequence_bytes"]
+                                     / result["per_sequence_bytes"] - 1)
+    return result
+
+
+def measure_row(name: str, lengths: Sequence[int] = (128, 512)) -> dict[str, Any]:
+    """Row `name` at each of `lengths` (_measure_length): {"row", "plan" (the row's plan at
+    128 tokens), "lengths": {"128": {...}, "512": {...}}}."""
+    plan = activation_plan(name)
+    return {"row": name, "plan": plan,
+            "lengths": {str(length): _measure_length(name, length) for length in lengths}}
