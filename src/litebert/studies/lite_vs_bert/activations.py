@@ -3,29 +3,37 @@ memory of a fresh process, and the largest micro-batch that fits beside what a r
 
 Method (fp32, on this machine's CPU):
 1. One measurement is one child process started with multiprocessing's "spawn" context, so
-   its peak is its own (nothing inherited from the parent's heap). The child uses every CPU
+   its peak is its own (nothing inherited from the parent's heap). The child fixes glibc's
+   mmap threshold at 64 KiB (mallopt), so every tensor's block is mapped alone and unmapped
+   when freed and RSS follows the bytes alive (_allocate_exactly says why), uses every CPU
    this process may use (litebert.cpus.usable_cpus), builds the row with rows.fast_model,
    allocates every parameter's gradient (zeros) so gradients sit in the baseline and not in
-   the peak, runs one warm-up forward + backward at batch 1 and 16 tokens (lazy buffers,
-   kernels' workspaces), zeroes the gradients in place and collects garbage.
+   the peak, runs one warm-up forward + backward at batch 1 and 16 tokens, zeroes the
+   gradients in place, collects garbage and hands the heap's free pages back (malloc_trim).
 2. It reads the baseline resident set (VmRSS), resets the peak by writing "5" to
    /proc/self/clear_refs (Linux >= 4.0 sets VmHWM to the current RSS), runs ONE training
    forward + backward of the pre-training loss on rows.synthetic_batch(config, B, T), and
-   reads the peak (VmHWM). activation_bytes = peak - baseline. Where clear_refs cannot be
-   written, the peak is getrusage's ru_maxrss, which counts the whole life of the process
-   (the build included): the result says which ("peak").
+   reads the peak (VmHWM) twice: when backward reaches the embeddings' output (a gradient
+   hook: the layers' phase, every activation and its gradient come and gone) and at the end
+   of the step. activation_bytes = step peak - baseline (layers_activation_bytes: the
+   layers' phase's). Where clear_refs cannot be written, the peak is getrusage's ru_maxrss,
+   which counts the whole life of the process (the build included): "peak" says which.
 3. It also counts the bytes autograd saves for backward during that step ("saved_bytes":
    saved_tensors_hooks, each storage once, the parameters' own storages left out), an
-   independent estimate to judge the RSS peak against: the peak adds what backward
-   allocates on top of the saved tensors (activation gradients, kernels' temporaries).
-4. activation_memory measures a row at a few micro-batch sizes; the slope of
-   activation_bytes over the batch is the bytes per sequence, the intercept the bytes per
-   step (e.g. the fused q/k/v weights each forward concatenates and saves).
-5. full_depth measures at shallow depths (1 and 2 layers by default) and extrapolates to the
-   row's full depth: layers have identical shapes, so activations grow linearly with depth.
-   activation_plan says, per row and length, which way a row is measured (the xlarge and
-   xxlarge rows always this way, the large rows at 512 tokens too); where the full depth is
-   measured, measure_row extrapolates as well and reports the extrapolation's error.
+   independent estimate to judge the RSS peak against.
+4. activation_memory measures a row at a few micro-batch sizes. The slope over the batch of
+   the layers' phase is the bytes per sequence, its intercept the fixed bytes of a step
+   (the fused q/k/v weights each forward concatenates, shared weights' gradients held
+   through backward, the tied decoder's gradient). The step's own peak is the larger of
+   that phase and a tail, the embeddings' dense gradients at the end of backward (bert-base:
+   ~280 MB): a maximum of two lines is no line, and at shallow depths the tail sets the
+   peak, so the tail is reported apart ("tail_bytes").
+5. full_depth measures at shallow depths (SHALLOW: 2 and 3 layers) and extrapolates to the
+   row's full depth: layers have identical shapes, so the layers' phase grows linearly with
+   depth once a shared layer is used twice. activation_plan says, per row and length, which
+   way a row is measured (the xlarge and xxlarge rows always this way, the large rows at
+   512 tokens too); where the full depth is measured, measure_row extrapolates as well and
+   reports the extrapolation's error.
 
 A child's failure (an exception, or death without a result, e.g. killed for memory) becomes
 a ValueError sentence in the parent naming the row, tokens, batch and depth.
@@ -33,6 +41,8 @@ a ValueError sentence in the parent naming the row, tokens, batch and depth.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import logging
 import multiprocessing as mp
@@ -54,9 +64,16 @@ MB = 2 ** 20
 PAGE = resource.getpagesize()
 WARMUP_LENGTH = 16
 CHILD_TIMEOUT_S = 1800.0  # a measurement that takes longer is stuck, not slow
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+MMAP_THRESHOLD = 64 * 1024  # blocks this large or larger are mapped and unmapped alone
+# The depths full_depth extrapolates from. Not 1: a layer shared across depth (ALBERT) holds
+# its weights' gradient from its last use to its first through backward once it is used
+# twice, a fixed cost that 1 layer lacks (albert-base: 25 MB more from 1 to 2 layers, none
+# from 2 to 12).
+SHALLOW = (2, 3)
 
 # How each row is measured: the longest sequence at which its full depth is measured; longer
-# ones are extrapolated from 1 and 2 layers (full_depth). The base rows' full depth runs in
+# ones are extrapolated from SHALLOW's depths (full_depth). The base rows' full depth runs in
 # seconds a step here at both lengths, so they are measured and validate the extrapolation.
 # The large rows' full depth at 512 tokens takes 1-2 minutes a step on 2 cores, and
 # bert-large's batch 2 peaks at ~9 GB (2.7 GB of weights and gradients, ~3 GB a sequence),
@@ -71,8 +88,8 @@ FULL_DEPTH_UP_TO = {
 
 
 def activation_plan(name: str, length: int = 128) -> str:
-    """"full" (measured at the row's depth) or "shallow" (extrapolated from 1 and 2 layers)
-    for row `name` at `length` tokens: at 128 tokens, "full" for the base and large rows,
+    """"full" (measured at the row's depth) or "shallow" (extrapolated from SHALLOW's
+    depths) for row `name` at `length` tokens: at 128 tokens, "full" for the base and large rows,
     "shallow" for the xlarge and xxlarge ones (FULL_DEPTH_UP_TO says why)."""
     if name not in FULL_DEPTH_UP_TO:
         raise ValueError(f"row {name!r} has no activation plan; rows with one: "
@@ -105,6 +122,30 @@ def _reset_peak() -> str:
         return "VmHWM after clear_refs"
     except OSError:
         return "ru_maxrss"
+
+
+def _libc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (mallopt, malloc_trim), else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.mallopt, libc.malloc_trim  # noqa: B018 - glibc has both
+    except (OSError, AttributeError, TypeError):  # musl, macOS: no such calls
+        return None
+    return libc
+
+
+def _allocate_exactly(libc: ctypes.CDLL | None) -> bool:
+    """Make glibc map every block of MMAP_THRESHOLD bytes or more on its own and unmap it
+    when freed, so that RSS follows the bytes alive (False where it cannot). By default the
+    threshold grows up to 32 MB as blocks are freed, and blocks below it come from a heap
+    that keeps its freed pages resident: a step's peak RSS then depends on where its tensors
+    happened to land (albert-base at 128 tokens: 15 to 32 MB a sequence over 1-3 layers,
+    where the bytes autograd saves grow by 6 MB a layer)."""
+    if libc is None:
+        return False
+    fixed = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)  # a set threshold stays put
+    trims = libc.mallopt(M_TRIM_THRESHOLD, MMAP_THRESHOLD)  # and the heap's top shrinks
+    return bool(fixed and trims)
 
 
 def _peak_bytes(how: str) -> int:
@@ -152,10 +193,9 @@ def _step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> None:
     out.loss.backward()
 
 
-def _measure(name: str, length: int, batch: int, layers: int | None,
-             overrides: dict[str, Any]) -> dict[str, Any]:
-    """One measurement, in a fresh process (module docstring, steps 1-3)."""
-    torch.set_num_threads(usable_cpus())
+def _prepared(name: str, layers: int | None, overrides: dict[str, Any]):
+    """The row's model in training mode with every gradient allocated, after one warm-up
+    step at batch 1 and WARMUP_LENGTH tokens, and its config."""
     config = row_config(name, **{**overrides, **depth_overrides(name, layers)})
     model = fast_model(config)
     model.train()
@@ -163,20 +203,48 @@ def _measure(name: str, length: int, batch: int, layers: int | None,
         p.grad = torch.zeros_like(p)
     _step(model, synthetic_batch(config, 1, WARMUP_LENGTH))
     model.zero_grad(set_to_none=False)
-    inputs = synthetic_batch(config, batch, length)
-    gc.collect()
-    baseline = _resident_bytes()
-    how = _reset_peak()
+    return model, config
+
+
+def _measured_step(model, inputs: dict[str, torch.Tensor], how: str) -> dict[str, Any]:
+    """One training step from a reset peak: the peak when backward reaches the embeddings
+    (every layer's activations and their gradients have come and gone), the step's peak, the
+    bytes saved for backward and the seconds."""
     saved = _SavedBytes(model)
+    at_embeddings: list[int] = []
+
+    def hold(module, args, out):  # the hook fires once backward has been through the layers
+        out.register_hook(lambda grad: at_embeddings.append(_peak_bytes(how)))
+
+    handle = model.albert.embeddings.register_forward_hook(hold)
     start = time.perf_counter()
     with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
         out = model(**inputs)
     out.loss.backward()
     seconds = time.perf_counter() - start
-    peak = _peak_bytes(how)
-    return {"baseline_bytes": baseline, "peak_bytes": peak, "activation_bytes": peak - baseline,
-            "saved_bytes": saved.total, "seconds": seconds, "peak": how,
-            "layers": config.num_hidden_layers}
+    handle.remove()
+    return {"layers_peak_bytes": at_embeddings[0], "peak_bytes": _peak_bytes(how),
+            "saved_bytes": saved.total, "seconds": seconds}
+
+
+def _measure(name: str, length: int, batch: int, layers: int | None,
+             overrides: dict[str, Any]) -> dict[str, Any]:
+    """One measurement, in a fresh process (module docstring, steps 1-3)."""
+    libc = _libc()
+    exact = _allocate_exactly(libc)
+    torch.set_num_threads(usable_cpus())
+    model, config = _prepared(name, layers, overrides)
+    inputs = synthetic_batch(config, batch, length)
+    gc.collect()
+    if libc is not None:  # the build's and the warm-up's freed heap pages go back too
+        libc.malloc_trim(0)
+    baseline = _resident_bytes()
+    how = _reset_peak()
+    step = _measured_step(model, inputs, how)
+    return {"baseline_bytes": baseline, **step,
+            "activation_bytes": step["peak_bytes"] - baseline,
+            "layers_activation_bytes": step["layers_peak_bytes"] - baseline,
+            "peak": how, "exact_allocation": exact, "layers": config.num_hidden_layers}
 
 
 def _child(conn, name: str, length: int, batch: int, layers: int | None,
@@ -228,8 +296,10 @@ def measure_once(name: str, length: int, batch: int, layers: int | None = None,
     if "error" in result:
         raise ValueError(f"measuring activations of {_where(name, length, batch, layers)} "
                          f"failed: {result['error']}")
-    log.info("lite-vs-bert activations: %s T=%d B=%d L=%d: %.1f MB in %.1f s", name, length,
-             batch, result["layers"], result["activation_bytes"] / MB, result["seconds"])
+    log.info("lite-vs-bert activations: %s T=%d B=%d L=%d: %.1f MB (step peak %.1f MB) in "
+             "%.1f s", name, length, batch, result["layers"],
+             result["layers_activation_bytes"] / MB, result["activation_bytes"] / MB,
+             result["seconds"])
     return result
 
 
@@ -244,62 +314,87 @@ def _line(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return slope, my - slope * mx
 
 
+def _fit(points: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float]:
+    """Slope and intercept of points[key] over the micro-batch."""
+    return _line([p["batch"] for p in points], [p[key] for p in points])
+
+
+def _tail(points: Sequence[Mapping[str, Any]]) -> float:
+    """The highest step peak above the baseline that came after the layers' phase (the
+    embeddings' dense gradients at the end of backward), 0 when the layers' peak was always
+    the step's."""
+    return max([p["activation_bytes"] for p in points
+                if p["peak_bytes"] > p["layers_peak_bytes"]], default=0)
+
+
 def activation_memory(name: str, length: int, batches: Sequence[int] = (1, 2),
                       layers: int | None = None,
                       overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Row `name` (with row_config `overrides`) at `length` tokens, one fresh process per
     micro-batch in `batches`, at its full depth or with `layers` layers: {"row", "length",
-    "layers", "points", "per_sequence_bytes" (slope over the batch), "fixed_bytes"
-    (intercept)}."""
+    "layers", "points", "per_sequence_bytes" and "fixed_bytes" (slope and intercept over
+    the batch of the layers' phase), "step_per_sequence_bytes" and "step_fixed_bytes" (of
+    the whole step's peak), "tail_bytes" (_tail), "saved_per_sequence_bytes"}."""
     if len(set(batches)) < 2:
         raise ValueError(f"activation_memory needs two different batch sizes; got "
                          f"{list(batches)}")
     points = [{"batch": b, **measure_once(name, length, b, layers, overrides)}
               for b in batches]
-    per_sequence, fixed = _line([p["batch"] for p in points],
-                                [p["activation_bytes"] for p in points])
+    per_sequence, fixed = _fit(points, "layers_activation_bytes")
+    step_per_sequence, step_fixed = _fit(points, "activation_bytes")
     return {"row": name, "length": length, "layers": points[0]["layers"], "points": points,
-            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed}
+            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed,
+            "step_per_sequence_bytes": step_per_sequence, "step_fixed_bytes": step_fixed,
+            "tail_bytes": _tail(points),
+            "saved_per_sequence_bytes": _fit(points, "saved_bytes")[0]}
 
 
-def full_depth(name: str, length: int, shallow: Sequence[int] = (1, 2),
+def full_depth(name: str, length: int, shallow: Sequence[int] = SHALLOW,
                batches: Sequence[int] = (1, 2),
                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Row `name` at its full depth L, extrapolated from measurements at the `shallow`
-    depths: activation_memory's keys ("points" are the extrapolated activation bytes at
-    each batch) plus "per_layer_bytes" (per sequence), "per_layer_fixed_bytes", "method"
-    and "measured" (the shallow results)."""
+    """Row `name` at its full depth L, extrapolated from activation_memory at the `shallow`
+    depths: {"row", "length", "layers" (L), "points" (the extrapolated bytes at each
+    batch), "per_sequence_bytes", "fixed_bytes", "tail_bytes" (the largest measured: it does
+    not grow with depth), "saved_per_sequence_bytes", "per_layer_bytes" (per sequence),
+    "per_layer_fixed_bytes", "method", "measured" (the shallow results)}."""
     if len(set(shallow)) < 2:
         raise ValueError(f"full_depth needs two different shallow depths; got {list(shallow)}")
     depth = row_config(name, **(overrides or {})).num_hidden_layers
     measured = [activation_memory(name, length, batches, k, overrides) for k in shallow]
-    depths = [m["layers"] for m in measured]
-    per_layer, per_sequence_at_0 = _line(depths, [m["per_sequence_bytes"] for m in measured])
-    per_layer_fixed, fixed_at_0 = _line(depths, [m["fixed_bytes"] for m in measured])
-    per_sequence = per_sequence_at_0 + depth * per_layer
-    fixed = fixed_at_0 + depth * per_layer_fixed
+
+    def at_depth(key: str) -> tuple[float, float]:  # (at L, per layer)
+        per_layer, at_0 = _line([m["layers"] for m in measured], [m[key] for m in measured])
+        return at_0 + depth * per_layer, per_layer
+
+    per_sequence, per_layer = at_depth("per_sequence_bytes")
+    fixed, per_layer_fixed = at_depth("fixed_bytes")
+    tail = max(m["tail_bytes"] for m in measured)
     return {"row": name, "length": length, "layers": depth,
-            "points": [{"batch": b, "activation_bytes": fixed + b * per_sequence}
+            "points": [{"batch": b, "layers_activation_bytes": fixed + b * per_sequence,
+                        "activation_bytes": max(fixed + b * per_sequence, tail)}
                        for b in batches],
-            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed,
+            "per_sequence_bytes": per_sequence, "fixed_bytes": fixed, "tail_bytes": tail,
+            "saved_per_sequence_bytes": at_depth("saved_per_sequence_bytes")[0],
             "per_layer_bytes": per_layer, "per_layer_fixed_bytes": per_layer_fixed,
             "method": f"extrapolated from L={','.join(map(str, shallow))}",
             "measured": measured}
 
 
 def largest_micro_batch(capacity_bytes: int, held_bytes: int, per_sequence_bytes: float,
-                        fixed_bytes: float) -> int:
-    """The largest B with held + fixed + B * per_sequence <= capacity; 0 when not even one
-    sequence fits."""
+                        fixed_bytes: float, tail_bytes: float = 0.0) -> int:
+    """The largest B with held + fixed + B * per_sequence <= capacity (and held + tail <=
+    capacity: the end of backward must fit too); 0 when not even one sequence fits."""
     if per_sequence_bytes <= 0:
         raise ValueError(f"per_sequence_bytes must be positive; got {per_sequence_bytes}")
+    if held_bytes + tail_bytes > capacity_bytes:
+        return 0
     room = capacity_bytes - held_bytes - fixed_bytes
     return max(int(room // per_sequence_bytes), 0)
 
 
 def _measure_length(name: str, length: int) -> dict[str, Any]:
     """Row `name` at `length` tokens as activation_plan says, under "plan"; a "full" one is
-    also extrapolated from 1 and 2 layers ("extrapolated"), with the relative error of its
+    also extrapolated from SHALLOW's depths ("extrapolated"), with the relative error of its
     per-sequence bytes against the measured ones ("extrapolation_error")."""
     plan = activation_plan(name, length)
     if plan == "shallow":
