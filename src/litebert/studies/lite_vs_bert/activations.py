@@ -30,10 +30,9 @@ Method (fp32, on this machine's CPU):
    peak, so the tail is reported apart ("tail_bytes").
 5. full_depth measures at shallow depths (SHALLOW: 2 and 3 layers) and extrapolates to the
    row's full depth: layers have identical shapes, so the layers' phase grows linearly with
-   depth once a shared layer is used twice. activation_plan says, per row and length, which
-   way a row is measured (the xlarge and xxlarge rows always this way, the large rows at
-   512 tokens too); where the full depth is measured, measure_row extrapolates as well and
-   reports the extrapolation's error.
+   depth once a shared layer is used twice. activation_plan says which way a row is
+   measured (the xlarge and xxlarge rows this way only); where the full depth is measured,
+   measure_row extrapolates as well and reports the extrapolation's error.
 
 A child's failure (an exception, or death without a result, e.g. killed for memory) becomes
 a ValueError sentence in the parent naming the row, tokens, batch and depth.
@@ -54,8 +53,9 @@ from typing import Any
 
 import torch
 
-from litebert.config import PRESETS
+from litebert.config import PRESETS, ModelConfig
 from litebert.cpus import usable_cpus
+from litebert.model.heads import EncoderForPreTraining
 from litebert.studies.lite_vs_bert.rows import fast_model, row_config, synthetic_batch
 
 log = logging.getLogger("litebert")
@@ -72,29 +72,26 @@ MMAP_THRESHOLD = 64 * 1024  # blocks this large or larger are mapped and unmappe
 # from 2 to 12).
 SHALLOW = (2, 3)
 
-# How each row is measured: the longest sequence at which its full depth is measured; longer
-# ones are extrapolated from SHALLOW's depths (full_depth). The base rows' full depth runs in
-# seconds a step here at both lengths, so they are measured and validate the extrapolation.
-# The large rows' full depth at 512 tokens takes 1-2 minutes a step on 2 cores, and
-# bert-large's batch 2 peaks at ~9 GB (2.7 GB of weights and gradients, ~3 GB a sequence),
-# over the ~8 GB one job may take on the 24 GB machine: they are measured at 128 only. The
-# xlarge and xxlarge rows' full depth at 512 tokens would take minutes a step and up to
-# ~18 GB: always extrapolated.
-FULL_DEPTH_UP_TO = {
-    "albert-base": 512, "bert-base": 512,
-    "albert-large": 128, "bert-large": 128,
-    "albert-xlarge": 0, "albert-xxlarge": 0, "bert-xlarge": 0,
+# How each row is measured. "full": at its own depth (and extrapolated as well, which
+# validates the extrapolation); its largest step, bert-large at 512 tokens and batch 2, takes
+# ~20 s and peaks at ~7.4 GB here (2.9 GB of weights, gradients and torch, 0.6 GB a step,
+# 2 GB a sequence). "shallow": extrapolated from SHALLOW's depths only; the xlarge and
+# xxlarge rows' full depth at 512 tokens would take minutes a step and up to ~18 GB, over
+# the ~8 GB one job may take on the 24 GB machine.
+PLANS = {
+    "albert-base": "full", "albert-large": "full",
+    "bert-base": "full", "bert-large": "full",
+    "albert-xlarge": "shallow", "albert-xxlarge": "shallow", "bert-xlarge": "shallow",
 }
 
 
-def activation_plan(name: str, length: int = 128) -> str:
+def activation_plan(name: str) -> str:
     """"full" (measured at the row's depth) or "shallow" (extrapolated from SHALLOW's
-    depths) for row `name` at `length` tokens: at 128 tokens, "full" for the base and large rows,
-    "shallow" for the xlarge and xxlarge ones (FULL_DEPTH_UP_TO says why)."""
-    if name not in FULL_DEPTH_UP_TO:
+    depths) for row `name` (PLANS says why)."""
+    if name not in PLANS:
         raise ValueError(f"row {name!r} has no activation plan; rows with one: "
-                         f"{', '.join(FULL_DEPTH_UP_TO)}")
-    return "full" if length <= FULL_DEPTH_UP_TO[name] else "shallow"
+                         f"{', '.join(PLANS)}")
+    return PLANS[name]
 
 
 # ---- in the child -------------------------------------------------------------------------
@@ -139,8 +136,8 @@ def _allocate_exactly(libc: ctypes.CDLL | None) -> bool:
     when freed, so that RSS follows the bytes alive (False where it cannot). By default the
     threshold grows up to 32 MB as blocks are freed, and blocks below it come from a heap
     that keeps its freed pages resident: a step's peak RSS then depends on where its tensors
-    happened to land (albert-base at 128 tokens: 15 to 32 MB a sequence over 1-3 layers,
-    where the bytes autograd saves grow by 6 MB a layer)."""
+    happened to land (albert-base at 128 tokens gave 17, 32 and 15 MB a sequence at 1, 2
+    and 3 layers, where the bytes autograd saves are 9, 15 and 21 MB)."""
     if libc is None:
         return False
     fixed = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)  # a set threshold stays put
@@ -193,7 +190,8 @@ def _step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> None:
     out.loss.backward()
 
 
-def _prepared(name: str, layers: int | None, overrides: dict[str, Any]):
+def _prepared(name: str, layers: int | None,
+              overrides: dict[str, Any]) -> tuple[EncoderForPreTraining, ModelConfig]:
     """The row's model in training mode with every gradient allocated, after one warm-up
     step at batch 1 and WARMUP_LENGTH tokens, and its config."""
     config = row_config(name, **{**overrides, **depth_overrides(name, layers)})
@@ -206,7 +204,8 @@ def _prepared(name: str, layers: int | None, overrides: dict[str, Any]):
     return model, config
 
 
-def _measured_step(model, inputs: dict[str, torch.Tensor], how: str) -> dict[str, Any]:
+def _measured_step(model: EncoderForPreTraining, inputs: dict[str, torch.Tensor],
+                   how: str) -> dict[str, Any]:
     """One training step from a reset peak: the peak when backward reaches the embeddings
     (every layer's activations and their gradients have come and gone), the step's peak, the
     bytes saved for backward and the seconds."""
@@ -393,13 +392,13 @@ def largest_micro_batch(capacity_bytes: int, held_bytes: int, per_sequence_bytes
 
 
 def _measure_length(name: str, length: int) -> dict[str, Any]:
-    """Row `name` at `length` tokens as activation_plan says, under "plan"; a "full" one is
+    """Row `name` at `length` tokens as activation_plan says; a "full" one is
     also extrapolated from SHALLOW's depths ("extrapolated"), with the relative error of its
     per-sequence bytes against the measured ones ("extrapolation_error")."""
-    plan = activation_plan(name, length)
+    plan = activation_plan(name)
     if plan == "shallow":
-        return {"plan": plan, **full_depth(name, length)}
-    result = {"plan": plan, **activation_memory(name, length)}
+        return full_depth(name, length)
+    result = activation_memory(name, length)
     extrapolated = full_depth(name, length)
     result["extrapolated"] = extrapolated
     result["extrapolation_error"] = (extrapolated["per_sequence_bytes"]
@@ -408,8 +407,8 @@ def _measure_length(name: str, length: int) -> dict[str, Any]:
 
 
 def measure_row(name: str, lengths: Sequence[int] = (128, 512)) -> dict[str, Any]:
-    """Row `name` at each of `lengths` (_measure_length): {"row", "plan" (the row's plan at
-    128 tokens), "lengths": {"128": {...}, "512": {...}}}."""
+    """Row `name` at each of `lengths` (_measure_length): {"row", "plan", "lengths":
+    {"128": {...}, "512": {...}}}."""
     plan = activation_plan(name)
     return {"row": name, "plan": plan,
             "lengths": {str(length): _measure_length(name, length) for length in lengths}}
