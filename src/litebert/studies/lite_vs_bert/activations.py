@@ -391,24 +391,32 @@ def largest_micro_batch(capacity_bytes: int, held_bytes: int, per_sequence_bytes
     return max(int(room // per_sequence_bytes), 0)
 
 
-def _measure_length(name: str, length: int) -> dict[str, Any]:
-    """Row `name` at `length` tokens as activation_plan says; a "full" one is
+def _measure_length(name: str, length: int, check: bool) -> dict[str, Any]:
+    """Row `name` at `length` tokens as activation_plan says; a "full" one is, when `check`,
     also extrapolated from SHALLOW's depths ("extrapolated"), with the relative error of its
     per-sequence bytes against the measured ones ("extrapolation_error")."""
     plan = activation_plan(name)
     if plan == "shallow":
         return full_depth(name, length)
     result = activation_memory(name, length)
-    extrapolated = full_depth(name, length)
-    result["extrapolated"] = extrapolated
-    result["extrapolation_error"] = (extrapolated["per_sequence_bytes"]
-                                     / result["per_sequence_bytes"] - 1)
+    if check:
+        extrapolated = full_depth(name, length)
+        result["extrapolated"] = extrapolated
+        result["extrapolation_error"] = (extrapolated["per_sequence_bytes"]
+                                         / result["per_sequence_bytes"] - 1)
     return result
 
 
-def measure_row(name: str, lengths: Sequence[int] = (128, 512)) -> dict[str, Any]:
-    """Row `name` at each of `lengths` (_measure_length): {"row", "plan", "lengths":
-    {"128": {...}, "512": {...}}}."""
+def measure_row(name: str, lengths: Sequence[int] = (128, 512),
+                check_at: Sequence[int] = (512,),
+                overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Row `name` at each of `lengths` (_measure_length; the extrapolation checked at the
+    lengths of `check_at`, where its error is not the noise of 128 tokens' small per-layer
+    differences): {"row", "plan", "lengths": {"128": {...}, "512": {...}}}. With
+    `overrides` (a shrunk row) every length is measured at the row's depth, unchecked."""
+    if overrides:
+        return {"row": name, "plan": "full", "lengths": {
+            str(t): activation_memory(name, t, overrides=overrides) for t in lengths}}
     plan = activation_plan(name)
     return {"row": name, "plan": plan,
-            "lengths": {str(length): _measure_length(name, length) for length in lengths}}
+            "lengths": {str(t): _measure_length(name, t, t in check_at) for t in lengths}}

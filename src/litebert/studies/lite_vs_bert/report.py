@@ -16,6 +16,7 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from litebert.studies.lite_vs_bert.activations import largest_micro_batch
 from litebert.studies.lite_vs_bert.predictions import predictions
 from litebert.studies.lite_vs_bert.rows import BY_NAME, REFERENCE
 from litebert.studies.lite_vs_bert.study import LiteVsBertError
@@ -69,6 +70,45 @@ def timing_table(parts: Parts) -> list[str]:
         return []
     header = ["row", "micro-batch", "forward+backward s", "LAMB s", "step s", "GFLOP/s"]
     return ["## Step time on one process of this CPU (fp32)", "", *_table(header, rows)]
+
+
+CAPACITIES = (24e9, 80e9)  # bytes: a 24 GB card and an 80 GB one
+
+
+def _fits(m: dict, held: int) -> str:
+    return " / ".join(str(largest_micro_batch(int(c), held, m["per_sequence_bytes"],
+                                              m["fixed_bytes"], m.get("tail_bytes", 0.0)))
+                      for c in CAPACITIES)
+
+
+def activations_table(parts: Parts) -> list[str]:
+    """Activation memory per sequence, and the largest micro-batch beside DDP's bytes held."""
+    measured = parts.get("activations")
+    if not measured:
+        return []
+    lengths = list(next(iter(measured.values()))["lengths"])
+    rows = []
+    for name, a in measured.items():
+        held = parts["footprint"][name]["ddp"]["total"]
+        per = [a["lengths"][t] for t in lengths]
+        checks = [f"{m['extrapolation_error']:+.1%}" for m in per if "extrapolation_error" in m]
+        how = "measured" if a["plan"] == "full" else per[0].get("method", "extrapolated")
+        rows.append([name, *(f"{m['per_sequence_bytes'] / MB:,.0f}" for m in per),
+                     *(f"{m['fixed_bytes'] / MB:,.0f}" for m in per), how,
+                     ", ".join(checks) or "-", *(_fits(m, held) for m in per)])
+    header = ["row", *(f"MB/seq at {t}" for t in lengths), *(f"fixed MB at {t}" for t in lengths),
+              "depth", "extrapolation check", *(f"micro-batch in 24 / 80 GB at {t}"
+                                                for t in lengths)]
+    return ["## Activation memory (fp32, this CPU)", "",
+            "Per sequence: the slope of a fresh process's peak resident memory over micro-"
+            "batches 1 and 2 (activations.py), on top of weights and gradients; fixed: the "
+            "intercept. Rows too slow to run at full depth are extrapolated from 2 and 3 "
+            "layers (layers have equal shapes); the check is that extrapolation against the "
+            "measured full depth. The largest micro-batch adds DDP's bytes held (weights, "
+            "gradients, buckets, LAMB) in fp32; bf16 autocast on a GPU holds less per "
+            "sequence (the `lite-vs-bert` GPU check measures it). BERT's presets train with "
+            "dropout 0.1 and ALBERT's (v2) without, which adds dropout masks to BERT's "
+            "activations.", "", *_table(header, rows)]
 
 
 def _calls(c: dict) -> str:
@@ -187,7 +227,8 @@ def write_report(study_dir: Path) -> list[Path]:
              f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
              f"1909.11942){' — quick: every row shrunk to 2 layers of width 64' if study['quick'] else ''}. "
              f"Speed-ups are over {REFERENCE}, as in Table 2.", ""]
-    lines += params_table(parts) + timing_table(parts) + communication_table(parts)
+    lines += params_table(parts) + activations_table(parts) + timing_table(parts)
+    lines += communication_table(parts)
     lines += speedup_table(predicted)
     lines += validation_lines(parts)
     plot = plot_speedup(predicted.get("sweep", {}), study_dir / "speedup.png")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from litebert.files import atomic_write_json
+from litebert.studies.lite_vs_bert.activations import measure_row
 from litebert.studies.lite_vs_bert.communication import compare_losses, count_modes
 from litebert.studies.lite_vs_bert.footprint import row_footprint
 from litebert.studies.lite_vs_bert.gloo_check import SIZES, link_of_this_machine, validate
@@ -82,6 +83,11 @@ def part_timing(plan: Plan, done: dict) -> dict:
             for name in plan.timing_rows if name in plan.rows}
 
 
+def part_activations(plan: Plan, done: dict) -> dict:
+    return {name: measure_row(name, plan.lengths, overrides=plan.overrides(name))
+            for name in plan.rows}
+
+
 def machine_memory() -> int:
     """Bytes of memory this machine has (MemTotal), 0 where /proc/meminfo is missing."""
     try:
@@ -135,6 +141,7 @@ def part_validation(plan: Plan, done: dict) -> dict:
 PARTS: dict[str, Callable[[Plan, dict], dict]] = {
     "footprint": part_footprint,
     "timing": part_timing,
+    "activations": part_activations,
     "communication": part_communication,
     "link": part_link,
     "validation": part_validation,
