@@ -14,7 +14,6 @@ import functools
 import itertools
 import json
 import shutil
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,6 +48,7 @@ from gpu_sides import (
     timing,
 )
 
+from litebert.distributed import free_port
 from litebert.model import EncoderForPreTraining
 from litebert.padding import pad_batch
 from litebert.tasks.base import finetune_config
@@ -165,11 +165,9 @@ def modernbert(s: Settings) -> list[Row]:
 def one_process_group(device: torch.device) -> None:
     """A process group of one rank (NCCL on CUDA), so fully_shard has something to shard
     over; litebert.distributed.wrap then shards (one process counts there)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                            init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+                            init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+                            world_size=1)
 
 
 def fsdp(s: Settings) -> list[Row]:

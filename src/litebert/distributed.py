@@ -8,6 +8,7 @@ own shard of each checkpoint.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,6 +92,14 @@ def shutdown(status: int = 0) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it), for a process
+    group started on this machine."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def shards(info: DistInfo, fsdp: bool) -> bool:

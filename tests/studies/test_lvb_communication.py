@@ -125,7 +125,7 @@ def test_an_error_in_a_process_reaches_the_caller_as_its_message(monkeypatch):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        monkeypatch.setattr(communication, "_free_port", lambda: taken.getsockname()[1])
+        monkeypatch.setattr(communication, "free_port", lambda: taken.getsockname()[1])
         with pytest.raises(RuntimeError, match="counting albert-base's collectives: process 0 "
                                                "failed: "):
             count_collectives("albert-base", "ddp", overrides=TINY, timeout_s=120)

@@ -13,7 +13,13 @@ from litebert.studies.lite_vs_bert.footprint import (
     lamb_state,
     row_footprint,
 )
-from litebert.studies.lite_vs_bert.rows import BY_NAME, ROWS, fast_model, row_config, small_overrides
+from litebert.studies.lite_vs_bert.rows import (
+    BY_NAME,
+    ROWS,
+    fast_model,
+    row_config,
+    small_overrides,
+)
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,6 @@ import gc
 import inspect
 import json
 import os
-import socket
 import tempfile
 import time
 import traceback
@@ -63,7 +62,7 @@ from torch.distributed.fsdp import FSDPModule
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from litebert.distributed import DistInfo, held_units, release, unwrap, wrap
+from litebert.distributed import DistInfo, free_port, held_units, release, unwrap, wrap
 from litebert.model.heads import EncoderForPreTraining
 from litebert.studies.lite_vs_bert.rows import BY_NAME, fast_model, row_config, synthetic_batch
 from litebert.train.lamb import Lamb, lamb_param_groups
@@ -350,12 +349,6 @@ def _run_modes(job: Job, info: DistInfo) -> dict[str, Any]:
 
 # ---- the parent ----------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _check(name: str, modes: Sequence[str], ranks: int, steps: int, batch: int,
            length: int, overrides: dict[str, Any]) -> None:
     """The arguments as sentences, before any process starts."""
@@ -422,7 +415,7 @@ def _launch(job_args: dict[str, Any], ranks: int, timeout_s: float,
     """`ranks` spawned processes running one Job; each rank's results, in rank order."""
     ctx = mp.get_context("spawn")
     with tempfile.TemporaryDirectory(prefix="lvb-comm-") as tmp:
-        job = Job(**job_args, world=ranks, port=_free_port(), out=tmp, timeout_s=timeout_s)
+        job = Job(**job_args, world=ranks, port=free_port(), out=tmp, timeout_s=timeout_s)
         procs = [ctx.Process(target=_child, args=(rank, job), daemon=True)
                  for rank in range(ranks)]
         for p in procs:

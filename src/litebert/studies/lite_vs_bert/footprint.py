@@ -23,6 +23,7 @@ import math
 import torch
 from torch import nn
 
+from litebert.model.heads import EncoderForPreTraining
 from litebert.studies.lite_vs_bert.rows import ROWS, flops_per_sequence, meta_model, row_config
 from litebert.train.lamb import Lamb, lamb_param_groups
 
@@ -51,16 +52,16 @@ def lamb_state(model: nn.Module) -> list[torch.Tensor]:
             if isinstance(t, torch.Tensor)]
 
 
-def _units(model: nn.Module) -> tuple[int, list[tuple[int, bool]]]:
+def _units(model: EncoderForPreTraining) -> tuple[int, list[tuple[int, bool]]]:
     """(the root's own parameter bytes, [(a unit's bytes, whether it is held for the step)])
     for litebert's FSDP units (model/albert.py: fsdp_units)."""
-    units = model.albert.encoder.fsdp_units()
+    units = model.albert.fsdp_units()
     in_units = {id(p) for m, _ in units for p in m.parameters()}
     root = sum(_bytes(p) for p in model.parameters() if id(p) not in in_units)
     return root, [(sum(_bytes(p) for p in m.parameters()), not reshard) for m, reshard in units]
 
 
-def _gathered_bytes(model: nn.Module) -> int:
+def _gathered_bytes(model: EncoderForPreTraining) -> int:
     """Full bytes gathered at once: the root, and every unit held for the step (ALBERT's
     shared ones), else an attention + FFN pair computing and the next pair prefetched."""
     root, units = _units(model)
@@ -69,7 +70,7 @@ def _gathered_bytes(model: nn.Module) -> int:
     return root + sum(sorted((size for size, _ in units), reverse=True)[:4])
 
 
-def fsdp_step(model: nn.Module, trust_tensors: int) -> dict[str, dict[str, int]]:
+def fsdp_step(model: EncoderForPreTraining, trust_tensors: int) -> dict[str, dict[str, int]]:
     """One step's FSDP collectives by rule (the communication part counts them and the report
     compares): the root gathered once (FSDP keeps it from forward to backward); a held unit
     once; any other unit twice (forward, then again for its backward); one reduce-scatter per

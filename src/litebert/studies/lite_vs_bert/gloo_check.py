@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import socket
 import statistics
 import sys
 import time
@@ -29,6 +28,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+from litebert.distributed import free_port
 from litebert.studies.lite_vs_bert.rows import fast_model, meta_model, row_config, synthetic_batch
 from litebert.studies.lite_vs_bert.throughput import Interconnect, predict
 from litebert.train.lamb import Lamb, lamb_param_groups
@@ -38,13 +38,6 @@ SIZES = tuple(4 * KIB * 4 ** i for i in range(8))  # bytes: 4 KiB, 16 KiB, ... 6
 FLOAT_BYTES = 4
 WARMUP_CALLS = 10
 THIS_MACHINE = "2 gloo processes on this CPU"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nothing listens on now (the OS picks it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _rank_main(rank: int, target: Callable, ranks: int, port: int, queue: Any,

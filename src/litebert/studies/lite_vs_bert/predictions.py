@@ -32,15 +32,16 @@ from litebert.studies.lite_vs_bert.throughput import (
 
 # docs/results/gpu/2026-11-27-h200.md, row "mlm+sop full, compiled": albert-base 32 x 512,
 # bf16, LAMB, the Trainer's step: 227,045 tokens/s (13.1% MFU) on one H200.
-MEASURED_RATE = {"row": "albert-base", "tokens_per_s": 227_045.0, "card": "NVIDIA H200",
-                 "date": "2026-11-27", "what": "mlm+sop full, compiled, 32 x 512, bf16"}
+MEASURED_RATE: dict[str, Any] = {
+    "row": "albert-base", "tokens_per_s": 227_045.0, "card": "NVIDIA H200",
+    "date": "2026-11-27", "what": "mlm+sop full, compiled, 32 x 512, bf16"}
 SWEEP_RANKS = 128  # 16 nodes of 8
 
 
 def achieved_rate() -> float:
     """FLOP/s of one rank: the measured tokens/s x the row's FLOPs per token at 512."""
-    per_token = flops_per_sequence(MEASURED_RATE["row"], SEQUENCE_LENGTH) / SEQUENCE_LENGTH
-    return MEASURED_RATE["tokens_per_s"] * per_token
+    per_token = flops_per_sequence(str(MEASURED_RATE["row"]), SEQUENCE_LENGTH) / SEQUENCE_LENGTH
+    return float(MEASURED_RATE["tokens_per_s"]) * per_token
 
 
 def model_inputs(parts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -92,4 +93,8 @@ def predictions(parts: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "order": order, "flops_only": flops_only, "links": links,
             "sweep": {"title": f"{SWEEP_RANKS} ranks, DDP, batch {GLOBAL_BATCH} x "
                                f"{SEQUENCE_LENGTH}, {rate / 1e12:.0f} TFLOP/s a rank",
-                      "bandwidths": sweep["bandwidth"], "curves": sweep["albert_over_bert"]}}
+                      "bandwidths": sweep["bandwidth"], "curves": sweep["albert_over_bert"],
+                      "marks": {"25 Gb/s": 25.0, "100 Gb/s": 100.0, "400 Gb/s": 400.0,
+                                "TPU v3 ICI": INTERCONNECTS["tpu-v3-128"].bandwidth * 8 / 1e9,
+                                "NVLink 4": INTERCONNECTS["nvlink-8xh100"].bandwidth
+                                * 8 / 1e9}}}

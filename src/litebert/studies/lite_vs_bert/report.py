@@ -49,17 +49,24 @@ def _gb(value: float | None) -> str:
 def params_table(parts: Parts) -> list[str]:
     """Beside Table 1: parameters, and bytes held per rank under DDP and FSDP."""
     rows = []
+    counted = parts.get("communication", {})
     for name, f in parts["footprint"].items():
         fsdp = f["fsdp"]
+        real = counted.get(name, {}).get("fsdp", {}).get("shard_bytes_per_rank")
+        check = "-" if real is None else ("yes" if real == fsdp["2"]["params"] else "no")
         rows.append([name, f"{f['parameters'] / 1e6:,.1f}M", BY_NAME[name].paper_params,
                      _gb(f["ddp"]["total"]), _gb(fsdp["2"]["total"]), _gb(fsdp["8"]["total"]),
-                     _gb(fsdp["8"]["gathered"])])
+                     _gb(fsdp["8"]["gathered"]), check])
     header = ["row", "parameters", "Table 1", "DDP GB/rank", "FSDP 2 GB/rank",
-              "FSDP 8 GB/rank", "of which gathered"]
+              "FSDP 8 GB/rank", "of which gathered", "shards = FSDP's at 2"]
     return ["## Parameters and bytes held per rank (beside Table 1)", "",
             "Parameters, gradients and LAMB's two moments in fp32, plus DDP's gradient "
             "buckets (DDP) or the gathered units (FSDP), counted from the tensors litebert "
-            "creates (footprint.py).", "", *_table(header, rows)]
+            "creates, on the meta device (footprint.py). The last column compares the "
+            "counted shard bytes at 2 ranks with what FSDP itself held at 2 gloo processes "
+            "(the communication part; \"-\": too large to run here). Table 1 prints 235M "
+            "for ALBERT-xxlarge, which its shape (and transformers' own xxlarge) does not "
+            "give.", "", *_table(header, rows)]
 
 
 def timing_table(parts: Parts) -> list[str]:
@@ -207,6 +214,10 @@ def plot_speedup(sweep: dict, path: Path) -> Path | None:
         ax.plot([b * 8 / 1e9 for b in sweep["bandwidths"]], curve, marker=".", label=label)
     ax.set_xscale("log")
     ax.axhline(1.0, color="grey", linewidth=0.8)
+    for name, gbit in sweep.get("marks", {}).items():  # the named links' bandwidths
+        ax.axvline(gbit, color="grey", linestyle=":", linewidth=0.8)
+        ax.text(gbit, 0.98, name, rotation=90, fontsize=6, va="top", ha="right",
+                transform=ax.get_xaxis_transform())
     ax.set_xlabel("bandwidth of the ring's slowest link (Gb/s)")
     ax.set_ylabel("ALBERT speed / BERT speed")
     ax.set_title(sweep["title"], fontsize=9)
@@ -223,10 +234,10 @@ def write_report(study_dir: Path) -> list[Path]:
     if "footprint" not in parts:
         raise LiteVsBertError(f"{study_dir / 'parts'}: no part has finished yet")
     predicted = predictions(parts)
+    quick = " (quick: every row shrunk to 2 layers of width 64)" if study["quick"] else ""
     lines = [f"# {study['title']}", "",
              f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
-             f"1909.11942){' — quick: every row shrunk to 2 layers of width 64' if study['quick'] else ''}. "
-             f"Speed-ups are over {REFERENCE}, as in Table 2.", ""]
+             f"1909.11942){quick}. Speed-ups are over {REFERENCE}, as in Table 2.", ""]
     lines += params_table(parts) + activations_table(parts) + timing_table(parts)
     lines += communication_table(parts)
     lines += speedup_table(predicted)

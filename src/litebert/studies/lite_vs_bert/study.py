@@ -28,7 +28,7 @@ from litebert.studies.lite_vs_bert.activations import measure_row
 from litebert.studies.lite_vs_bert.communication import compare_losses, count_modes
 from litebert.studies.lite_vs_bert.footprint import row_footprint
 from litebert.studies.lite_vs_bert.gloo_check import SIZES, link_of_this_machine, validate
-from litebert.studies.lite_vs_bert.rows import ROWS, small_overrides
+from litebert.studies.lite_vs_bert.rows import ROWS, row_config, small_overrides
 from litebert.studies.lite_vs_bert.throughput import Interconnect, bucket_sizes
 from litebert.studies.lite_vs_bert.timing import step_times
 
@@ -105,12 +105,16 @@ def counted_or_computed(plan: Plan, name: str, footprint: dict) -> dict:
     the DDP footprint), else the footprint's rule (the report compares rule and count)."""
     if 2 * footprint["ddp"]["total"] > MEMORY_SHARE * machine_memory():
         grads = footprint["ddp"]["grads"]
+        log.info("communication %s: computed (two processes would not fit in memory)", name)
         return {"how": "computed: two processes would not fit in this machine's memory",
                 "ddp": {"all_reduce": {"calls": len(bucket_sizes(grads)), "bytes": grads}},
                 "fsdp": {**footprint["fsdp_step"]}}
-    shared = "albert" in name  # the per-use count matters only where a unit is shared
+    # The per-use count matters only where a unit is shared across depth.
+    shared = row_config(name).sharing != "none"
     modes = ("ddp", "fsdp-per-use", "fsdp") if shared else ("ddp", "fsdp")
     batch, length = plan.communication_shape
+    log.info("communication %s: %s at 2 gloo processes, %d x %d", name, ", ".join(modes),
+             batch, length)
     return {"how": "counted at 2 gloo processes",
             **count_modes(name, modes, batch=batch, length=length,
                           overrides=plan.overrides(name))}
