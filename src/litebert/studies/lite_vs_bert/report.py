@@ -118,6 +118,18 @@ def activations_table(parts: Parts) -> list[str]:
             "activations.", "", *_table(header, rows)]
 
 
+def dropout_lines(parts: Parts) -> list[str]:
+    checked = parts.get("dropout")
+    if not checked:
+        return []
+    rows = [[name, str(d["layers"]), str(d["length"]), f"{d['dropout 0.0'] / MB:,.0f}",
+             f"{d['dropout 0.1'] / MB:,.0f}"] for name, d in checked.items()]
+    return ["Dropout, not sharing, is what differs (the `dropout` part: the same measurement "
+            "with and without it):", "",
+            *_table(["row", "layers", "tokens", "MB/seq, dropout 0", "MB/seq, dropout 0.1"],
+                    rows)]
+
+
 def _calls(c: dict) -> str:
     return f"{c['calls']} / {c['bytes'] / MB:,.1f}"
 
@@ -205,7 +217,7 @@ def validation_lines(parts: Parts) -> list[str]:
 
 def plot_speedup(sweep: dict, path: Path) -> Path | None:
     """Each ALBERT size's speed over its BERT partner against bandwidth."""
-    if not sweep:
+    if not sweep or not sweep["curves"]:  # no ALBERT row with its BERT partner
         return None
     fig = Figure(figsize=(6.4, 4.2))
     FigureCanvasAgg(fig)
@@ -238,7 +250,8 @@ def write_report(study_dir: Path) -> list[Path]:
     lines = [f"# {study['title']}", "",
              f"litebert's `lite-vs-bert` study ({study['paper']} of ALBERT, arXiv "
              f"1909.11942){quick}. Speed-ups are over {REFERENCE}, as in Table 2.", ""]
-    lines += params_table(parts) + activations_table(parts) + timing_table(parts)
+    lines += params_table(parts) + activations_table(parts) + dropout_lines(parts)
+    lines += timing_table(parts)
     lines += communication_table(parts)
     lines += speedup_table(predicted)
     lines += validation_lines(parts)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from litebert.files import atomic_write_json
-from litebert.studies.lite_vs_bert.activations import measure_row
+from litebert.studies.lite_vs_bert.activations import activation_memory, measure_row
 from litebert.studies.lite_vs_bert.communication import compare_losses, count_modes
 from litebert.studies.lite_vs_bert.footprint import row_footprint
 from litebert.studies.lite_vs_bert.gloo_check import SIZES, link_of_this_machine, validate
@@ -88,6 +88,28 @@ def part_activations(plan: Plan, done: dict) -> dict:
             for name in plan.rows}
 
 
+DROPOUT = {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+DROPOUT_LAYERS = 3  # enough to show the per-layer cost, seconds a measurement
+
+
+def part_dropout(plan: Plan, done: dict) -> dict:
+    """ALBERT-base and BERT-base at the longest length, with and without dropout (BERT's
+    presets train with 0.1, ALBERT's without): how much of BERT's larger activations per
+    sequence is dropout's rather than the missing sharing."""
+    length = max(plan.lengths)
+    layers = None if plan.quick else DROPOUT_LAYERS
+    rows = {}
+    for name in ("albert-base", "bert-base"):
+        shrink = plan.overrides(name)
+        per = {f"dropout {p['hidden_dropout_prob']}": activation_memory(
+            name, length, layers=layers, overrides={**shrink, **p})["per_sequence_bytes"]
+            for p in (NO_DROPOUT, DROPOUT)}
+        rows[name] = {**per, "length": length,
+                      "layers": layers or shrink["num_hidden_layers"]}
+    return rows
+
+
 def machine_memory() -> int:
     """Bytes of memory this machine has (MemTotal), 0 where /proc/meminfo is missing."""
     try:
@@ -146,6 +168,7 @@ PARTS: dict[str, Callable[[Plan, dict], dict]] = {
     "footprint": part_footprint,
     "timing": part_timing,
     "activations": part_activations,
+    "dropout": part_dropout,
     "communication": part_communication,
     "link": part_link,
     "validation": part_validation,
