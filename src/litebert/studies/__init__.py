@@ -6,4 +6,6 @@
 
 - `similarity.py`: Figure 2, the L2 distance and the angle between each layer's input and
   output embeddings
+- `measured.py`: the studies that measure a system rather than train runs, one entry each;
+  `lite_vs_bert/`: ALBERT's Tables 1-2, bytes held and sent, compute, speed at N ranks
 """
