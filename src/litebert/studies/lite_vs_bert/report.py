@@ -112,8 +112,8 @@ def activations_table(parts: Parts) -> list[str]:
             "intercept. Rows too slow to run at full depth are extrapolated from 2 and 3 "
             "layers (layers have equal shapes); the check is that extrapolation against the "
             "measured full depth. The largest micro-batch adds DDP's bytes held (weights, "
-            "gradients, buckets, LAMB) in fp32; bf16 autocast on a GPU holds less per "
-            "sequence (the `lite-vs-bert` GPU check measures it). BERT's presets train with "
+            "gradients, buckets, LAMB) in fp32; under a GPU's bf16 autocast the figures "
+            "differ (the `lite-vs-bert` GPU check measures peak memory). BERT's presets train with "
             "dropout 0.1 and ALBERT's (v2) without, which adds dropout masks to BERT's "
             "activations.", "", *_table(header, rows)]
 
