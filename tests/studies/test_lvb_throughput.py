@@ -9,6 +9,7 @@ from litebert.studies.lite_vs_bert.gloo_check import (
     fit_line,
     link_of_this_machine,
     measured_step,
+    ring_fit,
 )
 from litebert.studies.lite_vs_bert.throughput import (
     DDP_BUCKET_BYTES,
@@ -142,3 +143,13 @@ def test_a_tiny_rows_step_with_and_without_the_all_reduce():
     assert out["ddp_step_s"] >= 0.5 * out["compute_step_s"]
     assert out["compute_step_s"] >= out["forward_backward_s"]
     assert out["grad_bytes"] == 4 * out["params"]  # float32, every parameter trained
+
+
+def test_the_link_fit_drops_a_negative_latency_and_refuses_times_that_do_not_grow():
+    sizes = [1_000, 10_000, 100_000]
+    latency, bandwidth = ring_fit(sizes, [1e-6 + s / 1e9 for s in sizes], ranks=2)
+    assert bandwidth == pytest.approx(1e9, rel=1e-3) and latency > 0
+    latency, bandwidth = ring_fit(sizes, [s / 1e9 - 1e-7 for s in sizes], ranks=2)
+    assert latency == 0.0 and bandwidth > 0  # an intercept below 0 is noise, refitted
+    with pytest.raises(ValueError, match="did not grow with the message size"):
+        ring_fit(sizes, [3e-4, 2e-4, 1e-4], ranks=2)

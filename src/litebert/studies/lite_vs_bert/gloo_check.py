@@ -108,6 +108,25 @@ def fit_line(xs: Sequence[float], ts: Sequence[float]) -> tuple[float, float]:
     return (r0 * s2 - r1 * s1) / det, (s0 * r1 - s1 * r0) / det
 
 
+def ring_fit(sizes: Sequence[int], seconds: Sequence[float], ranks: int) -> tuple[float, float]:
+    """(latency per ring step, bandwidth) from all-reduce times: t = a + b * 2(N-1)/N * bytes.
+    A negative intercept (latency lost in the noise) is refitted through the origin; times
+    that do not grow with the size cannot give a bandwidth, which is a sentence."""
+    moved = [2 * (ranks - 1) / ranks * size for size in sizes]  # bytes through each link
+    a, b = fit_line(moved, seconds)
+    if a < 0:
+        weights = [1 / t ** 2 for t in seconds]
+        a = 0.0
+        b = (sum(w * x * t for w, x, t in zip(weights, moved, seconds, strict=True))
+             / sum(w * x * x for w, x in zip(weights, moved, strict=True)))
+    if b <= 0:
+        raise ValueError(f"this machine's all-reduce times did not grow with the message "
+                         f"size (sizes {list(sizes)} bytes took {[f'{t:.2e}' for t in seconds]} "
+                         f"s): too noisy to fit a bandwidth; use larger sizes or a quieter "
+                         f"machine")
+    return a / (2 * (ranks - 1)), 1 / b
+
+
 def link_of_this_machine(sizes: Sequence[int] = SIZES, repeats: int = 5,
                          ranks: int = 2) -> dict:
     """All-reduce times between `ranks` gloo processes, fitted to the ring formula
@@ -121,12 +140,11 @@ def link_of_this_machine(sizes: Sequence[int] = SIZES, repeats: int = 5,
     wall = time.perf_counter()
     per_rank = run_ranks(_all_reduce_times, ranks, list(sizes), repeats)
     seconds = [max(column) for column in zip(*per_rank, strict=True)]  # the slower rank's
+    latency, bandwidth = ring_fit(sizes, seconds, ranks)
     moved = [2 * (ranks - 1) / ranks * size for size in sizes]  # bytes through each link
-    a, b = fit_line(moved, seconds)
-    fits = [a + b * x for x in moved]
+    fits = [2 * (ranks - 1) * latency + x / bandwidth for x in moved]
     points = [{"bytes": size, "seconds": t, "fit_s": f}
               for size, t, f in zip(sizes, seconds, fits, strict=True)]
-    latency, bandwidth = a / (2 * (ranks - 1)), 1 / b
     note = (f"measured: {len(sizes)} sizes {min(sizes)}..{max(sizes)} bytes, median of "
             f"{repeats}, fitted to the ring all-reduce formula")
     return {"latency_s": latency, "bandwidth": bandwidth, "points": points,
