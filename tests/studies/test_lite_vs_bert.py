@@ -67,3 +67,19 @@ def test_bad_requests_are_sentences(tmp_path, capsys):
                  "--steps", "3"]) == 2
     assert "trains no run" in capsys.readouterr().err
     assert main(["study", "report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_failed_part_is_a_sentence_that_keeps_the_parts_before_it(tmp_path, monkeypatch,
+                                                                     capsys):
+    def broken(plan, done):
+        raise RuntimeError("process 1 failed: gloo connection reset")
+    monkeypatch.setattr("litebert.studies.lite_vs_bert.study.PARTS",
+                        {"footprint": PARTS["footprint"], "communication": broken})
+    out = tmp_path / "study"
+    assert main(["study", "run", "lite-vs-bert", "--quick", "--out", str(out),
+                 "--only", "albert-base"]) == 2
+    err = capsys.readouterr().err
+    assert "the communication part failed: process 1 failed" in err
+    assert "the same command continues" in err
+    assert (out / "parts" / "footprint.json").is_file()
+    assert not (out / "parts" / "communication.json").exists()

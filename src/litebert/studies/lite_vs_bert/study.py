@@ -195,7 +195,12 @@ def run(out: Path, quick: bool = False, only: list[str] | None = None) -> dict[s
             continue
         log.info("[study] part %d/%d: %s", i, len(PARTS), part)
         start = time.perf_counter()
-        done[part] = measure(plan, done)
+        try:
+            done[part] = measure(plan, done)
+        except (ValueError, RuntimeError) as err:  # a child process's failure, a bad fit
+            raise LiteVsBertError(
+                f"{path}: the {part} part failed: {err}. The parts written before it are "
+                f"kept; the same command continues from this one") from None
         atomic_write_json(path, {"seconds": time.perf_counter() - start,
                                  "result": done[part]})
     return done
