@@ -45,7 +45,7 @@ from litebert.config import ModelConfig
 from litebert.distributed import all_gather_objects, barrier, init_distributed
 from litebert.model import EncoderForPreTraining
 from litebert.train import checkpoint
-from litebert.train.lamb import build_optimizer
+from litebert.train.optimizers import build_optimizer
 from litebert.train.run_config import PretrainConfig
 from litebert.train.scheduler import build_scheduler
 from litebert.train.state import restore_state, save_checkpoint, start_checkpoint

@@ -52,7 +52,7 @@ from litebert.data.loader import SLOT_KEYS, PretrainingDataset, RankSampler
 from litebert.distributed import DistInfo
 from litebert.padding import real_tokens
 from litebert.train.feed import DataPosition, batches
-from litebert.train.lamb import build_optimizer
+from litebert.train.optimizers import build_optimizer
 from litebert.train.pretrain import Trainer
 from litebert.train.run_config import PretrainConfig
 from litebert.train.scheduler import build_scheduler

@@ -22,7 +22,7 @@ from common import describe, interleaved
 
 from litebert.config import ModelConfig
 from litebert.model import EncoderForPreTraining
-from litebert.train.lamb import build_optimizer, step_if
+from litebert.train.optimizers import OPTIMIZERS, build_optimizer, step_if
 
 VOCAB = 22057  # bbc-news' tokenizer in the other benchmarks
 
@@ -71,7 +71,7 @@ def main() -> None:
         for p, g in zip(model.parameters(), grads, strict=True):
             p.grad = g.clone()
         if gated:
-            step_if(optimizer, torch.tensor(True))
+            step_if(OPTIMIZERS["lamb"], optimizer, torch.tensor(True))
         else:
             optimizer.found_inf = None
             optimizer.step()

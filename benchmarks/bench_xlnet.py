@@ -62,7 +62,7 @@ from litebert.data.loader import sampler_for
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 from litebert.train.feed import DataPosition, batches
-from litebert.train.lamb import build_optimizer
+from litebert.train.optimizers import build_optimizer
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.scheduler import build_scheduler
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
 from typing import Any
@@ -33,7 +34,10 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, choices=None,
     the printed default where the value alone would mislead (None meaning "the recipe's");
     `flag` names the option where the field's name cannot (`--from` for start_from: `from`
     is a Python keyword); `metavar` names its value in --help."""
-    meta = {"help": help, "choices": tuple(choices) if choices is not None else None,
+    # A mapping stays as given: a registry (its keys the choices) read live, so that a name
+    # registered after this field was declared is accepted too.
+    live = choices if isinstance(choices, Mapping) else None
+    meta = {"help": help, "choices": live or (tuple(choices) if choices is not None else None),
             "shown": shown, "flag": flag, "metavar": metavar}
     return dataclasses.field(default=default, default_factory=factory, metadata=meta)
 

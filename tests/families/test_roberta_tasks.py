@@ -17,7 +17,7 @@ from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tokenization.train import train_bpe
-from litebert.train.lamb import build_optimizer
+from litebert.train.optimizers import build_optimizer
 from tests.families.configs import hf_roberta_config
 from tests.tasks.test_finetune import (
     BAD,

@@ -16,7 +16,7 @@ from litebert.tasks.base import FinetuneConfig, FinetuneError, finetune_config
 from litebert.tasks.finetune import finetune, finetune_groups
 from litebert.tasks.finetune_options import RULE_ALIASES, RULES
 from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, parameter_depths
-from litebert.train.lamb import adamw_param_groups, build_optimizer
+from litebert.train.optimizers import build_optimizer, default_groups
 from litebert.train.schedule import warmup_polynomial
 from litebert.train.scheduler import build_scheduler
 from tests.conftest import make_inputs, small_config
@@ -122,7 +122,7 @@ def test_every_group_keeps_its_own_rate_under_the_schedule():
     # No weight decay: Adam's first step moves a weight by about its lr. lr 1e-2: even the
     # embeddings' steps (lr / 64 / 4) stay far above float32's resolution near 1.
     lr, wd = 1e-2, 0.0
-    groups = layer_decay_groups(model, adamw_param_groups(model, wd), lr, D)
+    groups = layer_decay_groups(model, default_groups("adamw", model, wd), lr, D)
     # 6 rates (head and pooler; layers 4..1; embeddings) on each side of the decay split.
     assert sorted({g["lr_multiplier"] for g in groups}) == [D ** e for e in (6, 5, 4, 3, 2, 0)]
     optimizer = build_optimizer("adamw", model, lr=lr, weight_decay=wd, param_groups=groups)
@@ -146,7 +146,7 @@ def test_every_group_keeps_its_own_rate_under_the_schedule():
 def test_decay_one_is_the_old_path_exactly():
     lr, wd = 1e-3, 0.01
     old_model, new_model = classifier(), classifier()
-    plain = adamw_param_groups(new_model, wd)
+    plain = default_groups("adamw", new_model, wd)
     groups = layer_decay_groups(new_model, plain, lr, 1.0)
     assert [[id(p) for p in g["params"]] for g in groups] == \
         [[id(p) for p in g["params"]] for g in plain]

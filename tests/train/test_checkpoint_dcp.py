@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 from torch.distributed.checkpoint.state_dict import get_state_dict
 
 from litebert.train import checkpoint
-from litebert.train.lamb import build_optimizer
+from litebert.train.optimizers import OPTIMIZERS, build_optimizer
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.state import ensure_optimizer_state, load_model_state
 from litebert.train.throughput import TIMING_FIELDS
@@ -214,7 +214,7 @@ def test_an_optimizer_given_its_state_before_a_step_steps_as_without(name):
         model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.LayerNorm(3))
         optimizer = build_optimizer(name, model, lr=0.1)
         if prefill:
-            ensure_optimizer_state(optimizer)
+            ensure_optimizer_state(optimizer, OPTIMIZERS[name])
             before = [p.detach().clone() for p in model.parameters()]
             _, saved = get_state_dict(model, optimizer)
             assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(),

@@ -11,13 +11,8 @@ import torch
 from torch import nn
 
 import litebert
-from litebert.train.lamb import (
-    Lamb,
-    adamw_param_groups,
-    build_optimizer,
-    lamb_param_groups,
-    step_if,
-)
+from litebert.train.lamb import Lamb, lamb_param_groups
+from litebert.train.optimizers import OPTIMIZERS, step_if
 
 B1, B2, EPS, WD = 0.9, 0.999, 1e-6, 0.01
 
@@ -215,44 +210,6 @@ def test_step_does_not_sync_to_host(monkeypatch):
     opt.step()
 
 
-def _optimizer(name: str, model: nn.Module) -> torch.optim.Optimizer:
-    if name == "adamw-fused":  # what CUDA runs build; torch has the fused kernel on CPU too
-        return torch.optim.AdamW(adamw_param_groups(model), lr=0.01, fused=True)
-    return build_optimizer(name, model, lr=0.01)
-
-
-@pytest.mark.parametrize("name", ["lamb", "adamw", "adamw-fused"])
-def test_step_if_skips_on_the_device_and_is_exact_when_it_steps(name, monkeypatch):
-    """A step gated by a finite flag: exactly the plain step when true; when false the
-    parameters, moments and step counts stay bit for bit, NaN gradients included."""
-    torch.manual_seed(3)
-    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 2))
-    plain, gated = model, copy.deepcopy(model)
-    opt_plain, opt_gated = _optimizer(name, plain), _optimizer(name, gated)
-    for seed in range(3):
-        g = torch.Generator().manual_seed(seed)
-        grads = [torch.randn(p.shape, generator=g) for p in plain.parameters()]
-        for p, q, grad in zip(plain.parameters(), gated.parameters(), grads, strict=True):
-            p.grad, q.grad = grad.clone(), grad.clone()
-        opt_plain.step()
-        step_if(opt_gated, torch.tensor(True))
-    for p, q in zip(plain.parameters(), gated.parameters(), strict=True):
-        assert torch.equal(p, q)
-    before = copy.deepcopy((gated.state_dict(), opt_gated.state_dict()))
-    for q in gated.parameters():
-        q.grad = torch.full_like(q, float("nan"))
-    if name != "adamw":  # the device gate: nothing may read the flag back
-        for attr in ("item", "tolist", "__bool__"):
-            monkeypatch.setattr(torch.Tensor, attr, lambda *_: pytest.fail("host sync"))
-    step_if(opt_gated, torch.tensor(False))
-    monkeypatch.undo()
-    params, state = gated.state_dict(), opt_gated.state_dict()["state"]
-    assert all(torch.equal(params[k], before[0][k]) for k in params)
-    for i, saved in before[1]["state"].items():
-        for key, value in saved.items():
-            assert torch.equal(state[i][key], value), (name, i, key)
-
-
 def test_closure_and_tensor_lr():
     w = nn.Parameter(torch.ones(2, 2))
 
@@ -287,21 +244,6 @@ def test_errors():
         Lamb(emb.parameters()).step()
 
 
-def test_build_optimizer():
-    model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4))
-    lamb = build_optimizer("lamb", model, lr=0.1)
-    assert isinstance(lamb, Lamb)
-    assert [g["trust_ratio"] for g in lamb.param_groups] == [True, False]
-    assert lamb.defaults["eps"] == 1e-6
-    adamw = build_optimizer("AdamW", model, lr=0.1, weight_decay=0.05, eps=1e-8)
-    assert isinstance(adamw, torch.optim.AdamW)
-    assert [g["weight_decay"] for g in adamw.param_groups] == [0.05, 0.0]
-    assert all("trust_ratio" not in g for g in adamw_param_groups(model))
-    assert len(adamw.param_groups[0]["params"]) == 1  # only the Linear weight is decayed
-    with pytest.raises(ValueError, match="unknown optimizer name 'sgd'.*lamb, adamw"):
-        build_optimizer("sgd", model, lr=0.1)
-
-
 def test_the_compiled_update_is_the_eager_one_and_compiles_once():
     """compile_update (what a compiled run uses): every step equal to eager Lamb's, a skipped
     step included, and one graph per bucket however the schedule moves lr (a float lr
@@ -321,8 +263,8 @@ def test_the_compiled_update_is_the_eager_one_and_compiles_once():
             p.grad = torch.randn(p.shape, generator=g)
             q.grad = p.grad.clone()
         finite = torch.tensor(step != 2)  # step 3 is skipped on the device
-        step_if(eager, finite)
-        step_if(compiled, finite)
+        step_if(OPTIMIZERS["lamb"], eager, finite)
+        step_if(OPTIMIZERS["lamb"], compiled, finite)
         schedule.step()
         eager_schedule.step()
         for p, q in zip(model.parameters(), compiled_model.parameters(), strict=True):

@@ -67,10 +67,10 @@ def test_a_full_disk_while_exporting_is_one_sentence_and_the_export_comes_later(
     EncoderForPreTraining.from_pretrained(export)  # the earlier export, whole
 
 
-def _before_the_fix(optimizer) -> None:
+def _before_the_fix(optimizer, spec) -> None:
     """ensure_optimizer_state as it was: state only for an optimizer that never stepped."""
     if not optimizer.state:
-        state.ensure_optimizer_state(optimizer)
+        state.ensure_optimizer_state(optimizer, spec)
 
 
 @pytest.mark.parametrize("written", ["now", "before the fix"])

@@ -74,6 +74,7 @@ from litebert.tasks.finetune_options import (
     task_options,
 )
 from litebert.tasks.registry import TASKS
+from litebert.train.optimizers import OPTIMIZERS, unknown
 from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
 from litebert.train.schedule import resolve_warmup
 
@@ -96,6 +97,8 @@ class FinetuneConfig(FinetuneOptions):
             self.task_options = task_options(self.task, self.task_options)
         except TaskOptionError as err:
             raise FinetuneError(str(err)) from None
+        if self.optimizer not in OPTIMIZERS:
+            raise unknown(self.optimizer, "finetune config optimizer")
         if self.family_defaults is None:  # copies (dataclasses.replace) keep the record
             self.family_defaults = self._take_family_defaults()
         recipe = TASKS[self.task].recipe

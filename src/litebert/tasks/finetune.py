@@ -36,7 +36,7 @@ from litebert.tasks.registry import TASKS
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import select_rows
 from litebert.train.compiling import compile_errors
-from litebert.train.lamb import adamw_param_groups, build_optimizer
+from litebert.train.optimizers import build_optimizer, default_groups
 from litebert.train.scheduler import build_scheduler
 
 log = logging.getLogger("litebert")
@@ -71,7 +71,7 @@ def train_one(cfg: FinetuneConfig, out: Path) -> dict[str, Any]:
     torch.manual_seed(cfg.seed)
     task = adapter_for(cfg, runtime=runtime)
     model = runtime.place(task.build_model())  # on the device before the optimizer
-    optimizer = build_optimizer("adamw", model, lr=cfg.lr, weight_decay=cfg.weight_decay,
+    optimizer = build_optimizer(cfg.optimizer, model, lr=cfg.lr, weight_decay=cfg.weight_decay,
                                 betas=(0.9, cfg.adam_beta2), eps=cfg.adam_epsilon,
                                 param_groups=finetune_groups(model, cfg))
     # LambdaLR keeps each group's own lr as its initial_lr: one schedule, the layers' ratios.
@@ -229,10 +229,10 @@ class TrainingLoop:
 
 
 def finetune_groups(model: torch.nn.Module, cfg: FinetuneConfig) -> list[dict]:
-    """AdamW's groups: weight decay on all but LayerNorm / bias / 1-D parameters, each side
-    split by layer-wise lr multiplier (one group each when cfg.layer_decay is 1)."""
-    return layer_decay_groups(model, adamw_param_groups(model, cfg.weight_decay), cfg.lr,
-                              cfg.layer_decay, cfg.layer_decay_rule)
+    """The optimizer's groups (weight decay on all but LayerNorm / bias / 1-D parameters),
+    each split by layer-wise lr multiplier (one group each when cfg.layer_decay is 1)."""
+    groups = default_groups(cfg.optimizer, model, cfg.weight_decay)
+    return layer_decay_groups(model, groups, cfg.lr, cfg.layer_decay, cfg.layer_decay_rule)
 
 
 # ---- several seeds -------------------------------------------------------------------------

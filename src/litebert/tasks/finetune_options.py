@@ -16,6 +16,7 @@ from typing import Any
 from litebert.family_names import named_families
 from litebert.options import add_options, option
 from litebert.tasks.registry import GLUE, TASKS, option_classes, option_fields, own_fields, takers
+from litebert.train.optimizers import OPTIMIZERS, described
 from litebert.train.run_config import COMPILE_CHOICES, PRECISIONS
 
 RULES = ("head-to-embeddings", "layers-only")  # layer-decay rules (tasks/layer_decay.py)
@@ -65,7 +66,10 @@ class FinetuneOptions:
                                  shown=RECIPE)
     dropout: float = option(None, "hidden and attention dropout", shown=FAMILY_OR_RECIPE)
     classifier_dropout: float = option(0.1, "dropout before the task head")
-    weight_decay: float = option(None, "AdamW's decoupled weight decay", shown=FAMILY)
+    optimizer: str = option("adamw", f"the optimizer (litebert.train.optimizers): {described()}",
+                            choices=OPTIMIZERS)
+    weight_decay: float = option(None, "the optimizer's decoupled weight decay (not on "
+                                       "LayerNorm and biases)", shown=FAMILY)
     layer_decay: float = option(
         None, "layer-wise learning-rate decay in (0, 1]: the head trains at the lr, layer j of "
               "L (1 = lowest) at lr * X^(L+2-j), the embeddings at lr * X^(L+2); 1 is off",
@@ -76,9 +80,9 @@ class FinetuneOptions:
               "lr * X^(L-j); embeddings and head at the lr; XLNet's); the previous release's "
               "names 'electra' and 'xlnet' are still accepted",
         choices=(*RULES, *RULE_ALIASES), shown=FAMILY)
-    adam_beta2: float = option(None, "AdamW's beta2, the decay of its squared-gradient "
+    adam_beta2: float = option(None, "the optimizer's beta2, the decay of its squared-gradient "
                                      "average", shown=FAMILY)
-    adam_epsilon: float = option(None, "AdamW's epsilon, added to the root of its "
+    adam_epsilon: float = option(None, "the optimizer's epsilon, added to the root of its "
                                        "squared-gradient average", shown=FAMILY)
     eval_every: int = option(None, "steps between dev evaluations", shown="max_steps / 10")
     eval_batch_size: int = option(64, "examples per batch when evaluating")

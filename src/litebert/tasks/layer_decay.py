@@ -90,7 +90,7 @@ def lr_multipliers(model: nn.Module, decay: float,
 
 def layer_decay_groups(model: nn.Module, groups: list[dict], lr: float,
                        decay: float, rule: str = "head-to-embeddings") -> list[dict]:
-    """`groups` (e.g. litebert.train.lamb.adamw_param_groups(model, wd)) split by learning-rate
+    """`groups` (e.g. litebert.train.optimizers.default_groups(name, model, wd)) split by lr
     multiplier; each new group keeps its group's other keys and gets `lr` = lr * multiplier
     and `lr_multiplier`. Within a group, largest multiplier (the head) first; parameters keep
     their order. With decay 1 every multiplier is 1: the same groups, the same parameters."""

@@ -1,13 +1,14 @@
 """torch.compile for the trained module: when (the run's `compile`), how (in place, one full
 graph, static shapes) and what a failure tells the user (the option that turns it off).
 
-With the module, a compiled run compiles LAMB's update (one fused graph in place of its
-foreach kernels). The module is compiled in place (nn.Module.compile), so its state-dict
-keys, checkpoints and exports are those of the eager module. It is compiled before DDP
-wraps it, as torch advises. Under FSDP, dynamo does not trace fully_shard's hooks (a full
-graph of the root fails on them), so each FSDP unit's forward is compiled on its own
-instead (torchtitan's per-block way) and the hooks run eagerly between the graphs; the
-root's embeddings, heads and losses stay eager there.
+With the module, a compiled run compiles the optimizer's update where its registry entry
+has a compile hook (LAMB's: one fused graph in place of its foreach kernels). The module is
+compiled in place (nn.Module.compile), so its state-dict keys, checkpoints and exports are
+those of the eager module. It is compiled before DDP wraps it, as torch advises. Under
+FSDP, dynamo does not trace fully_shard's hooks (a full graph of the root fails on them), so
+each FSDP unit's forward is compiled on its own instead (torchtitan's per-block way) and the
+hooks run eagerly between the graphs; the root's embeddings, heads and losses stay eager
+there.
 
 `compile: regional` compiles the same way without FSDP: each distinct encoder module (the
 objective's fsdp_units: attention and FFN modules) on its own. ALBERT's shared layer is then
@@ -36,7 +37,7 @@ from torch import nn
 
 from litebert.distributed import rank_and_world
 from litebert.objectives.base import CUDA_GRAPH_MODES
-from litebert.train.lamb import Lamb
+from litebert.train.optimizers import OptimizerSpec
 from litebert.train.run_config import REGIONAL, RunConfigError
 
 log = logging.getLogger("litebert")
@@ -135,12 +136,13 @@ def note_cpu(module: nn.Module) -> None:
         log.warning(CPU_NOTE.format(turn_off=TURN_OFF))
 
 
-def compile_optimizer(optimizer: torch.optim.Optimizer) -> None:
-    """LAMB's update as one compiled graph per parameter bucket (Lamb.compile_update); AdamW
-    needs nothing here, as a CUDA run builds torch's fused AdamW already."""
-    if isinstance(optimizer, Lamb):
-        log.info("compiling LAMB's update (torch.compile, backend %s)", backend())
-        optimizer.compile_update(backend())
+def compile_optimizer(optimizer: torch.optim.Optimizer, spec: OptimizerSpec) -> None:
+    """The optimizer's update compiled by its registry entry's hook (LAMB's: one graph per
+    parameter bucket, Lamb.compile_update); an entry without one (AdamW: a CUDA run builds
+    torch's fused AdamW already) runs its update as built."""
+    if spec.compile_hook is not None:
+        log.info("compiling %s's update (torch.compile, backend %s)", spec.name, backend())
+        getattr(optimizer, spec.compile_hook)(backend())
 
 
 # The recompile limit's exception, by torch release (FailOnCacheLimitHit before 2.6).

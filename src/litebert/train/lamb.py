@@ -1,4 +1,4 @@
-"""LAMB (You et al. 2019) as ALBERT trains with it, plus the parameter split it needs.
+"""LAMB (You et al. 2019) as ALBERT trains with it, and its parameter groups.
 
 This follows the TF `lamb_optimizer.py` that ships with ALBERT, not the paper's later
 variants: Adam moments WITHOUT bias correction, update = m / (sqrt(v) + eps), decoupled
@@ -23,16 +23,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
 
 import torch
 from torch import nn
 
-# The official exclude_from_weight_decay / exclude_from_layer_adaptation lists.
-_EXCLUDED_SUBSTRINGS = ("LayerNorm", "layer_norm")
-_NORM_TYPES = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm,
-               nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-OPTIMIZERS = ("lamb", "adamw")
+from litebert.train.param_groups import decay_groups
 
 
 class Lamb(torch.optim.Optimizer):
@@ -189,82 +184,7 @@ def _lamb_update(params, grads, exp_avgs, exp_avg_sqs, *, lr, beta1, beta2, eps,
     torch._foreach_add_(params, updates)
 
 
-def _excluded(name: str, param: nn.Parameter, module: nn.Module) -> bool:
-    """LayerNorm / norm-layer parameters, biases and any 1-D tensor: no decay, no trust ratio."""
-    parts = name.split(".")
-    return (any(s in name for s in _EXCLUDED_SUBSTRINGS)
-            or isinstance(module, _NORM_TYPES)
-            or any(part.lower().endswith("norm") for part in parts[:-1])
-            or parts[-1].endswith("bias")
-            or param.ndim < 2)
-
-
-def _split(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
-    """(decayed, excluded) parameters of `model` in named_parameters order (shared ones once)."""
-    decayed: list[nn.Parameter] = []
-    excluded: list[nn.Parameter] = []
-    for name, p in model.named_parameters():
-        owner = model.get_submodule(name.rpartition(".")[0])
-        (excluded if _excluded(name, p, owner) else decayed).append(p)
-    return decayed, excluded
-
-
 def lamb_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
     """Two Lamb groups: 2-D+ weights (decay + trust ratio) and LayerNorm / bias / 1-D
-    parameters (neither). Empty groups are left out."""
-    if weight_decay < 0:
-        raise ValueError(f"lamb_param_groups: weight_decay must be >= 0, got {weight_decay}")
-    decayed, excluded = _split(model)
-    groups = [dict(params=decayed, weight_decay=weight_decay, trust_ratio=True),
-              dict(params=excluded, weight_decay=0.0, trust_ratio=False)]
-    return [g for g in groups if g["params"]]
-
-
-def adamw_param_groups(model: nn.Module, weight_decay: float = 0.01) -> list[dict]:
-    """The same split as lamb_param_groups, for torch.optim.AdamW (no trust_ratio key)."""
-    groups = lamb_param_groups(model, weight_decay)
-    return [{k: v for k, v in g.items() if k != "trust_ratio"} for g in groups]
-
-
-def fused_adamw(groups: list[dict], **hyper: Any) -> torch.optim.AdamW:
-    """torch's AdamW as one fused update (CUDA, and CPUs from torch 2.4: far faster
-    there than the per-parameter loop torch picks by default on a CPU, which also reads each
-    step counter back to the host); torch's default where this torch or device has none."""
-    try:
-        return torch.optim.AdamW(groups, fused=True, **hyper)
-    except RuntimeError:  # "`fused=True` requires all the params to be ... on a supported device"
-        return torch.optim.AdamW(groups, **hyper)
-
-
-def build_optimizer(name: str, model: nn.Module, lr: float, weight_decay: float = 0.01,
-                    betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
-                    param_groups: list[dict] | None = None) -> torch.optim.Optimizer:
-    """"lamb" (ALBERT's choice) or "adamw", both with LayerNorm/bias excluded from decay.
-
-    param_groups: groups to optimise instead of the model's default split, e.g. that split
-    refined further (fine-tuning's layer-wise lr decay, litebert.tasks.layer_decay); a group
-    may set its own `lr`. Build them from lamb_param_groups for "lamb" (its `trust_ratio`
-    keys) and from adamw_param_groups for "adamw".
-    """
-    key = name.lower()
-    if key == "lamb":
-        groups = lamb_param_groups(model, weight_decay) if param_groups is None else param_groups
-        return Lamb(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-    if key == "adamw":
-        groups = adamw_param_groups(model, weight_decay) if param_groups is None else param_groups
-        return fused_adamw(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-    raise ValueError(f"build_optimizer: unknown optimizer name {name!r}; "
-                     f"expected one of {', '.join(OPTIMIZERS)}")
-
-
-def step_if(optimizer: torch.optim.Optimizer, finite: torch.Tensor) -> None:
-    """optimizer.step() when `finite` (a 0-d bool on the device) holds, without the host
-    reading it where the optimizer can skip on the device: Lamb, and torch's fused AdamW
-    (both read `found_inf`, as GradScaler sets it). Torch's foreach AdamW cannot, and is what
-    a CPU run builds (fused is chosen on CUDA): there the host reads the flag, which on a CPU
-    is no sync, as the CPU has computed it already."""
-    if isinstance(optimizer, Lamb) or getattr(optimizer, "_step_supports_amp_scaling", False):
-        optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
-        optimizer.step()
-    elif bool(finite):
-        optimizer.step()
+    parameters (neither; litebert.train.param_groups). Empty groups are left out."""
+    return decay_groups(model, weight_decay, decayed_only=("trust_ratio",))

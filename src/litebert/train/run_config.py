@@ -33,6 +33,7 @@ from litebert.options import option
 from litebert.provenance import FILE, GIVEN, FieldError, Provenance, Source
 from litebert.train import batch_split
 from litebert.train import phases as phase_plan
+from litebert.train.optimizers import OPTIMIZERS, OptimizerError, check_saved, described, registered
 from litebert.train.schedule import (
     SCHEDULES,
     resolve_warmup,
@@ -104,7 +105,7 @@ class PretrainConfig:
                "about one more forward pass of the layers (~33% more compute a step), the "
                "results unchanged")
     max_steps: int = option(1000, "optimizer steps of the run")
-    optimizer: str = option("lamb", "the optimizer", choices=("lamb", "adamw"))
+    optimizer: str = option("lamb", f"the optimizer: {described()}", choices=OPTIMIZERS)
     lr: float = option(0.00176, "peak learning rate, reached at the end of warm-up")
     weight_decay: float = option(0.01, "decoupled weight decay (not on LayerNorm and biases)")
     betas: tuple[float, float] = option((0.9, 0.999), "the optimizer's moment decay rates")
@@ -231,7 +232,8 @@ class PretrainConfig:
             (math.isfinite(self.power) and self.power > 0, "power",
              "must be a finite number above 0"),
             (self.max_grad_norm >= 0, "max_grad_norm", "must be 0 (no clipping) or positive"),
-            (self.optimizer in ("lamb", "adamw"), "optimizer", "choose 'lamb' or 'adamw'"),
+            (self.optimizer in OPTIMIZERS, "optimizer", f"not a registered optimizer; choose "
+             f"from {registered()} (litebert.train.optimizers.register_optimizer adds one)"),
             (self.precision in PRECISIONS, "precision",
              f"choose from {', '.join(PRECISIONS)}"),
             (self.log_every > 0, "log_every", positive),
@@ -474,9 +476,12 @@ def saved_run_config(values: dict[str, Any],
     (fields added since take their defaults); a value it cannot hold is named there."""
     known = {k: v for k, v in values.items() if k in FIELDS or k in legacy_objective_fields()}
     try:
+        check_saved(known.get("optimizer"), where)
         return PretrainConfig(**nest_objective(known, "state.json", warn=False))
     except FieldError as err:
         raise RunConfigError(Provenance(Source(FILE, where)).blame(err)) from None
+    except OptimizerError as err:
+        raise RunConfigError(str(err)) from None
 
 
 def merge_objective(base: Any, top: Any) -> Any:

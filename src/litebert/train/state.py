@@ -38,7 +38,12 @@ from litebert.distributed import DistInfo, agree_on_write
 from litebert.objectives import Objective, resolve
 from litebert.train import checkpoint
 from litebert.train.feed import DataPosition
-from litebert.train.lamb import Lamb
+from litebert.train.optimizers import (
+    OptimizerSpec,
+    check_resumable,
+    optimizer_spec,
+    steps_on_device,
+)
 from litebert.train.run_config import PretrainConfig, RunConfigError, saved_run_config
 from litebert.train.start_from import finish_export
 from litebert.write_errors import explained_write
@@ -118,7 +123,8 @@ def start_checkpoint(run_dir: Path, model, optimizer, scheduler, cfg: PretrainCo
               "format": "sharded"}
 
     def fill(directory: Path) -> Future | None:
-        ensure_optimizer_state(optimizer)  # a run saving before its first update
+        # a run saving before its first update
+        ensure_optimizer_state(optimizer, optimizer_spec(cfg.optimizer))
         model_state, optim_state = get_state_dict(model, optimizer)  # this rank's, no copy
         both = {"model": model_state, "optimizer": optim_state}
         writing = None
@@ -144,9 +150,10 @@ def restore_state(model, optimizer, scheduler, cfg: PretrainConfig, info: DistIn
     position=False: the run reads other data from its first item (a new phase), at epoch 0
     and micro-batch 0 whatever the checkpoint's micro-batches were."""
     saved = checkpoint.verify(path)  # sizes; resolve_resume has compared the checksums
+    check_resumable(saved.get("config", {}).get("optimizer"), cfg.optimizer, str(path))
     own = implementation(optimizer)
     if saved.get("format") == "sharded":
-        _load_sharded(model, optimizer, scheduler, path)
+        _load_sharded(model, optimizer, optimizer_spec(cfg.optimizer), scheduler, path)
     else:
         _load_full(model, optimizer, scheduler, path)
     keep_implementation(optimizer, own)
@@ -181,26 +188,23 @@ def keep_implementation(optimizer: torch.optim.Optimizer, own: list[dict[str, An
                 optimizer.state[p]["step"] = step.to(p.device, torch.float32)
 
 
-def ensure_optimizer_state(optimizer: torch.optim.Optimizer) -> None:
+def ensure_optimizer_state(optimizer: torch.optim.Optimizer, spec: OptimizerSpec) -> None:
     """Give every parameter without optimizer state (none has any before the first step; a
     parameter that never had a gradient, such as the pooler and pair head of a run of MLM
-    alone, never gets any) the state its first update would create:
-    zero moments and a step count of 0 per parameter (Lamb and AdamW keep the same three),
+    alone, never gets any) the state its first update would create, as its registry entry
+    `spec` names it (OptimizerSpec.state: a step count of 0, zero moments or buffers),
     which that step would then find, unchanged. Without it get_state_dict creates the state
     itself with a step at learning rate 0 on zero gradients: a gradient-sized buffer more,
     and the optimizer's arithmetic, on every resume (and a step count of 1 at a save before
     any step was taken)."""
-    if not isinstance(optimizer, (Lamb, torch.optim.AdamW)):
-        return
     for group in optimizer.param_groups:
-        # where each keeps its step count: Lamb and a fused or capturable AdamW on the device
-        on_device = isinstance(optimizer, Lamb) or group.get("fused") or group.get("capturable")
+        step_device = None if steps_on_device(spec, group) else "cpu"  # None: the parameter's
         for p in group["params"]:
             if p in optimizer.state:
                 continue
             optimizer.state[p] = {
-                "step": torch.zeros((), device=p.device if on_device else "cpu"),
-                "exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+                name: torch.zeros((), device=step_device or p.device) if name == "step"
+                else torch.zeros_like(p) for name in spec.state}
 
 
 def _load_full(model, optimizer, scheduler, path: Path) -> None:
@@ -217,17 +221,17 @@ def _load_full(model, optimizer, scheduler, path: Path) -> None:
     scheduler.load_state_dict(optim_state["scheduler"])
 
 
-def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
+def _load_sharded(model, optimizer, spec: OptimizerSpec, scheduler, path: Path) -> None:
     """DCP fills this run's own state dicts in place (its shards, or whole tensors without
     FSDP) from whatever sharding the checkpoint was saved with, into the fresh optimizer's
     zero moments (ensure_optimizer_state)."""
-    ensure_optimizer_state(optimizer)
+    ensure_optimizer_state(optimizer, spec)
     model_state, optim_state = get_state_dict(model, optimizer)
     # A checkpoint written before ensure_optimizer_state covered parameters that never had a
     # gradient holds no state for them: they keep the zero state, what a fresh one would be.
-    saved = checkpoint.saved_keys(path)
+    saved = saved_state_names(checkpoint.saved_keys(path))
     states = cast(dict[str, Any], optim_state["state"])  # parameter name -> its state
-    unsaved = {n: states.pop(n) for n in list(states) if f"optimizer.state.{n}.step" not in saved}
+    unsaved = {n: states.pop(n) for n in list(states) if n not in saved}
     # Two kinds of DCP state dict under one roof: Any, not their join (object).
     loaded: dict[str, Any] = {"model": model_state, "optimizer": optim_state}
     checkpoint.load_sharded(loaded, path)
@@ -235,6 +239,13 @@ def _load_sharded(model, optimizer, scheduler, path: Path) -> None:
     set_state_dict(model, optimizer, model_state_dict=loaded["model"],
                    optim_state_dict=loaded["optimizer"])
     scheduler.load_state_dict(checkpoint.load_pt(Path(path) / "scheduler.pt"))
+
+
+def saved_state_names(keys: set[str]) -> set[str]:
+    """The parameters a checkpoint holds optimizer state of, from its flattened keys
+    ("optimizer.state.FQN.NAME", NAME one of the optimizer's state names)."""
+    prefix = "optimizer.state."
+    return {k[len(prefix):].rpartition(".")[0] for k in keys if k.startswith(prefix)}
 
 
 def _batch_position(saved: dict[str, Any], cfg: PretrainConfig, info: DistInfo) -> int:

@@ -65,8 +65,8 @@ from litebert.train.compiling import (
     resolved_compile,
 )
 from litebert.train.feed import batches
-from litebert.train.lamb import build_optimizer, step_if
 from litebert.train.metrics import MetricsLogger
+from litebert.train.optimizers import build_optimizer, optimizer_spec, step_if
 from litebert.train.precision import allow_tf32, autocast, resolved_precision
 from litebert.train.preemption import Preempted, PreemptionWatch, exit_status, signal_name
 from litebert.train.restart import Start, complete, logged_evaluation, plan_start
@@ -198,11 +198,12 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         model = self._started(self.objective.build(self.config), data_dir).to(self.info.device)
         self.model = self._compiled_and_wrapped(model)
+        self.optimizer_spec = optimizer_spec(cfg.optimizer)  # its registry entry
         self.optimizer = build_optimizer(cfg.optimizer, self.model, lr=cfg.lr,
                                          weight_decay=cfg.weight_decay, betas=cfg.betas,
                                          eps=cfg.eps)
         if self.compiled:
-            compile_optimizer(self.optimizer)
+            compile_optimizer(self.optimizer, self.optimizer_spec)
         self.scheduler = self._new_scheduler()
         self.amp, self.scaler = autocast(cfg.precision, self.info.device)
         allow_tf32(self.info.device)
@@ -378,7 +379,7 @@ class Trainer:
             self.scaler.step(self.optimizer)
             self.scaler.update()
         else:
-            step_if(self.optimizer, finite)
+            step_if(self.optimizer_spec, self.optimizer, finite)
             self.skips.add(finite)
         self.scheduler.step()
         self.state.step += 1
