@@ -59,6 +59,7 @@ from common import (
 
 from litebert.data.integrity import open_manifest
 from litebert.data.loader import sampler_for
+from litebert.data.manifest import open_data
 from litebert.objectives.plm import PLMObjective
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 from litebert.train.feed import DataPosition, batches
@@ -145,7 +146,7 @@ def side_peak_mb(side: str, args: argparse.Namespace, data: Path, export: Path) 
     with tempfile.TemporaryDirectory() as out:
         cfg = run_config(args, data, out, precision, side == COMPILED)
         if side == THEIRS:
-            dataset = PLMObjective(cfg).dataset(data, "train", cfg.seed)  # the same items
+            dataset = PLMObjective(cfg).dataset(open_data(data), "train", cfg.seed)  # same items
             step = transformers_side(export, cfg, dataset.reuse_len, device, precision)
         else:
             trainer, step = trainer_side(cfg, device)

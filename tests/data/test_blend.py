@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from litebert.cli import main
 from litebert.data.blend import (
     BlendedItems,
     DataSpec,
+    RunData,
     blend_counts,
     check_agreed,
     data_differences,
@@ -26,6 +26,7 @@ from litebert.data.blend import (
 from litebert.data.build_config import BuildConfig
 from litebert.data.integrity import DataError
 from litebert.data.loader import RankSampler
+from litebert.data.manifest import DataManifest
 from litebert.train.feed import DataPosition, batches
 
 
@@ -162,14 +163,11 @@ def test_an_empty_directory_is_refused():
 
 # ---- the directories must agree -------------------------------------------------------------
 
-def fake_directory(root: Path, name: str, fingerprint: str = "f0", **config) -> Path:
-    """A directory with just the manifest fields a blend compares."""
-    directory = root / name
-    directory.mkdir()
+def fake_directory(root: Path, name: str, fingerprint: str = "f0", **config) -> DataManifest:
+    """A directory's manifest as read, with just the fields a blend compares."""
     values = {**dataclasses.asdict(BuildConfig()), **config}
     manifest = {"config": values, "tokenizer": {"fingerprint": fingerprint}}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-    return directory
+    return DataManifest(root / name, manifest, BuildConfig(**values), name)
 
 
 @pytest.mark.parametrize(("field", "theirs", "shown"), [
@@ -183,23 +181,24 @@ def test_directories_that_disagree_are_named_with_the_field(tmp_path, field, the
     b = (fake_directory(tmp_path, "b", fingerprint=theirs) if field == "tokenizer"
          else fake_directory(tmp_path, "b", **{field: theirs}))
     check_agreed((a, fake_directory(tmp_path, "same")))
-    with pytest.raises(DataError, match=f"--data: {a} and {b} differ in "
+    with pytest.raises(DataError, match=f"--data: {a.directory} and {b.directory} differ in "
                                         f"{re.escape(shown)}; .*rebuild one"):
         check_agreed((a, fake_directory(tmp_path, "same2"), b))
 
 
-def test_objectives_that_read_streams_take_one_directory():
+def test_objectives_that_read_streams_take_one_directory(tmp_path):
     class Streams:
         sampling = "mirrored-streams"
 
-        def dataset(self, directory, split, seed):
+        def dataset(self, data, split, seed):
             return Part("p0", 4)
 
-    assert len(open_items(parse_data("one"), Streams(), "train", 0)) == 4
+    one, other = fake_directory(tmp_path, "one"), fake_directory(tmp_path, "other")
+    assert len(open_items(RunData((one,), None), Streams(), "train", 0)) == 4
     with pytest.raises(DataError, match="--data blends 2 directories, but objective sampling "
                                         "'mirrored-streams' reads streams in order; a blend "
                                         "needs the shuffled sampler"):
-        open_items(parse_data("a:1,b:1"), Streams(), "train", 0)
+        open_items(RunData((one, other), (0.5, 0.5)), Streams(), "train", 0)
 
 
 # ---- what a checkpoint records --------------------------------------------------------------

@@ -19,6 +19,7 @@ from litebert.cli import main
 from litebert.data.builder import FORMAT, VERSION, BuildConfig, build
 from litebert.data.cache import input_files
 from litebert.data.loader import StreamData, open_training_data
+from litebert.data.manifest import open_data
 from litebert.objectives.plm_data import PLMDataset
 from litebert.objectives.plm_report import REPORTERS, reporter_for
 from tests.data.builds import small_build
@@ -73,7 +74,7 @@ def test_an_xlnet_directory_loads_reports_and_stays_a_cache_hit(tmp_path,
                                                            input_files([corpus]), fingerprint)
     dataset = PLMDataset(out, "train")
     assert [window(dataset, i) for i in (0, 3)] == before
-    assert isinstance(open_training_data(out, seed=1), StreamData)
+    assert isinstance(open_training_data(open_data(out), seed=1), StreamData)
     assert reporter_for(out) is REPORTERS["streams"]
     stamp = (out / "train.stream.bin").stat().st_mtime_ns
     again = build([corpus], tok, out, BuildConfig(**{**old["config"], "packing": "streams"}))

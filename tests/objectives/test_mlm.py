@@ -46,9 +46,9 @@ def test_the_pair_task_and_its_name_come_from_the_data(data_dir, train):
     cfg = run_config(data_dir, data_dir / "unused")
     sop = MLMObjective(cfg, train)
     assert (sop.parts, sop.weights) == (("mlm", "sop"), (1.0, 1.0))
-    nsp_data = SimpleNamespace(label_key="next_sentence_label", directory=data_dir)
+    nsp_data = SimpleNamespace(label_key="next_sentence_label", data=train.data)
     assert MLMObjective(cfg, nsp_data).parts == ("mlm", "nsp")  # type: ignore[arg-type]
-    alone = SimpleNamespace(label_key=None, directory=data_dir)  # data objective "none"
+    alone = SimpleNamespace(label_key=None, data=train.data)  # data objective "none"
     assert MLMObjective(cfg, alone).parts == ("mlm",)  # type: ignore[arg-type]
     assert MLMObjective(cfg).parts == ("mlm",)  # no data: build and export only
 

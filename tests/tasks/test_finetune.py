@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +13,12 @@ import transformers
 
 import litebert
 from litebert.cli import main
-from litebert.tasks.base import finetune_config
+from litebert.model import hub
+from litebert.tasks import model_source
+from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tokenization import train_sentencepiece
+from tests.train.test_pretrain import file_reads
 
 GOOD = "great fine lovely superb wonderful".split()
 BAD = "awful poor dreadful terrible boring".split()
@@ -284,3 +289,40 @@ def test_skipped_rows_are_reported_with_file_and_line(base_model, tmp_path, capl
     assert "train.tsv: read 40 examples, skipped 1" in caplog.text
     assert "train.tsv:42" in caplog.text
 
+
+
+def test_a_fine_tuning_reads_the_models_config_once(base_model, tmp_path, monkeypatch):
+    """finetune_config reads config.json once; the family's defaults, the adapter and its
+    checks take that ModelConfig. Loading the weights (model/hub.py's load_pretrained) reads
+    the file of each directory it loads once more, and no one else does."""
+    config_json = (base_model / "config.json").resolve()
+    reads, read_by_tasks, loads = file_reads(monkeypatch), [], collections.Counter()
+    read_config, load_pretrained = model_source.read_config, hub.load_pretrained
+
+    def counted_read(directory):
+        read_by_tasks.append(directory)
+        return read_config(directory)
+
+    def counted_load(cls, directory, **kw):
+        loads[(Path(directory) / "config.json").resolve()] += 1
+        return load_pretrained(cls, directory, **kw)
+
+    monkeypatch.setattr(model_source, "read_config", counted_read)
+    monkeypatch.setattr(hub, "load_pretrained", counted_load)
+    finetune(finetune_config(task="sst2", data=str(sst2_dir(tmp_path / "SST-2")),
+                             model=str(base_model), out=str(tmp_path / "out"),
+                             **fast(max_steps=2, eval_every=2)))
+    assert read_by_tasks == [base_model] and loads[config_json] == 1
+    assert reads[config_json] == 1 + loads[config_json]
+
+
+def test_constructing_a_finetune_config_reads_no_file(base_model, tmp_path, monkeypatch):
+    reads = file_reads(monkeypatch)
+    cfg = FinetuneConfig(task="rte", data=str(tmp_path), model=str(tmp_path / "no-model"),
+                         out=str(tmp_path / "out"))
+    assert not reads and cfg.model_config is None  # no family read: the recipe's values
+    assert cfg.family_defaults["family"] == "albert" and cfg.lr == 3e-5
+    built = finetune_config(task="rte", data=str(tmp_path), model=str(base_model),
+                            out=str(tmp_path / "out"))
+    assert list(reads) == [(base_model / "config.json").resolve()]  # the builder reads it
+    assert built.model_config is not None and built.model_config.hidden_size == 32

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -63,6 +64,20 @@ def run_config(data_dir, out, **kw) -> PretrainConfig:
                   batch_size=8, micro_batch_size=8, max_steps=6, warmup_steps=2, lr=0.01,
                   log_every=1, eval_every=3, save_every=3, keep_last=2, eval_instances=40)
     return PretrainConfig(**{**values, **kw})
+
+
+def file_reads(monkeypatch) -> collections.Counter:
+    """From now on, how often each file is read (Path.read_text, through which every
+    manifest.json and config.json is read), by its resolved path."""
+    reads: collections.Counter = collections.Counter()
+    read_text = Path.read_text
+
+    def counted(self, *args, **kwargs):
+        reads[Path(self).resolve()] += 1
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    return reads
 
 
 def read_metrics(run_dir):
@@ -413,3 +428,16 @@ def test_loader_workers_change_nothing_but_speed(data_dir, tmp_path):
     assert len(none) == steps and [x["loss"] for x in none] == [x["loss"] for x in two]
     state = json.loads((checkpoint.latest(tmp_path / "two") / "state.json").read_text())
     assert state["epoch"] == 1
+
+
+def test_a_run_reads_its_data_manifest_once_and_the_model_it_starts_from_once(
+        data_dir, tmp_path, monkeypatch):
+    manifest = (data_dir / "manifest.json").resolve()
+    reads = file_reads(monkeypatch)
+    pretrain(run_config(data_dir, tmp_path / "run", max_steps=2, eval_every=2, save_every=2))
+    assert reads[manifest] == 1  # the dataset, held-out set, baseline, pairs and digest
+    reads.clear()
+    source = tmp_path / "run" / "export"
+    pretrain(run_config(data_dir, tmp_path / "more", max_steps=2, eval_every=2, save_every=2,
+                        start_from=str(source)))
+    assert reads[manifest] == 1 and reads[(source / "config.json").resolve()] == 1

@@ -15,7 +15,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
-from tests.train.test_pretrain import read_metrics, run_config, tiny_data
+from tests.train.test_pretrain import file_reads, read_metrics, run_config, tiny_data
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +57,11 @@ def test_a_blended_run_resumes_exactly_and_keeps_its_weights(two_directories, tm
 def test_a_bad_blend_is_a_run_config_error():
     with pytest.raises(RunConfigError, match="--data a:1,b: give every directory a weight"):
         run_config("a:1,b", "out")
+
+
+def test_a_blend_reads_each_directorys_manifest_once(two_directories, tmp_path, monkeypatch):
+    a, b = two_directories
+    reads = file_reads(monkeypatch)
+    trainer = Trainer(run_config(a, tmp_path / "run", data=f"{a}:0.7,{b}:0.3", export=False))
+    assert len(trainer.train_data.parts) == 2  # both opened, their agreement checked
+    assert [reads[(d / "manifest.json").resolve()] for d in (a, b)] == [1, 1]

@@ -33,16 +33,20 @@ def cmd_data_merge(args: argparse.Namespace) -> None:
 
 
 def cmd_data_inspect(args: argparse.Namespace) -> None:
+    from litebert.data.manifest import open_data
     from litebert.objectives import reporter_for
 
-    for block in reporter_for(args.dir).inspect(args.dir, args.split, args.n):
+    data = open_data(args.dir)  # the manifest, read once for the whole command
+    for block in reporter_for(data).inspect(data, args.split, args.n):
         print(block + "\n")
 
 
 def cmd_data_stats(args: argparse.Namespace) -> None:
+    from litebert.data.manifest import open_data
     from litebert.objectives import reporter_for
 
-    print(json.dumps(reporter_for(args.dir).stats(args.dir, sample=args.sample), indent=2))
+    data = open_data(args.dir)  # the manifest, read once for the whole command
+    print(json.dumps(reporter_for(data).stats(data, sample=args.sample), indent=2))
 
 
 def cmd_data_verify(args: argparse.Namespace) -> None:

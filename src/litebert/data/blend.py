@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from litebert.data.build_config import BuildConfig
-from litebert.data.integrity import DataError, content_digest, load_manifest
+from litebert.data.integrity import DataError
+from litebert.data.manifest import DataManifest, open_data
 from litebert.tokenization import Tokenizer
 
 if TYPE_CHECKING:  # in annotations only: the run config parses --data without torch
@@ -59,7 +59,7 @@ class ItemSource(Protocol):  # an Objective, as far as opening its items goes
     @property
     def sampling(self) -> str: ...
 
-    def dataset(self, directory: Path, split: str, seed: int) -> Any: ...
+    def dataset(self, data: DataManifest, split: str, seed: int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,33 @@ def parse_data(text: str) -> DataSpec:
         return DataSpec(directories, None)
     total = sum(w for _, w in pairs if w is not None)
     return DataSpec(directories, tuple(w / total for _, w in pairs if w is not None))
+
+
+@dataclass(frozen=True)
+class RunData:
+    """The run's data as read: each directory's manifest, read once (open_run_data), in the
+    order of --data, and the weights (None: by size)."""
+
+    parts: tuple[DataManifest, ...]
+    weights: tuple[float, ...] | None
+
+    @property
+    def first(self) -> DataManifest:
+        """The directory of evaluation, the MLM baseline and the run's tokenizer."""
+        return self.parts[0]
+
+    @property
+    def blended(self) -> bool:
+        return len(self.parts) > 1
+
+
+def open_run_data(spec: DataSpec) -> RunData:
+    """Every directory of `spec` opened (its manifest read and checked) once; a blend's must
+    agree on what a batch holds (check_agreed)."""
+    data = RunData(tuple(open_data(d) for d in spec.directories), spec.weights)
+    if data.blended:
+        check_agreed(data.parts)
+    return data
 
 
 def _weighted(part: str) -> bool:
@@ -193,53 +220,51 @@ class BlendedItems:
         return part[j]
 
 
-def open_items(spec: DataSpec, objective: ItemSource, split: str, seed: int):
+def open_items(data: RunData, objective: ItemSource, split: str, seed: int):
     """The items `objective` reads from the run's data: one directory's, or a blend's."""
-    if not spec.blended:
-        return objective.dataset(spec.first, split, seed)
+    if not data.blended:
+        return objective.dataset(data.first, split, seed)
     if objective.sampling != "shuffled":
-        raise DataError(f"--data blends {len(spec.directories)} directories, but objective "
+        raise DataError(f"--data blends {len(data.parts)} directories, but objective "
                         f"sampling {objective.sampling!r} reads streams in order; a blend "
                         f"needs the shuffled sampler: train on one directory")
-    check_agreed(spec.directories)
-    return BlendedItems([objective.dataset(d, split, seed) for d in spec.directories],
-                        spec.weights)
+    return BlendedItems([objective.dataset(d, split, seed) for d in data.parts], data.weights)
 
 
-def agreed_fields(directory: Path) -> dict[str, Any]:
-    """AGREED of a data directory, read from its manifest (and tokenizer copy)."""
-    manifest = load_manifest(directory)
-    config = BuildConfig(**manifest["config"])
-    fingerprint = manifest.get("tokenizer", {}).get("fingerprint")
-    if fingerprint is None:  # an older manifest: the directory's copy of the tokenizer
-        fingerprint = Tokenizer.from_pretrained(directory / "tokenizer").fingerprint
-    return {"tokenizer": fingerprint, **{k: getattr(config, k) for k in AGREED[1:]}}
+def agreed_fields(data: DataManifest) -> dict[str, Any]:
+    """AGREED of a data directory, from its manifest (and, for an older manifest without the
+    tokenizer's fingerprint, the directory's copy of the tokenizer)."""
+    fingerprint = data.content.get("tokenizer", {}).get("fingerprint")
+    if fingerprint is None:
+        fingerprint = Tokenizer.from_pretrained(data.directory / "tokenizer").fingerprint
+    return {"tokenizer": fingerprint, **{k: getattr(data.config, k) for k in AGREED[1:]}}
 
 
-def check_agreed(directories: tuple[Path, ...]) -> None:
+def check_agreed(parts: tuple[DataManifest, ...]) -> None:
     """DataError naming both directories, the field and both values where a directory's
     AGREED differ from the first's."""
-    first = agreed_fields(directories[0])
-    for other in directories[1:]:
+    first = agreed_fields(parts[0])
+    for other in parts[1:]:
         fields = agreed_fields(other)
         for key in AGREED:
             if fields[key] != first[key]:
                 what = "tokenizer (fingerprint)" if key == "tokenizer" else key
                 raise DataError(
-                    f"--data: {directories[0]} and {other} differ in {what} ({first[key]!r} "
-                    f"and {fields[key]!r}); the directories of a blend must be built with the "
+                    f"--data: {parts[0].directory} and {other.directory} differ in {what} "
+                    f"({first[key]!r} and {fields[key]!r}); the directories of a blend must "
+                    f"be built with the "
                     f"same tokenizer, max_seq_length, max_predictions_per_seq, packing and "
                     f"objective: rebuild one of them")
 
 
 # ---- what a checkpoint records --------------------------------------------------------------
 
-def data_digest(spec: DataSpec, items: Any) -> str:
-    """The data's content as a checkpoint records it: one directory's content_digest, or
+def data_digest(data: RunData, items: Any) -> str:
+    """The data's content as a checkpoint records it: one directory's content digest, or
     blend:DIGEST*WEIGHT,... of a blend's (its weights as `items` normalised them)."""
-    if not spec.blended:
-        return content_digest(load_manifest(spec.first))
-    digests = [content_digest(load_manifest(d)) for d in spec.directories]
+    if not data.blended:
+        return data.first.digest
+    digests = [part.digest for part in data.parts]
     return BLEND_PREFIX + ",".join(f"{digest}*{weight!r}"
                                    for digest, weight in zip(digests, items.weights, strict=True))
 

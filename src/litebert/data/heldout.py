@@ -21,7 +21,8 @@ import torch
 from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import BuildConfig
 from litebert.data.instances import InstanceConfig, document_instances
-from litebert.data.integrity import DataError, open_manifest
+from litebert.data.integrity import DataError
+from litebert.data.manifest import DataManifest, as_data
 from litebert.data.masking import MaskingConfig, mask_tokens
 from litebert.data.splits import assemble, split_documents
 from litebert.data.word_starts import WordStarts
@@ -39,6 +40,7 @@ class HeldoutDocuments:
 
     directory: Path
     config: BuildConfig
+    data: DataManifest  # the manifest as read (its counts: the recorded baseline token)
     tokens: np.ndarray  # (N,) token ids of the whole corpus
     word_starts: WordStarts  # [a:b] -> (b - a,) bool
     offsets: np.ndarray  # (S + 1,) int64 token offset of every sentence, then N
@@ -50,13 +52,14 @@ class HeldoutDocuments:
     vocab_size: int
 
 
-def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
-    """The held-out documents of `data_dir` (DataError naming the file when it cannot be)."""
-    d = Path(data_dir)
-    if not d.is_dir():
-        raise DataError(f"{d}: no such data directory (build one with `litebert data build`)")
-    manifest = open_manifest(d)  # sizes checked: a file cut short is an error naming it
-    config = BuildConfig(**manifest["config"])
+def open_heldout(data_dir: DataManifest | str | Path) -> HeldoutDocuments:
+    """The held-out documents of a data directory, its manifest as read or read here
+    (DataError naming the file when it cannot be)."""
+    if not isinstance(data_dir, DataManifest) and not Path(data_dir).is_dir():
+        raise DataError(f"{data_dir}: no such data directory (build one with "
+                        f"`litebert data build`)")
+    data = as_data(data_dir)  # sizes checked: a file cut short is an error naming it
+    d, manifest, config = data.directory, data.content, data.config
     tokenizer = Tokenizer.from_pretrained(d / "tokenizer")
     checks = DirectoryChecks(d, manifest, len(tokenizer))  # each block verified as first read
     offsets = checks.open("sentences.bin", np.int64)
@@ -73,7 +76,7 @@ def open_heldout(data_dir: str | Path) -> HeldoutDocuments:
         raise DataError(f"{d / 'tokenizer'}: the tokenizer has no [CLS] or [SEP] id")
     tokens = checks.open("tokens.bin", manifest["counts"]["token_dtype"], ids=True)
     return HeldoutDocuments(
-        directory=d, config=config, tokens=tokens,
+        directory=d, config=config, data=data, tokens=tokens,
         word_starts=WordStarts(tokens, offsets, tokenizer.word_start_ids), offsets=offsets,
         docs=bounds[heldout], masking=config.masks(tokenizer),
         specials=(int(specials[0]), int(specials[1]), int(specials[2])),
@@ -87,7 +90,7 @@ def commonest_training_token(held: HeldoutDocuments) -> int:
     predicts it everywhere. `data build` records it in the manifest's counts (from its token
     histogram); a directory built before that is scanned: all tokens minus the held-out
     documents' (contiguous spans)."""
-    recorded = open_manifest(held.directory)["counts"].get("commonest_training_token")
+    recorded = held.data.counts.get("commonest_training_token")
     if recorded is not None:
         return int(recorded)
     size = held.vocab_size  # the manifest's: check_compatible holds the model to it

@@ -46,7 +46,8 @@ from litebert.data.attention_layout import lay_out
 from litebert.data.blocks import DirectoryChecks
 from litebert.data.build_config import SPLITS, BuildConfig
 from litebert.data.instances import chunk_pair
-from litebert.data.integrity import DataError, load_manifest, open_manifest  # noqa: F401 (re-exported)
+from litebert.data.integrity import DataError
+from litebert.data.manifest import DataManifest, as_data
 from litebert.data.masking import mask_tokens
 from litebert.data.packing import PackedSplit, assemble_packed, packed_document_ids
 from litebert.data.permutation import FeistelPermutation
@@ -67,13 +68,13 @@ class PretrainingDataset(Dataset):
     "document", document_ids (litebert.data.attention_layout). `collate` makes the static
     batches of the module docstring."""
 
-    def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
-                 masked: bool = True, attention: str = "full"):
+    def __init__(self, data: DataManifest | str | Path, split: str = "train",
+                 seed: int | None = None, masked: bool = True, attention: str = "full"):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
-        self.directory = Path(directory)
-        self.manifest = open_manifest(self.directory)  # DataError if a file was cut short
-        self.config = BuildConfig(**self.manifest["config"])
+        self.data = as_data(data)  # a directory is opened: DataError if a file was cut short
+        self.directory, self.manifest = self.data.directory, self.data.content
+        self.config: BuildConfig = self.data.config
         if self.config.packing == "streams":
             raise DataError(f"{self.directory}: built with --packing streams, whose items are "
                             "XLNet's windows of a stream; read it with objective plm "
@@ -220,19 +221,24 @@ class StreamData:
     hands it to an objective: it has no items of its own (an objective that reads streams
     opens them with its dataset), no sentence-pair label."""
 
-    directory: Path
-    config: BuildConfig
+    data: DataManifest
     label_key: str | None = None
 
+    @property
+    def directory(self) -> Path:
+        return self.data.directory
 
-def open_training_data(directory: str | Path, seed: int) -> PretrainingDataset | StreamData:
+    @property
+    def config(self) -> BuildConfig:
+        return self.data.config
+
+
+def open_training_data(data: DataManifest, seed: int) -> PretrainingDataset | StreamData:
     """A data directory's training split, objective-neutral: instances (PretrainingDataset)
     or streams (StreamData), as it was built."""
-    directory = Path(directory)
-    config = BuildConfig(**open_manifest(directory)["config"])
-    if config.packing == "streams":
-        return StreamData(directory, config)
-    return PretrainingDataset(directory, "train", seed=seed)
+    if data.config.packing == "streams":
+        return StreamData(data)
+    return PretrainingDataset(data, "train", seed=seed)
 
 
 def _tokenizer(directory: Path):

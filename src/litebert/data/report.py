@@ -29,6 +29,7 @@ import numpy as np
 
 from litebert.data.arrays import memmap as _memmap
 from litebert.data.loader import PretrainingDataset
+from litebert.data.manifest import DataManifest, as_data
 from litebert.data.masking import word_spans
 from litebert.data.packing import separator_positions
 from litebert.tokenization import Tokenizer
@@ -62,24 +63,25 @@ def describe(dataset: PretrainingDataset, index: int, tokenizer) -> str:
     return head + ")\n" + " ".join(shown)
 
 
-def inspect_instances(directory: str | Path, split: str, n: int) -> Iterator[str]:
+def inspect_instances(data: DataManifest | str | Path, split: str, n: int) -> Iterator[str]:
     """describe() of the first n instances of a split, each with the directory's own
     tokenizer (the pieces as the data was built)."""
-    dataset = PretrainingDataset(directory, split)
-    tokenizer = Tokenizer.from_pretrained(Path(directory) / "tokenizer")
+    dataset = PretrainingDataset(data, split)
+    tokenizer = Tokenizer.from_pretrained(dataset.directory / "tokenizer")
     for i in range(min(n, len(dataset))):
         yield describe(dataset, i, tokenizer)
 
 
-def stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str, Any]:
+def stats(data: DataManifest | str | Path, sample: int = 2000,
+          seed: int = 0) -> dict[str, Any]:
     """Counts from the manifest plus label balance, lengths and masking measured on a sample."""
-    train = PretrainingDataset(directory, "train")
-    manifest = train.manifest
+    data = as_data(data)
+    train, manifest = PretrainingDataset(data, "train"), data.content
     out: dict[str, Any] = {"config": manifest["config"], "counts": manifest["counts"],
                            "corpus": manifest["corpus"], "disk": disk_usage(manifest),
                            "splits": {}}
     for split in ("train", "heldout"):
-        ds = train if split == "train" else PretrainingDataset(directory, split)
+        ds = train if split == "train" else PretrainingDataset(data, split)
         entry: dict[str, Any] = {"instances": len(ds)}
         if len(ds):
             entry.update(_instance_stats(ds, sample, seed))

@@ -38,6 +38,7 @@ from torch import nn
 
 from litebert.config import ConfigError, ModelConfig
 from litebert.data.loader import PretrainingDataset, StreamData
+from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.objectives.configs import ObjectiveConfig
 from litebert.tokenization import Tokenizer
@@ -115,9 +116,10 @@ class TrainingObjective(Protocol):
 
     def __init__(self, run: RunSettings, data: TrainingData | None = None) -> None: ...
 
-    def dataset(self, directory: Path, split: str, seed: int) -> Items:
-        """The items this objective reads from a data directory (the directory itself stays
-        objective-neutral): MLM-masked pairs, unmasked ids for a corruption of its own, ..."""
+    def dataset(self, data: DataManifest, split: str, seed: int) -> Items:
+        """The items this objective reads from a data directory, its manifest as read once
+        (the directory itself stays objective-neutral): MLM-masked pairs, unmasked ids for a
+        corruption of its own, ..."""
         ...
 
     def build(self, config: ModelConfig) -> nn.Module:

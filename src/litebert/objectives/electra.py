@@ -36,6 +36,7 @@ from litebert.config import ConfigError, ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
 from litebert.data.heldout import commonest_training_token, open_heldout
 from litebert.data.loader import LABEL_KEYS, PretrainingDataset
+from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForMaskedLM
@@ -250,13 +251,13 @@ class ElectraObjective(Stateless):
             self.special = dict(data.special_ids)  # the data's tokenizer's ids
             self.max_seq_length = data.config.max_seq_length
             self.max_predictions = data.masking.max_predictions_per_seq
-            self.heldout = self.dataset(data.directory, "heldout", run.seed)
-            self.baseline_token = commonest_training_token(open_heldout(data.directory))
+            self.heldout = self.dataset(data.data, "heldout", run.seed)
+            self.baseline_token = commonest_training_token(open_heldout(data.data))
 
-    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+    def dataset(self, data: DataManifest, split: str, seed: int) -> PretrainingDataset:
         """The original ids (ELECTRA draws its own slots), or with generator_masking "data"
         the data's masked items (their masks are the slots)."""
-        return PretrainingDataset(directory, split, seed=seed,
+        return PretrainingDataset(data, split, seed=seed,
                                   masked=self.config.generator_masking == "data",
                                   attention=run_attention(self.run))
 

@@ -170,7 +170,7 @@ def evaluate_discriminator(objective_class: Any, model_dir: Path, data_dir: str 
     held = open_heldout(data_dir)  # DataError naming the directory when it is none
     check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
     warn_other_tokenizer(model_dir, held)
-    data = PretrainingDataset(held.directory, "heldout", seed=seed)
+    data = PretrainingDataset(held.data, "heldout", seed=seed)  # the manifest as read
     if not len(data):
         raise DataError(f"{held.directory / 'manifest.json'}: no held-out instances "
                         f"(heldout_fraction={held.config.heldout_fraction}); rebuild with "

@@ -27,6 +27,7 @@ from litebert.config import ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
 from litebert.data.heldout import EvalSet, commonest_training_token, draw_eval_set, open_heldout
 from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
+from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import EncoderForMaskedLM, EncoderForPreTraining
@@ -87,8 +88,8 @@ class MLMObjective(Stateless):
         self.cross_set: EvalSet | None = None  # eval_pair_tasks "both": drawn once per run
         self.masked_share = 0.15  # of the tokens the MLM head scores: the data's, once read
         if data is not None:
-            held = open_heldout(data.directory)
-            self.heldout = self.dataset(data.directory, "heldout", run.seed)
+            held = open_heldout(data.data)
+            self.heldout = self.dataset(data.data, "heldout", run.seed)
             self.masked_share = self.heldout.config.masked_lm_prob
             # The same baseline token as `litebert eval-pretraining`: one rule for both.
             self.baseline_token = commonest_training_token(held)
@@ -97,9 +98,9 @@ class MLMObjective(Stateless):
                                                seed=run.seed, batch_size=run.micro_batch_size,
                                                width=held.config.max_seq_length)
 
-    def dataset(self, directory: Path, split: str, seed: int) -> PretrainingDataset:
+    def dataset(self, data: DataManifest, split: str, seed: int) -> PretrainingDataset:
         """The data's pairs (or packed text) with its masks: the MLM targets."""
-        return PretrainingDataset(directory, split, seed=seed, attention=run_attention(self.run))
+        return PretrainingDataset(data, split, seed=seed, attention=run_attention(self.run))
 
     # ---- training ----------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ from litebert.config import ConfigError, ModelConfig, read_json_object
 from litebert.data.heldout import HeldoutDocuments, commonest_training_token, open_heldout
 from litebert.data.integrity import DataError
 from litebert.data.loader import StreamSampler
+from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
@@ -124,15 +125,15 @@ class PLMObjective:
         self.reuse_len = 0  # the data's: the window's first tokens, whose states are memory
         self.baseline_token = -1
         if data is not None:
-            self.heldout = self.dataset(data.directory, "heldout", run.seed)
+            self.heldout = self.dataset(data.data, "heldout", run.seed)
             self.reuse_len = self.heldout.reuse_len
-            self.baseline_token = commonest_training_token(open_heldout(data.directory))
+            self.baseline_token = commonest_training_token(open_heldout(data.data))
 
-    def dataset(self, directory: Path, split: str, seed: int) -> PLMDataset:
+    def dataset(self, data: DataManifest, split: str, seed: int) -> PLMDataset:
         """Windows of the data's streams (`--packing streams`) with targets and orders drawn
         per epoch."""
         c = self.config
-        return PLMDataset(directory, split, seed=seed, mask_alpha=c.prediction_k,
+        return PLMDataset(data, split, seed=seed, mask_alpha=c.prediction_k,
                           perm_size=c.perm_size or None, max_span=c.max_span,
                           bi_data=c.bi_data)
 

@@ -50,8 +50,9 @@ import torch
 from torch.utils.data import Dataset
 
 from litebert.data.blocks import DirectoryChecks
-from litebert.data.build_config import SPLITS, BuildConfig
-from litebert.data.integrity import DataError, open_manifest
+from litebert.data.build_config import SPLITS
+from litebert.data.integrity import DataError
+from litebert.data.manifest import DataManifest, as_data
 from litebert.data.streams import Stream, count_windows, open_stream
 from litebert.tokenization import Tokenizer
 
@@ -65,15 +66,15 @@ class PLMDataset(Dataset):
     int64 (ascending; 0 in padding slots), target_ids (P,) int64, target_weights (P,)
     float32 (0 in padding slots), next_sentence_label () int64 (1 = B is random)."""
 
-    def __init__(self, directory: str | Path, split: str = "train", seed: int | None = None,
-                 *, num_predict: int | None = None, perm_size: int | None = None,
-                 max_span: int = 5, mask_alpha: int = 6, mask_beta: int = 1,
-                 bi_data: bool = False):
+    def __init__(self, data: DataManifest | str | Path, split: str = "train",
+                 seed: int | None = None, *, num_predict: int | None = None,
+                 perm_size: int | None = None, max_span: int = 5, mask_alpha: int = 6,
+                 mask_beta: int = 1, bi_data: bool = False):
         if split not in SPLITS:
             raise DataError(f"split={split!r}: choose from {SPLITS}")
-        self.directory, self.split = Path(directory), split
-        manifest = open_manifest(self.directory)  # DataError if a file was cut short
-        config = BuildConfig(**manifest["config"])
+        opened = as_data(data)  # a directory is opened: DataError if a file was cut short
+        self.directory, self.split, config = opened.directory, split, opened.config
+        manifest = opened.content
         if config.packing != "streams":
             raise DataError(f"{self.directory}: built with --packing {config.packing}; "
                             "objective plm reads XLNet's streams: rebuild with "

@@ -30,7 +30,7 @@ import numpy as np
 
 from litebert.data import report
 from litebert.data.build_config import SPLITS
-from litebert.data.integrity import load_manifest
+from litebert.data.manifest import DataManifest, as_data
 from litebert.data.streams import end_of_document_id, measure_stream
 from litebert.objectives.plm_data import PLMDataset
 from litebert.tokenization import Tokenizer
@@ -40,23 +40,22 @@ class Reporter(NamedTuple):
     """What the two commands call: inspect(directory, split, n) yields one text block per
     item; stats(directory, sample, seed) is the JSON-ready report."""
 
-    inspect: Callable[[str | Path, str, int], Iterator[str]]
+    inspect: Callable[[DataManifest | str | Path, str, int], Iterator[str]]
     stats: Callable[..., dict[str, Any]]
 
 
-def reporter_for(directory: str | Path) -> Reporter:
-    """The reporter of a data directory, by the packing its manifest records (a manifest
-    older than the field is `pairs`); DataError when the directory holds no manifest."""
-    packing = load_manifest(Path(directory))["config"].get("packing", "pairs")
-    return REPORTERS.get(packing, INSTANCES)
+def reporter_for(data: DataManifest | str | Path) -> Reporter:
+    """The reporter of a data directory (its manifest as read, or its directory), by the
+    packing its build config records; DataError when the directory holds no manifest."""
+    return REPORTERS.get(as_data(data).config.packing, INSTANCES)
 
 
 # ---- inspect ---------------------------------------------------------------------------------
 
-def inspect_windows(directory: str | Path, split: str, n: int) -> Iterator[str]:
+def inspect_windows(data: DataManifest | str | Path, split: str, n: int) -> Iterator[str]:
     """describe_window() of the first n windows of a split at epoch 0."""
-    dataset = PLMDataset(directory, split)
-    tokenizer = Tokenizer.from_pretrained(Path(directory) / "tokenizer")
+    dataset = PLMDataset(data, split)
+    tokenizer = Tokenizer.from_pretrained(dataset.directory / "tokenizer")
     for i in range(min(n, len(dataset))):
         yield describe_window(dataset, i, tokenizer)
 
@@ -80,13 +79,13 @@ def describe_window(dataset: PLMDataset, index: int, tokenizer) -> str:
 
 # ---- stats -----------------------------------------------------------------------------------
 
-def stream_stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> dict[str, Any]:
+def stream_stats(data: DataManifest | str | Path, sample: int = 2000,
+                 seed: int = 0) -> dict[str, Any]:
     """The manifest's config and counts, and per split measure_stream's numbers plus
     window_stats on a sample of its windows."""
-    directory = Path(directory)
-    train = PLMDataset(directory, "train")  # DataError first if a file is damaged
-    manifest = load_manifest(directory)
-    eod = end_of_document_id(Tokenizer.from_pretrained(directory / "tokenizer"))
+    data = as_data(data)  # DataError first if a file is damaged
+    train, manifest = PLMDataset(data, "train"), data.content
+    eod = end_of_document_id(Tokenizer.from_pretrained(data.directory / "tokenizer"))
     out: dict[str, Any] = {"config": manifest["config"], "counts": manifest["counts"],
                            "corpus": manifest["corpus"], "disk": report.disk_usage(manifest),
                            "items": {"epoch": 0, "seed": train.seed,
@@ -94,7 +93,7 @@ def stream_stats(directory: str | Path, sample: int = 2000, seed: int = 0) -> di
                                      "perm_size": train.perm_size, **train.spans},
                            "splits": {}}
     for split in SPLITS:
-        ds = train if split == "train" else PLMDataset(directory, split)
+        ds = train if split == "train" else PLMDataset(data, split)
         entry = measure_stream(ds.stream, eod, ds.seq_len, ds.reuse_len)
         if len(ds):
             entry.update(window_stats(ds, sample, seed))

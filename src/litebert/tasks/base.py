@@ -61,10 +61,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from litebert.config import ModelConfig
 from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.family_names import FAMILY_TITLES
 from litebert.options import given
-from litebert.tasks.family_defaults import read_family_defaults
+from litebert.tasks.family_defaults import model_family_defaults
 from litebert.tasks.finetune_options import (
     RULES,
     FinetuneOptions,
@@ -73,6 +74,7 @@ from litebert.tasks.finetune_options import (
     rule_name,
     task_options,
 )
+from litebert.tasks.model_source import read_model_config
 from litebert.tasks.registry import TASKS
 from litebert.train.optimizers import OPTIMIZERS, unknown
 from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
@@ -88,7 +90,14 @@ class FinetuneError(ValueError):
 @dataclass
 class FinetuneConfig(FinetuneOptions):
     """A fine-tuning run's options with nothing left unset: what was not given comes from the
-    model family's defaults, then from the task's recipe."""
+    model family's defaults, then from the task's recipe. Constructing it reads no file:
+    `finetune_config` reads the model's config.json (once) into `model_config`."""
+
+    # The model directory's config as read (tasks/model_source.py); None when none was
+    # readable, or for a config built without finetune_config. Not an option: not in
+    # results.json, not on the command line.
+    model_config: ModelConfig | None = dataclasses.field(default=None, repr=False,
+                                                         compare=False)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -137,7 +146,7 @@ class FinetuneConfig(FinetuneOptions):
 
     def _take_family_defaults(self) -> dict[str, Any]:
         """Fill what was not given from the model family's defaults; the record of them."""
-        family, theirs = read_family_defaults(self.model, self.task)
+        family, theirs = model_family_defaults(self.model_config, self.task)
         taken = {}
         for key, value in theirs.values().items():
             field = "warmup_steps" if key == "warmup_share" else key  # applied after max_steps
@@ -159,13 +168,16 @@ class FinetuneConfig(FinetuneOptions):
 def finetune_config(**values: Any) -> FinetuneConfig:
     """A FinetuneConfig from flat values: those that are not options every task shares are
     the task's own (tasks/registry.py) and go to its task_options; one the task does not
-    take is an error naming the tasks that do."""
+    take is an error naming the tasks that do. The model directory's config.json is read
+    here, once (model_config), unless given."""
     shared = {f.name for f in dataclasses.fields(FinetuneConfig)}
     own = {k: values.pop(k) for k in list(values) if k not in shared}
     instance = values.pop("task_options", None)
     if own and instance is not None:
         raise FinetuneError(f"{', '.join(own)}: give the task's options either flat or as "
                             f"task_options, not both")
+    if "model_config" not in values:
+        values["model_config"] = read_model_config(values.get("model"))
     return FinetuneConfig(**values, task_options=own or instance)
 
 
@@ -178,7 +190,7 @@ def config_record(cfg: FinetuneConfig) -> dict[str, Any]:
     """The run's options as results.json records them: the shared ones and the task's own
     in one flat mapping, the family's defaults last."""
     record = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name not in ("task_options", "family_defaults")}
+              if f.name not in ("task_options", "family_defaults", "model_config")}
     if cfg.task_options is not None:
         record.update(dataclasses.asdict(cfg.task_options))
     record["family_defaults"] = cfg.family_defaults

@@ -29,7 +29,6 @@ import torch
 from torch import nn
 
 from litebert.config import ModelConfig
-from litebert.model.hub import read_config
 from litebert.model.sentence_encoder import SentenceEncoder
 from litebert.model.sentence_transformers import SentenceTransformersLayout, read_layout
 from litebert.tasks.base import FinetuneConfig, FinetuneError, NoPredictionFiles, model_overrides
@@ -46,6 +45,7 @@ from litebert.tasks.embedding_data import (
     sts_metrics,
 )
 from litebert.tasks.encode import encode_rows, text_rows
+from litebert.tasks.model_source import model_config_of
 from litebert.tasks.registry import EMBEDDING_LENGTH, EmbeddingOptions
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import TableRows
@@ -93,7 +93,7 @@ class EmbeddingTask(NoPredictionFiles):
         source = Path(cfg.model) if layout is None else layout.transformer
         self.tokenizer = Tokenizer.from_pretrained(source)
         self.lowercase = layout.do_lower_case if layout is not None else False
-        self.max_length = input_length(cfg, layout, read_config(source))
+        self.max_length = input_length(cfg, layout, model_config_of(cfg.model, cfg.model_config))
         self.ks = parse_ks(self.options.retrieval_ks)
         train_path, dev_path = split_paths(cfg, self.options)
         pairs = read_pairs(train_path, self.options, self.lowercase) if training or \

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 from litebert.config import ModelConfig
-from litebert.model.hub import read_config
 from litebert.tasks.registry import TASKS
 
 
@@ -204,16 +202,13 @@ def family_defaults(config: ModelConfig, task: str) -> FinetuneDefaults:
     return FINETUNE_DEFAULTS.get(config.model_type, albert_defaults)(config, task)
 
 
-def read_family_defaults(model: str, task: str) -> tuple[str | None, FinetuneDefaults]:
-    """The model directory's family (config.json as loading reads it, so an ELECTRA model
-    saved in ALBERT's layout is still ELECTRA) and its fine-tuning defaults for `task`.
-    (None, ALBERT's) when the config cannot be read, which loading the model then reports:
-    no family was read, though ALBERT's defaults (the recipes as they are) fill the config."""
-    try:
-        config = read_config(Path(model))
-    except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
-        # (a sentence-transformers directory may keep it in a module folder: its task's
-        # recipe is every family's anyway)
+def model_family_defaults(config: ModelConfig | None,
+                          task: str) -> tuple[str | None, FinetuneDefaults]:
+    """The model's family (its config as read once, tasks/model_source.py) and its
+    fine-tuning defaults for `task`. (None, ALBERT's) without a config (none readable,
+    which loading the model then reports): no family was read, though ALBERT's defaults
+    (the recipes as they are) fill the config."""
+    if config is None:
         return None, RECIPE_ONLY if uses_recipe_only(task) else ALBERT_FINETUNING
     return config.model_type, family_defaults(config, task)
 

@@ -26,12 +26,11 @@ import torch
 from litebert.compat import check_model_reads
 from litebert.distributed import all_reduce_sum, rank_and_world, unwrap
 from litebert.model.backbone import backbone_class
-from litebert.model.hub import read_config
-from litebert.model.sentence_transformers import read_layout
 from litebert.progress import progress
 from litebert.tasks.base import FinetuneConfig, TaskAdapter, config_record
 from litebert.tasks.batching import length_batches, pad_rows
 from litebert.tasks.layer_decay import layer_decay_groups
+from litebert.tasks.model_source import config_dir, model_config_of
 from litebert.tasks.registry import TASKS
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.table_inputs import select_rows
@@ -55,9 +54,8 @@ def adapter_for(cfg: FinetuneConfig, training: bool = True,
     # A model directory whose tokenizer is not the model's stops here, not in an embedding
     # (or, for a summary read from the wrong token, not in silently wrong predictions). A
     # sentence-transformers directory may keep its model in a module folder.
-    layout = read_layout(cfg.model)
-    model_dir = Path(cfg.model) if layout is None else layout.transformer
-    config = read_config(model_dir)
+    model_dir = config_dir(cfg.model)
+    config = model_config_of(cfg.model, cfg.model_config)  # as finetune_config read it
     check_model_reads(config, task.tokenizer, str(model_dir / "config.json"),
                       str(task.tokenizer.path), reader=backbone_class(config), summary=True)
     return task

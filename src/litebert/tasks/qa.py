@@ -53,10 +53,10 @@ from litebert.files import atomic_write, read_text
 from litebert.model import EncoderForBeamQuestionAnswering, EncoderForQuestionAnswering
 from litebert.model.auto import named_class
 from litebert.model.backbone import backbone_class
-from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides, reported
 from litebert.tasks.batching import left_padding, length_batches, pad_for
 from litebert.tasks.metrics import squad_evaluate, squad_v2_official
+from litebert.tasks.model_source import model_config_of
 from litebert.tasks.runtime import Runtime
 from litebert.tasks.squad import (
     SquadExample,
@@ -87,7 +87,7 @@ def uses_beam_head(cfg: FinetuneConfig) -> bool:
     head = cfg.task_options.qa_head
     if head != "auto":
         return head == "beam"
-    config = read_config(Path(cfg.model))
+    config = model_config_of(cfg.model, cfg.model_config)
     held = named_class(config)
     if held in QA_HEADS:
         return QA_HEADS[held]

@@ -26,11 +26,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from litebert.config import ModelConfig
 from litebert.model import EncoderForTokenClassification
-from litebert.model.hub import read_config
 from litebert.tasks.base import FinetuneConfig, FinetuneError, model_overrides
 from litebert.tasks.batching import length_batches, pad_for
 from litebert.tasks.conll import write_conll_predictions
+from litebert.tasks.model_source import model_config_of
 from litebert.tasks.runtime import RowIds, Runtime
 from litebert.tasks.word_labels import IGNORE_INDEX, WordWindow, word_predictions, word_windows
 from litebert.tasks.word_tables import (
@@ -56,9 +57,9 @@ class WordSplit:
     lengths: np.ndarray  # (W,) tokens per window
 
 
-def model_labels(model: str) -> list[str] | None:
-    """The tags a fine-tuned model directory names in its config (id2label), else None."""
-    id2label = read_config(Path(model)).id2label
+def model_labels(config: ModelConfig) -> list[str] | None:
+    """The tags a fine-tuned model names in its config (id2label), else None."""
+    id2label = config.id2label
     return None if not id2label else [id2label[i] for i in sorted(id2label)]
 
 
@@ -68,7 +69,8 @@ class TokenTask:
         self.options = cfg.task_options
         self.tokenizer = Tokenizer.from_pretrained(cfg.model)
         data = load_token_data(cfg.data, self.options, training,
-                               None if training else model_labels(cfg.model))
+                               None if training else
+                               model_labels(model_config_of(cfg.model, cfg.model_config)))
         self.labels = data.labels
         self.entities = entity_tags(self.labels)
         if cfg.task == "ner" and not self.entities:

@@ -24,9 +24,7 @@ from pathlib import Path
 
 import torch
 
-from litebert.data.blend import agreed_fields, parse_data
-from litebert.data.build_config import BuildConfig
-from litebert.data.integrity import load_manifest
+from litebert.data.blend import RunData, agreed_fields, open_run_data, parse_data
 from litebert.distributed import DistInfo, init_distributed
 from litebert.model.albert import AlbertBackboneConfig
 from litebert.objectives import resolve
@@ -52,11 +50,11 @@ def run_in_phases(cfg: PretrainConfig) -> dict[str, float]:
     run = extend_plan(cfg) if cfg.new_phase else cfg
     info = init_distributed()
     first = start_phase(run)
-    check_phases(run, first)
+    data = check_phases(run, first)  # each phase's data, read once for the whole run
     result: dict[str, float] = {}
     for index in range(first, len(run.phases)):  # the first may be the last, complete
         result = PhaseTrainer(run, index, info, first=index == first,
-                              stop_if_complete=index == first).run()
+                              stop_if_complete=index == first, data=data[index]).run()
     return result
 
 
@@ -65,7 +63,7 @@ class PhaseTrainer(Trainer):
     checkpoints that record the plan and the phase."""
 
     def __init__(self, run: PretrainConfig, index: int, info: DistInfo, first: bool = True,
-                 stop_if_complete: bool = False):
+                 stop_if_complete: bool = False, data: RunData | None = None):
         self.run_cfg, self.index = run, index
         self.first_step, self.end_step = plan.bounds(run)[index]
         self.segment_first, self.segment_steps = plan.segment(run, index)
@@ -74,7 +72,7 @@ class PhaseTrainer(Trainer):
         changes: dict = {"export": run.export and index == len(run.phases) - 1}
         if not first:
             changes.update(resume="auto", restart=False)
-        super().__init__(dataclasses.replace(cfg, **changes), info, stop_if_complete)
+        super().__init__(dataclasses.replace(cfg, **changes), info, stop_if_complete, data)
         if self.info.is_main:
             log.info("phase %d of %d: steps %d to %d, data %s", index + 1, len(run.phases),
                      self.first_step + 1, self.end_step, cfg.data)
@@ -134,12 +132,13 @@ class PhaseTrainer(Trainer):
 
 # ---- before the first step ------------------------------------------------------------------
 
-def check_phases(run: PretrainConfig, first: int) -> None:
-    """RunConfigError, before anything trains, when a phase from `first` on could not run:
-    its data unreadable or for another attention, another tokenizer than the first's, a
-    sequence longer than an absolute position table, or a model whose parameters have
-    other shapes than the first phase's."""
-    shapes, tokenizer = None, None
+def check_phases(run: PretrainConfig, first: int) -> dict[int, RunData]:
+    """The data of each phase from `first` on, by phase index, each directory's manifest
+    read once (the phases' Trainers take it as read). RunConfigError, before anything
+    trains, when a phase could not run: its data unreadable or for another attention,
+    another tokenizer than the first's, a sequence longer than an absolute position table,
+    or a model whose parameters have other shapes than the first phase's."""
+    shapes, tokenizer, opened = None, None, {}
     for index in range(first, len(run.phases)):
         cfg = plan.phase_config(run, index)
         where = f"phase {index + 1} (data {cfg.data})"
@@ -150,16 +149,16 @@ def check_phases(run: PretrainConfig, first: int) -> None:
             raise RunConfigError(f"phase {index + 1} names no data: every phase after the "
                                  f"first reads its own, from its first item; give it `data: "
                                  f"DIR` in the recipe or --set phases.{index + 1}.data=DIR")
-        directory = parse_data(cfg.data).first
-        built = BuildConfig(**load_manifest(directory)["config"])
-        check_data_attention(cfg, built.packed, resolve(cfg.objective.name).attentions)
-        fingerprint = agreed_fields(directory)["tokenizer"]
+        opened[index] = open_run_data(parse_data(cfg.data))
+        data = opened[index].first
+        check_data_attention(cfg, data.config.packed, resolve(cfg.objective.name).attentions)
+        fingerprint = agreed_fields(data)["tokenizer"]
         if tokenizer is not None and fingerprint != tokenizer[1]:
             raise RunConfigError(f"{where}: its tokenizer differs from that of {tokenizer[0]}; "
                                  f"the phases of a run read data built with one tokenizer")
-        tokenizer = tokenizer or (directory, fingerprint)
-        config = model_config(cfg, directory)
-        check_positions(config, built.max_seq_length, where)
+        tokenizer = tokenizer or (data.directory, fingerprint)
+        config = model_config(cfg, data)
+        check_positions(config, data.config.max_seq_length, where)
         now = model_shapes(cfg, config)
         if shapes is not None and now != shapes[1]:
             changed = sorted(k for k in now if now.get(k) != shapes[1].get(k))
@@ -169,6 +168,7 @@ def check_phases(run: PretrainConfig, first: int) -> None:
                                  f"(rotary bases, dropout, a rotary model's "
                                  f"max_position_embeddings)")
         shapes = shapes or (index + 1, now)
+    return opened
 
 
 def check_positions(config, length: int, where: str) -> None:

@@ -14,12 +14,11 @@ from litebert.train.state import export_run
 from litebert.train.trainer import (
     Trainer,
     TrainingDiverged,
-    data_has_pairs,
     model_config,
     resolved_workers,
 )
 
-__all__ = ["RunComplete", "Trainer", "TrainingDiverged", "data_has_pairs", "export_run",
+__all__ = ["RunComplete", "Trainer", "TrainingDiverged", "export_run",
            "model_config", "pretrain", "pretrain_unless_complete", "resolved_workers"]
 
 log = logging.getLogger("litebert")

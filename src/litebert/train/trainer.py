@@ -31,9 +31,10 @@ from litebert.compat import check_model_reads
 from litebert.config import ModelConfig
 from litebert.cpus import usable_cpus
 from litebert.data.attention_layout import mark_tokens_dynamic
-from litebert.data.blend import data_digest, open_items, parse_data
-from litebert.data.integrity import DataError, load_manifest
+from litebert.data.blend import RunData, data_digest, open_items, open_run_data, parse_data
+from litebert.data.integrity import DataError
 from litebert.data.loader import SAMPLER_VERSION, open_training_data, sampler_for
+from litebert.data.manifest import DataManifest, as_data
 from litebert.distributed import (
     DistInfo,
     all_reduce_sum,
@@ -125,11 +126,13 @@ class LogWindow:
 
 # ---- parts ---------------------------------------------------------------------------------
 
-def model_config(cfg: PretrainConfig, data_dir: Path,
+def model_config(cfg: PretrainConfig, data: DataManifest | Path,
                  sources: Sources | None = None) -> ModelConfig:
     """The preset, with the vocabulary of the data's tokenizer and the recipe's overrides;
     or, starting from a directory, its config with the overrides, the data's vocabulary
-    checked to be its own."""
+    checked to be its own. `data`: the data's manifest as read, or its directory."""
+    data = as_data(data)
+    data_dir = data.directory
     tok = Tokenizer.from_pretrained(data_dir / "tokenizer")
     if sources:
         source = sources["model"]
@@ -143,14 +146,8 @@ def model_config(cfg: PretrainConfig, data_dir: Path,
         config = ModelConfig.from_preset(cfg.model, **{**ids, **cfg.model_overrides})
         what = f"the model (preset {cfg.model!r} with the recipe's overrides)"
     check_model_reads(config, tok, what, str(data_dir / "tokenizer"),
-                      pairs=data_has_pairs(data_dir), reader=backbone_class(config))
+                      pairs=data.has_pairs, reader=backbone_class(config))
     return config
-
-
-def data_has_pairs(data_dir: Path) -> bool:
-    """Whether the data's items are segment pairs (B gets the template's second token type):
-    every objective but 'none' (packed layouts exist only with 'none')."""
-    return load_manifest(data_dir)["config"].get("objective", "sop") != "none"
 
 
 def resolved_workers(cfg: PretrainConfig, device: torch.device) -> int:
@@ -174,24 +171,26 @@ class Trainer:
     phase_hook: Callable[[str], None] | None = None
 
     def __init__(self, cfg: PretrainConfig, info: DistInfo | None = None,
-                 stop_if_complete: bool = False):
+                 stop_if_complete: bool = False, data: RunData | None = None):
         if cfg.data is None:
             raise DataError("no training data: pass --data DIR (built by `litebert data build`)")
         self.cfg, self.info = cfg, info or init_distributed()
-        spec = parse_data(cfg.data)  # one directory or a blend; the first is evaluation's
-        self.run_dir, data_dir = Path(cfg.out), spec.first
-        neutral = open_training_data(data_dir, cfg.seed)
+        # One directory or a blend, each manifest read once (here, unless `data` is cfg.data
+        # as read already); the first is evaluation's.
+        data = data or open_run_data(parse_data(cfg.data))
+        self.run_dir, data_dir = Path(cfg.out), data.first.directory
+        neutral = open_training_data(data.first, cfg.seed)
         objective = resolve(cfg.objective.name)
         check_data_attention(cfg, neutral.config.packed, objective.attentions)
         # Both halves: it trains (TrainingObjective), evaluates and exports (Evaluation...).
         self.objective: Objective = objective(cfg, neutral)
-        self.train_data = open_items(spec, self.objective, "train", cfg.seed)
+        self.train_data = open_items(data, self.objective, "train", cfg.seed)
         self.weights = torch.tensor(self.objective.weights, device=self.info.device)  # (P,)
         # --from: the model's shape and weights are a directory's (train/start_from.py).
         self.sources = open_sources(cfg.start_from, cfg.generator_from) \
             if cfg.start_from else {}
-        self.config = model_config(cfg, data_dir, self.sources)
-        self.data_digest = data_digest(spec, self.train_data)
+        self.config = model_config(cfg, data.first, self.sources)
+        self.data_digest = data_digest(data, self.train_data)
         self.start = self._plan_start()  # before the model: a resume does not read --from's
         if stop_if_complete and self._complete():
             raise complete(self.run_dir, self.start, cfg.export, self._further())
