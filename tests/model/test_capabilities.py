@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from litebert.config import ConfigError
-from litebert.model import AlbertModel, EncoderForPermutationLM, XLNetModel
+from litebert.model import EncoderForPermutationLM
 from litebert.model.backbone import (
     BACKBONES,
     BackboneCapabilities,
@@ -18,6 +18,8 @@ from litebert.model.backbone import (
     check_attention,
     register_backbone,
 )
+from litebert.models.albert.model import AlbertModel
+from litebert.models.xlnet.model import XLNetModel
 from tests.conftest import VOCAB, make_inputs, small_config
 from tests.families.configs import xlnet_config
 

@@ -28,7 +28,7 @@ from litebert.data.blend import agreed_fields, parse_data
 from litebert.data.build_config import BuildConfig
 from litebert.data.integrity import load_manifest
 from litebert.distributed import DistInfo, init_distributed
-from litebert.model.albert import AlbertBackboneConfig
+from litebert.models.albert.config import AlbertBackboneConfig
 from litebert.objectives import resolve
 from litebert.train import phases as plan
 from litebert.train.phase_start import (

@@ -26,7 +26,7 @@ from litebert.families.base import (
     common_dict,
     finish_dict,
 )
-from litebert.families.bert import BertAdapter, classifier_dropout
+from litebert.models.bert.adapter import BertAdapter, classifier_dropout
 
 # transformers' ElectraConfig defaults (electra-small's discriminator).
 _DEFAULTS: dict[str, Any] = dict(
