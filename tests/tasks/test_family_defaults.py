@@ -12,8 +12,8 @@ import transformers
 
 from litebert.families import FAMILIES
 from litebert.families.base import FamilyAdapter
-from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.specs import model_spec
+from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.family_defaults import family_defaults, finetune_rule
 from litebert.tasks.registry import TASKS
 from tests.conftest import small_config
