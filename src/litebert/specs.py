@@ -98,8 +98,8 @@ def register_spec(spec: ModelSpec) -> ModelSpec:
     for other in SPECS.values():
         taken = sorted(set(other.presets) & set(spec.presets)) if other is not spec else []
         if taken:
-            raise ValueError(f"ModelSpec {spec.name!r}: presets {', '.join(taken)} are "
-                             f"{other.name!r}'s already; rename them")
+            raise ValueError(f"ModelSpec {spec.name!r}: presets {', '.join(taken)} belong "
+                             f"to {other.name!r} already; rename them")
     if (spec.backbone_config is None) != (spec.backbone_module is None):
         raise ValueError(f"ModelSpec {spec.name!r}: a package that defines a backbone gives "
                          f"both backbone_config and backbone_module, else neither")
