@@ -34,7 +34,7 @@ def test_a_taken_name_or_preset_is_refused_and_an_unknown_name_lists_the_known()
         register_spec(dataclasses.replace(albert))
     with pytest.raises(ValueError, match="presets albert-base, .*tiny belong to 'albert' "
                                           "already"):
-        register_spec(dataclasses.replace(albert, name="albert-again", adapter=None,
+        register_spec(dataclasses.replace(albert, name="albert-again", adapter_module=None,
                                           backbone_config=None, backbone_module=None))
     with pytest.raises(ValueError, match="gives both backbone_config and backbone_module"):
         register_spec(ModelSpec(name="half", title="Half", backbone="half", tokenizer="bpe",

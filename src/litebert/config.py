@@ -480,13 +480,13 @@ OWN_LAYOUT = "litebert"  # our own layout, for what no transformers family can h
 
 def layout_names() -> tuple[str, ...]:
     """The model_types litebert reads and writes: every spec with an adapter."""
-    return tuple(spec.name for spec in all_specs() if spec.adapter is not None)
+    return tuple(spec.name for spec in all_specs() if spec.adapter_module is not None)
 
 
 def layout_named(model_type: str) -> ConfigLayout:
     """The adapter of `model_type`; ConfigError listing the known ones otherwise."""
     spec = find_spec(model_type)
-    if spec is None or spec.adapter is None:
+    if spec is None or spec.adapter_module is None:
         raise ConfigError(f"unknown model_type {model_type!r}; litebert reads "
                           f"{', '.join(map(repr, layout_names()))}")
     adapter: ConfigLayout = spec.adapter

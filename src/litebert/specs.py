@@ -74,9 +74,11 @@ class ModelSpec:
     # The tokenizer kind its pre-training trains (litebert.tokenization.train_tokenizer).
     tokenizer: str
     finetune: FinetuneRule  # its fine-tuning defaults for (config, task)
-    # Its families.FamilyAdapter (config.json and state-dict layout); None: its models are
-    # saved in another family's layout (their presets name that model_type).
-    adapter: Any = None
+    # The module whose `ADAPTER` is its families.FamilyAdapter (config.json and state-dict
+    # layout), imported on first use (`adapter`): the adapters need torch, and the registry,
+    # the presets and the help texts built from them do not. None: its models are saved in
+    # another family's layout (their presets name that model_type).
+    adapter_module: str | None = None
     # Preset name -> flat ModelConfig fields (ModelConfig.from_preset); names are global.
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # For a package that defines a backbone: its BackboneConfig subclass, and the module
@@ -84,6 +86,13 @@ class ModelSpec:
     # Kept apart from the spec's own import so that reading a config needs no nn.Module.
     backbone_config: type | None = None
     backbone_module: str | None = None
+
+    @property
+    def adapter(self) -> Any:
+        """Its family adapter (adapter_module's ADAPTER), None when it has no layout."""
+        if self.adapter_module is None:
+            return None
+        return importlib.import_module(self.adapter_module).ADAPTER
 
 
 SPECS: dict[str, ModelSpec] = {}  # name -> spec, in registration order
@@ -125,9 +134,9 @@ def model_spec(name: str) -> ModelSpec:
     """The spec called `name`; LookupError with a sentence naming the known ones otherwise."""
     found = find_spec(name)
     if found is None:
-        load_built_ins()
+        known = ", ".join(repr(spec.name) for spec in all_specs())
         raise LookupError(f"no model package is registered as {name!r}; litebert knows "
-                          f"{', '.join(map(repr, SPECS))} (a package of your own calls "
+                          f"{known} (a package of your own calls "
                           f"litebert.specs.register_spec on import)")
     return found
 

@@ -115,3 +115,6 @@ class ElectraAdapter(BertAdapter):
             elif held[key] != value:
                 return f"has {key}={value!r}, not {held[key]!r}"
         return None
+
+
+ADAPTER = ElectraAdapter()  # what the package's ModelSpec names (adapter_module)

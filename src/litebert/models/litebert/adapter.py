@@ -53,3 +53,6 @@ class LitebertAdapter(AlbertAdapter):
         if config.backbone == "albert":
             return super().to_file(state, config)
         return dict(state)
+
+
+ADAPTER = LitebertAdapter()  # what the package's ModelSpec names (adapter_module)

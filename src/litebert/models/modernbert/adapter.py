@@ -283,3 +283,6 @@ class ModernBertAdapter(FamilyAdapter):
             return (f"ModernBERT's MLM and classifier heads share classifier_activation, but "
                     f"mlm_act={config.mlm_act!r}, classifier_act={config.classifier_act!r}")
         return super().unsupported(config, class_name)
+
+
+ADAPTER = ModernBertAdapter()  # what the package's ModelSpec names (adapter_module)

@@ -122,3 +122,6 @@ class RobertaAdapter(BertAdapter):
             return (f"uses exact GELU in the LM head (mlm_act 'gelu'), not "
                     f"{config.mlm_activation!r}")
         return heads_mismatch(config)
+
+
+ADAPTER = RobertaAdapter()  # what the package's ModelSpec names (adapter_module)

@@ -233,3 +233,6 @@ def _linear_shape(key: str, value: torch.Tensor) -> torch.Tensor:
         return value
     matrix = value.reshape(value.shape[0], -1)
     return matrix if name == "o" else matrix.t()
+
+
+ADAPTER = XLNetAdapter()  # what the package's ModelSpec names (adapter_module)
