@@ -12,9 +12,11 @@ ModelSpec from them and registers it. The built-in packages are BUILT_IN, a tupl
 imported on first lookup (as transformers' CONFIG_MAPPING_NAMES): adding one is a package
 and one name there. A package elsewhere (a test's, a user's) registers on its own import.
 
-Nothing here imports a layer above: a spec holds the adapter and the config class as values,
-and ModelConfig (litebert.config) reads the registry, so reading a config.json needs nothing
-but the packages of the families it names.
+Nothing here imports a layer above, and registering imports no torch: a spec holds its
+config class, presets and fine-tuning rule as values, and names the modules of its adapter
+and its backbone, imported when a config.json is read or a model built. ModelConfig
+(litebert.config) reads the registry, so reading a config.json needs nothing but the packages
+of the families it names.
 """
 
 from __future__ import annotations
