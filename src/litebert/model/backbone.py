@@ -110,7 +110,8 @@ class Backbone(Protocol):
 
     config: ModelConfig
     # The dataclass of this backbone's own settings (config.backbone_config), defined in its
-    # module; registered with the backbone (litebert.config.register_backbone_config).
+    # package's config.py and named by its ModelSpec; register_backbone checks that the two
+    # agree (litebert.config.register_backbone_config).
     config_class: ClassVar[type[BackboneConfig]]
     # The position that summarises a sequence, for the pooler and the summary heads: 0 for
     # templates with [CLS] first (BERT-style), -1 for XLNet's `A <sep> B <sep> <cls>` with the
