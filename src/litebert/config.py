@@ -153,11 +153,13 @@ def backbone_config_class(name: str) -> type[BackboneConfig]:
 
 
 def registered_backbone_configs() -> dict[str, type[BackboneConfig]]:
-    """Every backbone's config class by name: every spec's, and those registered directly."""
-    for spec in all_specs():
-        if spec.backbone_config is not None:
-            BACKBONE_CONFIGS.setdefault(spec.name, spec.backbone_config)
-    return dict(BACKBONE_CONFIGS)
+    """Every backbone's config class by name: every spec's (in the registry's order), then
+    those registered directly."""
+    specs = {spec.name: spec.backbone_config for spec in all_specs()
+             if spec.backbone_config is not None}
+    for name, config_class in specs.items():
+        BACKBONE_CONFIGS.setdefault(name, config_class)
+    return {name: BACKBONE_CONFIGS[name] for name in [*specs, *BACKBONE_CONFIGS]}
 
 
 def backbone_field_names(config_class: type[BackboneConfig]) -> tuple[str, ...]:
