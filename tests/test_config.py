@@ -9,8 +9,8 @@ import transformers
 from litebert import PRESETS, ConfigError, ModelConfig
 from litebert.config import BackboneConfig, register_backbone_config
 from litebert.families.base import config_fields
-from litebert.model.albert import AlbertBackboneConfig
-from litebert.model.xlnet import XLNetBackboneConfig
+from litebert.models.albert.config import AlbertBackboneConfig
+from litebert.models.xlnet.config import XLNetBackboneConfig
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

@@ -9,19 +9,22 @@ from typing import Any
 # data build's worker processes, which need only numpy and the tokenizers, would otherwise
 # each import torch (about 2 s and 220 MB per worker) for nothing.
 _EXPORTS = {
-    # A config needs its backbone's config class, which the backbone's module registers:
-    # litebert.model imports them all and re-exports these.
-    "PRESETS": "litebert.model", "AlbertConfig": "litebert.model",
-    "ModelConfig": "litebert.model", "ConfigError": "litebert.config",
+    # A config reads its backbone's config class from the model registry (litebert.specs),
+    # which imports that backbone's package on first use.
+    "PRESETS": "litebert.config", "AlbertConfig": "litebert.config",
+    "ModelConfig": "litebert.config", "ConfigError": "litebert.config",
     "FAMILIES": "litebert.families",
+    "AlbertModel": "litebert.models.albert.model",
+    "ModernBertModel": "litebert.models.modernbert.model",
+    "XLNetModel": "litebert.models.xlnet.model",
     "Tokenizer": "litebert.tokenization",
     **dict.fromkeys((
         "EncoderForBeamQuestionAnswering", "EncoderForMaskedLM", "EncoderForMultipleChoice",
         "EncoderForPermutationLM", "EncoderForPreTraining", "EncoderForQuestionAnswering",
         "EncoderForReplacedTokenDetection", "EncoderForSequenceClassification",
-        "EncoderForTokenClassification", "AlbertModel", "ModernBertModel", "XLNetModel",
-        "AutoModel", "AutoModelForBeamQuestionAnswering", "AutoModelForMaskedLM",
-        "AutoModelForMultipleChoice", "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
+        "EncoderForTokenClassification", "AutoModel", "AutoModelForBeamQuestionAnswering",
+        "AutoModelForMaskedLM", "AutoModelForMultipleChoice", "AutoModelForPreTraining",
+        "AutoModelForQuestionAnswering",
         "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
         "AutoModelForTokenClassification", "CheckpointError", "unroll",
         # the previous release's names of the Encoder* classes (model/previous_names.py)

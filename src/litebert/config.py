@@ -7,11 +7,10 @@ reads and writes without translation. The config has two parts:
   embeddings; `num_hidden_groups`, `inner_group_num` and `sharing`: cross-layer sharing), the
   task heads' structure and the labels;
 - `backbone_config`: the settings only one backbone reads, a dataclass that the backbone's
-  module defines (a `BackboneConfig` subclass) and registers under the backbone's name with
-  `register_backbone_config` (litebert.model.backbone.register_backbone does it for the
-  class's `config_class`). XLNet's memories and relative positions, ALBERT's position
-  numbering and ModernBERT's attention pattern live there, so no backbone validates another's
-  settings and a new backbone adds none here.
+  package defines (a `BackboneConfig` subclass in litebert/models/<name>/config.py) and names
+  in its ModelSpec (litebert.specs). XLNet's memories and relative positions, ALBERT's
+  position numbering and ModernBERT's attention pattern live there, so no backbone validates
+  another's settings and a new backbone adds none here.
 
 On disk a config is flat, as transformers writes it: `from_fields` (and `from_preset`,
 `replace`) take the backbone's fields by their plain names and route them into
@@ -37,9 +36,10 @@ The fields that are ours:
 
 `AlbertConfig` is the name of the previous release, kept as an alias of ModelConfig.
 
-Reading and writing config.json goes through the family adapters (litebert.families), which
-import this module; they install themselves here with `install_formats` when imported.
-Backbone configs register when litebert.model is imported (`litebert.ModelConfig` imports it).
+This module reads the model registry (litebert.specs) and nothing above it: a backbone's
+config class, the presets and the config.json layout of a model_type are its spec's, whose
+package is imported on first lookup. Reading a config.json imports the packages of the
+families it names (their adapters) and no nn.Module.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+from litebert.specs import PresetTable, all_specs, find_spec
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
@@ -70,28 +72,17 @@ class ConfigError(ValueError):
     """An invalid configuration; the message names the field and the fix."""
 
 
-class ConfigFormats(Protocol):
-    """What this module needs of litebert.families: config.json by model_type."""
+class ConfigLayout(Protocol):
+    """What this module needs of a family adapter (litebert.families.FamilyAdapter, which a
+    ModelSpec holds): config.json both ways, and whether its layout holds a config."""
 
-    def model_types(self) -> tuple[str, ...]: ...
+    model_type: str
 
     def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig: ...
 
     def config_to_dict(self, config: ModelConfig) -> dict[str, Any]: ...
 
-
-_FORMATS: list[ConfigFormats] = []
-
-
-def install_formats(formats: ConfigFormats) -> None:
-    """Called by litebert.families on import (it imports this module, not the reverse)."""
-    _FORMATS[:] = [formats]
-
-
-def _formats() -> ConfigFormats:
-    if not _FORMATS:
-        raise RuntimeError("no config.json formats installed: import litebert.families")
-    return _FORMATS[0]
+    def cannot_hold(self, config: ModelConfig, class_name: str | None = None) -> str | None: ...
 
 
 B = TypeVar("B", bound="BackboneConfig")
@@ -100,9 +91,9 @@ B = TypeVar("B", bound="BackboneConfig")
 @dataclass
 class BackboneConfig:
     """The settings of one backbone, beside the shared fields (a backbone with none uses this
-    class as it is). A subclass lives in its backbone's module, names its fields as
-    transformers' config.json does, checks them in `validate` and registers with
-    `register_backbone_config`."""
+    class as it is). A subclass lives in its backbone's package (its config.py), names its
+    fields as transformers' config.json does, checks them in `validate` and is named by the
+    package's ModelSpec (litebert.specs)."""
 
     def validate(self, config: ModelConfig) -> None:
         """Raise ConfigError naming the field when this config cannot hold with `config`'s
@@ -126,29 +117,49 @@ class BackboneConfig:
             raise ConfigError(f"{type(self).__name__}.{name}={getattr(self, name)!r}: {why}")
 
 
-BACKBONE_CONFIGS: dict[str, type[BackboneConfig]] = {}  # backbone name -> its config class
+# Backbone name -> its config class: the specs' (filled on lookup) and those registered by
+# register_backbone for a backbone class that no spec defines.
+BACKBONE_CONFIGS: dict[str, type[BackboneConfig]] = {}
 
 
 def register_backbone_config(name: str, config_class: type[BackboneConfig]) -> None:
     """The backbone `name` reads `config_class` (litebert.model.backbone.register_backbone
-    calls this with the class's `config_class`). A name already taken by another class is an
-    error."""
-    if BACKBONE_CONFIGS.get(name, config_class) is not config_class:
-        raise ValueError(f"backbone {name!r} already has the config "
-                         f"{BACKBONE_CONFIGS[name].__qualname__}")
+    calls this with the class's `config_class`). A name already taken by another class, a
+    spec's included, is an error."""
+    known = backbone_config_of_spec(name) or BACKBONE_CONFIGS.get(name, config_class)
+    if known is not config_class:
+        raise ValueError(f"backbone {name!r} already has the config {known.__qualname__}")
     BACKBONE_CONFIGS[name] = config_class
+
+
+def backbone_config_of_spec(name: str) -> type[BackboneConfig] | None:
+    """The config class of the backbone that the package registered as `name` defines."""
+    spec = find_spec(name)
+    return None if spec is None else spec.backbone_config
 
 
 def backbone_config_class(name: str) -> type[BackboneConfig]:
     """The config class of the backbone `name`; ConfigError when none is registered."""
-    try:
-        return BACKBONE_CONFIGS[name]
-    except KeyError:
-        raise ConfigError(
-            f"backbone {name!r} is not registered; litebert knows "
-            f"{', '.join(map(repr, BACKBONE_CONFIGS)) or 'none yet'} (import litebert.model "
-            "first, which registers its backbones; a backbone of your own is registered with "
-            "litebert.model.backbone.register_backbone)") from None
+    if name not in BACKBONE_CONFIGS:
+        found = backbone_config_of_spec(name)
+        if found is None:
+            known = registered_backbone_configs()
+            raise ConfigError(
+                f"backbone {name!r} is not registered; litebert knows "
+                f"{', '.join(map(repr, known))} (a backbone of your own comes in a model "
+                "package whose ModelSpec names it: see litebert.specs)")
+        BACKBONE_CONFIGS[name] = found
+    return BACKBONE_CONFIGS[name]
+
+
+def registered_backbone_configs() -> dict[str, type[BackboneConfig]]:
+    """Every backbone's config class by name: every spec's (in the registry's order), then
+    those registered directly."""
+    specs = {spec.name: spec.backbone_config for spec in all_specs()
+             if spec.backbone_config is not None}
+    for name, config_class in specs.items():
+        BACKBONE_CONFIGS.setdefault(name, config_class)
+    return {name: BACKBONE_CONFIGS[name] for name in [*specs, *BACKBONE_CONFIGS]}
 
 
 def backbone_field_names(config_class: type[BackboneConfig]) -> tuple[str, ...]:
@@ -182,8 +193,8 @@ class ModelConfig:
     # ---- structure (ours; defaults are ALBERT's) ----
     # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Two have
     # transformers layouts: "albert" (the embeddings -> shared layers -> pooler of
-    # model/albert.py, which also builds BERT, ELECTRA and RoBERTa: those four families) and
-    # "xlnet" (model/xlnet.py: the xlnet family). One that no family lists in its `backbones`
+    # models/albert/model.py, which also builds BERT, ELECTRA and RoBERTa: those four families) and
+    # "xlnet" (models/xlnet/model.py: the xlnet family). One that no family lists in its `backbones`
     # is saved in litebert's own layout.
     backbone: str = "albert"
     # The E->H linear after the embeddings: "always" (ALBERT, even when E == H),
@@ -262,9 +273,8 @@ class ModelConfig:
              f"must divide num_hidden_layers={self.num_hidden_layers}")
         need(self.hidden_act in ACTIVATIONS, "hidden_act", f"unknown; choose from {ACTIVATIONS}")
         need(self.sharing in SHARING, "sharing", f"unknown; choose from {SHARING}")
-        if _FORMATS:
-            known = _formats().model_types()
-            need(self.model_type in known, "model_type", f"unknown; choose from {known}")
+        known = layout_names()
+        need(self.model_type in known, "model_type", f"unknown; choose from {known}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob",
                      "classifier_dropout_prob"):
             need(0.0 <= getattr(self, name) < 1.0, name, "must be in [0, 1)")
@@ -412,7 +422,7 @@ class ModelConfig:
     def from_dict(cls, data: dict[str, Any], *, source: str = "<dict>") -> ModelConfig:
         """Read any family's config.json content (transformers ALBERT, BERT, ELECTRA, ours)
         or Google's albert_config.json; the family is chosen by its `model_type`."""
-        return _formats().config_from_dict(data, source)
+        return read_layout(data, source)[0]
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> ModelConfig:
@@ -420,8 +430,8 @@ class ModelConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The config.json content, in the layout this config is saved in (its family's, or
-        ALBERT's / ours where the family cannot hold it: see litebert.families.layout_for)."""
-        return _formats().config_to_dict(self)
+        ALBERT's / ours where the family cannot hold it: see `choose_layout`)."""
+        return choose_layout(self)[0].config_to_dict(self)
 
     def save(self, directory: str | Path) -> Path:
         path = Path(directory) / "config.json"
@@ -440,7 +450,7 @@ def is_whole(value: Any) -> bool:
 
 def _other_backbone_default(name: str, mine: type[BackboneConfig]) -> tuple[str, Any] | None:
     """(backbone, default) when `name` is a field of another registered backbone's config."""
-    for backbone, config_class in BACKBONE_CONFIGS.items():
+    for backbone, config_class in registered_backbone_configs().items():
         if config_class is mine:
             continue
         for f in dataclasses.fields(config_class):
@@ -463,96 +473,54 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _albert(L: int, H: int, heads: int, **kw: Any) -> dict[str, Any]:
-    return dict(num_hidden_layers=L, hidden_size=H, num_attention_heads=heads,
-                intermediate_size=4 * H, embedding_size=128, **kw)
+# ---- config.json layouts, by model_type (the specs' adapters) -------------------------------
+
+# Google's albert_config.json names no model_type.
+DEFAULT_MODEL_TYPE = "albert"
+OWN_LAYOUT = "litebert"  # our own layout, for what no transformers family can hold
 
 
-def _bert(L: int, H: int, heads: int) -> dict[str, Any]:
-    # The paper's BERT baselines (Table 1) use the same 30k vocabulary as ALBERT.
-    return dict(num_hidden_layers=L, hidden_size=H, num_attention_heads=heads,
-                intermediate_size=4 * H, embedding_size=H, model_type="bert", sharing="none",
-                embedding_projection="never", hidden_act="gelu", hidden_dropout_prob=0.1,
-                attention_probs_dropout_prob=0.1)
+def layout_names() -> tuple[str, ...]:
+    """The model_types litebert reads and writes: every spec with an adapter."""
+    return tuple(spec.name for spec in all_specs() if spec.adapter_module is not None)
 
 
-def _electra(L: int, H: int, E: int, heads: int) -> dict[str, Any]:
-    # The discriminators of the ELECTRA paper (Table 6); 30k vocabulary like the others.
-    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=E, num_attention_heads=heads,
-                intermediate_size=4 * H, model_type="electra", sharing="none",
-                num_hidden_groups=L, embedding_projection="when_sizes_differ",
-                use_pooler=False, classifier_head="first_token", classifier_act="gelu",
-                mlm_act="gelu", hidden_act="gelu", hidden_dropout_prob=0.1,
-                attention_probs_dropout_prob=0.1)
+def layout_named(model_type: str) -> ConfigLayout:
+    """The adapter of `model_type`; ConfigError listing the known ones otherwise."""
+    spec = find_spec(model_type)
+    if spec is None or spec.adapter_module is None:
+        raise ConfigError(f"unknown model_type {model_type!r}; litebert reads "
+                          f"{', '.join(map(repr, layout_names()))}")
+    adapter: ConfigLayout = spec.adapter
+    return adapter
 
 
-def _roberta(L: int, H: int, heads: int) -> dict[str, Any]:
-    # roberta-base's config.json: BERT's shapes, byte-level BPE ids (<s> 0, <pad> 1, </s> 2),
-    # one token type, eps 1e-5, 512 positions after the pad id. A tokenizer sets vocab_size.
-    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
-                intermediate_size=4 * H, model_type="roberta", sharing="none",
-                num_hidden_groups=L, vocab_size=50265, max_position_embeddings=514,
-                type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
-                eos_token_id=2, hidden_act="gelu", hidden_dropout_prob=0.1,
-                attention_probs_dropout_prob=0.1, embedding_projection="never",
-                use_pooler=True, classifier_head="first_token", classifier_act="tanh",
-                mlm_act="gelu", position_numbering="after_pad")
+def read_layout(data: Mapping[str, Any], source: str = "<dict>") -> tuple[ModelConfig,
+                                                                          ConfigLayout]:
+    """A config.json's content -> (config, the adapter of the layout its weights are in)."""
+    try:
+        adapter = layout_named(data.get("model_type", DEFAULT_MODEL_TYPE))
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    return adapter.config_from_dict(data, source), adapter
 
 
-def _xlnet(L: int, H: int, heads: int) -> dict[str, Any]:
-    # transformers' xlnet-base-cased / xlnet-large-cased config.json: BERT's shapes on the
-    # "xlnet" backbone, exact GELU, dropout 0.1, XLNet's 32k SentencePiece ids.
-    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
-                intermediate_size=4 * H, backbone="xlnet", model_type="xlnet", sharing="none",
-                num_hidden_groups=L, embedding_projection="when_sizes_differ", use_pooler=False,
-                classifier_head="summary", classifier_act="tanh", hidden_act="gelu",
-                hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                layer_norm_eps=1e-12, vocab_size=32000, pad_token_id=5, bos_token_id=1,
-                eos_token_id=2)
+def choose_layout(config: ModelConfig,
+                  class_name: str | None = None) -> tuple[ConfigLayout, str | None]:
+    """The adapter a model (of class `class_name`) with `config` is saved with, and why that
+    is not its own family's (None when it is): ALBERT's when that holds it, else ours. When
+    both fail, `why` gives both reasons."""
+    own = layout_named(config.model_type)
+    why = own.cannot_hold(config, class_name)
+    if why is None:
+        return own, None
+    albert = layout_named(DEFAULT_MODEL_TYPE)
+    also = None if own is albert else albert.cannot_hold(config, class_name)
+    if also is None and own is not albert:
+        return albert, why
+    reason = why if also is None or also == why else f"{why}; ALBERT's layout: {also}"
+    return layout_named(OWN_LAYOUT), reason
 
 
-def _modernbert(L: int, H: int, heads: int, intermediate: int, **kw: Any) -> dict[str, Any]:
-    # transformers' ModernBertConfig (answerdotai/ModernBERT-base / -large): bias-free pre-norm
-    # layers, GeGLU (intermediate_size is each half's width), RoPE over 8192 positions, a
-    # global layer every third, no dropout, no pooler, bias-free heads (dense -> gelu -> norm)
-    # with a decoder bias; a 50368-token BPE vocabulary.
-    return dict(num_hidden_layers=L, hidden_size=H, embedding_size=H, num_attention_heads=heads,
-                intermediate_size=intermediate, backbone="modernbert", model_type="modernbert",
-                sharing="none", num_hidden_groups=L, embedding_projection="when_sizes_differ",
-                use_pooler=False, classifier_head="pooled_norm", classifier_act="gelu",
-                head_dense_bias=False, head_norm_bias=False, mlm_act="gelu",
-                hidden_act="gelu", hidden_dropout_prob=0.0,
-                attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0,
-                layer_norm_eps=1e-5, vocab_size=50368, max_position_embeddings=8192,
-                pad_token_id=50283, bos_token_id=50281, eos_token_id=50282, **kw)
-
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": _albert(4, 256, 4),
-    "albert-base": _albert(12, 768, 12),
-    "albert-large": _albert(24, 1024, 16),
-    "albert-xlarge": _albert(24, 2048, 32),
-    "albert-xxlarge": _albert(12, 4096, 64),
-    "bert-base": _bert(12, 768, 12),
-    "bert-large": _bert(24, 1024, 16),
-    "bert-xlarge": _bert(24, 2048, 32),
-    "electra-small": _electra(12, 256, 128, 4),
-    "electra-base": _electra(12, 768, 768, 12),
-    "roberta-base": _roberta(12, 768, 12),
-    "roberta-tiny": _roberta(4, 256, 4),
-    "xlnet-tiny": _xlnet(4, 256, 4),
-    "xlnet-base": _xlnet(12, 768, 12),
-    "xlnet-large": _xlnet(24, 1024, 16),
-    # ALBERT's structure on XLNet (E < H, one layer shared by all): no transformers class can
-    # hold it, so it is saved in litebert's own layout.
-    "albert-xlnet-tiny": {**_xlnet(4, 256, 4), "embedding_size": 128, "sharing": "all",
-                          "num_hidden_groups": 1, "model_type": "litebert"},
-    "modernbert-tiny": _modernbert(4, 256, 4, 384, local_attention=64),
-    "modernbert-base": _modernbert(22, 768, 12, 1152),
-    "modernbert-large": _modernbert(28, 1024, 16, 2624),
-    # ALBERT's structure on ModernBERT (E < H, one layer shared by all): no transformers class
-    # holds it, so it is saved in litebert's own layout.
-    "albert-modern-tiny": {**_modernbert(4, 256, 4, 384, local_attention=64),
-                           "embedding_size": 128, "sharing": "all", "num_hidden_groups": 1,
-                           "model_type": "litebert"},
-}
+# Every package's presets by name (litebert/models/<name>/presets.py), read on first use.
+PRESETS: Mapping[str, Mapping[str, Any]] = PresetTable()

@@ -1,15 +1,15 @@
 """The checkpoint families litebert reads, by config.json's model_type, with the name each
-goes by in prose. Help texts name the families from here: litebert.families, the registry
-of their adapters, imports torch, and building a parser must not. Its tests check that the
-two list the same families under the same names."""
+goes by in prose: the registered model packages' titles (litebert.specs). Help texts name
+the families from here: reading the specs imports no torch, while litebert.families (the
+adapters) does, and building a parser must not. Its tests check that the two list the same
+families under the same names."""
 
 from __future__ import annotations
 
+from litebert.specs import all_specs
+
 OWN = "litebert"  # our own layout, for what no transformers family can hold
-FAMILY_TITLES = {
-    "albert": "ALBERT", "bert": "BERT", "electra": "ELECTRA", OWN: "litebert",
-    "modernbert": "ModernBERT", "roberta": "RoBERTa", "xlnet": "XLNet",
-}
+FAMILY_TITLES = {spec.name: spec.title for spec in all_specs() if spec.adapter_module is not None}
 
 
 def named_families(conjunction: str = "or", *, own: bool = True) -> str:

@@ -1,4 +1,4 @@
-"""The ModernBERT family (families/modernbert.py): config.json both ways (transformers 5's
+"""The ModernBERT family (models/modernbert/adapter.py): config.json both ways (transformers 5's
 layer_types and rope_parameters, the earlier flat keys), what it refuses, the key maps, the
 Auto classes on transformers' directories, and what its layout cannot hold going to
 litebert's. Parity of outputs and gradients is tests/model/test_modernbert.py."""
@@ -16,8 +16,8 @@ from safetensors.torch import load_file
 import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
-from litebert.model import ModernBertModel
 from litebert.model.hub import canonical_state
+from litebert.models.modernbert.model import ModernBertModel
 from tests.conftest import randomize
 from tests.model.test_modernbert import hf_modern_config, inputs, modern_config
 

@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 import litebert
 from litebert.config import ConfigError
-from litebert.families import FAMILIES, family, layout_for, read_config_dict
+from litebert.families import BACKBONE_CLASS, FAMILIES, family, layout_for, read_config_dict
 from litebert.model import MODEL_CLASSES, build_backbone
 from litebert.model.hub import CheckpointError, canonical_state
 from tests.conftest import randomize, small_config
@@ -54,11 +54,11 @@ def test_keys_map_there_and_back_for_every_class(name):
     config = CONFIGS[name]
     adapter = layout_for(config)[0]
     assert adapter.model_type == name.split()[0].split("-")[0]
-    for cls_name, cls in MODEL_CLASSES.items():
+    for cls_name, cls in {BACKBONE_CLASS: None, **MODEL_CLASSES}.items():
         if cls_name not in adapter.class_names:
             continue
         try:  # "EncoderModel" names the backbone in every layout: the config's
-            model = build_backbone(config) if cls_name == "EncoderModel" else cls(config)
+            model = build_backbone(config) if cls is None else cls(config)
         except ConfigError:  # a head this backbone cannot carry (the permutation LM: XLNet's)
             assert cls_name == "EncoderForPermutationLM" and config.backbone != "xlnet"
             continue

@@ -16,7 +16,8 @@ from safetensors.torch import load_file
 import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
-from litebert.model import EncoderForPermutationLM, XLNetModel
+from litebert.model import EncoderForPermutationLM
+from litebert.models.xlnet.model import XLNetModel
 from tests.conftest import randomize, small_config
 from tests.families.configs import (
     albert_xlnet_config,

@@ -16,9 +16,9 @@ import litebert
 from litebert.cli import main
 from litebert.compat import model_tokenizer_mismatch
 from litebert.model import EncoderForBeamQuestionAnswering, EncoderForPermutationLM
-from litebert.model.albert import AlbertModel
 from litebert.model.hub import read_config
-from litebert.model.xlnet import XLNetModel
+from litebert.models.albert.model import AlbertModel
+from litebert.models.xlnet.model import XLNetModel
 from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import adapter_for, finetune, finetune_groups
 from litebert.tasks.squad import make_features, read_squad

@@ -17,7 +17,6 @@ from torch.overrides import TorchFunctionMode
 import litebert
 import litebert.model.attention as attention
 from litebert.data.attention_layout import with_unpadded_rows
-from litebert.model.albert import AlbertEncoder
 from litebert.model.attention import (
     SDPA_PRIORITY,
     Varlen,
@@ -28,6 +27,7 @@ from litebert.model.attention import (
     unpadded_layout,
     varlen_blocker,
 )
+from litebert.models.albert.model import AlbertEncoder
 from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
 from tests.model.test_modernbert import inputs as modern_inputs
 from tests.model.test_modernbert import modern_config

@@ -1,4 +1,5 @@
-"""The ModernBERT backbone (model/modernbert.py) against transformers' ModernBertModel: random
+"""The ModernBERT backbone (models/modernbert/model.py) against transformers' ModernBertModel:
+random
 weights moved through the family adapter both ways (save in one library, load in the other),
 fp32, eager and SDPA attention, windows shorter than the rows, padded rows of different
 lengths; every hidden state at the real tokens and the gradient of every weight within 1e-5.
@@ -22,8 +23,9 @@ import litebert.model.layers as layers
 from litebert.config import ConfigError
 from litebert.data.attention_layout import with_unpadded_rows
 from litebert.families import FAMILIES
-from litebert.model import ModernBertModel, unroll
+from litebert.model import unroll
 from litebert.model.hub import canonical_state
+from litebert.models.modernbert.model import ModernBertModel
 from litebert.tasks.layer_decay import parameter_depths
 from tests.conftest import randomize
 from tests.model.test_layers import windowed_varlen_reference

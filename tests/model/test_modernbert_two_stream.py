@@ -1,4 +1,5 @@
-"""Two-stream attention on the ModernBERT backbone (model/modernbert.py, model/two_stream.py).
+"""Two-stream attention on the ModernBERT backbone (models/modernbert/model.py,
+model/two_stream.py).
 No paper or transformers class defines it, so nothing to compare against: these tests check
 its properties instead. Without two-stream arguments the forward is the one-stream forward;
 a target's query stream reads exactly the tokens its factorisation order shows it (never its
@@ -17,8 +18,9 @@ import torch
 
 import litebert
 import litebert.model.layers as layers
-from litebert.model import EncoderForPermutationLM, ModernBertModel
+from litebert.model import EncoderForPermutationLM
 from litebert.model.two_stream import content_mask
+from litebert.models.modernbert.model import ModernBertModel
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import PretrainConfig, load_run_config

@@ -9,7 +9,7 @@ import types
 import pytest
 
 from litebert.cli import main
-from litebert.model import AlbertModel
+from litebert.models.albert.model import AlbertModel
 from litebert.objectives import (
     OBJECTIVES,
     EvaluationObjective,

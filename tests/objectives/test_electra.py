@@ -16,8 +16,9 @@ import transformers
 from litebert.config import ConfigError, ModelConfig
 from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
-from litebert.model import AlbertModel, EncoderForMaskedLM
+from litebert.model import EncoderForMaskedLM
 from litebert.model.backbone import BACKBONES, register_backbone
+from litebert.models.albert.model import AlbertModel
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import (

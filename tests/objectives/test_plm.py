@@ -9,8 +9,9 @@ import re
 import pytest
 
 from litebert.config import ConfigError
-from litebert.model import ModernBertModel, XLNetModel
 from litebert.model.backbone import BACKBONES, BackboneCapabilities, register_backbone
+from litebert.models.modernbert.model import ModernBertModel
+from litebert.models.xlnet.model import XLNetModel
 from litebert.objectives.plm import PLMConfig, PLMObjective, _Settings
 from tests.families.configs import xlnet_config
 from tests.model.test_modernbert import modern_config

@@ -12,8 +12,9 @@ import transformers
 
 from litebert.families import FAMILIES
 from litebert.families.base import FamilyAdapter
+from litebert.specs import model_spec
 from litebert.tasks.base import FinetuneConfig, finetune_config
-from litebert.tasks.family_defaults import FINETUNE_DEFAULTS, family_defaults
+from litebert.tasks.family_defaults import family_defaults, finetune_rule
 from litebert.tasks.registry import TASKS
 from tests.conftest import small_config
 from tests.families.configs import (
@@ -191,14 +192,16 @@ def test_every_family_answers_every_task():
                "xlnet": xlnet_config()}
     for name in FAMILIES:
         for task in TASKS:
-            theirs = FINETUNE_DEFAULTS[name](configs.get(name, small_config()), task)
+            theirs = finetune_rule(name)(configs.get(name, small_config()), task)
             assert theirs.source and set(theirs.values()) >= {"weight_decay", "layer_decay"}
 
 
-def test_every_family_has_one_entry_and_adapters_hold_none():
-    """A new checkpoint family needs its entry here (else it would fine-tune with ALBERT's
-    recipe unnoticed); the format adapters no longer carry fine-tuning settings."""
-    assert set(FINETUNE_DEFAULTS) == set(FAMILIES)
+def test_every_family_fine_tunes_with_its_packages_rule_and_adapters_hold_none():
+    """A family's defaults are its model package's (its ModelSpec's `finetune`), an unknown
+    model_type gets ALBERT's, and the format adapters carry no fine-tuning settings."""
+    for name in FAMILIES:
+        assert finetune_rule(name) is model_spec(name).finetune
+    assert finetune_rule("gpt2") is model_spec("albert").finetune
     assert not hasattr(FamilyAdapter, "finetune_defaults")
     assert family_defaults(roberta_config(), "rte").source.startswith("RoBERTa")
 
@@ -207,7 +210,7 @@ def test_every_family_has_one_entry_and_adapters_hold_none():
     ("squad2", 3e-5, 0.75), ("squad1", 3e-5, 0.75), ("race", 2e-5, 1.0), ("mnli", 2e-5, 1.0),
     ("sst2", 2e-5, 1.0)])
 def test_xlnet_defaults_are_table_8(task, lr, layer_decay):
-    defaults = FINETUNE_DEFAULTS["xlnet"](xlnet_config(), task)
+    defaults = finetune_rule("xlnet")(xlnet_config(), task)
     assert (defaults.lr, defaults.layer_decay, defaults.weight_decay, defaults.dropout) == (
         lr, layer_decay, 0.0, 0.1)
     assert defaults.layer_decay_rule == "layers-only" and "Table 8" in defaults.source

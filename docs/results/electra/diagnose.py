@@ -17,7 +17,7 @@ import torch
 
 from litebert.cli import main
 from litebert.data.loader import PretrainingDataset
-from litebert.model.albert import AlbertEmbeddings
+from litebert.models.albert.model import AlbertEmbeddings
 from litebert.objectives import corruption, electra
 
 DATA = "data-dynamic"

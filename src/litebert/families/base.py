@@ -1,7 +1,8 @@
 """The family adapter: one checkpoint family's config.json and state-dict layout.
 
 Models are built from ModelConfig alone and name their parameters one way (ours, see
-model/albert.py: the backbone under `albert.`, `encoder.attentions.{n}` / `encoder.ffns.{n}`).
+models/albert/model.py: the backbone under `albert.`, `encoder.attentions.{n}` /
+`encoder.ffns.{n}`).
 `albert.` is the canonical backbone prefix whatever config.backbone names
 (model/backbone.py); a layout says which backbones it has names for (`backbones`).
 A family adapter translates at the directory boundary only, like torchtitan's
@@ -23,13 +24,13 @@ from typing import Any, ClassVar
 import torch
 
 from litebert.config import (
-    BACKBONE_CONFIGS,
     DEFAULT_BACKBONE,
     STRUCTURE_FIELDS,
     ConfigError,
     ModelConfig,
     backbone_config_class,
     backbone_field_names,
+    registered_backbone_configs,
 )
 
 # The name class_names give the bare backbone, whatever class config.backbone registers
@@ -141,7 +142,7 @@ def config_fields(backbone: str) -> frozenset[str]:
     """The flat config.json names a config on `backbone` reads: the shared fields, that
     backbone's own, and every other registered backbone's (accepted at their defaults)."""
     backbone_config_class(backbone)  # ConfigError for an unregistered name
-    return SHARED_FIELDS | {name for config_class in BACKBONE_CONFIGS.values()
+    return SHARED_FIELDS | {name for config_class in registered_backbone_configs().values()
                             for name in backbone_field_names(config_class)}
 
 
@@ -177,7 +178,7 @@ def common_dict(config: ModelConfig) -> dict[str, Any]:
 
 def numbering(config: ModelConfig) -> str:
     """The albert backbone's position numbering (the families that hold only that backbone
-    read it; the field lives in its config, model/albert.py's AlbertBackboneConfig)."""
+    read it; the field lives in its config, models/albert/model.py's AlbertBackboneConfig)."""
     return str(config.backbone_fields()["position_numbering"])
 
 

@@ -1,17 +1,15 @@
-"""Models: the backbone registry and protocol (`backbone.py`), the ALBERT backbone (`albert.py`,
-top to bottom in one file; registered as "albert"), task heads on any backbone (`heads.py`;
-XLNet's beam-search span head in `beam_qa.py`),
-replaced-token detection (`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
+"""Models: the backbone registry and protocol (`backbone.py`), task heads on any backbone
+(`heads.py`; XLNet's beam-search span head in `beam_qa.py`), replaced-token detection
+(`rtd.py`, ELECTRA's discriminator), output records (`outputs.py`),
 weight init and save/load (`base.py`), model directories in the families' layouts (`hub.py`),
 unrolling shared layers (`unroll.py`), activation checkpointing per layer position
 (`checkpointing.py`), Auto classes (`auto.py`) and parameter counts
-(`counts.py`); the XLNet backbone (`xlnet.py`, registered as "xlnet") and its permutation
-language model (`permutation_lm.py`); the ModernBERT backbone (`modernbert.py`, registered as
-"modernbert"). The heads are `Encoder*`; their previous `Albert*` names are aliases
-(`previous_names.py`)."""
+(`counts.py`), the permutation language model (`permutation_lm.py`), and the parts that more
+than one backbone builds from (`attention.py`, `layers.py`, `rope.py`, `two_stream.py`). The
+backbones themselves live in their model packages (litebert/models/<name>/model.py), which
+the registry imports when a config names them. The heads are `Encoder*`; their previous
+`Albert*` names are aliases (`previous_names.py`)."""
 
-from litebert.config import PRESETS, AlbertConfig, ModelConfig  # built once backbones register
-from litebert.model.albert import AlbertModel  # registers the "albert" backbone
 from litebert.model.auto import (
     MODEL_CLASSES,
     AutoModel,
@@ -37,7 +35,6 @@ from litebert.model.heads import (
     EncoderForTokenClassification,
 )
 from litebert.model.hub import CheckpointError
-from litebert.model.modernbert import ModernBertModel  # registers the "modernbert" backbone
 from litebert.model.permutation_lm import EncoderForPermutationLM
 from litebert.model.previous_names import (
     AlbertForBeamQuestionAnswering,
@@ -53,19 +50,18 @@ from litebert.model.previous_names import (
 )
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.model.unroll import unroll
-from litebert.model.xlnet import XLNetModel  # registers the "xlnet" backbone
 
 __all__ = [
-    "PRESETS", "AlbertConfig", "ModelConfig", "BACKBONES", "MODEL_CLASSES", "Backbone",
+    "BACKBONES", "MODEL_CLASSES", "Backbone",
     "build_backbone", "register_backbone",
     "EncoderForBeamQuestionAnswering", "EncoderForMaskedLM", "EncoderForMultipleChoice",
     "EncoderForPreTraining", "EncoderForQuestionAnswering", "EncoderForReplacedTokenDetection",
     "EncoderForSequenceClassification", "EncoderForTokenClassification",
-    "EncoderForPermutationLM", "AlbertModel", "PreTrainedModel", "AutoModel",
+    "EncoderForPermutationLM", "PreTrainedModel", "AutoModel",
     "AutoModelForBeamQuestionAnswering", "AutoModelForMaskedLM", "AutoModelForMultipleChoice",
     "AutoModelForPreTraining", "AutoModelForQuestionAnswering",
     "AutoModelForReplacedTokenDetection", "AutoModelForSequenceClassification",
-    "AutoModelForTokenClassification", "CheckpointError", "ModernBertModel", "XLNetModel",
+    "AutoModelForTokenClassification", "CheckpointError",
     "unroll", "set_activation_checkpointing",
     # the previous release's names (previous_names.py)
     "AlbertForBeamQuestionAnswering", "AlbertForMaskedLM", "AlbertForMultipleChoice",

@@ -6,7 +6,7 @@ says what the collator adds) and hands `layout.mask` to every attention layer, w
 
     None                 every key (no padding): SDPA's unmasked fast path
     (B, 1, 1, T) bool    padding: the keys each row keeps (True = attend), SDPA (the default
-                         path; model/albert.py)
+                         path; models/albert/model.py)
     (B, 1, T, T) bool    documents on a CPU: an explicit mask, SDPA. The reference path:
                          flex_attention without torch.compile materialises the scores
                          anyway (and warns), so an explicit mask is as fast here
@@ -26,7 +26,7 @@ kernel, then the math path, each where torch's global switches leave it on. Flas
 takes no mask at all, so it runs the batches without padding; a padded batch's boolean mask
 goes to cuDNN or the memory-efficient kernel, fused kernels that, unlike FlashAttention, read
 a mask (on a CPU torch picks its own kernel, as before). No mask here is a float: the one
-additive mask left is XLNet's (model/xlnet.py), whose relative attention adds position and
+additive mask left is XLNet's (models/xlnet/model.py), whose relative attention adds position and
 segment scores by hand before its softmax and masks those sums.
 
 FlexAttention and varlen have no attention dropout: when it is on in training, documents take

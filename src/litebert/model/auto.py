@@ -20,7 +20,7 @@ from typing import Any, ClassVar, cast
 
 from litebert.config import ConfigError, ModelConfig
 from litebert.families import BACKBONE_CLASS, FAMILIES, family
-from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
+from litebert.model.backbone import backbone_class
 from litebert.model.base import PreTrainedModel
 from litebert.model.beam_qa import EncoderForBeamQuestionAnswering
 from litebert.model.heads import (
@@ -36,15 +36,13 @@ from litebert.model.permutation_lm import EncoderForPermutationLM
 from litebert.model.previous_names import PREVIOUS_NAMES
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 
-# Our classes by name. BACKBONE, the name the families give the bare backbone, stands for
-# whichever backbone config.backbone names (see `model_class`); listed here is the default's.
+# Our head classes by name. BACKBONE, the name the families give the bare backbone, stands
+# for whichever backbone config.backbone names (see `model_class`), so it is not listed.
 BACKBONE = BACKBONE_CLASS
-MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {
-    BACKBONE: cast(type[PreTrainedModel], BACKBONES[DEFAULT_BACKBONE])}
-MODEL_CLASSES.update({cls.__name__: cls for cls in (
+MODEL_CLASSES: dict[str, type[PreTrainedModel]] = {cls.__name__: cls for cls in (
     EncoderForPreTraining, EncoderForMaskedLM, EncoderForSequenceClassification,
     EncoderForTokenClassification, EncoderForMultipleChoice, EncoderForQuestionAnswering,
-    EncoderForReplacedTokenDetection, EncoderForBeamQuestionAnswering, EncoderForPermutationLM)})
+    EncoderForReplacedTokenDetection, EncoderForBeamQuestionAnswering, EncoderForPermutationLM)}
 
 
 def model_class(name: str, config: ModelConfig) -> type[PreTrainedModel]:
@@ -61,7 +59,7 @@ def named_class(config: ModelConfig) -> str | None:
     if not config.architectures:
         return None
     name = PREVIOUS_NAMES.get(config.architectures[0], config.architectures[0])
-    if name in MODEL_CLASSES:
+    if name == BACKBONE or name in MODEL_CLASSES:
         return name
     for adapter in FAMILIES.values():
         for ours, theirs in adapter.class_names.items():

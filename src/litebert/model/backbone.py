@@ -1,6 +1,8 @@
 """Backbones: the registry that ModelConfig.backbone names, and the protocol heads rely on.
 
-    BACKBONES["albert"]                        the class (model/albert.py registers itself)
+    BACKBONES["albert"]                        the class (models/albert/model.py registers itself)
+    backbone_class(config)                     the class config.backbone names, its package
+                                               imported first (litebert.specs)
     build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `albert`
 
 Every head holds its backbone at `self.albert`, whatever the backbone: `albert.` is the
@@ -11,20 +13,23 @@ unrolling) goes through the `Backbone` protocol, never through a class name. Wha
 can do beyond it is declared, not probed: its class attribute `capabilities`
 (`BackboneCapabilities`: the attention layouts it takes, two streams, memories, a pooler,
 embeddings another encoder can share), which callers read before relying on any of it, and
-which `register_backbone` requires. A new backbone
-is one module whose class is decorated with `@register_backbone("name")`, imported by
-litebert/model/__init__.py (a class outside the package registers the same way before the
-model is built); config.json's `backbone` then selects it. A backbone has a transformers
-layout when a family adapter lists it in its `backbones` ("albert": the albert, bert,
-electra and roberta families; "xlnet": the xlnet family); any other is saved in litebert's
-own (families/litebert.py).
+which `register_backbone` requires.
+
+A new backbone is a model package (litebert/models/<name>/, or one of your own that calls
+litebert.specs.register_spec on import) whose ModelSpec names its config class and the module
+whose class is decorated with `@register_backbone("name")`; config.json's `backbone` then
+selects it, and the first lookup of the name imports that module. A backbone has a
+transformers layout when a family adapter lists it in its `backbones` ("albert": the albert,
+bert, electra and roberta families; "xlnet": the xlnet family); any other is saved in
+litebert's own (models/litebert/adapter.py).
 
 This module imports no backbone (the backbones import it), so anything in the package may
-import it; importing it runs litebert/model/__init__.py first, which registers ours.
+import it.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, TypeVar, cast
@@ -41,6 +46,7 @@ from litebert.config import (
 from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.attention import Layout
 from litebert.model.outputs import BaseModelOutput
+from litebert.specs import all_specs, find_spec
 
 DEFAULT_BACKBONE = "albert"
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
@@ -92,7 +98,7 @@ class BackboneCapabilities:
 
 
 class Backbone(Protocol):
-    """What a backbone offers. AlbertModel (model/albert.py) is the reference implementation.
+    """What a backbone offers. AlbertModel (models/albert/model.py) is the reference implementation.
 
     A backbone is an nn.Module (in practice a litebert.model.PreTrainedModel subclass,
     which brings init_weights, save_pretrained and from_pretrained) with a `config`, built as
@@ -104,7 +110,8 @@ class Backbone(Protocol):
 
     config: ModelConfig
     # The dataclass of this backbone's own settings (config.backbone_config), defined in its
-    # module; registered with the backbone (litebert.config.register_backbone_config).
+    # package's config.py and named by its ModelSpec; register_backbone checks that the two
+    # agree (litebert.config.register_backbone_config).
     config_class: ClassVar[type[BackboneConfig]]
     # The position that summarises a sequence, for the pooler and the summary heads: 0 for
     # templates with [CLS] first (BERT-style), -1 for XLNet's `A <sep> B <sep> <cls>` with the
@@ -179,7 +186,8 @@ class Backbone(Protocol):
 
 
 class TwoStreamBackbone(Backbone, Protocol):
-    """A backbone with capabilities.two_stream (model/xlnet.py's, model/modernbert.py's)."""
+    """A backbone with capabilities.two_stream (models/xlnet/model.py's,
+    models/modernbert/model.py's)."""
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                  token_type_ids: torch.Tensor | None = None,
@@ -241,7 +249,9 @@ PROMISED = {"two_stream": ("query_stream_flops_per_target",),
             "embed_encode": ("embeddings_name", "encoder_name", "build_encoder", "encode_with")}
 
 
-BACKBONES: dict[str, type[Backbone]] = {}  # name -> class; filled by @register_backbone
+# name -> class; filled by @register_backbone when the module defining the class is imported
+# (`load_backbone` imports a spec's module on first lookup).
+BACKBONES: dict[str, type[Backbone]] = {}
 
 Cls = TypeVar("Cls", bound=type[Backbone])
 
@@ -276,15 +286,32 @@ def check_capabilities(cls: type) -> None:
                              f"{', '.join(missing)}: add them or declare {flag}=False")
 
 
+def load_backbone(name: str) -> None:
+    """Import the module that registers the backbone `name`, when a spec defines it."""
+    spec = find_spec(name)
+    if name not in BACKBONES and spec is not None and spec.backbone_module is not None:
+        importlib.import_module(spec.backbone_module)
+
+
 def backbone_class(config: ModelConfig) -> type[Backbone]:
     """The class config.backbone names; ConfigError listing the registered ones otherwise."""
+    load_backbone(config.backbone)
     try:
         return BACKBONES[config.backbone]
     except KeyError:
         raise ConfigError(
             f"backbone {config.backbone!r} is not registered; litebert knows "
-            f"{', '.join(map(repr, BACKBONES))} (a backbone of your own is registered with "
-            "litebert.model.backbone.register_backbone before the model is built)") from None
+            f"{', '.join(map(repr, all_backbones()))} (a backbone of your own comes in a "
+            "model package whose ModelSpec names it: see litebert.specs)") from None
+
+
+def all_backbones() -> dict[str, type[Backbone]]:
+    """Every backbone: the specs' (their modules imported, in the registry's order), then
+    those registered directly."""
+    names = [spec.name for spec in all_specs() if spec.backbone_module is not None]
+    for name in names:
+        load_backbone(name)
+    return {name: BACKBONES[name] for name in [*names, *BACKBONES] if name in BACKBONES}
 
 
 def build_backbone(config: ModelConfig, add_pooling_layer: bool | None = None) -> Backbone:
@@ -301,7 +328,8 @@ def build_backbone(config: ModelConfig, add_pooling_layer: bool | None = None) -
 
 def backbones_with(capability: str) -> list[str]:
     """The registered backbones whose capabilities set the flag `capability`."""
-    return [name for name, cls in BACKBONES.items() if getattr(cls.capabilities, capability)]
+    return [name for name, cls in all_backbones().items()
+            if getattr(cls.capabilities, capability)]
 
 
 def require_capability(config: ModelConfig, capability: str, needs: str) -> type[Backbone]:

@@ -3,7 +3,9 @@ training FLOPs per token (the backbone's own count, and the MLM head's)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -46,7 +48,7 @@ PAPER_SHARING = {(768, "all"): "31M", (768, "attention"): "83M", (768, "ffn"): "
                  (128, "ffn"): "38M", (128, "none"): "89M"}
 
 
-def preset_rows(presets: dict) -> list[CountRow]:
+def preset_rows(presets: Mapping[str, Mapping[str, Any]]) -> list[CountRow]:
     rows = []
     for name in presets:
         config = ModelConfig.from_preset(name)
@@ -66,7 +68,7 @@ def ablation_rows() -> list[CountRow]:
     return rows
 
 
-def parameter_tables(presets: dict) -> str:
+def parameter_tables(presets: Mapping[str, Mapping[str, Any]]) -> str:
     """`litebert params`: the presets' counts, then the paper's ablation, as text tables."""
     header = (f"{'model':<36} {'L':>3} {'H':>5} {'E':>5} {'heads':>5} {'FFN':>6} "
               f"{'sharing':>9} {'backbone':>14} {'+MLM & SOP':>14} {'paper':>6}")
@@ -86,7 +88,7 @@ def parameter_tables(presets: dict) -> str:
 def encoder_flops_per_token(config: ModelConfig, seq_len: int) -> float:
     """Training FLOPs per token of the backbone config.backbone names (forward + backward, 2
     FLOPs a multiply-add), at sequences of `seq_len`: the backbone's own count
-    (`flops_per_token`, model/backbone.py; ALBERT's in model/albert.py)."""
+    (`flops_per_token`, model/backbone.py; ALBERT's in models/albert/model.py)."""
     return backbone_class(config).flops_per_token(config, seq_len)
 
 

@@ -1,6 +1,6 @@
 """Permutation language modelling: XLNet's pre-training head (transformers' XLNetLMHeadModel).
 
-The backbone's query stream at the P targets (model/xlnet.py) -> `lm_loss`: logits over the
+The backbone's query stream at the P targets (models/xlnet/model.py) -> `lm_loss`: logits over the
 vocabulary from the word embeddings (tied) and a bias of its own. Given targets, logits are
 computed at the P targets only; without, at every position (the content stream). With E < H
 (ALBERT-XLNet, saved in litebert's layout) a dense H->E comes first, so the decoder stays the
@@ -61,7 +61,7 @@ class EncoderForPermutationLM(PreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 perm_mask=None, target_mapping=None, mems=None, use_mems=None, labels=None,
                 target_positions=None, next_sentence_label=None) -> PermutationLMOutput:
-        """Inputs as the backbone's (model/xlnet.py); labels (B, P) with targets, else
+        """Inputs as the backbone's (models/xlnet/model.py); labels (B, P) with targets, else
         (B, T), -100 ignored; next_sentence_label (B,) for the pair head. Returns loss (the
         mean over targets, plus the pair head's mean over sequences when labelled), logits
         (B, P, V) or (B, T, V), sop_logits (B, 2) with a pair head, mems and the backbone's

@@ -1,5 +1,5 @@
 """Two-stream attention (XLNet's, Yang et al., 2019) for a backbone whose attention is
-model/layers.py's RotaryAttention (model/modernbert.py): who sees whom in each stream, built
+model/layers.py's RotaryAttention (models/modernbert/model.py): who sees whom in each stream, built
 once per forward pass, and the query stream's targets.
 
     content stream  (B, T, H), the backbone's ordinary states: token i sees key j when j is a
@@ -19,7 +19,7 @@ empty softmax, NaN on some kernels: it is let see every key and its attention ou
 multiplied by 0 (`QueryRows.scale`), so it reads nothing, as a padding target slot does (a
 row of zeros in target_mapping, weight 0).
 
-`target_rows` is shared with model/xlnet.py, whose relative attention builds its own masks.
+`target_rows` is shared with models/xlnet/model.py, whose relative attention builds its own masks.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The backbone says how (model/backbone.py): `unrolled_config` is its config with one set of
 weights per layer, and `unrolled_source(key)` names, for each key of the unrolled backbone,
 the tensor of the shared one it copies. For ALBERT, layer position k ran attention module
-attention_index[k] and FFN module ffn_index[k] (model/albert.py); the unrolled model's
+attention_index[k] and FFN module ffn_index[k] (models/albert/model.py); the unrolled model's
 position k owns a copy of each, so its outputs are identical and it fits layouts without
 sharing (BERT, ELECTRA). Heads are copied as they are.
 """

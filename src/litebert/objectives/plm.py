@@ -1,6 +1,6 @@
 """Permutation language modelling: XLNet's objective (Yang et al., 2019) on any backbone with
-two streams (capabilities.two_stream: model/xlnet.py's, ALBERT-XLNet included, with memories;
-model/modernbert.py's, without).
+two streams (capabilities.two_stream: models/xlnet/model.py's, ALBERT-XLNet included, with memories;
+models/modernbert/model.py's, without).
 
 Each batch row reads one stream of text that continues from step to step (sampling
 "streams"): a window is `reuse_len` tokens carried over from the previous window, then
@@ -61,7 +61,7 @@ from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
 from litebert.model.backbone import backbone_class, two_stream_class
 from litebert.model.hub import extra_heads, read_config, save_extra_heads
-from litebert.model.xlnet import compute_dtype
+from litebert.models.xlnet.model import compute_dtype
 from litebert.objectives.base import (
     Batch,
     FsdpUnits,

@@ -248,8 +248,9 @@ def run_probe(spec: dict, model_dir: Path, out: Path, corpus_dir: Path,
         lr=float(spec.get("lr", probe.lr)), batch_size=int(spec.get("batch_size", 16)),
         max_seq_length=length, dropout=0.0, **dict(probe.task_options),
         # Every model of a study fine-tuned alike, whatever its family's own defaults
-        # (litebert.families: ELECTRA's weight decay 0 and layer decay 0.8, RoBERTa's beta2
-        # 0.98, ...): the study compares pre-training, not fine-tuning recipes.
+        # (litebert/models/<name>/finetune.py: ELECTRA's weight decay 0 and layer decay
+        # 0.8, RoBERTa's beta2 0.98, ...): the study compares pre-training, not fine-tuning
+        # recipes.
         weight_decay=float(spec.get("weight_decay", 0.01)),
         layer_decay=float(spec.get("layer_decay", 1.0)),
         adam_beta2=float(spec.get("adam_beta2", 0.999)))

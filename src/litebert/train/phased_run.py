@@ -26,7 +26,7 @@ import torch
 
 from litebert.data.blend import RunData, agreed_fields, open_run_data, parse_data
 from litebert.distributed import DistInfo, init_distributed
-from litebert.model.albert import AlbertBackboneConfig
+from litebert.models.albert.config import AlbertBackboneConfig
 from litebert.objectives import resolve
 from litebert.train import phases as plan
 from litebert.train.phase_start import (

@@ -3,7 +3,7 @@
     input ids (B, T)
       -> word embeddings (V, E) [-> E->H projection, ALBERT-XLNet], dropout   content stream h
       -> mask_emb (1, 1, H) at each of the P targets, dropout                   query stream g
-      -> L x inner_group_num post-LN layers, weights shared across depth as in model/albert.py:
+      -> L x inner_group_num post-LN layers, weights shared across depth as in ../albert/model.py:
            relative attention over [memories; h] (both streams, the same weights), then FFN
       -> last_hidden_state (B, T, H) = h, or (B, P, H) = g when targets are given
 
@@ -44,7 +44,7 @@ detached; time-first (M, B, H) tensors, one per layer position, as transformers 
 
 Parameters: q, k, v, o, r are (H, H) matrices in nn.Linear's (out, in) layout, so q, k and v
 are one GEMM; transformers' einsum tensors [H, n_head, d_head] are reshaped at the file
-boundary (families/xlnet.py). They, the r_*_bias, seg_embed and mask_emb are initialised
+boundary (models/xlnet/adapter.py). They, the r_*_bias, seg_embed and mask_emb are initialised
 normal(0, initializer_range) as transformers does; Linear, Embedding and LayerNorm as every
 litebert model (base.py).
 """
@@ -58,8 +58,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import BackboneConfig, ModelConfig, is_whole
-from litebert.model.albert import AlbertModel
+from litebert.config import BackboneConfig, ModelConfig
 from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.checkpointing import LayerCheckpointing
@@ -72,40 +71,8 @@ from litebert.model.layers import (
 )
 from litebert.model.outputs import BaseModelOutput
 from litebert.model.two_stream import target_rows
-
-ATTENTION_TYPES = ("bi", "uni")
-
-
-@dataclass
-class XLNetBackboneConfig(BackboneConfig):
-    """What only this backbone reads, by transformers' XLNetConfig names."""
-
-    # Memories: each layer keeps the last `mem_len` states of its input across segments
-    # (None or 0: all of them when memories are asked for, transformers' rule); only the
-    # first `reuse_len` tokens of a segment (None: all) become memory.
-    mem_len: int | None = None
-    reuse_len: int | None = None
-    attn_type: str = "bi"  # "bi": every token sees every other; "uni": left to right only
-    clamp_len: int = -1  # relative distances clamped to +-clamp_len; -1 (or 0): no clamping
-    same_length: bool = False  # "uni": every token sees the same number of keys ("bi": none)
-    bi_data: bool = False  # the second half of the batch reads relative positions reversed
-
-    def validate(self, config: ModelConfig) -> None:
-        need = self.need
-        for name in ("mem_len", "reuse_len"):
-            value = getattr(self, name)
-            need(value is None or (is_whole(value) and value >= 0), name,
-                 "must be a whole number >= 0, or null (XLNet's memories: see the field)")
-        need(self.attn_type in ATTENTION_TYPES, "attn_type",
-             "unknown; choose 'bi' (XLNet: every token sees every other) or 'uni' "
-             "(Transformer-XL: left to right)")
-        need(is_whole(self.clamp_len) and self.clamp_len >= -1, "clamp_len",
-             "must be a whole number >= 0, or -1 for no clamping")
-        for name in ("same_length", "bi_data"):
-            need(isinstance(getattr(self, name), bool), name, "must be true or false")
-
-
-xlnet_of = XLNetBackboneConfig.of  # config.backbone_config, typed
+from litebert.models.albert.model import AlbertModel
+from litebert.models.xlnet.config import XLNetBackboneConfig, xlnet_of
 
 
 def mask_value(dtype: torch.dtype) -> float:

@@ -26,7 +26,7 @@ from litebert.families.base import (
     common_dict,
     finish_dict,
 )
-from litebert.families.bert import BertAdapter, classifier_dropout
+from litebert.models.bert.adapter import BertAdapter, classifier_dropout
 
 # transformers' ElectraConfig defaults (electra-small's discriminator).
 _DEFAULTS: dict[str, Any] = dict(
@@ -115,3 +115,6 @@ class ElectraAdapter(BertAdapter):
             elif held[key] != value:
                 return f"has {key}={value!r}, not {held[key]!r}"
         return None
+
+
+ADAPTER = ElectraAdapter()  # what the package's ModelSpec names (adapter_module)

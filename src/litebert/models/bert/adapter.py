@@ -138,3 +138,6 @@ class BertAdapter(FamilyAdapter):
         if mismatch:
             return f"{name} {mismatch}"
         return super().unsupported(config, class_name)
+
+
+ADAPTER = BertAdapter()  # what the package's ModelSpec names (adapter_module)

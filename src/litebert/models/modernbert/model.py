@@ -3,7 +3,7 @@
     input ids (B, T)
       -> tok_embeddings (V, E), bias-free LayerNorm(E), dropout   no position or type embeddings
       -> E->H projection when E != H (ALBERT's factorised embeddings; embedding_projection)
-      -> L x inner_group_num pre-norm layers, weights shared across depth as in model/albert.py:
+      -> L x inner_group_num pre-norm layers, weights shared across depth as in ../albert/model.py:
            x + attention(attn_norm(x)), rotary positions on q and k  (ModernBertAttention)
            x + GeGLU(mlp_norm(x))                                         (PreNormMLP)
       -> final_norm (the encoder's last step) -> last_hidden_state (B, T, H); no pooler
@@ -26,7 +26,7 @@ Cross-layer sharing is ALBERT's: `encoder.attentions` / `encoder.ffns` hold the 
 model/layers.py's `sharing_tables` say which one each position uses (sharing "all",
 "attention", "ffn" or "none", num_hidden_groups, inner_group_num). transformers' layer i is
 our attentions.{i} (attn_norm, attn.Wqkv, attn.Wo) and ffns.{i} (mlp_norm, mlp.Wi, mlp.Wo);
-families/modernbert.py renames them to `model.layers.{i}.*`.
+models/modernbert/adapter.py renames them to `model.layers.{i}.*`.
 
 The first layer's norm. ModernBERT's layer 0 has no attn_norm (an identity): its input, the
 embeddings' output, is normed already. Here position 0 never norms its input, whatever module
@@ -64,15 +64,13 @@ the encoder's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from litebert.config import BackboneConfig, ConfigError, ModelConfig, is_whole
+from litebert.config import BackboneConfig, ConfigError, ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
-from litebert.model.albert import AlbertModel
 from litebert.model.attention import (
     Layout,
     positions_in_documents,
@@ -103,64 +101,12 @@ from litebert.model.two_stream import (
     query_rows,
     target_rows,
 )
+from litebert.models.albert.model import AlbertModel
+from litebert.models.modernbert.config import ModernBertBackboneConfig, modernbert_of
 
 Rope = tuple[torch.Tensor, torch.Tensor]  # (cos, sin), (T, hd) or (B, T, hd) each
 
 
-@dataclass
-class ModernBertBackboneConfig(BackboneConfig):
-    """What only this backbone reads, by transformers' ModernBertConfig names. The shared
-    fields hold the rest under ALBERT's names: ModernBERT's hidden_activation is hidden_act,
-    norm_eps is layer_norm_eps, and attention_dropout is attention_probs_dropout_prob (it
-    drops the attention probabilities and the output projection's result). This backbone
-    reads no hidden_dropout_prob: its dropouts are the three named here and that one."""
-
-    # Layer position k attends globally when k % global_attn_every_n_layers == 0 (1: all).
-    global_attn_every_n_layers: int = 3
-    # The other positions' window in keys, both sides together: |i - j| <= local_attention // 2.
-    local_attention: int = 128
-    global_rope_theta: float = 160_000.0  # rotary base of the global positions
-    local_rope_theta: float = 10_000.0  # rotary base of the sliding-window positions
-    embedding_dropout: float = 0.0  # after the embeddings' norm
-    mlp_dropout: float = 0.0  # on GeGLU's gated product, before Wo
-    initializer_cutoff_factor: float = 2.0  # init: truncated normal cut at +- this x std
-    # Whether the backbone holds mask_emb, the query stream's input (two-stream attention;
-    # objective plm sets it). Off, the backbone is transformers' ModernBertModel exactly
-    # (layout, parameter count) and has no parameter that an MLM run leaves without a
-    # gradient, which DDP would wait for; perm_mask alone (the content stream) needs none.
-    query_stream: bool = False
-
-    def validate(self, config: ModelConfig) -> None:
-        need = self.need
-        need(is_whole(self.global_attn_every_n_layers) and self.global_attn_every_n_layers >= 1,
-             "global_attn_every_n_layers",
-             "must be a whole number >= 1 (1: every layer attends globally)")
-        need(is_whole(self.local_attention) and self.local_attention >= 2, "local_attention",
-             "must be a whole number >= 2: the sliding window's keys, local_attention // 2 on "
-             "each side of the query")
-        for name in ("global_rope_theta", "local_rope_theta", "initializer_cutoff_factor"):
-            value = getattr(self, name)
-            need(_is_number(value) and value > 0, name, "must be a positive number")
-        for name in ("embedding_dropout", "mlp_dropout"):
-            value = getattr(self, name)
-            need(_is_number(value) and 0.0 <= value < 1.0, name, "must be in [0, 1)")
-        need(isinstance(self.query_stream, bool), "query_stream", "must be true or false")
-        head_size = config.hidden_size // config.num_attention_heads
-        if head_size % 2:
-            raise ConfigError(f"ModelConfig.hidden_size={config.hidden_size}: rotary "
-                              f"embeddings need an even head size, and hidden_size / "
-                              f"num_attention_heads is {head_size}: change either")
-        if config.use_pooler:
-            raise ConfigError("ModelConfig.use_pooler=True: ModernBERT has no pooler; set "
-                              "use_pooler false and classify from the first token "
-                              "(classifier_head 'first_token')")
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-modernbert_of = ModernBertBackboneConfig.of  # config.backbone_config, typed
 
 
 class ModernBertEmbeddings(nn.Module):

@@ -159,3 +159,6 @@ class AlbertAdapter(FamilyAdapter):
                                                   and not bias.any()):
             return state
         return {k: v for k, v in state.items() if not k.startswith(_PROJECTION)}
+
+
+ADAPTER = AlbertAdapter()  # what the package's ModelSpec names (adapter_module)

@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from litebert.config import ModelConfig
-from litebert.families.albert import ALL_CLASSES, AlbertAdapter, albert_config_to_dict
 from litebert.families.base import FamilyAdapter
+from litebert.models.albert.adapter import ALL_CLASSES, AlbertAdapter, albert_config_to_dict
 
 # Classes that ALBERT's layout has no name for (they read the XLNet backbone): ours here.
 _OWN_CLASSES = ("EncoderForPermutationLM", "EncoderForBeamQuestionAnswering")
@@ -53,3 +53,6 @@ class LitebertAdapter(AlbertAdapter):
         if config.backbone == "albert":
             return super().to_file(state, config)
         return dict(state)
+
+
+ADAPTER = LitebertAdapter()  # what the package's ModelSpec names (adapter_module)

@@ -5,7 +5,7 @@ The backbone is `transformer.` (transformers' XLNetModel files hold it without t
 `layer.{n}.rel_attn.{q,k,v,o,r}` [d, n_head, d_head] (used through einsum, no bias),
 `layer.{n}.rel_attn.{r_w_bias,r_r_bias,r_s_bias}` [n_head, d_head],
 `layer.{n}.rel_attn.seg_embed` [2, n_head, d_head], `layer.{n}.rel_attn.layer_norm` and
-`layer.{n}.ff.{layer_1,layer_2,layer_norm}`. Ours (model/xlnet.py) is the same under
+`layer.{n}.ff.{layer_1,layer_2,layer_norm}`. Ours (models/xlnet/model.py) is the same under
 `albert.` with `encoder.attentions.{n}` / `encoder.ffns.{n}` for the layers and q, k, v, o, r
 as (H, H) nn.Linear-style matrices: q, k, v and r are the einsum tensor flattened and
 transposed, o the einsum tensor flattened; the reshaping happens here, at the file boundary.
@@ -233,3 +233,6 @@ def _linear_shape(key: str, value: torch.Tensor) -> torch.Tensor:
         return value
     matrix = value.reshape(value.shape[0], -1)
     return matrix if name == "o" else matrix.t()
+
+
+ADAPTER = XLNetAdapter()  # what the package's ModelSpec names (adapter_module)

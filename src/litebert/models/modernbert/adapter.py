@@ -4,7 +4,8 @@ The backbone is `model.` (transformers' ModernBertModel files hold it without th
 `embeddings.tok_embeddings` [V, H], `embeddings.norm` (no bias), per layer
 `layers.{i}.attn_norm` (absent from layer 0), `layers.{i}.attn.Wqkv` [3H, H],
 `layers.{i}.attn.Wo`, `layers.{i}.mlp_norm`, `layers.{i}.mlp.Wi` [2I, H], `layers.{i}.mlp.Wo`,
-then `final_norm`; nothing has a bias. Ours (model/modernbert.py) is the same under `albert.`,
+then `final_norm`; nothing has a bias. Ours (models/modernbert/model.py) is the same under
+`albert.`,
 the layer's attention half at `encoder.attentions.{i}` and its MLP half at `encoder.ffns.{i}`.
 
 config.json: transformers 5's ModernBertConfig writes the layer pattern as `layer_types`
@@ -282,3 +283,6 @@ class ModernBertAdapter(FamilyAdapter):
             return (f"ModernBERT's MLM and classifier heads share classifier_activation, but "
                     f"mlm_act={config.mlm_act!r}, classifier_act={config.classifier_act!r}")
         return super().unsupported(config, class_name)
+
+
+ADAPTER = ModernBertAdapter()  # what the package's ModelSpec names (adapter_module)

@@ -38,7 +38,7 @@ from litebert.families.base import (
     heads_mismatch,
     numbering,
 )
-from litebert.families.bert import BertAdapter, classifier_dropout
+from litebert.models.bert.adapter import BertAdapter, classifier_dropout
 
 # transformers' RobertaConfig defaults for keys a config.json may leave out (the class keeps
 # BERT's 512 positions, 2 types and eps 1e-12; roberta-base's file says 514, 1 and 1e-5).
@@ -122,3 +122,6 @@ class RobertaAdapter(BertAdapter):
             return (f"uses exact GELU in the LM head (mlm_act 'gelu'), not "
                     f"{config.mlm_activation!r}")
         return heads_mismatch(config)
+
+
+ADAPTER = RobertaAdapter()  # what the package's ModelSpec names (adapter_module)
