@@ -18,8 +18,8 @@ from litebert.model.backbone import (
     check_attention,
     register_backbone,
 )
-from tests.conftest import VOCAB, make_inputs, small_config
 from tests.families.configs import xlnet_config
+from tests.helpers.models import VOCAB, make_inputs, small_config
 
 # A config of each built-in backbone, small enough to run, reading make_inputs' ids.
 CONFIGS = {"albert": small_config, "xlnet": lambda: xlnet_config(vocab_size=VOCAB)}

@@ -13,7 +13,7 @@ from litebert.model import ModernBertModel, XLNetModel
 from litebert.model.backbone import BACKBONES, BackboneCapabilities, register_backbone
 from litebert.objectives.plm import PLMConfig, PLMObjective, _Settings
 from tests.families.configs import xlnet_config
-from tests.model.test_modernbert import modern_config
+from tests.helpers.modernbert import modern_config
 
 
 def objective(**fields) -> PLMObjective:

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.train.test_pretrain import MICRO_MODEL
+from tests.helpers.pretrain import MICRO_MODEL
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
