@@ -81,7 +81,7 @@ def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) ->
     assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
 
 
-def torchrun(nproc: int, args: list[str]) -> None:
+def run_torchrun(nproc: int, args: list[str]) -> None:
     """`litebert ARGS` on `nproc` gloo processes (one plain process for 1)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
