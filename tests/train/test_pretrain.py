@@ -30,7 +30,7 @@ from tests.helpers.pretrain import (
     pretrain_cli,
     read_metrics,
     run_config,
-    torchrun,
+    run_torchrun,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,7 +266,7 @@ def _fsdp_cli(data_dir, out, *extra):
 def fsdp_run(data_dir, tmp_path_factory):
     """An uninterrupted 2-process FSDP run; at its end it exports the live model itself."""
     out = tmp_path_factory.mktemp("fsdp") / "run"
-    torchrun(2, _fsdp_cli(data_dir, out))
+    run_torchrun(2, _fsdp_cli(data_dir, out))
     return out
 
 
@@ -290,7 +290,7 @@ def test_fsdp_checkpoint_resumes_on_any_number_of_processes(data_dir, fsdp_run, 
     shutil.copytree(fsdp_run, run)
     for later in ("step-00000004", "step-00000005"):
         shutil.rmtree(checkpoint.checkpoint_dir(run) / later)
-    torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
+    run_torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
     straight, _ = read_metrics(fsdp_run)
     resumed, _ = read_metrics(run)
     assert [x["step"] for x in resumed] == [1, 2, 3, 4, 5]
