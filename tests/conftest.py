@@ -1,59 +1,22 @@
-"""Shared fixtures: small configs and deterministic inputs with padding."""
+"""Shared fixtures: the seed, the session's table cache, and what the tests build once per
+session (tokenizers, data directories, micro models). A built thing is read-only to tests:
+a test that changes one copies it first. The plain helpers are in tests/helpers/."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 import litebert
+from litebert.model import EncoderForPermutationLM
 from litebert.tasks import table_cache
+from litebert.tokenization import train_sentencepiece, train_tokenizer
 from tests import hf_dirs
-
-VOCAB = 99
-
-
-def small_config(**overrides) -> litebert.ModelConfig:
-    base = dict(vocab_size=VOCAB, embedding_size=16, hidden_size=32, num_hidden_layers=4,
-                num_attention_heads=4, intermediate_size=37, max_position_embeddings=64,
-                classifier_dropout_prob=0.1)
-    return litebert.ModelConfig.from_fields(**{**base, **overrides})
-
-
-def cli_options(fields: dict) -> list[str]:
-    """Config fields as the options of a command line (`max_steps=6` -> `--max-steps 6`);
-    a None value is left out, as not given."""
-    return [arg for key, value in fields.items() if value is not None
-            for arg in (f"--{key.replace('_', '-')}", str(value))]
-
-
-def randomize(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
-    """Every parameter random (LayerNorm weights around 1), so a mis-mapped tensor shows."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g) * 0.2
-            p.copy_(noise + 1.0 if "norm" in name.lower() and name.endswith("weight") else noise)
-    return model
-
-
-def make_inputs(batch: int = 3, seq: int = 11, seed: int = 1) -> dict[str, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, VOCAB, (batch, seq), generator=g)
-    mask = torch.ones_like(ids)
-    mask[1, seq - 4:] = 0  # padded rows
-    mask[2, seq - 1:] = 0
-    ids[mask == 0] = 0
-    types = torch.zeros_like(ids)
-    types[:, seq // 2:] = 1
-    return dict(input_ids=ids, attention_mask=mask, token_type_ids=types)
-
-
-def mlm_labels(inputs: dict[str, torch.Tensor], seed: int = 2) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    ids = inputs["input_ids"]
-    chosen = (torch.rand(ids.shape, generator=g) < 0.3) & (inputs["attention_mask"] == 1)
-    chosen[0, 1] = True
-    return torch.where(chosen, ids, torch.full_like(ids, -100))
+from tests.families.configs import xlnet_config
+from tests.helpers.finetune import MICRO, sentence
+from tests.helpers.plm import build_plm_data
+from tests.helpers.pretrain import tiny_data
 
 
 @pytest.fixture(autouse=True)
@@ -101,3 +64,63 @@ def hf_model_dir(tmp_path_factory):
         return made[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory):
+    """Pre-training data with SOP pairs (tests/helpers/pretrain.py's tiny_data)."""
+    return tiny_data(tmp_path_factory.mktemp("pretrain"))
+
+
+@pytest.fixture(scope="session")
+def packed_data(tmp_path_factory):
+    """Pre-training data of packed full sentences, no pairs (MLM alone)."""
+    return tiny_data(tmp_path_factory.mktemp("packed"), objective="none",
+                     packing="full-sentences")
+
+
+@pytest.fixture(scope="session")
+def plm_data(tmp_path_factory):
+    """XLNet's pre-training streams (tests/helpers/plm.py's build_plm_data)."""
+    return build_plm_data(tmp_path_factory.mktemp("plm-pretrain"))
+
+
+@pytest.fixture(scope="session")
+def base_model(tmp_path_factory):
+    """A micro ALBERT with a SentencePiece tokenizer, saved like `litebert export`."""
+    root = tmp_path_factory.mktemp("base")
+    rng = np.random.default_rng(0)
+    text = root / "text.txt"
+    text.write_text("\n".join(sentence(rng, i % 2 == 0) + " what is who where? which one"
+                              for i in range(400)))
+    tok = litebert.Tokenizer.from_file(train_sentencepiece([text], root / "tok",
+                                                           vocab_size=120))
+    torch.manual_seed(0)
+    model = litebert.EncoderForPreTraining(litebert.ModelConfig(vocab_size=len(tok), **MICRO))
+    model.save_pretrained(root / "model")
+    tok.save_pretrained(root / "model")
+    return root / "model"
+
+
+@pytest.fixture(scope="session")
+def xlnet_tokenizer(tmp_path_factory):
+    """An XLNet SentencePiece tokenizer of the fine-tuning sentences (helpers/finetune.py)."""
+    root = tmp_path_factory.mktemp("xlnet-tok")
+    rng = np.random.default_rng(0)
+    lines = [sentence(rng, i % 2 == 0) + " what was the film ? who was the actor ? it played "
+             "in a town and the story was long" for i in range(300)]
+    (root / "text.txt").write_text("\n".join(lines))
+    return litebert.Tokenizer.from_pretrained(
+        train_tokenizer("xlnet", [root / "text.txt"], root / "tok", vocab_size=120).parent)
+
+
+@pytest.fixture(scope="session")
+def lively_xlnet(xlnet_tokenizer, tmp_path_factory):
+    """A micro XLNet, as lively: padded on the left, its summary the last token, and a
+    parameter fine-tuning never uses (mask_emb, pre-training's query stream input)."""
+    root = tmp_path_factory.mktemp("lively-xlnet")
+    torch.manual_seed(0)
+    config = xlnet_config(vocab_size=len(xlnet_tokenizer), initializer_range=0.2, mem_len=16)
+    EncoderForPermutationLM(config).save_pretrained(root)
+    xlnet_tokenizer.save_pretrained(root)
+    return root

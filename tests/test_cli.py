@@ -13,7 +13,7 @@ import pytest
 from litebert.cli import build_parser, main
 from litebert.families import FAMILIES
 from litebert.train.run_config import recipe_names
-from tests.test_docs import GLOB, raw_words, unquoted
+from tests.helpers.cli import GLOB, help_entries, raw_words, unquoted
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,24 +39,6 @@ def test_bad_arguments_are_a_message_not_a_traceback():
                          capture_output=True, text=True)
     assert run.returncode == 2
     assert "invalid choice: 'huge'" in run.stderr and "Traceback" not in run.stderr
-
-
-def help_entries(argv: list[str], capsys) -> dict[str, str]:
-    """`litebert ARGV --help` -> {option: description} of its "options:" section."""
-    with pytest.raises(SystemExit) as exit_:
-        main([*argv, "--help"])
-    assert exit_.value.code == 0
-    section = capsys.readouterr().out.split("\noptions:\n", 1)[1]
-    entries: dict[str, str] = {}
-    for line in section.splitlines():
-        if re.match(r"  -", line):  # "  --flag METAVAR   description", or the flag alone
-            option, _, description = line.strip().partition("  ")
-            last = option.split(",")[0].split()[0]
-            entries[last] = description.strip()
-        elif line.startswith("    "):  # a wrapped description
-            entries[last] = (entries[last] + " " + line.strip()).strip()
-    entries.pop("-h")
-    return entries
 
 
 @pytest.mark.parametrize("argv", [["data", "build"], ["pretrain"], ["finetune"],

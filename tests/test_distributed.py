@@ -12,15 +12,13 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
-from litebert.distributed import DistInfo, init_distributed
+from litebert.distributed import DistInfo, free_port, init_distributed
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer
 from litebert.train.state import load_model_state
-from tests.train import test_pretrain
-from tests.train.launch import ENV, free_port, litebert, pretrain_args, run, start
-from tests.train.test_pretrain import read_metrics, run_config
+from tests.helpers.pretrain import read_metrics, run_config
+from tests.train.launch import ENV, litebert, pretrain_args, run, start
 
-data_dir = test_pretrain.data_dir  # the corpus fixture
 STEPS = 4
 
 

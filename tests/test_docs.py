@@ -29,6 +29,7 @@ except ModuleNotFoundError:  # Python 3.10: the TOML reader pytest itself depend
 from litebert.cli import build_parser
 from litebert.data.blend import parse_data
 from litebert.train.run_config import parse_override, recipe_names, recipe_path
+from tests.helpers.cli import GLOB, raw_words, unquoted
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -275,7 +276,6 @@ SHELL_BLOCK = re.compile(rf"^```({'|'.join(SHELL_FENCES)})\n(.*?)^```", re.S | r
 # index or a path.
 EXPANSION = re.compile(r"\$\{?\w+\}?|\$\([^)]*\)")
 ELIDED = "..."  # "the rest of the command as above": required options may be left out
-GLOB = set("*?[{")
 
 
 def shell_blocks(path: Path) -> list[tuple[int, str]]:
@@ -314,11 +314,6 @@ def litebert_arguments(words: list[str]) -> list[str] | None:
         if word == "-m" and words[i + 1] in ("litebert", "litebert.cli"):
             return words[i + 2:]
     return None
-
-
-def unquoted(text: str) -> str:
-    """`text` with what single or double quotes protect (and the quotes) left out."""
-    return re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "", text)
 
 
 def parse_problem(arguments: list[str]) -> str | None:
@@ -362,13 +357,6 @@ def shell_problems(path: Path) -> list[str]:
     for number, span in inline_code(path):
         problems += [f"{name}:{number}: {p}" for p in set_problems(span)]
     return problems
-
-
-def raw_words(line: str) -> list[str]:
-    """The shell's words of one line as written, quotes kept, up to a comment."""
-    words = re.findall(r"(?:'[^']*'?|\"(?:[^\"\\]|\\.)*\"?|[^\s'\"])+", line)
-    comment = next((i for i, w in enumerate(words) if w.startswith("#")), len(words))
-    return words[:comment]
 
 
 def set_problems(text: str) -> list[str]:

@@ -228,3 +228,56 @@ def test_imports_sit_at_the_top_of_each_module():
     assert not gone, ("no longer inside a function; delete from DEFERRED_IMPORTS:\n"
                       + "\n".join(gone))
     assert all(reason.strip() for reason in DEFERRED_IMPORTS.values())
+
+
+# ---- the tests: helpers in tests/helpers, fixtures in conftest.py -----------------------------
+
+TESTS = Path(__file__).parent
+
+
+def is_test_module(module: str) -> bool:
+    """tests.X.test_Y or a conftest: a module pytest collects, never one to import."""
+    last = module.rsplit(".", 1)[-1]
+    return module.startswith("tests.") and (last.startswith("test_") or last == "conftest")
+
+
+def imported_test_modules(source: str) -> list[tuple[int, str]]:
+    """(line, module) of each import of a test module or a conftest, by any spelling:
+    `import tests.a.test_b`, `from tests.a.test_b import x`, `from tests.a import test_b`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if is_test_module(a.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if is_test_module(node.module):
+                found.append((node.lineno, node.module))
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
+                      if is_test_module(f"{node.module}.{a.name}")]
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            names = [node.module or ""] + [a.name for a in node.names]
+            found += [(node.lineno, "." * node.level + name) for name in names
+                      if name.startswith("test_") or name == "conftest"]
+    return found
+
+
+def test_the_checker_finds_each_spelling_of_a_test_module_import():
+    source = ("import tests.train.test_pretrain\n"
+              "from tests.conftest import small_config\n"
+              "from tests.train import test_pretrain as mlm\n"
+              "from . import conftest\n"
+              "from tests.helpers.pretrain import run_config\n"
+              "from tests.data.builds import write_corpus\n")
+    assert imported_test_modules(source) == [
+        (1, "tests.train.test_pretrain"), (2, "tests.conftest"),
+        (3, "tests.train.test_pretrain"), (4, ".conftest")]
+
+
+def test_no_test_module_or_conftest_imports_another():
+    """A shared helper is a plain module (tests/helpers/), a shared fixture is in a
+    conftest.py: a fixture imported from a test module is built again for each module that
+    imports it, and a test module's helpers are tied to its tests."""
+    found = [f"{path.relative_to(TESTS.parent)}:{line} imports {module}"
+             for path in sorted(TESTS.rglob("*.py"))
+             for line, module in imported_test_modules(path.read_text(encoding="utf-8"))]
+    assert not found, ("move what is shared to tests/helpers/ (a helper) or a conftest.py "
+                       "(a fixture):\n" + "\n".join(found))

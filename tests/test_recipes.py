@@ -28,7 +28,7 @@ from litebert.train.run_config import (
 )
 from litebert.train.schedule import resolve_warmup
 from tests.data.builds import write_corpus
-from tests.tasks.test_finetune import base_model, sst2_dir  # noqa: F401 (a fixture)
+from tests.helpers.finetune import sst2_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_finetune_follows_the_same_rule():
         squad2_config(max_steps=200, warmup_steps=300)
 
 
-def test_finetune_results_record_the_schedule(base_model, tmp_path):  # noqa: F811 (fixture)
+def test_finetune_results_record_the_schedule(base_model, tmp_path):
     data = sst2_dir(tmp_path / "SST-2", n_train=40, n_dev=10)
     finetune(finetune_config(task="sst2", data=str(data), model=str(base_model),
                             out=str(tmp_path / "out"), max_steps=50, batch_size=4,

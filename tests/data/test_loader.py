@@ -20,9 +20,6 @@ from litebert.data.loader import (
 )
 from litebert.padding import real_tokens
 from tests.data.builds import small_build
-from tests.train import test_pretrain
-
-data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
 
 
 def steps_of(sampler: StreamSampler, rows: int, groups: int) -> np.ndarray:

@@ -7,7 +7,7 @@ import torch
 import transformers
 
 import litebert
-from tests.conftest import VOCAB, make_inputs, small_config
+from tests.helpers.models import VOCAB, make_inputs, small_config
 
 # ELECTRA's structure, said with AlbertConfig's fields (not with the family name).
 ELECTRA_FIELDS = dict(model_type="electra", sharing="none", hidden_act="gelu",

@@ -14,11 +14,11 @@ from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from tests.families.configs import hf_electra_config
-from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (a fixture)
+from tests.helpers.finetune import fast, sst2_dir
 
 
 @pytest.fixture(scope="module")
-def electra_model(base_model, tmp_path_factory):  # noqa: F811 (the imported fixture)
+def electra_model(base_model, tmp_path_factory):
     """A micro ELECTRA discriminator written by transformers, with the base model's
     SentencePiece tokenizer."""
     root = tmp_path_factory.mktemp("electra")

@@ -18,8 +18,8 @@ from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
 from litebert.model.hub import canonical_state
 from litebert.models.modernbert.model import ModernBertModel
-from tests.conftest import randomize
-from tests.model.test_modernbert import hf_modern_config, inputs, modern_config
+from tests.helpers.models import randomize
+from tests.helpers.modernbert import hf_modern_config, inputs, modern_config
 
 ADAPTER = FAMILIES["modernbert"]
 OWN_KEYS = ("global_attn_every_n_layers", "local_attention", "global_rope_theta",

@@ -12,8 +12,8 @@ import transformers
 
 import litebert
 from litebert.families import FAMILIES
-from tests.conftest import randomize
-from tests.model.test_modernbert import ATOL, B, T, hf_modern_config, inputs
+from tests.helpers.models import randomize
+from tests.helpers.modernbert import ATOL, B, T, hf_modern_config, inputs
 
 ADAPTER = FAMILIES["modernbert"]
 HEADS = ["EncoderForMaskedLM", "EncoderForSequenceClassification", "EncoderForTokenClassification",

@@ -19,15 +19,7 @@ from litebert.tasks.squad import make_features, read_squad
 from litebert.tokenization.train import train_bpe
 from litebert.train.optimizers import build_optimizer
 from tests.families.configs import hf_roberta_config
-from tests.tasks.test_finetune import (
-    BAD,
-    GOOD,
-    fast,
-    sentence,
-    squad_json,
-    sst2_dir,
-    write_tsv,
-)
+from tests.helpers.finetune import BAD, GOOD, fast, sentence, squad_json, sst2_dir, write_tsv
 
 
 @pytest.fixture(scope="module")

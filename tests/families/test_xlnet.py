@@ -18,7 +18,6 @@ from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
 from litebert.model import EncoderForPermutationLM
 from litebert.models.xlnet.model import XLNetModel
-from tests.conftest import randomize, small_config
 from tests.families.configs import (
     albert_xlnet_config,
     electra_config,
@@ -26,7 +25,8 @@ from tests.families.configs import (
     roberta_config,
     xlnet_config,
 )
-from tests.model.test_xlnet import CASES, inputs
+from tests.helpers.models import randomize, small_config
+from tests.helpers.xlnet import CASES, inputs
 
 XLNET = FAMILIES["xlnet"]
 XLNET_KEYS = ("mem_len", "reuse_len", "attn_type", "clamp_len", "same_length", "bi_data")

@@ -13,9 +13,9 @@ import transformers
 import litebert
 from litebert.families import FAMILIES
 from litebert.model import EncoderForBeamQuestionAnswering
-from tests.conftest import randomize
 from tests.families.configs import hf_xlnet_config
-from tests.model.test_xlnet import CASES, B, inputs
+from tests.helpers.models import randomize
+from tests.helpers.xlnet import CASES, B, inputs
 
 ATOL = 1e-5
 XLNET = FAMILIES["xlnet"]

@@ -25,20 +25,9 @@ from litebert.tasks.squad import make_features, read_squad
 from litebert.tasks.squad_beam import beam_p_mask
 from litebert.tokenization import train_tokenizer
 from tests.families.configs import hf_xlnet_config, xlnet_config
-from tests.tasks.test_finetune import fast, sentence, squad_json, sst2_dir
+from tests.helpers.finetune import fast, sentence, squad_json, sst2_dir
 
 MICRO = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, mem_len=16)
-
-
-@pytest.fixture(scope="module")
-def xlnet_tokenizer(tmp_path_factory):
-    root = tmp_path_factory.mktemp("xlnet-tok")
-    rng = np.random.default_rng(0)
-    lines = [sentence(rng, i % 2 == 0) + " what was the film ? who was the actor ? it played "
-             "in a town and the story was long" for i in range(300)]
-    (root / "text.txt").write_text("\n".join(lines))
-    return litebert.Tokenizer.from_pretrained(
-        train_tokenizer("xlnet", [root / "text.txt"], root / "tok", vocab_size=120).parent)
 
 
 @pytest.fixture(scope="module")

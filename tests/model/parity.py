@@ -7,7 +7,7 @@ import torch
 
 from litebert.families import FamilyAdapter
 from litebert.model.hub import canonical_state
-from tests.conftest import make_inputs, mlm_labels
+from tests.helpers.models import make_inputs, mlm_labels
 
 ATOL = 1e-5
 OUTPUT_PAIRS = {  # litebert field -> transformers field

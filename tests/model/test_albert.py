@@ -10,7 +10,7 @@ import litebert
 from litebert.model.attention import key_padding_mask
 from litebert.model.counts import ablation_rows, count, preset_rows
 from litebert.model.layers import sharing_tables
-from tests.conftest import make_inputs, mlm_labels, randomize, small_config
+from tests.helpers.models import make_inputs, mlm_labels, randomize, small_config
 
 DESIGN_COUNTS = {  # the design's counts: backbone, + MLM & SOP heads (vocab 30000)
     "albert-base": (11_683_584, 11_813_810),

@@ -12,7 +12,7 @@ from torch.overrides import TorchFunctionMode
 import litebert
 from litebert.model.attention import key_padding_mask
 from litebert.model.layers import AutocastLayerNorm
-from tests.conftest import make_inputs, mlm_labels, randomize, small_config
+from tests.helpers.models import make_inputs, mlm_labels, randomize, small_config
 
 BF16 = torch.bfloat16
 

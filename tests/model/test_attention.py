@@ -28,9 +28,9 @@ from litebert.model.attention import (
     varlen_blocker,
 )
 from litebert.models.albert.model import AlbertEncoder
-from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
-from tests.model.test_modernbert import inputs as modern_inputs
-from tests.model.test_modernbert import modern_config
+from tests.helpers.models import VOCAB, make_inputs, mlm_labels, randomize, small_config
+from tests.helpers.modernbert import inputs as modern_inputs
+from tests.helpers.modernbert import modern_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
 
 NUMBERINGS = {"from_zero": {}, "after_pad": dict(position_numbering="after_pad",

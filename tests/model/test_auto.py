@@ -7,8 +7,8 @@ import transformers
 
 import litebert
 from litebert.model.hub import CheckpointError
-from tests.conftest import VOCAB, small_config
 from tests.families.configs import electra_config, hf_electra_config
+from tests.helpers.models import VOCAB, small_config
 
 AUTO = {"AutoModel": "AlbertModel", "AutoModelForMaskedLM": "EncoderForMaskedLM",
         "AutoModelForSequenceClassification": "EncoderForSequenceClassification",

@@ -17,7 +17,7 @@ import litebert
 from litebert.config import ConfigError
 from litebert.model import AutoModelForBeamQuestionAnswering, EncoderForBeamQuestionAnswering
 from litebert.model.outputs import BaseModelOutput
-from tests.conftest import make_inputs, randomize, small_config
+from tests.helpers.models import make_inputs, randomize, small_config
 
 ATOL = 1e-5
 B, T, H = 3, 11, 32

@@ -21,9 +21,9 @@ from litebert.model import EncoderForMaskedLM, EncoderForPermutationLM
 from litebert.model.backbone import backbone_of
 from litebert.model.checkpointing import set_activation_checkpointing
 from litebert.train.compiling import BACKEND_ENV, compile_in_place
-from tests.conftest import make_inputs, mlm_labels, small_config
 from tests.families.configs import xlnet_config
-from tests.model.test_modernbert import modern_config
+from tests.helpers.models import make_inputs, mlm_labels, small_config
+from tests.helpers.modernbert import modern_config
 
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 GRAD_ATOL = 1e-6

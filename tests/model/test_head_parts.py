@@ -27,7 +27,7 @@ from litebert.model.head_parts import (
     pool,
 )
 from litebert.model.outputs import BaseModelOutput
-from tests.conftest import randomize, small_config
+from tests.helpers.models import randomize, small_config
 
 ATOL = 1e-5
 B, T, H, V = 3, 7, 32, 99

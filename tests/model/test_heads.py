@@ -8,7 +8,7 @@ import torch
 
 import litebert
 from litebert.data.loader import prediction_slots
-from tests.conftest import VOCAB, make_inputs, mlm_labels, randomize, small_config
+from tests.helpers.models import VOCAB, make_inputs, mlm_labels, randomize, small_config
 
 
 @pytest.mark.parametrize("head", ["EncoderForPreTraining", "EncoderForMaskedLM"])

@@ -14,15 +14,7 @@ from safetensors.torch import load_file, save_file
 import litebert
 from litebert import files
 from litebert.model.hub import CheckpointError
-from tests.conftest import make_inputs, randomize, small_config
-
-
-def outputs_equal(a, b) -> None:
-    a.eval()
-    b.eval()
-    x = make_inputs()
-    with torch.no_grad():
-        torch.testing.assert_close(a(**x).last_hidden_state, b(**x).last_hidden_state)
+from tests.helpers.models import outputs_equal, randomize, small_config
 
 
 @pytest.mark.parametrize("sharing", ["attention", "ffn"])

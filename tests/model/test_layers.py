@@ -30,7 +30,8 @@ from litebert.model.attention import (
 )
 from litebert.model.layers import GeGLU, PreNormLayer, RotaryAttention
 from litebert.model.rope import apply_rope, rope_tables
-from tests.conftest import randomize
+from tests.helpers.models import randomize
+from tests.model.varlen_reference import windowed_varlen_reference
 
 H, HEADS, INTERMEDIATE = 32, 2, 48  # head size 16
 WINDOW = 8  # local_attention: |i - j| <= 4, shorter than the rows
@@ -228,23 +229,6 @@ def test_flex_window_in_documents_equals_sdpa(monkeypatch):
     with torch.no_grad():
         reference = layer(x, windowed(same_document(DOCUMENTS), WINDOW, 40, CPU), rope)
     torch.testing.assert_close(flex, reference, atol=ATOL, rtol=ATOL)
-
-
-def windowed_varlen_reference(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, *,
-                              window_size=(-1, -1)):
-    """varlen_attn on the CPU, forward only: SDPA per segment, keys i - left .. i + right
-    (FlashAttention's inclusive bounds) when window_size is given."""
-    offsets = cu_seq_q.tolist()
-    pieces = []
-    for a, b in zip(offsets, offsets[1:], strict=False):
-        band = None
-        if window_size != (-1, -1):
-            i = torch.arange(b - a)
-            band = ((i[None] >= i[:, None] - window_size[0])
-                    & (i[None] <= i[:, None] + window_size[1]))  # (L, L)
-        segment = (t[a:b].transpose(0, 1) for t in (q, k, v))  # (nh, L, hd)
-        pieces.append(F.scaled_dot_product_attention(*segment, attn_mask=band))
-    return torch.cat(pieces, dim=1).transpose(0, 1)  # (N, nh, hd)
 
 
 def test_unpadded_window_equals_the_padded_window(monkeypatch):

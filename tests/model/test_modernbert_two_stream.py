@@ -25,9 +25,9 @@ from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.state import load_model_state
-from tests.conftest import randomize
-from tests.model.test_modernbert import V, inputs, modern_config
-from tests.train.test_pretrain_plm import build_plm_data, read_metrics
+from tests.helpers.models import randomize
+from tests.helpers.modernbert import V, inputs, modern_config
+from tests.helpers.pretrain import read_metrics
 
 B, T = 2, 12
 EXACT = dict(atol=1e-6, rtol=0.0)
@@ -276,11 +276,6 @@ def test_what_two_streams_refuse():
 
 MICRO = dict(hidden_size=32, embedding_size=32, num_hidden_layers=2, num_hidden_groups=2,
              num_attention_heads=2, intermediate_size=32, local_attention=16)
-
-
-@pytest.fixture(scope="module")
-def plm_data(tmp_path_factory):
-    return build_plm_data(tmp_path_factory.mktemp("plm-modernbert"))
 
 
 def plm_run(data_dir, out, **kw) -> PretrainConfig:

@@ -12,7 +12,7 @@ import transformers
 
 import litebert
 from litebert.families import FAMILIES
-from tests.conftest import VOCAB, make_inputs, randomize, small_config
+from tests.helpers.models import VOCAB, make_inputs, randomize, small_config
 from tests.model.parity import ATOL, assert_same_gradients, assert_same_outputs, labels_for
 
 ALBERT_CONFIGS = {

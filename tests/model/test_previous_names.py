@@ -8,9 +8,9 @@ import torch
 
 import litebert
 from litebert.model.previous_names import PREVIOUS_NAMES
-from tests.conftest import randomize, small_config
 from tests.families.configs import albert_xlnet_config
-from tests.model.test_modernbert import modern_config
+from tests.helpers.models import randomize, small_config
+from tests.helpers.modernbert import modern_config
 
 TASKS = ("PreTraining", "MaskedLM", "SequenceClassification", "TokenClassification",
          "MultipleChoice", "QuestionAnswering", "ReplacedTokenDetection",

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 
 import litebert
 from litebert.model.rtd import detection_loss
-from tests.conftest import make_inputs, randomize, small_config
 from tests.families.configs import electra_config
+from tests.helpers.models import make_inputs, randomize, small_config
 
 
 def _labels(x, seed: int = 4) -> torch.Tensor:

@@ -11,8 +11,8 @@ import torch
 import transformers
 
 import litebert
-from tests.conftest import make_inputs, randomize, small_config
 from tests.families.configs import electra_config
+from tests.helpers.models import make_inputs, randomize, small_config
 from tests.model.parity import ATOL
 
 

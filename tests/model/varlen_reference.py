@@ -112,3 +112,20 @@ def use_reference_varlen(monkeypatch) -> None:
 
     monkeypatch.setattr(attention, "varlen_attn", reference_varlen_attn)
     monkeypatch.setattr(attention, "varlen_blocker", on_cuda_in_bf16)
+
+
+def windowed_varlen_reference(q, k, v, cu_seq_q, cu_seq_k, max_q, max_k, *,
+                              window_size=(-1, -1)):
+    """varlen_attn on the CPU, forward only: SDPA per segment, keys i - left .. i + right
+    (FlashAttention's inclusive bounds) when window_size is given."""
+    offsets = cu_seq_q.tolist()
+    pieces = []
+    for a, b in zip(offsets, offsets[1:], strict=False):
+        band = None
+        if window_size != (-1, -1):
+            i = torch.arange(b - a)
+            band = ((i[None] >= i[:, None] - window_size[0])
+                    & (i[None] <= i[:, None] + window_size[1]))  # (L, L)
+        segment = (t[a:b].transpose(0, 1) for t in (q, k, v))  # (nh, L, hd)
+        pieces.append(F.scaled_dot_product_attention(*segment, attn_mask=band))
+    return torch.cat(pieces, dim=1).transpose(0, 1)  # (N, nh, hd)

@@ -22,9 +22,9 @@ from litebert.tasks.finetune import finetune
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.state import load_model_state
+from tests.helpers.finetune import fast, sst2_dir
+from tests.helpers.pretrain import run_config, tiny_data
 from tests.models.toy.model import ToyModel
-from tests.tasks.test_finetune import fast, sst2_dir
-from tests.train.test_pretrain import run_config, tiny_data
 
 
 @pytest.fixture(scope="module")

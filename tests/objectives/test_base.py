@@ -22,7 +22,7 @@ from litebert.objectives.base import missing_members
 from litebert.studies.runner import _continue
 from litebert.studies.spec import StudyError
 from litebert.train.run_config import PretrainConfig, RunConfigError, load_run_config
-from tests.conftest import small_config
+from tests.helpers.models import small_config
 
 
 def test_the_registry_and_the_default_objective():

@@ -5,21 +5,7 @@ from __future__ import annotations
 import torch
 
 from litebert.objectives import corruption as C
-
-CLS, SEP, MASK, PAD = 2, 3, 4, 0
-NEVER = torch.tensor([CLS, SEP, MASK])
-
-
-def rows(lengths: list[int], width: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """[CLS] w w ... [SEP] rows of the given real lengths, padded to `width`."""
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(10, 500, (len(lengths), width), generator=g)
-    mask = torch.zeros_like(ids)
-    for b, n in enumerate(lengths):
-        mask[b, :n] = 1
-        ids[b, 0], ids[b, n - 1] = CLS, SEP
-    ids[mask == 0] = PAD
-    return ids, mask
+from tests.helpers.corruption import MASK, NEVER, rows
 
 
 def slots_of(ids, mask, step=0, seed=1, p=0.15, max_len=128) -> C.Slots:

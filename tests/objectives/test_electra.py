@@ -23,47 +23,24 @@ from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import (
     Corrupting,
-    ElectraConfig,
     ElectraGenerator,
     ElectraOutput,
-    ElectraPretraining,
     generator_config,
 )
 from litebert.objectives.electra_eval import load_pair
 from litebert.train.pretrain import model_config
 from litebert.train.run_config import PretrainConfig
-from tests.conftest import randomize
 from tests.families.configs import xlnet_config
-from tests.train import test_pretrain
-from tests.train.test_pretrain import run_config
+from tests.helpers.electra import MICRO, electra_config, objective_and_model
+from tests.helpers.models import randomize
+from tests.helpers.pretrain import run_config
 
-data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
 CPU = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
-ELECTRA_FIELDS = {f.name for f in dataclasses.fields(ElectraConfig)}
-MICRO = dict(hidden_size=32, embedding_size=16, num_hidden_layers=2, num_hidden_groups=2,
-             num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-
-
-def electra_config(data_dir, out, **kw):
-    overrides = {**MICRO, **kw.pop("model_overrides", {})}
-    fields = {k: kw.pop(k) for k in list(kw) if k in ELECTRA_FIELDS}
-    return run_config(data_dir, out, model="electra-small",
-                      objective={"name": "electra", **fields},
-                      model_overrides=overrides, optimizer="adamw", lr=1e-3, **kw)
 
 
 @pytest.fixture(scope="module")
 def train(data_dir) -> PretrainingDataset:
     return PretrainingDataset(data_dir, "train", seed=0)
-
-
-def objective_and_model(data_dir, train, **kw) -> tuple[ElectraObjective, ElectraPretraining]:
-    cfg = electra_config(data_dir, data_dir / "unused", **kw)
-    objective = ElectraObjective(cfg, train)
-    torch.manual_seed(0)
-    model = objective.build(model_config(cfg, data_dir)).eval()  # no dropout: forwards repeat
-    assert isinstance(model, ElectraPretraining)
-    return objective, model
 
 
 def test_the_generator_is_a_quarter_wide_with_a_head_per_64_dimensions():
@@ -200,7 +177,6 @@ def test_export_loads_in_transformers_with_identical_outputs(data_dir, train, tm
         picked = logits[rows[slots.used], slots.positions[slots.used]]
         used = ours.slot_weights > 0
         torch.testing.assert_close(picked, ours.generator_logits[used], atol=1e-5, rtol=0)
-
 
 
 def test_an_albert_shared_discriminator_exports_in_albert_layout_or_unrolled(data_dir, train,

@@ -23,7 +23,7 @@ from litebert.tokenization import train_sentencepiece
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import PretrainConfig
 from tests.data.builds import write_corpus
-from tests.test_cli import help_entries
+from tests.helpers.cli import help_entries
 
 # electra-small's layout (no sharing, E != H) at a size that trains in seconds; generator
 # H 16 (generator_size 0.25), one head.

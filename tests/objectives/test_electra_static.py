@@ -13,11 +13,9 @@ from litebert.data.loader import PretrainingDataset, collate
 from litebert.model.attention import key_padding_mask
 from litebert.objectives import corruption as C
 from litebert.objectives.electra import ElectraPretraining
-from tests.objectives.test_corruption import MASK, NEVER, rows
-from tests.objectives.test_electra import objective_and_model
-from tests.train import test_pretrain
+from tests.helpers.corruption import MASK, NEVER, rows
+from tests.helpers.electra import objective_and_model
 
-data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
 

@@ -19,12 +19,10 @@ from litebert.objectives import MLMObjective
 from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.train.pretrain import model_config
 from litebert.train.run_config import PretrainConfig
-from tests.conftest import randomize, small_config
 from tests.families.configs import xlnet_config
-from tests.train import test_pretrain
-from tests.train.test_pretrain import run_config
+from tests.helpers.models import randomize, small_config
+from tests.helpers.pretrain import MICRO_MODEL, run_config
 
-data_dir = test_pretrain.data_dir  # the same SOP corpus fixture (built once for this module)
 CPU = DistInfo(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"))
 OWN_KEYS = {"eval_loss", "eval_mlm_loss", "eval_mlm_accuracy", "eval_mlm_baseline_accuracy",
             "eval_sop_loss", "eval_sop_accuracy", "eval_sop_baseline_accuracy"}
@@ -112,7 +110,7 @@ def test_a_family_without_a_pair_head_class_keeps_the_trained_head_beside_it(dat
     is its masked LM, which transformers loads, and the SOP head and pooler are kept in our
     layout beside it, which litebert loads and eval-pretraining scores."""
     cfg = run_config(data_dir, tmp_path, model="electra-small",
-                     model_overrides=dict(test_pretrain.MICRO_MODEL, num_hidden_groups=2))
+                     model_overrides=dict(MICRO_MODEL, num_hidden_groups=2))
     objective = MLMObjective(cfg, train)
     torch.manual_seed(0)
     config = model_config(cfg, data_dir)

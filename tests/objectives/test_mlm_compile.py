@@ -17,7 +17,7 @@ from litebert.objectives import MLMObjective
 from litebert.tokenization import train_sentencepiece
 from litebert.train.pretrain import model_config
 from tests.data.builds import write_corpus
-from tests.train.test_pretrain import run_config
+from tests.helpers.pretrain import run_config
 
 
 @pytest.fixture(scope="module", params=["sop", "nsp"])

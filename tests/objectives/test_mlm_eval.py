@@ -30,8 +30,8 @@ from litebert.tokenization import Tokenizer, train_sentencepiece
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from tests.data.builds import write_corpus
-from tests.test_cli import help_entries
-from tests.train.test_pretrain import read_metrics, run_config
+from tests.helpers.cli import help_entries
+from tests.helpers.pretrain import read_metrics, run_config
 
 EVAL = dict(instances=60, batch_size=8)  # what the run below evaluates with (+ its seed)
 CROSS_KEYS = ("eval_sop_accuracy", "eval_sop_baseline_accuracy", "eval_nsp_accuracy",

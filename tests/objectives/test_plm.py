@@ -14,7 +14,7 @@ from litebert.models.modernbert.model import ModernBertModel
 from litebert.models.xlnet.model import XLNetModel
 from litebert.objectives.plm import PLMConfig, PLMObjective, _Settings
 from tests.families.configs import xlnet_config
-from tests.model.test_modernbert import modern_config
+from tests.helpers.modernbert import modern_config
 
 
 def objective(**fields) -> PLMObjective:

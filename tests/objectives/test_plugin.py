@@ -25,11 +25,9 @@ from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from litebert.train.state import load_model_state
 from litebert.train.throughput import TIMING_FIELDS
-from tests.objectives.test_electra import MICRO
-from tests.train import test_pretrain
-from tests.train.test_pretrain import read_metrics, run_config
+from tests.helpers.electra import MICRO
+from tests.helpers.pretrain import read_metrics, run_config
 
-data_dir = test_pretrain.data_dir  # the SOP corpus fixture (built once for this module)
 COPIES = {"mlm": ("copied_mlm", litebert.objectives.mlm),
           "electra": ("copied_electra", litebert.objectives.electra)}
 STATEFUL = '''

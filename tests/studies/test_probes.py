@@ -101,7 +101,7 @@ def test_probe_inputs_are_cut_to_the_models_positions(tmp_path):
     """A --quick study pre-trains with 64 positions; a probe asking for 128 must fit it."""
     import litebert
     from litebert.studies.probes import _fitting_length
-    from tests.conftest import small_config
+    from tests.helpers.models import small_config
 
     litebert.AlbertModel(small_config(max_position_embeddings=64)).save_pretrained(tmp_path)
     assert _fitting_length(tmp_path, 128) == 64

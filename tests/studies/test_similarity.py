@@ -7,7 +7,7 @@ import transformers
 
 import litebert
 from litebert.studies.similarity import angle_degrees, layer_transitions
-from tests.conftest import make_inputs, randomize, small_config
+from tests.helpers.models import make_inputs, randomize, small_config
 
 
 def test_layer_transitions_equal_a_per_token_loop_over_transformers_states(tmp_path):

@@ -22,12 +22,8 @@ from litebert.tasks.finetune import TrainingLoop, adapter_for, finetune
 from litebert.tasks.runtime import Runtime
 from litebert.tasks.table_inputs import select_rows
 from litebert.train.compiling import BACKEND_ENV
-from tests.families.test_xlnet_tasks import xlnet_tokenizer as xlnet_tokenizer  # noqa: F401
-from tests.tasks.test_finetune import FILLER, race_dir, squad_json, sst2_dir, write_tsv
-from tests.tasks.test_finetune import base_model as base_model  # noqa: F401 (a fixture)
-from tests.tasks.test_finetune_devices import lively_xlnet as lively_xlnet  # noqa: F401
-from tests.tasks.test_finetune_devices import logged_losses
-from tests.tasks.test_tokens import conll_dir
+from tests.helpers.conll import conll_dir
+from tests.helpers.finetune import FILLER, logged_losses, race_dir, squad_json, sst2_dir, write_tsv
 
 QUIET = dict(dropout=0.0, classifier_dropout=0.0, max_seq_length=64)
 
@@ -131,7 +127,7 @@ def spy_on_filling(monkeypatch, enabled: bool) -> list[tuple[int, int]]:
 
 
 def test_dummy_rows_leave_an_eager_runs_losses_and_metrics_unchanged(
-        base_model, tmp_path, monkeypatch, caplog):  # noqa: F811
+        base_model, tmp_path, monkeypatch, caplog):
     """33 training rows in batches of 8 (each epoch ends in a batch of one row), 19 dev rows
     in batches of 4 (the last of 3): the run that fills those short batches up logs the
     losses and scores the metrics of the run that does not."""
@@ -166,7 +162,7 @@ def varied_sst2(root, n_train: int, n_dev: int):
 
 
 def test_a_compiled_run_compiles_one_graph_per_width_and_mode_with_the_eager_losses(
-        base_model, tmp_path, monkeypatch, caplog):  # noqa: F811
+        base_model, tmp_path, monkeypatch, caplog):
     """45 rows of varied length in batches of 8 (each epoch ends in 5 rows), 14 steps with
     two evaluations, compiled (aot_eager: inductor's tracing without its C++): one graph per
     (width bucket, mode) met, so training's widths + 1 for evaluation, none after the first

@@ -28,9 +28,10 @@ from litebert.tasks.examples import ChoiceExample, TaskDataError
 from litebert.tasks.finetune import adapter_for, evaluate_model, finetune
 from litebert.tasks.race import option_text, race_choices, read_race
 from litebert.tasks.registry import TASKS, ChoiceOptions
-from tests.conftest import cli_options, small_config
+from tests.helpers.cli import cli_options
+from tests.helpers.finetune import BAD, GOOD, race_dir, sentence
+from tests.helpers.models import small_config
 from tests.readers.tables import write_all, write_dataset_folder, write_parquet
-from tests.tasks.test_finetune import BAD, GOOD, race_dir, sentence
 
 SWAG_HEADER = ["video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
                "ending0", "ending1", "ending2", "ending3", "label"]

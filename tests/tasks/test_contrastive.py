@@ -20,7 +20,7 @@ from litebert.tasks.contrastive import (
     in_batch_loss,
     split_rows,
 )
-from tests.conftest import VOCAB, randomize, small_config
+from tests.helpers.models import VOCAB, randomize, small_config
 
 
 @pytest.mark.parametrize("negatives", [False, True])

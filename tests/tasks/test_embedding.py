@@ -38,8 +38,8 @@ from litebert.tasks.registry import (
 )
 from litebert.tasks.retrieval import InputFileError, read_beir, score_metrics
 from litebert.tokenization import Tokenizer
-from tests.conftest import cli_options
 from tests.fixtures_sp import _ADJ, _NAMES, _NOUNS, _PLACES, _VERBS
+from tests.helpers.cli import cli_options
 
 ROOT = Path(__file__).resolve().parents[2]
 # Dropout off and few steps: two processes must reproduce one's arithmetic.

@@ -16,13 +16,13 @@ from litebert.specs import model_spec
 from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.family_defaults import family_defaults, finetune_rule
 from litebert.tasks.registry import TASKS
-from tests.conftest import small_config
 from tests.families.configs import (
     electra_config,
     hf_roberta_config,
     roberta_config,
     xlnet_config,
 )
+from tests.helpers.models import small_config
 
 # What every run of a task fills in, whatever the family: (batch, steps, max length).
 SST2_BUDGET = (32, 20935, 512)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -17,15 +16,11 @@ from safetensors.torch import load_file
 
 import litebert
 from litebert.cli import main
-from litebert.model import EncoderForPermutationLM
 from litebert.tasks.base import FinetuneError, finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.runtime import finetune_compiles
 from litebert.train.compiling import BACKEND_ENV
-from tests.families.configs import xlnet_config
-from tests.families.test_xlnet_tasks import xlnet_tokenizer as xlnet_tokenizer  # noqa: F401
-from tests.tasks.test_finetune import MICRO, race_dir, squad_json, sst2_dir
-from tests.tasks.test_finetune import base_model as base_model  # noqa: F401 (a fixture)
+from tests.helpers.finetune import MICRO, race_dir, squad_json, sst2_dir
 
 # 12 steps of 8 over a train set of odd size whose last batch holds one row (in two
 # processes one rank has none), two evaluations, dropout off: the same arithmetic either way.
@@ -47,7 +42,7 @@ NOISE = {"sst2": (),  # XLNet's attention has no key bias
 
 
 @pytest.fixture(scope="module")
-def lively_model(base_model, tmp_path_factory):  # noqa: F811
+def lively_model(base_model, tmp_path_factory):
     """test_finetune's micro ALBERT with larger initial weights: its untrained predictions
     already differ from example to example, so a prediction file out of order would show."""
     root = tmp_path_factory.mktemp("lively")
@@ -56,18 +51,6 @@ def lively_model(base_model, tmp_path_factory):  # noqa: F811
     config = litebert.ModelConfig(vocab_size=len(tokenizer), initializer_range=0.2, **MICRO)
     litebert.EncoderForPreTraining(config).save_pretrained(root)
     tokenizer.save_pretrained(root)
-    return root
-
-
-@pytest.fixture(scope="module")
-def lively_xlnet(xlnet_tokenizer, tmp_path_factory):  # noqa: F811
-    """A micro XLNet, as lively: padded on the left, its summary the last token, and a
-    parameter fine-tuning never uses (mask_emb, pre-training's query stream input)."""
-    root = tmp_path_factory.mktemp("lively-xlnet")
-    torch.manual_seed(0)
-    config = xlnet_config(vocab_size=len(xlnet_tokenizer), initializer_range=0.2, mem_len=16)
-    EncoderForPermutationLM(config).save_pretrained(root)
-    xlnet_tokenizer.save_pretrained(root)
     return root
 
 
@@ -157,12 +140,8 @@ def test_two_processes_evaluate_as_one(lively_model, tmp_path):
     assert json.loads((tmp_path / "two" / "results.json").read_text())["dev"]["f1"] >= 0
 
 
-def logged_losses(text: str) -> list[float]:
-    return [float(x) for x in re.findall(r"step \d+: loss ([0-9.]+)", text)]
-
-
 @pytest.mark.parametrize("compile_setting, marks", [("reduce-overhead", 6), (True, 0)])
-def test_cuda_graph_modes_mark_each_step(base_model, tmp_path, monkeypatch,  # noqa: F811
+def test_cuda_graph_modes_mark_each_step(base_model, tmp_path, monkeypatch,
                                          compile_setting, marks):
     """compile: reduce-overhead replays CUDA graphs, so each training step is marked as a new
     one (aot_eager ignores the mode here); the default mode marks nothing."""
@@ -179,7 +158,7 @@ def test_cuda_graph_modes_mark_each_step(base_model, tmp_path, monkeypatch,  # n
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatch,
-                                                precision):  # noqa: F811
+                                                precision):
     """Autocast on the CPU: the forward in bf16 (or fp16, with the gradient scaler's
     scale, unscale and update every step), the weights and their file in fp32."""
     updates = []
@@ -205,7 +184,7 @@ def test_half_precision_runs_train_and_evaluate(base_model, tmp_path, monkeypatc
 
 
 def test_bad_runtime_settings_are_one_sentence(base_model, tmp_path, monkeypatch,
-                                               capsys):  # noqa: F811
+                                               capsys):
     given = dict(task="sst2", data="d", model="m", out="o")
     assert finetune_config(**given).compile is None  # auto
     assert finetune_config(**given, compile="false").compile is False

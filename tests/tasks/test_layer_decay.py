@@ -19,9 +19,9 @@ from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, param
 from litebert.train.optimizers import build_optimizer, default_groups
 from litebert.train.schedule import warmup_polynomial
 from litebert.train.scheduler import build_scheduler
-from tests.conftest import make_inputs, small_config
 from tests.families.configs import electra_config
-from tests.tasks.test_finetune import base_model, fast, sst2_dir  # noqa: F401 (a fixture)
+from tests.helpers.finetune import fast, sst2_dir
+from tests.helpers.models import make_inputs, small_config
 
 D = 0.5  # an exact power of two: multipliers compare exactly
 
@@ -225,7 +225,7 @@ def test_help_shows_the_option_and_its_default(capsys):
     assert "ELECTRA models" not in text  # no family is a special case in the task code
 
 
-def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):  # noqa: F811
+def test_finetune_uses_and_records_electras_defaults(base_model, tmp_path):
     # An ELECTRA discriminator with the micro model's tokenizer.
     tok = litebert.Tokenizer.from_pretrained(base_model)
     config = electra_config(vocab_size=len(tok), num_hidden_layers=2,

@@ -19,7 +19,7 @@ from litebert.tasks.runtime import (
     rank_sizes,
     to_host,
 )
-from tests.conftest import make_inputs, randomize, small_config
+from tests.helpers.models import make_inputs, randomize, small_config
 
 CPU = torch.device("cpu")
 

@@ -22,7 +22,7 @@ import litebert
 from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tokenization import Tokenizer, train_sentencepiece
-from tests.tasks.test_squad import _answer_in, _context, _sentence, _word
+from tests.helpers.squad import _answer_in, _context, _sentence, _word
 
 MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
              embedding_size=16, max_position_embeddings=128)

@@ -15,7 +15,7 @@ import pytest
 from litebert.cli import main
 from litebert.tokenization import Tokenizer, TokenizerError, train_bpe
 from tests.fixtures_sp import EDGE_TEXTS, generated_paragraphs
-from tests.tokenization.conftest import pairs_of, sample
+from tests.helpers.tokenizer_agreement import pairs_of, sample
 
 
 def roberta(directory):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from litebert.tokenization import TextSettings, Tokenizer, preprocess_text
 from litebert.tokenization.spm_proto import USER_DEFINED, read_model
 from tests.fixtures_sp import EDGE_TEXTS, generated_sentences, sentencepiece_test_models
-from tests.tokenization.conftest import agreement, auto, report, sample
+from tests.helpers.tokenizer_agreement import agreement, auto, report, sample
 
 THRESHOLD = 0.999  # share of encodings with identical ids that each backend must reach
 

@@ -14,7 +14,7 @@ import pytest
 from litebert.tokenization import Tokenizer, train_sentencepiece, train_tokenizer
 from litebert.tokenization.albert_text import is_number_comma
 from tests.fixtures_sp import train_official_recipe
-from tests.tokenization.conftest import auto, sample
+from tests.helpers.tokenizer_agreement import auto, sample
 
 SENTENCES = 10_000
 # Per kind: the vocabulary size trained on the number sentences. 10,000 SentencePiece pieces

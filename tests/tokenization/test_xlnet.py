@@ -16,7 +16,7 @@ from litebert.tokenization import PairTemplate, Tokenizer, train_sentencepiece
 from litebert.tokenization.layouts import LAYOUTS
 from litebert.tokenization.spm_proto import USER_DEFINED, read_model
 from tests.fixtures_sp import EDGE_TEXTS, generated_sentences, reference_ids
-from tests.tokenization.conftest import agreement, auto, report, sample
+from tests.helpers.tokenizer_agreement import agreement, auto, report, sample
 
 XLNET_SPECIALS = ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>", "<eod>", "<eop>"]
 XLNET_SYMBOLS = [".", "(", ")", '"', "-", "\u2013", "\u00a3", "\u20ac"]

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from tests.train.test_pretrain import MICRO_MODEL
+from tests.helpers.pretrain import MICRO_MODEL
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -34,12 +33,6 @@ def litebert(*args: str) -> list[str]:
 def torchrun(nproc: int, *args: str, launcher: tuple[str, ...] = ("--standalone",)) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", *launcher, "--nproc-per-node",
             str(nproc), "-m", "litebert.cli", *args]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess:

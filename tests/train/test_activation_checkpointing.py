@@ -21,16 +21,11 @@ from litebert.train.pretrain import pretrain
 from litebert.train.restart import HOW_IT_RUNS
 from litebert.train.run_config import load_run_config
 from litebert.train.state import load_model_state
-from tests.conftest import small_config
-from tests.test_cli import help_entries
-from tests.train.test_pretrain import MICRO_MODEL, read_metrics, run_config, tiny_data
+from tests.helpers.cli import help_entries
+from tests.helpers.models import small_config
+from tests.helpers.pretrain import MICRO_MODEL, read_metrics, run_config
 
 DROPOUT_MODEL = dict(MICRO_MODEL, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
-
-
-@pytest.fixture(scope="module")
-def sop_data(tmp_path_factory):
-    return tiny_data(tmp_path_factory.mktemp("checkpointing"))  # test_pretrain's SOP pairs
 
 
 def export_keys(export) -> set[str]:
@@ -38,7 +33,7 @@ def export_keys(export) -> set[str]:
         return set(f.keys())
 
 
-def test_a_pretraining_run_with_it_trains_and_saves_as_one_without(sop_data, tmp_path,
+def test_a_pretraining_run_with_it_trains_and_saves_as_one_without(data_dir, tmp_path,
                                                                    monkeypatch):
     set_calls: list[tuple[bool, int]] = []
     setter = trainer_module.set_activation_checkpointing
@@ -51,7 +46,7 @@ def test_a_pretraining_run_with_it_trains_and_saves_as_one_without(sop_data, tmp
     runs = {}
     for on in (False, True):
         out = tmp_path / ("on" if on else "off")
-        pretrain(run_config(sop_data, out, model_overrides=DROPOUT_MODEL, max_steps=4,
+        pretrain(run_config(data_dir, out, model_overrides=DROPOUT_MODEL, max_steps=4,
                             eval_every=4, save_every=4, activation_checkpointing=on))
         runs[on] = out
     assert set_calls == [(False, 1), (True, 1)]  # the run's one encoder, set as asked
@@ -93,10 +88,10 @@ def test_help_shows_the_option_and_its_default(command, capsys):
     assert "recomputes" in text and text.endswith("(default: off)")
 
 
-def test_the_step_checkpoints_only_in_training(sop_data, tmp_path):
+def test_the_step_checkpoints_only_in_training(data_dir, tmp_path):
     """The Trainer's model in train mode recomputes each position once in backward; its
     evaluation (eval mode, no grad) does not."""
-    cfg = run_config(sop_data, tmp_path / "run", activation_checkpointing=True)
+    cfg = run_config(data_dir, tmp_path / "run", activation_checkpointing=True)
     model = trainer_module.Trainer(cfg).model
     encoder = model.albert.encoder
     calls = []

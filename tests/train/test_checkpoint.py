@@ -30,10 +30,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import TrainState, _batch_position, export_run, load_model_state
 from litebert.write_errors import WriteFailed, human_size, tree_size
-from tests.train import test_pretrain
-from tests.train.test_pretrain import read_metrics, run_config
-
-data_dir = test_pretrain.data_dir  # the same corpus fixture (built once for this module)
+from tests.helpers.pretrain import pretrain_cli, read_metrics, run_config
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +247,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_resumes(
     tensor files): `litebert pretrain` says so in one line, the first checkpoint is intact
     and nothing partial is left; once there is space the same command continues."""
     run = tmp_path / "run"
-    args = test_pretrain._cli(data_dir, run, 6, "--no-export")[3:]  # checkpoints at 2, 4, 6
+    args = pretrain_cli(data_dir, run, 6, "--no-export")[3:]  # checkpoints at 2, 4, 6
     real = torch.save
 
     def full_disk(obj, f, *rest, **kwargs):
@@ -353,7 +350,7 @@ def test_a_full_disk_on_one_rank_stops_every_rank_with_the_same_sentence(data_di
     script = tmp_path / "rank1_full_disk.py"
     script.write_text(RANK1_FULL_DISK)
     run = tmp_path / "run"
-    args = test_pretrain._cli(data_dir, run, 6, "--no-export", "--micro-batch-size", "4")[3:]
+    args = pretrain_cli(data_dir, run, 6, "--no-export", "--micro-batch-size", "4")[3:]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
                            "--nproc-per-node", "2", str(script), *args], env=env,

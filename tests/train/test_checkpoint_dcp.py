@@ -23,10 +23,14 @@ from litebert.train.optimizers import OPTIMIZERS, build_optimizer
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.state import ensure_optimizer_state, load_model_state
 from litebert.train.throughput import TIMING_FIELDS
-from tests.train import test_pretrain
-from tests.train.test_pretrain import _cli, _torchrun, kill_once_logged, read_metrics, run_config
+from tests.helpers.pretrain import (
+    kill_once_logged,
+    pretrain_cli,
+    read_metrics,
+    run_config,
+    run_torchrun,
+)
 
-data_dir = test_pretrain.data_dir  # the same corpus fixture (built once for this module)
 TENSOR_FILES = ("__0_0.distcp", "__1_0.distcp")
 
 
@@ -36,7 +40,7 @@ def step_dir(run_dir: Path, step: int) -> Path:
 
 def ddp_cli(data_dir, out, *extra) -> list[str]:
     """5 steps of 2 x micro-batch 4 (global batch 8), a checkpoint every 2 steps and at 5."""
-    return _cli(data_dir, out, 5, "--no-export", "--micro-batch-size", "4", *extra)[3:]
+    return pretrain_cli(data_dir, out, 5, "--no-export", "--micro-batch-size", "4", *extra)[3:]
 
 
 def resumed_copy(run: Path, to: Path, step: int) -> Path:
@@ -66,7 +70,7 @@ def assert_close_runs(straight: Path, resumed: Path) -> None:
 @pytest.fixture(scope="module")
 def ddp_run(data_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ddp") / "run"
-    _torchrun(2, ddp_cli(data_dir, out))
+    run_torchrun(2, ddp_cli(data_dir, out))
     return out
 
 
@@ -74,7 +78,7 @@ def ddp_run(data_dir, tmp_path_factory) -> Path:
 def one_run(data_dir, ddp_run, tmp_path_factory) -> Path:
     """The DDP run resumed from its step 2 on one process (2 micro-batches of 4)."""
     run = resumed_copy(ddp_run, tmp_path_factory.mktemp("one") / "run", 2)
-    _torchrun(1, ddp_cli(data_dir, run, "--resume", "auto"))
+    run_torchrun(1, ddp_cli(data_dir, run, "--resume", "auto"))
     return run
 
 
@@ -98,13 +102,13 @@ def test_a_ddp_checkpoint_resumes_on_one_process(ddp_run, one_run):
 
 def test_a_one_process_checkpoint_resumes_under_ddp(data_dir, ddp_run, one_run, tmp_path):
     run = resumed_copy(one_run, tmp_path / "run", 4)  # step 4, written by one process
-    _torchrun(2, ddp_cli(data_dir, run, "--resume", "auto"))
+    run_torchrun(2, ddp_cli(data_dir, run, "--resume", "auto"))
     assert_close_runs(ddp_run, run)
 
 
 def test_a_ddp_checkpoint_resumes_under_fsdp(data_dir, ddp_run, tmp_path):
     run = resumed_copy(ddp_run, tmp_path / "run", 2)
-    _torchrun(2, ddp_cli(data_dir, run, "--fsdp", "--resume", "auto"))
+    run_torchrun(2, ddp_cli(data_dir, run, "--fsdp", "--resume", "auto"))
     assert_close_runs(ddp_run, run)
 
 
@@ -182,18 +186,18 @@ STALLED = textwrap.dedent("""
 def test_a_run_killed_during_an_async_save_resumes_from_the_one_before(data_dir, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     steps, extra = 8, ("--no-export", "--async-save")
-    subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *extra), check=True, env=env,
-                   capture_output=True)
+    subprocess.run(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
+                   env=env, capture_output=True)
     script = tmp_path / "stalled.py"
     script.write_text(STALLED)
     killed = tmp_path / "killed"
-    kill_once_logged([sys.executable, str(script), *_cli(data_dir, killed, steps, *extra)[3:]],
-                     env, killed, step=5)
+    command = [sys.executable, str(script), *pretrain_cli(data_dir, killed, steps, *extra)[3:]]
+    kill_once_logged(command, env, killed, step=5)
     # Step 4's checkpoint was in flight: never visible; step 2's was committed, intact.
     assert [p.name for p in checkpoint.list_checkpoints(killed)] == ["step-00000002"]
     assert (checkpoint.checkpoint_dir(killed) / "step-00000004.tmp").is_dir()
     assert checkpoint.resolve_resume(killed, "auto") == step_dir(killed, 2)
-    subprocess.run(_cli(data_dir, killed, steps, *extra, "--resume", "auto"), check=True,
+    subprocess.run(pretrain_cli(data_dir, killed, steps, *extra, "--resume", "auto"), check=True,
                    env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(killed)

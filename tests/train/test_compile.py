@@ -33,11 +33,9 @@ from litebert.train.compiling import (
 )
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
+from tests.helpers import plm
+from tests.helpers import pretrain as mlm
 from tests.model.varlen_reference import CALLS, use_reference_varlen
-from tests.train import test_pretrain as mlm
-from tests.train import test_pretrain_plm as plm
-from tests.train.test_pretrain import data_dir as sop_data  # noqa: F401 (a fixture)
-from tests.train.test_pretrain_plm import data_dir as plm_data  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +57,9 @@ def electra_config(data_dir, out, **kw):
 
 
 # Every objective: a data fixture and a run_config; each trains and evaluates in full graphs.
-COMPILED_OBJECTIVES = {"mlm+sop": ("sop_data", mlm.run_config),
+COMPILED_OBJECTIVES = {"mlm+sop": ("data_dir", mlm.run_config),
                        "mlm+nsp": ("nsp_data", mlm.run_config),
-                       "electra": ("sop_data", electra_config),
+                       "electra": ("data_dir", electra_config),
                        "plm": ("plm_data", plm.run_config)}
 STEPS, EVALS = 16, 2
 
@@ -207,7 +205,7 @@ def test_cross_evaluation_keeps_one_width(varied_data, tmp_path, monkeypatch, re
     assert len(said) == 1 and "CUDA only" in said[0], said
 
 
-def test_cuda_graph_mode_marks_each_step_and_copies_what_it_keeps(plm_data, tmp_path,  # noqa: F811
+def test_cuda_graph_mode_marks_each_step_and_copies_what_it_keeps(plm_data, tmp_path,
                                                                    monkeypatch):
     """compile: reduce-overhead (CUDA graphs; aot_eager ignores the mode and says so): the
     loop marks the start of each step, once per step with 2 micro-batches, and XLNet keeps
@@ -250,7 +248,7 @@ def test_inductor_compiles_the_plm_step(request, tmp_path, monkeypatch, recompil
     assert compiled[:5] == pytest.approx(eager[:5], rel=1e-3)
 
 
-def test_a_compile_failure_names_the_option_that_turns_it_off(plm_data, tmp_path,  # noqa: F811
+def test_a_compile_failure_names_the_option_that_turns_it_off(plm_data, tmp_path,
                                                               monkeypatch, capsys):
     monkeypatch.setenv(BACKEND_ENV, "aot_eager")
     forward = EncoderForPermutationLM.forward

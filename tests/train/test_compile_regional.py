@@ -21,10 +21,9 @@ from litebert.train.compiling import (
 )
 from litebert.train.pretrain import pretrain
 from litebert.train.run_config import RunConfigError, compile_setting, load_run_config
-from tests.conftest import make_inputs, mlm_labels
-from tests.train import test_pretrain as mlm
-from tests.train.test_pretrain import MICRO_MODEL
-from tests.train.test_pretrain import data_dir as sop_data  # noqa: F401 (a fixture)
+from tests.helpers import pretrain as mlm
+from tests.helpers.models import make_inputs, mlm_labels
+from tests.helpers.pretrain import MICRO_MODEL
 
 
 def test_the_shared_layer_is_one_graph_for_all_its_positions(monkeypatch):
@@ -57,7 +56,7 @@ def losses(out) -> list[float]:
             if '"loss"' in line]
 
 
-def test_a_regional_run_keeps_the_eager_losses_and_checkpoint_keys(sop_data, tmp_path,  # noqa: F811
+def test_a_regional_run_keeps_the_eager_losses_and_checkpoint_keys(data_dir, tmp_path,
                                                                     monkeypatch):
     monkeypatch.setenv(BACKEND_ENV, "aot_eager")
     runs = {}
@@ -65,7 +64,7 @@ def test_a_regional_run_keeps_the_eager_losses_and_checkpoint_keys(sop_data, tmp
         torch._dynamo.reset()
         counters.clear()
         out = tmp_path / str(setting)
-        pretrain(mlm.run_config(sop_data, out, max_steps=4, eval_every=100, save_every=4,
+        pretrain(mlm.run_config(data_dir, out, max_steps=4, eval_every=100, save_every=4,
                                 compile=setting))
         runs[setting] = out, counters["stats"]["unique_graphs"]
     (eager, eager_graphs), (regional, regional_graphs) = runs[False], runs["regional"]

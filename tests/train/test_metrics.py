@@ -24,10 +24,7 @@ from litebert.train.metrics import (
 )
 from litebert.train.pretrain import pretrain
 from litebert.write_errors import WriteFailed
-from tests.train import test_pretrain
-from tests.train.test_pretrain import run_config
-
-data_dir = test_pretrain.data_dir  # the pre-training corpus fixture (built once for this module)
+from tests.helpers.pretrain import run_config
 
 
 def train_record(step: int) -> dict:

@@ -29,10 +29,8 @@ from litebert.train.param_groups import decay_groups
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from litebert.train.state import load_model_state
-from tests.tasks.test_finetune import base_model as base_model  # noqa: F401 (a fixture)
-from tests.tasks.test_finetune import fast, sst2_dir
-from tests.train.test_pretrain import data_dir as data_dir  # noqa: F401 (a fixture)
-from tests.train.test_pretrain import read_metrics, run_config
+from tests.helpers.finetune import fast, sst2_dir
+from tests.helpers.pretrain import read_metrics, run_config
 
 SGD = "sgd-momentum"
 

@@ -8,18 +8,18 @@ import torch
 
 from litebert.distributed import DistInfo
 from litebert.train.pretrain import Trainer
-from tests.train.test_pretrain import data_dir, run_config  # noqa: F401
+from tests.helpers.pretrain import run_config
 
 BOUNDARIES = ["copied", "backward", "clipped", "stepped"]
 
 
-def trainer(data_dir, out) -> Trainer:  # noqa: F811
+def trainer(data_dir, out) -> Trainer:
     cfg = run_config(data_dir, out, max_steps=3, export=False)
     return Trainer(cfg, DistInfo(rank=0, world_size=1, local_rank=0,
                                  device=torch.device("cpu")))
 
 
-def test_the_hook_hears_the_four_boundaries_in_order_and_changes_nothing(data_dir, tmp_path):  # noqa: F811
+def test_the_hook_hears_the_four_boundaries_in_order_and_changes_nothing(data_dir, tmp_path):
     plain, hooked = trainer(data_dir, tmp_path / "plain"), trainer(data_dir, tmp_path / "hooked")
     assert plain.phase_hook is None  # the default step calls nothing
     heard: list[str] = []

@@ -22,8 +22,14 @@ from litebert.train.pretrain import RunComplete, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
+from tests.helpers.pretrain import (
+    MICRO_MODEL,
+    kill_once_logged,
+    pretrain_cli,
+    read_metrics,
+    run_config,
+)
 from tests.train.launch import ENV
-from tests.train.test_pretrain import MICRO_MODEL, _cli, kill_once_logged, read_metrics, run_config
 
 MODEL_128 = dict(MICRO_MODEL, max_position_embeddings=128)
 
@@ -72,7 +78,7 @@ def test_killed_in_either_phase_or_across_the_boundary_it_goes_on_bit_for_bit(le
              f"--set=model_overrides={json.dumps(MODEL_128)}")
 
     def command(out):
-        return _cli(lengths[64], out, 12, *extra)
+        return pretrain_cli(lengths[64], out, 12, *extra)
 
     subprocess.run(command(tmp_path / "straight"), check=True, env=ENV, capture_output=True)
     killed = tmp_path / "killed"

@@ -17,7 +17,7 @@ from litebert.distributed import init_distributed
 from litebert.train import checkpoint, trainer
 from litebert.train.preemption import ECHO_SECONDS, LAUNCHER_ENV, PreemptionWatch, exit_status
 from litebert.train.state import load_model_state
-from tests.train import test_pretrain
+from tests.helpers.pretrain import cli_run, read_metrics
 from tests.train.launch import (
     litebert,
     pretrain_args,
@@ -27,10 +27,7 @@ from tests.train.launch import (
     torchrun,
     wait_for_step,
 )
-from tests.train.test_pretrain import read_metrics
-from tests.train.test_restart import cli_run
 
-data_dir = test_pretrain.data_dir  # the module's corpus fixture
 STEPS = 24
 # torchrun itself catches SIGUSR1 only when told to (it would die of it otherwise).
 HANDLE_USR1 = "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import collections
 import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,71 +15,26 @@ import torch
 import transformers
 
 from litebert.cli import main
-from litebert.data.builder import BuildConfig, build
 from litebert.model import EncoderForPreTraining
 from litebert.objectives import BUILTIN, OBJECTIVES
-from litebert.tokenization import train_sentencepiece
 from litebert.train import checkpoint
 from litebert.train.compiling import BACKEND_ENV
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain, resolved_workers
-from litebert.train.run_config import PretrainConfig, RunConfigError
+from litebert.train.run_config import RunConfigError
 from litebert.train.state import export_run, load_model_state
-from tests.data.test_builder import write_corpus
+from tests.helpers.pretrain import (
+    MICRO_MODEL,
+    OBJECTIVE_FIELDS,
+    file_reads,
+    kill_once_logged,
+    objective_cli,
+    pretrain_cli,
+    read_metrics,
+    run_config,
+    run_torchrun,
+)
 
-MICRO_MODEL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, embedding_size=16, max_position_embeddings=64)
 ROOT = Path(__file__).resolve().parents[2]
-# ELECTRA's preset at the micro size; no dropout, whose draws depend on how a batch is split.
-ELECTRA_MODEL = dict(MICRO_MODEL, num_hidden_groups=2, hidden_dropout_prob=0.0,
-                     attention_probs_dropout_prob=0.0)
-OBJECTIVE_FIELDS = {"mlm": {}, "electra": dict(model="electra-small", objective="electra",
-                                               model_overrides=ELECTRA_MODEL)}
-
-
-def objective_cli(objective: str) -> list[str]:
-    """`--set` options that make a CLI run train `objective` (OBJECTIVE_FIELDS)."""
-    return [f"--set={k}={json.dumps(v)}" for k, v in OBJECTIVE_FIELDS[objective].items()]
-
-
-def tiny_data(root: Path, **build_fields) -> Path:
-    """ROOT/data: 150 generated documents, a 200-piece vocabulary, length 64, 10% held out;
-    `build_fields` change the BuildConfig (objective, packing, ...)."""
-    corpus = write_corpus(root / "corpus.txt", docs=150)
-    tok = train_sentencepiece([corpus], root / "tok", vocab_size=200).parent
-    build([corpus], tok, root / "data", BuildConfig(**{
-        "max_seq_length": 64, "format": "bert", "heldout_fraction": 0.1, **build_fields}))
-    return root / "data"
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return tiny_data(tmp_path_factory.mktemp("pretrain"))  # SOP pairs
-
-
-def run_config(data_dir, out, **kw) -> PretrainConfig:
-    values = dict(model="tiny", model_overrides=MICRO_MODEL, data=str(data_dir), out=str(out),
-                  batch_size=8, micro_batch_size=8, max_steps=6, warmup_steps=2, lr=0.01,
-                  log_every=1, eval_every=3, save_every=3, keep_last=2, eval_instances=40)
-    return PretrainConfig(**{**values, **kw})
-
-
-def file_reads(monkeypatch) -> collections.Counter:
-    """From now on, how often each file is read (Path.read_text, through which every
-    manifest.json and config.json is read), by its resolved path."""
-    reads: collections.Counter = collections.Counter()
-    read_text = Path.read_text
-
-    def counted(self, *args, **kwargs):
-        reads[Path(self).resolve()] += 1
-        return read_text(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "read_text", counted)
-    return reads
-
-
-def read_metrics(run_dir):
-    lines = [json.loads(x) for x in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
-    return [x for x in lines if "loss" in x], [x for x in lines if "eval_loss" in x]
 
 
 def test_pretrain_logs_evaluates_saves_and_exports(data_dir, tmp_path):
@@ -133,30 +85,6 @@ def test_gradient_accumulation_matches_one_big_batch(data_dir, tmp_path, monkeyp
         torch.testing.assert_close(a[key], b[key], atol=1e-5, rtol=1e-4, msg=key)
 
 
-def _cli(data_dir, out, steps, *extra):
-    return [sys.executable, "-m", "litebert.cli", "pretrain", "--data", str(data_dir),
-            "--out", str(out), "--max-steps", str(steps), "--set", "model=tiny",
-            "--set", f"model_overrides={json.dumps(MICRO_MODEL)}", "--batch-size", "8",
-            "--micro-batch-size", "8", "--lr", "0.01", "--warmup-steps", "2",
-            "--log-every", "1", "--eval-every", "100", "--save-every", "2", "--seed", "7",
-            *extra]
-
-
-def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) -> None:
-    """Start a run and SIGKILL it as soon as its metrics.jsonl holds `step`."""
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    metrics = run_dir / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if metrics.exists() and f'"step": {step}' in metrics.read_text():
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
-
-
 @pytest.mark.parametrize(("objective", "compiled"),
                          # one process's eager MLM resume: also test_preemption's SIGTERM test
                          # and the compiled one (40 s) in the slow target: the suite's budget
@@ -169,12 +97,12 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, comp
     steps = 14
     extra = ("--no-export", "--compile" if compiled else "--no-compile",
              *objective_cli(objective))
-    subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
+    subprocess.run(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
                    env=env, capture_output=True)
     # killed once step 7 is logged: between checkpoints 6 and 8
-    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps, *extra), env,
+    kill_once_logged(pretrain_cli(data_dir, tmp_path / "killed", steps, *extra), env,
                      tmp_path / "killed", step=7)
-    subprocess.run(_cli(data_dir, tmp_path / "killed", steps, *extra, "--resume", "auto"),
+    subprocess.run(pretrain_cli(data_dir, tmp_path / "killed", steps, *extra, "--resume", "auto"),
                    check=True, env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(tmp_path / "killed")
@@ -227,10 +155,10 @@ def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, shardin
     model, FSDP with each unit compiled."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", BACKEND_ENV: "aot_eager"}
     extra = ("--no-export", *objective_cli(objective))
-    one = _cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile")
+    one = pretrain_cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile")
     subprocess.run(one, check=True, env=env, capture_output=True)
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",  # a free port
-           "--nproc-per-node", "2", "-m", "litebert.cli", *_cli(
+           "--nproc-per-node", "2", "-m", "litebert.cli", *pretrain_cli(
                data_dir, tmp_path / "two", 3, *extra, "--micro-batch-size", "4",
                *sharding.split())[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
@@ -329,25 +257,17 @@ def test_a_checkpoint_from_before_the_objective_option_resumes_and_exports(data_
 
 # ---- FSDP: sharded checkpoints (torch.distributed.checkpoint) ---------------------------------
 
-def _torchrun(nproc: int, args: list[str]) -> None:
-    """`litebert ARGS` on `nproc` gloo processes (one plain process for 1)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-    cmd = [sys.executable, *(launcher if nproc > 1 else []), "-m", "litebert.cli", *args]
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[:6000]
-
 
 def _fsdp_cli(data_dir, out, *extra):
     """5 steps of micro-batches of 4 (global batch 8), a checkpoint every 2 steps and at 5."""
-    return _cli(data_dir, out, 5, "--fsdp", "--micro-batch-size", "4", *extra)[3:]
+    return pretrain_cli(data_dir, out, 5, "--fsdp", "--micro-batch-size", "4", *extra)[3:]
 
 
 @pytest.fixture(scope="module")
 def fsdp_run(data_dir, tmp_path_factory):
     """An uninterrupted 2-process FSDP run; at its end it exports the live model itself."""
     out = tmp_path_factory.mktemp("fsdp") / "run"
-    _torchrun(2, _fsdp_cli(data_dir, out))
+    run_torchrun(2, _fsdp_cli(data_dir, out))
     return out
 
 
@@ -371,7 +291,7 @@ def test_fsdp_checkpoint_resumes_on_any_number_of_processes(data_dir, fsdp_run, 
     shutil.copytree(fsdp_run, run)
     for later in ("step-00000004", "step-00000005"):
         shutil.rmtree(checkpoint.checkpoint_dir(run) / later)
-    _torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
+    run_torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
     straight, _ = read_metrics(fsdp_run)
     resumed, _ = read_metrics(run)
     assert [x["step"] for x in resumed] == [1, 2, 3, 4, 5]

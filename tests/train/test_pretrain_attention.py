@@ -12,22 +12,14 @@ from litebert.objectives import resolve
 from litebert.objectives.mlm_eval import evaluate_pretraining, load_for_evaluation
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
+from tests.helpers.pretrain import OBJECTIVE_FIELDS, read_metrics, run_config
 from tests.model.varlen_reference import CALLS, use_reference_varlen
-from tests.train import test_pretrain
-from tests.train.test_pretrain import OBJECTIVE_FIELDS, read_metrics, run_config, tiny_data
 
-data_dir = test_pretrain.data_dir  # sentence pairs (SOP), built once for this module
 # modernbert-tiny at the micro size; the ids of the test tokenizer, not ModernBERT's 50k.
 MODERN_MICRO = dict(hidden_size=32, embedding_size=32, num_hidden_layers=3,
                     num_hidden_groups=3, num_attention_heads=2, intermediate_size=48,
                     max_position_embeddings=64, pad_token_id=0, bos_token_id=2,
                     eos_token_id=3)
-
-
-@pytest.fixture(scope="module")
-def packed_dir(tmp_path_factory):
-    return tiny_data(tmp_path_factory.mktemp("packed"), objective="none",
-                     packing="full-sentences")
 
 
 def test_document_attention_on_pairs_is_a_run_config_error(data_dir, tmp_path):
@@ -72,13 +64,13 @@ def test_unpadded_training_follows_the_padded_run(data_dir, tmp_path, objective,
 
 
 @pytest.mark.parametrize("objective", ["mlm", "electra"])
-def test_document_attention_trains_on_packed_data(packed_dir, tmp_path, objective):
+def test_document_attention_trains_on_packed_data(packed_data, tmp_path, objective):
     """Packed rows with documents: a run trains and evaluates (its batches carry
     document_ids), and its losses are not the full-attention run's."""
     fields = OBJECTIVE_FIELDS[objective]
-    full = pretrain(run_config(packed_dir, tmp_path / "full", max_steps=3, export=False,
+    full = pretrain(run_config(packed_data, tmp_path / "full", max_steps=3, export=False,
                                **fields))
-    document = pretrain(run_config(packed_dir, tmp_path / "doc", max_steps=3, export=False,
+    document = pretrain(run_config(packed_data, tmp_path / "doc", max_steps=3, export=False,
                                    attention="document", **fields))
     assert document["eval_loss"] > 0 and document["eval_loss"] != full["eval_loss"]
     losses = [x["loss"] for x in read_metrics(tmp_path / "doc")[0]]
@@ -87,11 +79,11 @@ def test_document_attention_trains_on_packed_data(packed_dir, tmp_path, objectiv
 
 @pytest.mark.parametrize("attention", ["full", "document"])
 def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
-        packed_dir, tmp_path, attention):
+        packed_data, tmp_path, attention):
     """The modernbert backbone (no pooler) trains MLM alone in its masked LM, windows shorter
     than the rows, and its export is a ModernBertForMaskedLM directory giving our logits."""
     overrides = dict(MODERN_MICRO, local_attention=8)
-    result = pretrain(run_config(packed_dir, tmp_path / "run", model="modernbert-tiny",
+    result = pretrain(run_config(packed_data, tmp_path / "run", model="modernbert-tiny",
                                  model_overrides=overrides, attention=attention,
                                  optimizer="adamw", lr=1e-3, schedule="wsd", max_steps=4))
     assert result["eval_mlm_accuracy"] >= 0.0 and result["eval_loss"] > 0
@@ -99,7 +91,7 @@ def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
     ours = EncoderForMaskedLM.from_pretrained(export, strict=True).eval()
     theirs = transformers.ModernBertForMaskedLM.from_pretrained(
         export, attn_implementation="sdpa").eval()
-    batch = collate([PretrainingDataset(packed_dir, "heldout", seed=0)[i] for i in range(2)])
+    batch = collate([PretrainingDataset(packed_data, "heldout", seed=0)[i] for i in range(2)])
     inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     with torch.no_grad():
         a, b = ours(**inputs).logits, theirs(**inputs).logits
@@ -109,5 +101,5 @@ def test_modernbert_pretrains_mlm_alone_and_exports_a_transformers_masked_lm(
     # pair head to load.
     model, has_pair_head = load_for_evaluation(export)
     assert isinstance(model, EncoderForMaskedLM) and not has_pair_head
-    scored = evaluate_pretraining(export, packed_dir, instances=16, batch_size=8)
+    scored = evaluate_pretraining(export, packed_data, instances=16, batch_size=8)
     assert 0.0 <= scored["mlm_accuracy"] <= 1.0

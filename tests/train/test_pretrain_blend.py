@@ -15,7 +15,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
-from tests.train.test_pretrain import file_reads, read_metrics, run_config, tiny_data
+from tests.helpers.pretrain import file_reads, read_metrics, run_config, tiny_data
 
 
 @pytest.fixture(scope="module")

@@ -15,57 +15,23 @@ import torch
 import transformers
 from safetensors.torch import load_file
 
-from litebert.data.builder import BuildConfig, build
 from litebert.model import EncoderForPermutationLM
 from litebert.objectives import evaluate_directory
-from litebert.tokenization import train_tokenizer
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
-from litebert.train.run_config import PretrainConfig
 from litebert.train.state import load_model_state
-from tests.data.test_builder import write_corpus
-from tests.train.test_pretrain import kill_once_logged
-
-SEQ, MEM = 64, 16
-XLNET_MICRO = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, embedding_size=32, num_hidden_groups=2,
-                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, mem_len=MEM)
-OBJECTIVE = {"name": "plm", "perm_size": 16}
-SAVING_MEMORIES = {**OBJECTIVE, "checkpoint_memories": True}
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return build_plm_data(tmp_path_factory.mktemp("plm-pretrain"))
+from tests.helpers.plm import (
+    MEM,
+    OBJECTIVE,
+    SAVING_MEMORIES,
+    plm_cli,
+    run_config,
+)
+from tests.helpers.pretrain import kill_once_logged, read_metrics
 
 
-def build_plm_data(root):
-    """XLNet streams of 64-token windows from a small corpus, under `root`."""
-    corpus = write_corpus(root / "corpus.txt", docs=150)
-    tok = train_tokenizer("xlnet", [corpus], root / "tok", vocab_size=200).parent
-    out = root / "data"
-    build([corpus], tok, out, BuildConfig(max_seq_length=SEQ, format="bert", objective="none",
-                                          packing="streams", heldout_fraction=0.1))
-    return out
-
-
-def run_config(data_dir, out, **kw) -> PretrainConfig:
-    values = dict(model="xlnet-tiny", model_overrides=XLNET_MICRO, objective=OBJECTIVE,
-                  data=str(data_dir), out=str(out), batch_size=8, micro_batch_size=8,
-                  max_steps=6, warmup_steps=2, lr=0.01, optimizer="adamw", log_every=1,
-                  eval_every=3, save_every=3, keep_last=2, eval_instances=16)
-    from litebert.train.run_config import load_run_config
-
-    return load_run_config("xlnet-tiny-cpu", {**values, **kw})
-
-
-def read_metrics(run_dir):
-    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [x for x in lines if "loss" in x], [x for x in lines if "eval_loss" in x]
-
-
-def test_plm_trains_evaluates_and_exports_an_xlnet_directory(data_dir, tmp_path):
-    result = pretrain(run_config(data_dir, tmp_path / "run", max_steps=12, eval_every=6))
+def test_plm_trains_evaluates_and_exports_an_xlnet_directory(plm_data, tmp_path):
+    result = pretrain(run_config(plm_data, tmp_path / "run", max_steps=12, eval_every=6))
     train, evals = read_metrics(tmp_path / "run")
     assert [x["step"] for x in train] == list(range(1, 13))
     assert all(x["loss"] == pytest.approx(x["plm_loss"]) for x in train)
@@ -85,20 +51,20 @@ def test_plm_trains_evaluates_and_exports_an_xlnet_directory(data_dir, tmp_path)
     with torch.no_grad():
         torch.testing.assert_close(ours(ids).logits, theirs(ids).logits, atol=1e-5, rtol=0)
     # eval-pretraining scores the export as the run's last evaluation did.
-    objective, scored = evaluate_directory(export, data_dir, instances=16, seed=1234,
+    objective, scored = evaluate_directory(export, plm_data, instances=16, seed=1234,
                                            batch_size=8)
     assert objective.__name__ == "PLMObjective"
     assert scored["plm_accuracy"] == pytest.approx(result["eval_plm_accuracy"], abs=1e-6)
     assert scored["plm_loss"] == pytest.approx(result["eval_plm_loss"], rel=1e-4)
 
 
-def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(data_dir, tmp_path):
+def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(plm_data, tmp_path):
     """objective.nsp (the "+NSP" ablation row): nsp_loss is logged and added to the loss,
     evaluations score it against the majority label, the export stays an XLNetLMHeadModel
     directory and keeps the pair head in litebert_heads.safetensors, from which
     eval-pretraining reads it back to the run's last figures."""
     objective = {**OBJECTIVE, "nsp": True}
-    result = pretrain(run_config(data_dir, tmp_path / "run", objective=objective))
+    result = pretrain(run_config(plm_data, tmp_path / "run", objective=objective))
     train, evals = read_metrics(tmp_path / "run")
     assert all(x["loss"] == pytest.approx(x["plm_loss"] + x["nsp_loss"]) for x in train)
     assert 0.0 <= result["eval_nsp_accuracy"] <= 1.0
@@ -112,7 +78,7 @@ def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(data_d
     assert sorted(kept) == ["albert.pooler.bias", "albert.pooler.weight",
                             "sop_classifier.classifier.bias", "sop_classifier.classifier.weight"]
     transformers.XLNetLMHeadModel.from_pretrained(export)  # the rest is transformers' layout
-    objective_cls, scored = evaluate_directory(export, data_dir, instances=16, seed=1234,
+    objective_cls, scored = evaluate_directory(export, plm_data, instances=16, seed=1234,
                                                batch_size=8)
     assert scored["nsp_accuracy"] == pytest.approx(result["eval_nsp_accuracy"], abs=1e-6)
     assert scored["nsp_loss"] == pytest.approx(result["eval_nsp_loss"], rel=1e-4)
@@ -121,12 +87,12 @@ def test_plm_with_nsp_trains_the_pair_head_and_keeps_it_beside_the_export(data_d
 
 
 @pytest.mark.parametrize("micro", [4, 2])
-def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, micro):
+def test_accumulation_with_memories_matches_one_big_batch(plm_data, tmp_path, micro):
     """1 x 8 == 2 x 4 == 4 x 2: each micro-batch keeps its own rows' memories, so the same
     streams meet the same memories however the batch is split."""
-    pretrain(run_config(data_dir, tmp_path / "big", max_steps=3, export=False,
+    pretrain(run_config(plm_data, tmp_path / "big", max_steps=3, export=False,
                         objective=SAVING_MEMORIES))
-    pretrain(run_config(data_dir, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
+    pretrain(run_config(plm_data, tmp_path / "acc", max_steps=3, micro_batch_size=micro,
                         export=False, objective=SAVING_MEMORIES))
     a, _ = load_model_state(checkpoint.latest(tmp_path / "big"))
     b, _ = load_model_state(checkpoint.latest(tmp_path / "acc"))
@@ -140,26 +106,16 @@ def test_accumulation_with_memories_matches_one_big_batch(data_dir, tmp_path, mi
     torch.testing.assert_close(whole, split, atol=1e-5, rtol=1e-4)
 
 
-def _cli(data_dir, out, steps, *extra):
-    return [sys.executable, "-m", "litebert.cli", "pretrain", "--config", "xlnet-tiny-cpu",
-            "--data", str(data_dir), "--out", str(out), "--max-steps", str(steps),
-            "--set", f"model_overrides={json.dumps(XLNET_MICRO)}",
-            "--set", f"objective={json.dumps(OBJECTIVE)}", "--batch-size", "8",
-            "--micro-batch-size", "8", "--lr", "0.01", "--warmup-steps", "2",
-            "--log-every", "1", "--eval-every", "100", "--save-every", "2", "--seed", "7",
-            "--no-export", *extra]
-
-
-def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
+def test_kill_9_then_resume_with_memories_is_bit_identical(plm_data, tmp_path):
     """With objective.checkpoint_memories (set as --set objective.checkpoint_memories=true)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     steps, opt_in = 10, ("--set", "objective.checkpoint_memories=true")
-    subprocess.run(_cli(data_dir, tmp_path / "straight", steps, *opt_in), check=True, env=env,
+    subprocess.run(plm_cli(plm_data, tmp_path / "straight", steps, *opt_in), check=True, env=env,
                    capture_output=True)
     # killed once step 5 is logged: between checkpoints 4 and 6
-    kill_once_logged(_cli(data_dir, tmp_path / "killed", steps, *opt_in), env,
+    kill_once_logged(plm_cli(plm_data, tmp_path / "killed", steps, *opt_in), env,
                      tmp_path / "killed", step=5)
-    subprocess.run(_cli(data_dir, tmp_path / "killed", steps, *opt_in, "--resume", "auto"),
+    subprocess.run(plm_cli(plm_data, tmp_path / "killed", steps, *opt_in, "--resume", "auto"),
                    check=True, env=env, capture_output=True)
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(tmp_path / "killed")
@@ -175,16 +131,16 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(data_dir, tmp_path):
 
 
 @pytest.mark.slow  # 23 s; test_pretrain_plm_memories resumes two processes' memories on one
-def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
+def test_two_torchrun_processes_with_memories_match_one(plm_data, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
     4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     opt_in = ("--set", "objective.checkpoint_memories=true")
-    subprocess.run(_cli(data_dir, tmp_path / "one", 3, *opt_in), check=True, env=env,
+    subprocess.run(plm_cli(plm_data, tmp_path / "one", 3, *opt_in), check=True, env=env,
                    capture_output=True)
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node", "2", "-m", "litebert.cli",
-           *_cli(data_dir, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:]]
+           *plm_cli(plm_data, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     a, _ = load_model_state(checkpoint.latest(tmp_path / "one"))
@@ -198,7 +154,7 @@ def test_two_torchrun_processes_with_memories_match_one(data_dir, tmp_path):
                                atol=1e-5, rtol=1e-4)
     # The two ranks' memories on one process: a sentence, not one rank's memories kept and
     # the other's dropped unseen (micro-batches of 4: each rank's file would fit).
-    run = subprocess.run(_cli(data_dir, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
+    run = subprocess.run(plm_cli(plm_data, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
                               "4", "--resume", str(checkpoint.latest(tmp_path / "two"))),
                          env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr

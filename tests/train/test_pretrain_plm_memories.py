@@ -21,24 +21,13 @@ from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import load_run_config, parse_override
 from litebert.train.state import load_model_state
-from tests.train.test_pretrain_plm import (
-    MEM,
-    SAVING_MEMORIES,
-    _cli,
-    build_plm_data,
-    read_metrics,
-    run_config,
-)
+from tests.helpers.plm import MEM, SAVING_MEMORIES, plm_cli, run_config
+from tests.helpers.pretrain import read_metrics
 
 NOTE = "resumed without XLNet memories"
 STEPS, SAVED_AT = 12, 6
 RESUMABLE = dict(max_steps=STEPS, save_every=SAVED_AT, keep_last=3, eval_every=1000,
                  export=False)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    return build_plm_data(tmp_path_factory.mktemp("plm-memories"))
 
 
 def losses(run_dir) -> dict[int, float]:
@@ -65,27 +54,27 @@ def zero_saved_memories(path) -> None:
     (path / "state.json").write_text(json.dumps(record))
 
 
-def test_a_resume_without_memories_starts_them_at_zero_and_stays_close(data_dir, tmp_path,
+def test_a_resume_without_memories_starts_them_at_zero_and_stays_close(plm_data, tmp_path,
                                                                         caplog):
-    pretrain(run_config(data_dir, tmp_path / "straight", **RESUMABLE))
+    pretrain(run_config(plm_data, tmp_path / "straight", **RESUMABLE))
     assert checkpoint.list_checkpoints(tmp_path / "straight")
     for path in checkpoint.list_checkpoints(tmp_path / "straight"):
         assert not list(path.glob("objective-rank*")), path  # nothing of the objective's
     # Saving the memories changes nothing of the training itself.
-    pretrain(run_config(data_dir, tmp_path / "saving", objective=SAVING_MEMORIES,
+    pretrain(run_config(plm_data, tmp_path / "saving", objective=SAVING_MEMORIES,
                         **RESUMABLE))
     straight = losses(tmp_path / "straight")
     assert losses(tmp_path / "saving") == straight
     back_to(tmp_path / "straight", tmp_path / "resumed", SAVED_AT)
     with caplog.at_level(logging.INFO, logger="litebert"):
-        pretrain(run_config(data_dir, tmp_path / "resumed", resume="auto", **RESUMABLE))
+        pretrain(run_config(plm_data, tmp_path / "resumed", resume="auto", **RESUMABLE))
     assert sum(NOTE in r.getMessage() for r in caplog.records) == 1, caplog.text
     resumed = losses(tmp_path / "resumed")
     # Exactly a resume whose saved memories were zeros: the same windows, weights and RNG,
     # only the memories started over.
     back_to(tmp_path / "saving", tmp_path / "zeros", SAVED_AT)
     zero_saved_memories(checkpoint.latest(tmp_path / "zeros"))
-    pretrain(run_config(data_dir, tmp_path / "zeros", resume="auto",
+    pretrain(run_config(plm_data, tmp_path / "zeros", resume="auto",
                         objective=SAVING_MEMORIES, **RESUMABLE))
     assert losses(tmp_path / "zeros") == resumed
     after = range(SAVED_AT + 1, STEPS + 1)
@@ -105,7 +94,7 @@ def test_a_resume_without_memories_starts_them_at_zero_and_stays_close(data_dir,
     assert max(gaps.values()) < spread, (gaps, spread)
 
 
-def test_a_run_saved_on_two_processes_resumes_on_one(data_dir, tmp_path, caplog):
+def test_a_run_saved_on_two_processes_resumes_on_one(plm_data, tmp_path, caplog):
     """Without saved memories the data position converts as an MLM run's does: the streams
     are cut by the global batch, the same on any number of processes, so the one-process
     resume of a two-process run reads the windows (and trains the weights) of a one-process
@@ -113,16 +102,16 @@ def test_a_run_saved_on_two_processes_resumes_on_one(data_dir, tmp_path, caplog)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node", "2", "-m", "litebert.cli",
-           *_cli(data_dir, tmp_path / "two", 2, "--micro-batch-size", "4")[3:]]
+           *plm_cli(plm_data, tmp_path / "two", 2, "--micro-batch-size", "4")[3:]]
     run = subprocess.run(two, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
-    # _cli's settings, in this process (one process, micro-batches of 8).
+    # plm_cli's settings, in this process (one process, micro-batches of 8).
     same = dict(lr=0.01, warmup_steps=2, eval_every=100, save_every=2, seed=7, export=False)
-    pretrain(run_config(data_dir, tmp_path / "one", max_steps=2, **same))
+    pretrain(run_config(plm_data, tmp_path / "one", max_steps=2, **same))
     for name in ("two", "one"):
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="litebert"):
-            pretrain(run_config(data_dir, tmp_path / name, max_steps=5,  # a longer schedule
+            pretrain(run_config(plm_data, tmp_path / name, max_steps=5,  # a longer schedule
                                 resume=str(checkpoint.latest(tmp_path / name)), **same))
         assert sum(NOTE in r.getMessage() for r in caplog.records) == 1, caplog.text
     a, b = losses(tmp_path / "two"), losses(tmp_path / "one")
@@ -136,13 +125,13 @@ def test_a_run_saved_on_two_processes_resumes_on_one(data_dir, tmp_path, caplog)
 
 @pytest.mark.parametrize("precision, dtype", [("bf16", torch.bfloat16),
                                               ("fp32", torch.float32)])
-def test_memories_are_kept_and_saved_in_the_compute_dtype(data_dir, tmp_path, precision,
+def test_memories_are_kept_and_saved_in_the_compute_dtype(plm_data, tmp_path, precision,
                                                           dtype):
     """bf16 under a bf16 run (CPU autocast, as CUDA's), fp32 under fp32; detached either way;
     saved so with the opt-in and read back by a resume."""
     cfg = dict(max_steps=2, save_every=2, eval_every=2, export=False, precision=precision,
                objective=SAVING_MEMORIES)
-    trainer = Trainer(run_config(data_dir, tmp_path / "run", **cfg))
+    trainer = Trainer(run_config(plm_data, tmp_path / "run", **cfg))
     result = trainer.run()
     assert result["eval_plm_loss"] > 0  # the evaluation reads its memories so too
     mems = trainer.objective.mems[0]
@@ -150,7 +139,7 @@ def test_memories_are_kept_and_saved_in_the_compute_dtype(data_dir, tmp_path, pr
     assert all(m.shape == (MEM, 8, 32) and not m.requires_grad for m in mems)
     saved = load_file(checkpoint.latest(tmp_path / "run") / "objective-rank0.safetensors")
     assert saved["mems.0"].dtype == dtype and saved["mems.0"].abs().sum() > 0
-    resumed = Trainer(run_config(data_dir, tmp_path / "run",  # one step more
+    resumed = Trainer(run_config(plm_data, tmp_path / "run",  # one step more
                                  resume=str(checkpoint.latest(tmp_path / "run")),
                                  **{**cfg, "max_steps": 3}))
     resumed.run()

@@ -15,10 +15,7 @@ from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import load_model_state
-from tests.train import test_pretrain
-from tests.train.test_pretrain import MICRO_MODEL, read_metrics, run_config
-
-data_dir = test_pretrain.data_dir  # the module's corpus fixture
+from tests.helpers.pretrain import cli_run, read_metrics, run_config
 
 
 def steps_logged(run) -> list[int]:
@@ -175,15 +172,6 @@ def test_a_checkpoint_of_the_previous_sampler_continues_in_its_order(data_dir, t
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((checkpoint.latest(run) / "state.json").read_text())[
         "sampler_version"] == 1
-
-
-def cli_run(data_dir, out, *extra: str) -> list[str]:
-    """`litebert pretrain` of 3 micro steps, evaluated and saved at 3, exported."""
-    return ["pretrain", "--data", str(data_dir), "--out", str(out), "--max-steps", "3",
-            "--set", "model=tiny", "--set", f"model_overrides={json.dumps(MICRO_MODEL)}",
-            "--batch-size", "8", "--micro-batch-size", "8", "--warmup-steps", "1",
-            "--log-every", "1", "--eval-every", "3", "--save-every", "3",
-            "--eval-instances", "16", *extra]
 
 
 def written(run) -> dict[str, int]:

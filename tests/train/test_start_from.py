@@ -25,7 +25,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig
 from litebert.train.start_from import grouped
 from litebert.train.state import export_run
-from tests.data.test_builder import write_corpus
+from tests.data.builds import write_corpus
 
 HF_ALBERT = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=37, max_position_embeddings=64)

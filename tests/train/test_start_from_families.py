@@ -16,7 +16,7 @@ from litebert.data.builder import BuildConfig, build
 from litebert.tokenization.added_tokens import added_token_pieces
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig
-from tests.data.test_builder import write_corpus
+from tests.data.builds import write_corpus
 from tests.hf_dirs import MODEL_CLASSES
 
 # How each family's data is built (its paper's pre-training data) and which objective trains it.

@@ -16,10 +16,7 @@ from litebert.train import checkpoint, state
 from litebert.train.pretrain import pretrain
 from litebert.train.state import load_model_state
 from litebert.write_errors import WriteFailed, human_size
-from tests.train import test_pretrain
-from tests.train.test_pretrain import run_config
-
-data_dir = test_pretrain.data_dir  # the pre-training corpus fixture (built once for this module)
+from tests.helpers.pretrain import run_config
 
 ENOSPC_TEXT = "Error while serializing: I/O error: No space left on device (os error 28)"
 
@@ -74,20 +71,18 @@ def _before_the_fix(optimizer, spec) -> None:
 
 
 @pytest.mark.parametrize("written", ["now", "before the fix"])
-def test_mlm_alone_resumes_though_its_pooler_never_had_a_gradient(tmp_path_factory, tmp_path,
+def test_mlm_alone_resumes_though_its_pooler_never_had_a_gradient(packed_data, tmp_path,
                                                                    monkeypatch, written):
     """MLM alone trains no pooler and no pair head, so AdamW keeps no state for them; the
     resumed optimizer must not expect any (a checkpoint of an earlier version has none), and
     the run ends with the weights of the run never stopped."""
-    packed = test_pretrain.tiny_data(tmp_path_factory.mktemp("packed"), objective="none",
-                                     packing="full-sentences")
     fields = dict(optimizer="adamw", lr=1e-3, max_steps=6, save_every=2, eval_every=6)
     if written != "now":
         monkeypatch.setattr(state, "ensure_optimizer_state", _before_the_fix)
-    pretrain(run_config(packed, tmp_path / "straight", **fields))  # checkpoints 4 and 6 kept
+    pretrain(run_config(packed_data, tmp_path / "straight", **fields))  # checkpoints 4 and 6 kept
     monkeypatch.undo()
     at_four = tmp_path / "straight" / "checkpoints" / "step-00000004"
-    pretrain(run_config(packed, tmp_path / "resumed", **fields, resume=str(at_four)))
+    pretrain(run_config(packed_data, tmp_path / "resumed", **fields, resume=str(at_four)))
     a, _ = load_model_state(checkpoint.latest(tmp_path / "straight"))
     b, _ = load_model_state(checkpoint.latest(tmp_path / "resumed"))
     assert all(torch.equal(a[k], b[k]) for k in a)

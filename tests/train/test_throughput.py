@@ -17,7 +17,7 @@ from litebert.train.throughput import (
     peak_tflops,
     speed_record,
 )
-from tests.train.test_pretrain import data_dir, read_metrics, run_config  # noqa: F401
+from tests.helpers.pretrain import read_metrics, run_config
 
 
 @pytest.mark.parametrize(("name", "family"), [
@@ -80,7 +80,7 @@ def test_timed_batches_count_the_wait_in_next_only():
     assert data.take_waited() == 0.0
 
 
-def test_a_run_logs_tflops_mfu_and_the_data_wait(data_dir, tmp_path):  # noqa: F811
+def test_a_run_logs_tflops_mfu_and_the_data_wait(data_dir, tmp_path):
     cfg = run_config(data_dir, tmp_path / "run", max_steps=4, peak_tflops=0.5)
     trainer = Trainer(cfg)
     trainer.run()
