@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
-from litebert.config import ConfigError, ModelConfig
+from litebert.config import DEFAULT_BACKBONE, ConfigError, ModelConfig
 from litebert.families import BACKBONE_CLASS, FAMILIES, family
-from litebert.model.backbone import BACKBONES, DEFAULT_BACKBONE, backbone_class
+from litebert.model.backbone import BACKBONES, backbone_class
 from litebert.model.base import PreTrainedModel
 from litebert.model.beam_qa import EncoderForBeamQuestionAnswering
 from litebert.model.heads import (

@@ -1,11 +1,12 @@
 """Backbones: the registry that ModelConfig.backbone names, and the protocol heads rely on.
 
     BACKBONES["albert"]                        the class (model/albert.py registers itself)
-    build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `albert`
+    build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `backbone`
 
-Every head holds its backbone at `self.albert`, whatever the backbone: `albert.` is the
-canonical prefix of every backbone key in state dicts, checkpoints and the family adapters
-(see families/base.py), so it stays that name for any backbone. Everything that needs more
+Every head holds its backbone at `self.backbone`, whatever the backbone: `backbone.` is the
+canonical prefix of every backbone key in state dicts and training checkpoints; the family
+adapters map it to each layout's own prefix on disk (`albert.`, `bert.`, ...; see
+families/base.py). Everything that needs more
 than the forward pass (heads, Auto classes, layer-wise lr decay, FSDP units, FLOP counts,
 unrolling) goes through the `Backbone` protocol, never through a class name. What a backbone
 can do beyond it is declared, not probed: its class attribute `capabilities`
@@ -42,7 +43,6 @@ from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.attention import Layout
 from litebert.model.outputs import BaseModelOutput
 
-DEFAULT_BACKBONE = "albert"
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
 
 
@@ -173,7 +173,7 @@ class Backbone(Protocol):
         ...
 
     def unrolled_source(self, key: str) -> str:
-        """For a key of the unrolled backbone's state dict (no `albert.` prefix), the key of
+        """For a key of the unrolled backbone's state dict (no `backbone.` prefix), the key of
         this backbone's state dict whose tensor it copies."""
         ...
 
@@ -338,9 +338,9 @@ def check_attention(config: ModelConfig, attention: str) -> None:
 
 
 def backbone_of(model: nn.Module) -> Backbone:
-    """The backbone of a head model (at `albert`) or the model itself when it is one."""
-    backbone = getattr(model, "albert", model)
+    """The backbone of a head model (at `backbone`) or the model itself when it is one."""
+    backbone = getattr(model, "backbone", model)
     if not isinstance(getattr(type(backbone), "capabilities", None), BackboneCapabilities):
         raise TypeError(f"{type(model).__name__} is neither a backbone (see "
-                        "litebert.model.backbone.Backbone) nor a head holding one at `.albert`")
+                        "litebert.model.backbone.Backbone) nor a head holding one at `.backbone`")
     return cast(Backbone, backbone)

@@ -30,13 +30,12 @@ from litebert.data.loader import LABEL_KEYS, SLOT_KEYS, PretrainingDataset
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import EncoderForMaskedLM, EncoderForPreTraining
-from litebert.model.backbone import backbone_class, check_attention
+from litebert.model.backbone import FsdpUnits, backbone_class, check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.hub import save_extra_heads
 from litebert.model.outputs import MaskedLMOutput
 from litebert.objectives.base import (
     Batch,
-    FsdpUnits,
     ObjectiveConfig,
     RunSettings,
     StartSource,
@@ -129,7 +128,7 @@ class MLMObjective(Stateless):
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The backbone's own units (its attention and FFN modules)."""
         assert isinstance(model, EncoderForPreTraining | EncoderForMaskedLM)
-        return model.albert.fsdp_units()
+        return model.backbone.fsdp_units()
 
     def begin_step(self, step: int) -> None:
         """Nothing: the data's masks are drawn by the loader, keyed per item."""
@@ -237,7 +236,7 @@ class MLMObjective(Stateless):
                 and backbone_class(config).capabilities.pooler:
             model = EncoderForPreTraining(config)
         else:  # no such class, or a backbone without a pooler (MLM alone, ModernBERT)
-            heads = ("sop_classifier.", "albert.pooler.")
+            heads = ("sop_classifier.", "backbone.pooler.")
             kept = {k: v for k, v in model_state.items() if k.startswith(heads)}
             model_state = {k: v for k, v in model_state.items() if not k.startswith(heads)}
             model = EncoderForMaskedLM(config)

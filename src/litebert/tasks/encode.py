@@ -98,7 +98,7 @@ def as_encoder(model: nn.Module, pooling: str | None = None) -> SentenceEncoder:
     if isinstance(model, SentenceEncoder):
         if pooling is None or pooling == model.pooling:
             return model
-        return SentenceEncoder(model.albert, pooling, model.max_seq_length, model.lowercase)
+        return SentenceEncoder(model.backbone, pooling, model.max_seq_length, model.lowercase)
     return SentenceEncoder(backbone_of(model), pooling or "mean")  # type: ignore[arg-type]
 
 

@@ -212,7 +212,7 @@ def _wrapped(model: EncoderForPreTraining, mode: str, info: DistInfo,
         assert isinstance(ddp, nn.parallel.DistributedDataParallel)
         ddp.register_comm_hook(recorder, _recorded_all_reduce)
         return ddp, [], []
-    units = model.albert.fsdp_units()
+    units = model.backbone.fsdp_units()
     wrap(model, info, fsdp=True, units=units)
     held = held_units(units)
     if mode == "fsdp-per-use":  # as before the fix: resharded after each use's backward
