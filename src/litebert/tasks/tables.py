@@ -1,5 +1,5 @@
-"""Generic sentence(-pair) classification or regression data: CSV, TSV, JSON lines, Parquet,
-datasets' save_to_disk folders.
+"""Reading task tables: CSV, TSV, JSON lines, Parquet, datasets' save_to_disk folders, as
+sentence(-pair) examples (read_table, stream_table) or raw records for other readers.
 
 Formats (`fmt`; "auto" goes by the extension: .csv, .tsv, .jsonl / .json, and for the
 columnar formats by what `litebert.readers.open_table` recognises: a Parquet or Arrow file by
@@ -19,9 +19,9 @@ problems are skipped and counted in the ReadReport: a wrong number of fields, a 
 without a field, an empty text or label, a line of invalid UTF-8 or JSON.
 
 Labels are kept as the strings written in the file (JSON numbers and booleans as their
-text: 1 -> "1", true -> "true"); `infer_labels` gives the label set and `is_regression`
-decides whether they are scores. The guid is the row's "guid", "id", "idx" or "index"
-column if it has one, else "file:line".
+text: 1 -> "1", true -> "true"); tasks/classification.py's `infer_labels` gives the label
+set and `is_regression` decides whether they are scores. The guid is the row's "guid", "id",
+"idx" or "index" column if it has one, else "file:line".
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
-import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from litebert.files import open_bytes, strip_compression
@@ -49,9 +48,6 @@ FORMATS = ("auto", "csv", "tsv", "jsonl", "parquet", "arrow")
 _COLUMNAR = ("parquet", "arrow")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 ID_COLUMNS = ("guid", "id", "idx", "index")
-# is_regression: numeric labels with more distinct values than this read as scores; fewer
-# read as classes (0/1, 1-5 stars). Override with is_regression(..., regression=True/False).
-REGRESSION_MIN_VALUES = 10
 
 
 class MissingColumnError(TaskDataError):
@@ -257,56 +253,3 @@ def _example(record: dict, names: dict[str, str | None], where: str, guid: str,
         raise TaskDataError(f"{where}: no text_a column was named")
     ids = (text for n in ID_COLUMNS if n in record and (text := cell_text(record[n])))
     return TextExample(next(ids, guid), text_a, values["text_b"], values["label"])
-
-
-# ---------------------------------------------------------------- labels
-
-
-def infer_labels(examples: Iterable[TextExample]) -> list[str]:
-    """The distinct labels as strings, sorted; numerically when all are integers (so "10"
-    follows "9"), else as strings. Unlabeled examples (label None) are left out."""
-    return sorted_labels({str(ex.label) for ex in examples if ex.label is not None})
-
-
-def sorted_labels(labels: Iterable[str]) -> list[str]:
-    """Label strings in infer_labels' order: numerically when all are integers, else as
-    strings; duplicates once."""
-    labels = set(labels)
-    if all(_is_int(x) for x in labels):
-        return sorted(labels, key=lambda x: (int(x), x))
-    return sorted(labels)
-
-
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
-
-
-def is_regression(examples: Iterable[TextExample], *, regression: bool | None = None) -> bool:
-    """Whether the labels are scores to regress rather than classes.
-
-    `regression` True/False decides outright. Otherwise: True when the labels are floats
-    already (GLUE's STS-B), or when every label parses as a finite number and there are more
-    than REGRESSION_MIN_VALUES distinct values; so 0/1 or 1-5 star ratings stay classes, and a
-    score column with few distinct values needs regression=True.
-    """
-    if regression is not None:
-        return regression
-    labels = [ex.label for ex in examples if ex.label is not None]
-    if not labels:
-        return False
-    if all(isinstance(x, float) for x in labels):
-        return True
-    values = set()
-    for x in labels:
-        try:
-            value = float(x)
-        except (TypeError, ValueError):
-            return False
-        if not math.isfinite(value):
-            return False
-        values.add(value)
-    return len(values) > REGRESSION_MIN_VALUES
