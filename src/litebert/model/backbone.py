@@ -17,8 +17,8 @@ is one module whose class is decorated with `@register_backbone("name")`, import
 litebert/model/__init__.py (a class outside the package registers the same way before the
 model is built); config.json's `backbone` then selects it. A backbone has a transformers
 layout when a family adapter lists it in its `backbones` ("albert": the albert, bert,
-electra and roberta families; "xlnet": the xlnet family); any other is saved in litebert's
-own (families/litebert.py).
+electra and roberta families; "xlnet": the xlnet family; "modernbert": the modernbert
+family); any other is saved in litebert's own (families/litebert.py).
 
 This module imports no backbone (the backbones import it), so anything in the package may
 import it; importing it runs litebert/model/__init__.py first, which registers ours.

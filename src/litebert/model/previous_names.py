@@ -2,7 +2,7 @@
 that code, model directories and training checkpoints written for it keep working.
 
 That release called every class `Albert*`, though a head builds on any registered backbone.
-The generic classes are now `Encoder*` (a head on an encoder backbone) and `PreTrainedModel`;
+The generic classes are `Encoder*` (a head on an encoder backbone) and `PreTrainedModel`;
 `AlbertModel` stays the ALBERT backbone's name. Two things still say the old names:
 
 - code: `litebert.AlbertForMaskedLM` and the rest are these aliases (the same class objects);

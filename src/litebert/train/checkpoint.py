@@ -337,9 +337,9 @@ def run_id_of(path: Path) -> str | None:
 
 def save_full(directory: Path, model_state: dict[str, torch.Tensor],
               optim_state: dict[str, Any]) -> None:
-    """The files of format "full" (one writer, every reader loads them whole). Runs no
-    longer write it; it stays beside its reader so that tests and the checkpoint benchmark
-    can make one as earlier releases did."""
+    """The files of format "full" (one writer, every reader loads them whole), which runs do
+    not write: it stays beside its reader so that tests and the checkpoint benchmark can make
+    one as earlier releases did."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
     save_file(tensors, directory / "model.safetensors", {"format": "pt"})
     save_pt(optim_state, directory / "optimizer.pt")

@@ -215,7 +215,7 @@ def _wrapped(model: EncoderForPreTraining, mode: str, info: DistInfo,
     units = model.backbone.fsdp_units()
     wrap(model, info, fsdp=True, units=units)
     held = held_units(units)
-    if mode == "fsdp-per-use":  # as before the fix: resharded after each use's backward
+    if mode == "fsdp-per-use":  # a shared unit resharded after each use's backward
         for module in held:
             cast(FSDPModule, module).set_reshard_after_backward(True, recurse=False)
         held = []
