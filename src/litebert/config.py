@@ -534,6 +534,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "albert-large": _albert(24, 1024, 16),
     "albert-xlarge": _albert(24, 2048, 32),
     "albert-xxlarge": _albert(12, 4096, 64),
+    "bert-tiny": _bert(4, 256, 4),  # the demo's BERT: the tiny preset's depth and width
     "bert-base": _bert(12, 768, 12),
     "bert-large": _bert(24, 1024, 16),
     "bert-xlarge": _bert(24, 2048, 32),
