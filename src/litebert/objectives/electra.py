@@ -70,8 +70,8 @@ from litebert.objectives.evaluation import (
     format_table,
     has_weights,
     heldout_batches,
-    pair_task_metrics,
     ratio,
+    with_pair_task,
 )
 from litebert.padding import real_tokens
 
@@ -438,10 +438,7 @@ class ElectraObjective(Stateless):
                   "eval_rtd_baseline_accuracy": 1 - replaced}  # every token called original
         result["eval_loss"] = (self.config.gen_weight * result["eval_generator_mlm_loss"]
                                + self.config.disc_weight * result["eval_rtd_loss"])
-        if self.pair:
-            result.update(pair_task_metrics(s, self.pair))
-            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
-        return result
+        return with_pair_task(result, s, self.pair)
 
     @classmethod
     def reads_directory(cls, model_dir: Path) -> bool:

@@ -91,6 +91,16 @@ def pair_task_metrics(s: dict[str, float], name: str) -> dict[str, float]:
             f"eval_{name}_baseline_accuracy": majority_share(s["pair_ones"], s["pair_count"])}
 
 
+def with_pair_task(result: dict[str, float], s: dict[str, float],
+                   name: str | None) -> dict[str, float]:
+    """`result` with the sentence-pair task `name`'s figures (pair_task_metrics) added and its
+    loss added to eval_loss; as it is when the run has no pair task (None)."""
+    if name:
+        result.update(pair_task_metrics(s, name))
+        result["eval_loss"] += result[f"eval_{name}_loss"]
+    return result
+
+
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[None]:
     """Eval mode and no gradients inside; the model's mode as it was afterwards."""

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import ModelConfig
@@ -48,11 +47,12 @@ from litebert.objectives.base import (
 from litebert.objectives.configs import MLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
+    add_pair_task,
     evaluating,
     format_table,
     has_weights,
     heldout_batches,
-    pair_task_metrics,
+    with_pair_task,
 )
 from litebert.objectives.mlm_eval import (
     MLM_HEAD,
@@ -184,21 +184,14 @@ class MLMObjective(Stateless):
         logits = out.logits if isinstance(out, MaskedLMOutput) else out.prediction_logits
         assert logits is not None  # the labels path always scores the masked tokens
         add_mlm(sums, logits, batch["labels"], self.baseline_token)
-        if self.label_key:
-            labels, logits = batch[self.label_key], out.sop_logits.float()  # (B,), (B, 2)
-            sums.add(pair_loss=F.cross_entropy(logits, labels,
-                                                                 reduction="sum"),
-                     pair_correct=(logits.argmax(-1) == labels).sum(),
-                     pair_count=labels.numel(), pair_ones=labels.sum())
+        if self.label_key:  # logits (B, 2), labels (B,)
+            add_pair_task(sums, out.sop_logits, batch[self.label_key])
 
     def _result(self, s: dict[str, float]) -> dict[str, float]:
         """The metrics from the named sums (all ranks)."""
         result = mlm_metrics(s, prefix="eval_")
         result["eval_loss"] = result["eval_mlm_loss"]
-        if self.pair:
-            result.update(pair_task_metrics(s, self.pair))
-            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
-        return result
+        return with_pair_task(result, s, self.pair)
 
     @classmethod
     def reads_directory(cls, model_dir: Path) -> bool:

@@ -74,13 +74,14 @@ from litebert.objectives.base import (
 from litebert.objectives.configs import PLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
+    add_pair_task,
     evaluate_alone,
     evaluating,
     format_table,
     has_weights,
     heldout_for,
-    pair_task_metrics,
     ratio,
+    with_pair_task,
 )
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 
@@ -423,7 +424,7 @@ class _PLMEvaluation:
                 mems = objective.kept(out.mems, dtype) if objective.mem_len else None
                 add_plm(sums, out.logits, batch, objective.baseline_token)
                 if objective.config.nsp:
-                    add_pair(sums, out.sop_logits, batch["next_sentence_label"])
+                    add_pair_task(sums, out.sop_logits, batch["next_sentence_label"])
         return plm_metrics(sums.reduce())
 
 
@@ -439,14 +440,6 @@ def add_plm(sums: EvalSums, logits: torch.Tensor, batch: Batch, baseline_token: 
              plm_targets=weights.sum())
 
 
-def add_pair(sums: EvalSums, logits: torch.Tensor, labels: torch.Tensor) -> None:
-    """One batch's "+NSP" figures: logits (B, 2), labels (B,) (1 = B is random)."""
-    logits = logits.float()
-    sums.add(pair_loss=F.cross_entropy(logits, labels, reduction="sum"),
-             pair_correct=(logits.argmax(-1) == labels).sum(),
-             pair_count=labels.numel(), pair_ones=labels.sum())
-
-
 def plm_metrics(s: dict[str, float]) -> dict[str, float]:
     if not s:
         return {}
@@ -455,10 +448,7 @@ def plm_metrics(s: dict[str, float]) -> dict[str, float]:
                "eval_plm_accuracy": ratio(s["plm_correct"], s["plm_targets"]),
                "eval_plm_baseline_accuracy": ratio(s["plm_baseline"], s["plm_targets"]),
                "eval_plm_targets": s["plm_targets"]}
-    if "pair_count" in s:
-        metrics.update(pair_task_metrics(s, "nsp"))
-        metrics["eval_loss"] += metrics["eval_nsp_loss"]
-    return metrics
+    return with_pair_task(metrics, s, "nsp" if "pair_count" in s else None)
 
 
 @dataclass
