@@ -99,6 +99,9 @@ def test_every_family_has_a_demo_plan_whose_recipe_preset_tokenizer_and_data_res
 
     assert {plan.family for plan in PLANS.values()} == set(FAMILY_TITLES) - {OWN}
     for name, plan in PLANS.items():
+        for figure in plan.figures:  # a figure at its baseline prints the reason
+            assert "not above its baseline yet: " in _against_baseline(
+                figure.name, 0.1, 0.2, figure.baseline), (name, figure.name)
         assert plan_name("mlm", plan.model) == name
         assert load_run_config(plan.recipe, {}).model == plan.model
         assert ModelConfig.from_preset(plan.model).model_type == plan.family, name

@@ -95,6 +95,8 @@ NOT_YET = {
     "MLM": "the model has not left the early plateau where it predicts frequent tokens",
     "SOP": "sentence order is learned after MLM; 600 steps of a 4-layer model are not enough "
            "on this corpus (docs/pretraining.md, 'The demo', shows a longer run of this recipe)",
+    "NSP": "next-sentence prediction is learned after MLM; the demo's steps of a 4-layer model "
+           "may not be enough on this corpus",
     "generator MLM": "the generator has not left the early plateau where it predicts "
                      "frequent tokens",
     "PLM": "the model has not left the early plateau where it predicts frequent tokens",
