@@ -78,7 +78,8 @@ def test_model_picks_the_modernbert_plan_with_its_own_tokenizer_and_masking():
     assert plan_name("mlm") == "mlm" and plan_name("plm") == "plm"
     assert plan_name("mlm", "modernbert-tiny") == "modernbert"
     with pytest.raises(ValueError, match="demo --model bert-base: choose from tiny, "
-                                         "electra-small, xlnet-tiny, modernbert-tiny"):
+                                         "electra-small, xlnet-tiny, modernbert-tiny, "
+                                         "bert-tiny, roberta-tiny"):
         plan_name("mlm", "bert-base")
     plan = PLANS["modernbert"]
     assert (plan.tokenizer, plan.suffix) == ("modernbert", "-modernbert")
@@ -86,3 +87,32 @@ def test_model_picks_the_modernbert_plan_with_its_own_tokenizer_and_masking():
                                "masked_lm_prob": 0.3}
     for plan in PLANS.values():  # each plan's model is its recipe's
         assert load_run_config(plan.recipe, {}).model == plan.model
+
+
+def test_every_family_has_a_demo_plan_whose_recipe_preset_tokenizer_and_data_resolve():
+    from litebert.config import PRESETS, ModelConfig
+    from litebert.data.builder import BuildConfig
+    from litebert.demo import PLANS, TRAINED_LAST, plan_name
+    from litebert.family_names import FAMILY_TITLES, OWN
+    from litebert.tokenization.train import TOKENIZER_KINDS
+    from litebert.train.run_config import load_run_config
+
+    assert {plan.family for plan in PLANS.values()} == set(FAMILY_TITLES) - {OWN}
+    for name, plan in PLANS.items():
+        for figure in plan.figures:  # a figure at its baseline prints the reason
+            assert "not above its baseline yet: " in _against_baseline(
+                figure.name, 0.1, 0.2, figure.baseline), (name, figure.name)
+        assert plan_name("mlm", plan.model) == name
+        assert load_run_config(plan.recipe, {}).model == plan.model
+        assert ModelConfig.from_preset(plan.model).model_type == plan.family, name
+        assert plan.tokenizer in TOKENIZER_KINDS and plan.tokenizer in TRAINED_LAST
+        BuildConfig(max_seq_length=128, **dict(plan.data))  # the data build it asks for
+    # Plans that build different data from one tokenizer write different directories.
+    built = {}
+    for plan in PLANS.values():
+        assert built.setdefault(plan.data_dir, plan.data) == plan.data, plan.data_dir
+    bert, roberta = PLANS["bert"], PLANS["roberta"]
+    assert PRESETS["bert-tiny"]["num_hidden_layers"] == 4
+    assert PRESETS["bert-tiny"]["hidden_size"] == 256
+    assert dict(bert.data)["objective"] == "nsp" and bert.tokenizer == "sentencepiece"
+    assert (roberta.tokenizer, dict(roberta.data)["objective"]) == ("bpe", "none")

@@ -35,6 +35,7 @@ from litebert.data.loader import PretrainingDataset
 from litebert.model import AutoModelForPreTraining, AutoModelForReplacedTokenDetection
 from litebert.studies.runner import _continue
 from litebert.studies.spec import StudyError, load_spec, pretrain_config
+from litebert.train.checkpoint import load_model_file
 from litebert.train.run_config import PretrainConfig, load_run_config
 from litebert.train.state import load_model_state
 from litebert.train.throughput import TIMING_FIELDS
@@ -101,11 +102,11 @@ def assert_same_numbers(then: list[dict], now: list[dict], rel: float = 0.0) -> 
             assert new.get(key) == expected, (old["step"], key, value, new.get(key))
 
 
-def assert_same_weights(then: Path, now: Path | dict[str, torch.Tensor],
-                        rel: float = 0.0) -> None:
+def assert_same_weights(then: Path | dict[str, torch.Tensor],
+                        now: Path | dict[str, torch.Tensor], rel: float = 0.0) -> None:
     """The same tensors, bit for bit, or within `rel` (and as much absolute, for entries
-    near 0) for weights trained again; `now` a file, or the tensors themselves."""
-    a, b = load_file(then), now if isinstance(now, dict) else load_file(now)
+    near 0) for weights trained again; each a file, or the tensors themselves."""
+    a, b = (x if isinstance(x, dict) else load_file(x) for x in (then, now))
     assert sorted(a) == sorted(b)
     for key in a:
         torch.testing.assert_close(b[key], a[key], rtol=rel, atol=rel, msg=key)
@@ -124,8 +125,9 @@ def resume_from_step_2(previous: Path, run: str, recipe: str | None = None) -> N
     then, now = FIXTURE / "runs" / run, previous / "runs" / run
     # Steps 3 and 4 trained again.
     assert_same_numbers(metric_lines(then), metric_lines(now), rel=TRAINED_REL)
-    # Written now in the current layout (torch.distributed.checkpoint), read as export does.
-    assert_same_weights(then / STEP_4 / "model.safetensors",
+    # Written now in the current layout (torch.distributed.checkpoint), both read as export
+    # does (the release's "full" file under today's parameter names).
+    assert_same_weights(load_model_file(then / STEP_4),
                         load_model_state(now / STEP_4)[0], rel=TRAINED_REL)
     for weights in sorted((then / "export").rglob("model.safetensors")):  # the end's export
         assert_same_weights(weights, now / weights.relative_to(then), rel=TRAINED_REL)

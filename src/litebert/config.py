@@ -191,11 +191,12 @@ class ModelConfig:
     sharing: str = "all"
     model_type: str = "albert"
     # ---- structure (ours; defaults are ALBERT's) ----
-    # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Two have
+    # The backbone under the heads, a name in litebert.model.backbone.BACKBONES. Three have
     # transformers layouts: "albert" (the embeddings -> shared layers -> pooler of
-    # models/albert/model.py, which also builds BERT, ELECTRA and RoBERTa: those four families) and
-    # "xlnet" (models/xlnet/model.py: the xlnet family). One that no family lists in its `backbones`
-    # is saved in litebert's own layout.
+    # models/albert/model.py, which also builds BERT, ELECTRA and RoBERTa: those four
+    # families), "xlnet" (models/xlnet/model.py: the xlnet family) and "modernbert"
+    # (models/modernbert/model.py: the modernbert family). One that no family lists in its
+    # `backbones` is saved in litebert's own layout.
     backbone: str = "albert"
     # The E->H linear after the embeddings: "always" (ALBERT, even when E == H),
     # "when_sizes_differ" (ELECTRA: only if embedding_size != hidden_size), "never" (BERT;

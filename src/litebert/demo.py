@@ -4,7 +4,9 @@ fetch the corpus -> train a SentencePiece tokenizer -> build SOP data (length 12
 pre-train (ALBERT: the tiny preset with the tiny-cpu recipe; `--objective electra`: the
 electra-tiny-cpu recipe; `--objective plm`: XLNet's xlnet-tiny-cpu recipe, with an XLNet
 tokenizer and XLNet's streams instead; `--model modernbert-tiny`: ModernBERT's backbone with
-the modernbert-tiny-cpu recipe, a ModernBERT byte-level BPE and MLM alone at 30%) ->
+the modernbert-tiny-cpu recipe, a ModernBERT byte-level BPE and MLM alone at 30%;
+`--model bert-tiny`: BERT with MLM + NSP; `--model roberta-tiny`: RoBERTa with a byte-level
+BPE and MLM alone on full sentences; every family has a plan, demo_plans.PLANS) ->
 evaluate -> export -> plots -> fine-tune the exported model on the bbc-news topics ->
 summary. Every stage is cached: a second run reuses
 the corpus, tokenizer and data (the MLM and ELECTRA demos share them), and resumes (or skips)
@@ -31,7 +33,7 @@ from litebert.train.run_config import load_run_config
 RECIPE = PLANS["mlm"].recipe  # what `make demo` pre-trains
 # The file each tokenizer kind writes last: its presence means training finished.
 TRAINED_LAST = {"sentencepiece": "spiece.model", "xlnet": "spiece.model",
-                "modernbert": "tokenizer_config.json"}
+                "bpe": "tokenizer_config.json", "modernbert": "tokenizer_config.json"}
 
 
 def stage(title: str) -> float:
@@ -51,7 +53,7 @@ def run_demo(work: Path, max_steps: int | None = None, vocab_size: int = 10000,
     if not (tokenizer / TRAINED_LAST[plan.tokenizer]).exists():
         train_tokenizer(plan.tokenizer, [corpus], tokenizer, vocab_size=vocab_size)
     stage(f"3/6 data: {plan.data_title}")
-    data = work / f"data{plan.suffix}"
+    data = work / plan.data_dir
     manifest = build([corpus], tokenizer, data,
                      BuildConfig(max_seq_length=128, format="jsonl", heldout_fraction=0.02,
                                  seed=1, **dict(plan.data)),  # type: ignore[arg-type]
@@ -93,6 +95,8 @@ NOT_YET = {
     "MLM": "the model has not left the early plateau where it predicts frequent tokens",
     "SOP": "sentence order is learned after MLM; 600 steps of a 4-layer model are not enough "
            "on this corpus (docs/pretraining.md, 'The demo', shows a longer run of this recipe)",
+    "NSP": "next-sentence prediction is learned after MLM; the demo's steps of a 4-layer model "
+           "may not be enough on this corpus",
     "generator MLM": "the generator has not left the early plateau where it predicts "
                      "frequent tokens",
     "PLM": "the model has not left the early plateau where it predicts frequent tokens",

@@ -92,7 +92,7 @@ def test_backbone_is_our_not_shared_encoder(tmp_path):
     ours = litebert.AlbertModel(electra_config())
     theirs_shapes = {k: tuple(v.shape) for k, v in hf.state_dict().items()
                      if not k.endswith(("position_ids", "token_type_ids"))}
-    ours_shapes = {ELECTRA.external_key("albert." + k, ours.config).removeprefix("electra."):
+    ours_shapes = {ELECTRA.external_key("backbone." + k, ours.config).removeprefix("electra."):
                    tuple(v.shape) for k, v in ours.state_dict().items()}
     assert ours_shapes == theirs_shapes
     assert len(ours.encoder.attentions) == len(ours.encoder.ffns) == 3
@@ -145,5 +145,5 @@ def test_discriminator_directory_fine_tunes_as_a_classifier(tmp_path, caplog):
     assert clf.classifier.out_proj.out_features == 5
     x = {"input_ids": torch.tensor([[5, 6, 7, 8]])}
     with torch.no_grad():
-        torch.testing.assert_close(clf.albert(**x).last_hidden_state,
+        torch.testing.assert_close(clf.backbone(**x).last_hidden_state,
                                    theirs.eval().electra(**x).last_hidden_state)

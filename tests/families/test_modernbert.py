@@ -139,9 +139,9 @@ def test_keys_map_both_ways():
     # A classifier's head.* stays head.*: only an MLM file renames it.
     classifier = {"head.dense.weight": state["predictions.dense.weight"]}
     assert ADAPTER.from_file(classifier, config) == classifier
-    assert ADAPTER.external_key("albert.encoder.attentions.2.attn.Wqkv.weight", config) == \
+    assert ADAPTER.external_key("backbone.encoder.attentions.2.attn.Wqkv.weight", config) == \
         "model.layers.2.attn.Wqkv.weight"
-    assert ADAPTER.external_key("albert.encoder.ffns.2.mlp_norm.weight", config) == \
+    assert ADAPTER.external_key("backbone.encoder.ffns.2.mlp_norm.weight", config) == \
         "model.layers.2.mlp_norm.weight"
     assert ADAPTER.external_key("predictions.LayerNorm.weight", config) == "head.norm.weight"
     assert ADAPTER.external_key("predictions.bias", config) == "decoder.bias"

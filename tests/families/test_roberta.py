@@ -105,15 +105,15 @@ def test_structure_is_robertas():
     reads the first token through dense + tanh; the LM head is H->H with exact GELU."""
     config = roberta_config(hidden_act="relu")
     assert litebert.AlbertModel(config).pooler is not None
-    assert litebert.EncoderForMultipleChoice(config).albert.pooler is not None
+    assert litebert.EncoderForMultipleChoice(config).backbone.pooler is not None
     for head in ("EncoderForMaskedLM", "EncoderForSequenceClassification",
                  "EncoderForTokenClassification", "EncoderForQuestionAnswering"):
-        assert getattr(litebert, head)(config).albert.pooler is None, head
+        assert getattr(litebert, head)(config).backbone.pooler is None, head
     clf = litebert.EncoderForSequenceClassification(config)
     assert (clf.classifier.dense.out_features, clf.classifier.act) == (32, torch.tanh)
     mlm = litebert.EncoderForMaskedLM(config)
     assert mlm.predictions.dense.out_features == 32 and mlm.predictions.act is F.gelu
-    assert mlm.albert.encoder.embedding_hidden_mapping_in is None
+    assert mlm.backbone.encoder.embedding_hidden_mapping_in is None
 
 
 # ---- positions -----------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def test_heads_keep_no_memories_whatever_mem_len(head):
     assert config.backbone_config.mem_len == 8
     model = CLASSES[head](config)
     seen = []
-    model.albert.register_forward_hook(lambda module, args, out: seen.append(out.mems))
+    model.backbone.register_forward_hook(lambda module, args, out: seen.append(out.mems))
     x = {k: v for k, v in batch(head).items() if k != "labels"}
     with torch.no_grad():
         model.eval()(**x)

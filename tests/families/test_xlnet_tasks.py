@@ -233,11 +233,11 @@ def test_squad_layer_decay_follows_xlnets_rule(xlnet_model, tmp_path):
         for p in group["params"]:
             rate[id(p)] = group["lr"]
     named = dict(model.named_parameters())
-    assert rate[id(named["albert.word_embedding.weight"])] == 1.0
-    assert rate[id(named["albert.mask_emb"])] == 1.0
+    assert rate[id(named["backbone.word_embedding.weight"])] == 1.0
+    assert rate[id(named["backbone.mask_emb"])] == 1.0
     assert rate[id(named["start_logits.dense.weight"])] == 1.0
-    assert rate[id(named["albert.encoder.attentions.1.q"])] == 1.0  # the top layer
-    assert rate[id(named["albert.encoder.ffns.0.layer_1.weight"])] == 0.75
+    assert rate[id(named["backbone.encoder.attentions.1.q"])] == 1.0  # the top layer
+    assert rate[id(named["backbone.encoder.ffns.0.layer_1.weight"])] == 0.75
 
 
 def test_cli_finetunes_a_transformers_xlnet_directory(xlnet_tokenizer, tmp_path):

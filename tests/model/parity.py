@@ -104,12 +104,12 @@ def assert_same_gradients(ours, theirs, head: str, num_labels: int,
     _training_loss(theirs, x, head).backward()
     their_grads = {n: p.grad for n, p in theirs.named_parameters()}
     ours_params = dict(ours.named_parameters())
-    bare = not hasattr(ours, "albert")
+    bare = not hasattr(ours, "backbone")
     for name in canonical_state(ours):
         their_name = family.external_key(name, ours.config)
         if bare:
             their_name = their_name.removeprefix(family.prefix)
-        mine = ours_params[name.removeprefix("albert.") if bare else name].grad
+        mine = ours_params[name.removeprefix("backbone.") if bare else name].grad
         ref = their_grads[their_name]
         assert mine is not None, f"no gradient for {name}"
         # Multiple choice adds one bias to every choice's score: a softmax over the choices

@@ -147,12 +147,12 @@ def test_dropout_acts_only_in_training():
 
 def test_init_follows_the_reference():
     model = litebert.EncoderForPreTraining(litebert.ModelConfig.from_preset("tiny"))
-    words = model.albert.embeddings.word_embeddings.weight
+    words = model.backbone.embeddings.word_embeddings.weight
     assert words[0].abs().sum() == 0  # padding row
     assert abs(words[1:].std().item() - 0.02) < 0.003  # truncated normal(0, 0.02)
     assert words.abs().max() <= 0.04 + 1e-6  # truncated at 2 std
     assert model.predictions.bias.abs().sum() == 0
-    ln = model.albert.encoder.attentions[0].LayerNorm
+    ln = model.backbone.encoder.attentions[0].LayerNorm
     assert torch.all(ln.weight == 1) and torch.all(ln.bias == 0)
 
 

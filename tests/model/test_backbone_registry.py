@@ -170,12 +170,12 @@ HEADS = ["EncoderForPreTraining", "EncoderForMaskedLM", "EncoderForSequenceClass
 @pytest.mark.parametrize("cls_name", HEADS)
 def test_every_head_trains_on_the_registered_backbone(tiny, cls_name, structure):
     model = getattr(litebert, cls_name)(tiny_config(**structure))
-    assert type(model.albert) is TinyBackbone
-    assert any(k.startswith("albert.block.") for k in model.state_dict())  # canonical prefix
+    assert type(model.backbone) is TinyBackbone
+    assert any(k.startswith("backbone.block.") for k in model.state_dict())  # canonical prefix
     out = model(**head_inputs(cls_name))
     assert out.loss is not None and math.isfinite(out.loss.item())
     out.loss.backward()
-    grad = model.albert.block.qkv.weight.grad
+    grad = model.backbone.block.qkv.weight.grad
     assert grad is not None and grad.abs().sum() > 0  # the loss reached the backbone
 
 
@@ -205,8 +205,8 @@ def test_mlm_head_is_tied_to_the_backbones_input_embeddings(tiny):
     with torch.no_grad():
         logits = model(**x).logits  # (B, T, V)
         h = model.predictions.LayerNorm(model.predictions.act(model.predictions.dense(
-            model.albert(**x).last_hidden_state)))
-        expected = h @ model.albert.word_embeddings.weight.T + model.predictions.bias
+            model.backbone(**x).last_hidden_state)))
+        expected = h @ model.backbone.word_embeddings.weight.T + model.predictions.bias
     torch.testing.assert_close(logits, expected)
 
 
@@ -229,11 +229,11 @@ def test_layer_decay_fsdp_counts_and_unroll_ask_the_backbone(tiny):
     config = tiny_config(**POOLER)
     model = litebert.EncoderForSequenceClassification(config)
     m = lr_multipliers(model, 0.5)  # L = 1: embeddings 0.5**3, the block 0.5**2, head 1
-    assert m["albert.word_embeddings.weight"] == m["albert.projection.weight"] == 0.125
-    assert m["albert.scale"] == 0.125
-    assert m["albert.block.qkv.weight"] == 0.25
-    assert m["albert.pooler.weight"] == m["classifier.weight"] == 1.0
-    assert backbone_of(model).fsdp_units() == [(model.albert.block, True)]
+    assert m["backbone.word_embeddings.weight"] == m["backbone.projection.weight"] == 0.125
+    assert m["backbone.scale"] == 0.125
+    assert m["backbone.block.qkv.weight"] == 0.25
+    assert m["backbone.pooler.weight"] == m["classifier.weight"] == 1.0
+    assert backbone_of(model).fsdp_units() == [(model.backbone.block, True)]
     assert encoder_flops_per_token(config, 10) == TinyBackbone.flops_per_token(config, 10)
     assert encoder_flops_per_token(small_config(), 10) != encoder_flops_per_token(config, 10)
     flat = litebert.unroll(randomize(model))

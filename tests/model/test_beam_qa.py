@@ -151,7 +151,7 @@ def test_beam_head_inference_matches_transformers():
     torch.testing.assert_close(a.cls_logits, b.cls_logits, atol=ATOL, rtol=0)
     # Without cls_index both read the last token: XLNet's <cls>, the backbone's summary
     # position.
-    ours.albert = OurStub(mine)
+    ours.backbone = OurStub(mine)
     with torch.no_grad():
         default = ours.head_outputs(mine, p_mask=p_mask()).cls_logits
         expected = theirs(input_ids=torch.zeros(B, T, dtype=torch.long), p_mask=p_mask())
@@ -189,7 +189,7 @@ SUMMARY_PAIRS = {"sequence_summary.summary.": "sequence_summary.summary.",
 
 
 def stub_backbones(ours, theirs, mine, their) -> None:
-    ours.albert = OurStub(mine)
+    ours.backbone = OurStub(mine)
     theirs.transformer = TheirStub(their)
 
 
@@ -200,7 +200,7 @@ def test_summary_classifier_matches_xlnet_for_sequence_classification(train):
     theirs = randomize(transformers.XLNetForSequenceClassification(
         xlnet_config(num_labels=3)), seed=4).train(train)
     ours = litebert.EncoderForSequenceClassification(our_config(num_labels=3)).train(train)
-    assert set(k for k, _ in ours.named_parameters() if not k.startswith("albert.")) == {
+    assert set(k for k, _ in ours.named_parameters() if not k.startswith("backbone.")) == {
         "sequence_summary.summary.weight", "sequence_summary.summary.bias",
         "classifier.weight", "classifier.bias"}
     copy_heads(theirs, ours, SUMMARY_PAIRS)
@@ -246,7 +246,7 @@ def test_beam_head_trains_and_predicts_on_the_albert_backbone(tmp_path):
     loss = model(**x, **LABELS).loss
     assert math.isfinite(loss.item())
     loss.backward()
-    assert model.albert.embeddings.word_embeddings.weight.grad.abs().sum() > 0
+    assert model.backbone.embeddings.word_embeddings.weight.grad.abs().sum() > 0
     model.eval()
     with torch.no_grad():
         out = model(**x)

@@ -228,7 +228,7 @@ def modernbert_pair(cls_name: str, pooling: str = "cls", dropout: float = 0.0,
                           classifier_dropout_prob=dropout)
     ours = getattr(litebert, ours_name)(config)
     their_state = theirs.state_dict()
-    head = {k: v for k, v in ours.state_dict().items() if not k.startswith("albert.")}
+    head = {k: v for k, v in ours.state_dict().items() if not k.startswith("backbone.")}
     assert set(head) == {k for k in their_state if not k.startswith("model.")}
     ours.load_state_dict({k: their_state[k] for k in head}, strict=False)
     return ours, theirs
@@ -239,7 +239,7 @@ def modernbert_pair(cls_name: str, pooling: str = "cls", dropout: float = 0.0,
 def test_sequence_classification_matches_modernbert(pooling, train):
     ours, theirs = modernbert_pair("ModernBertForSequenceClassification", pooling, 0.3)
     hidden, mask = torch.randn(B, T, H), padded(left=False)
-    ours.albert, theirs.model = OurStub(hidden), TheirStub(hidden)
+    ours.backbone, theirs.model = OurStub(hidden), TheirStub(hidden)
     ours.train(train), theirs.train(train)
     ids, labels = torch.zeros(B, T, dtype=torch.long), torch.tensor([0, 2, 1])
     torch.manual_seed(7)
@@ -257,7 +257,7 @@ def test_multiple_choice_matches_modernbert_with_left_padding(pooling):
     ours, theirs = modernbert_pair("ModernBertForMultipleChoice", pooling)
     hidden = torch.randn(B * C, T, H)
     mask = torch.cat([padded(), padded().flip(0)]).view(B, C, T)
-    ours.albert, theirs.model = OurStub(hidden), TheirStub(hidden)
+    ours.backbone, theirs.model = OurStub(hidden), TheirStub(hidden)
     ids, labels = torch.zeros(B, C, T, dtype=torch.long), torch.tensor([1, 0, 1])
     a = ours.eval()(input_ids=ids, attention_mask=mask, labels=labels)
     b = theirs.eval()(input_ids=ids, attention_mask=mask, labels=labels)
@@ -270,7 +270,7 @@ def test_multiple_choice_matches_modernbert_with_left_padding(pooling):
 def test_token_and_span_heads_match_modernbert(cls_name):
     ours, theirs = modernbert_pair(cls_name, num_labels=2)
     hidden, mask = torch.randn(B, T, H), padded()
-    ours.albert, theirs.model = OurStub(hidden), TheirStub(hidden)
+    ours.backbone, theirs.model = OurStub(hidden), TheirStub(hidden)
     ids = torch.zeros(B, T, dtype=torch.long)
     a, b = ours.eval()(input_ids=ids, attention_mask=mask), theirs.eval()(input_ids=ids,
                                                                           attention_mask=mask)
@@ -291,11 +291,11 @@ def test_mlm_head_matches_modernbert():
     names = {"predictions.dense.weight": "head.dense.weight",
              "predictions.LayerNorm.weight": "head.norm.weight",
              "predictions.bias": "decoder.bias"}
-    assert {k for k in ours.state_dict() if not k.startswith("albert.")} == set(names)
+    assert {k for k in ours.state_dict() if not k.startswith("backbone.")} == set(names)
     their_state = theirs.state_dict()
     ours.load_state_dict({k: their_state[v] for k, v in names.items()}, strict=False)
     hidden = torch.randn(B, T, H)
-    ours.albert = OurStub(hidden, words=theirs.decoder.weight)
+    ours.backbone = OurStub(hidden, words=theirs.decoder.weight)
     theirs.model = TheirStub(hidden)
     ids = torch.zeros(B, T, dtype=torch.long)
     a, b = ours.eval()(input_ids=ids), theirs.eval()(input_ids=ids)

@@ -38,7 +38,7 @@ def test_bare_backbone_saves_without_prefix_and_loads_under_heads(tmp_path, capl
         clf = litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
     assert "newly initialised" in caplog.text and "classifier.weight" in caplog.text
     assert clf.classifier.out_features == 5
-    outputs_equal(backbone, clf.albert)
+    outputs_equal(backbone, clf.backbone)
     with pytest.raises(CheckpointError, match="missing 2 key.*classifier"):
         litebert.EncoderForSequenceClassification.from_pretrained(tmp_path, strict=True)
 
@@ -47,7 +47,7 @@ def test_unused_heads_in_the_file_are_fine(tmp_path):
     full = randomize(litebert.EncoderForPreTraining(small_config()))
     full.save_pretrained(tmp_path)
     backbone = litebert.AlbertModel.from_pretrained(tmp_path)
-    outputs_equal(full.albert, backbone)
+    outputs_equal(full.backbone, backbone)
 
 
 def test_missing_directory_config_and_weights(tmp_path):

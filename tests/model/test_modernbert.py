@@ -88,7 +88,7 @@ def test_backbone_matches_transformers(tmp_path, case, direction):
     assert_close(a.last_hidden_state[real], b.last_hidden_state[real], case)
     real_token_loss(a.last_hidden_state, x["attention_mask"]).backward()
     real_token_loss(b.last_hidden_state, x["attention_mask"]).backward()
-    grads = {"albert." + k: p.grad for k, p in ours.named_parameters()}
+    grads = {"backbone." + k: p.grad for k, p in ours.named_parameters()}
     theirs_grads = {"model." + k: p.grad for k, p in theirs.named_parameters()}
     mapped = ADAPTER.to_file(grads, ours.config)
     assert set(mapped) == set(theirs_grads)  # every weight, named as transformers does
@@ -323,7 +323,7 @@ def test_every_head_without_a_pooler_runs_on_it(head):
     if head == "EncoderForMultipleChoice":
         x = {k: torch.stack([v, v.flip(0)], dim=1) for k, v in x.items()}  # (B, 2, T)
     model(**x, **labels).loss.backward()
-    assert model.albert.encoder.attentions[1].attn.Wqkv.weight.grad.abs().sum() > 0
+    assert model.backbone.encoder.attentions[1].attn.Wqkv.weight.grad.abs().sum() > 0
 
 
 # ---- what it refuses ---------------------------------------------------------------------------

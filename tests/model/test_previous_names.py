@@ -1,13 +1,21 @@
 """The previous release's names: its Albert* classes are today's Encoder* ones, in code and in
-the `architectures` of directories written in litebert's layout."""
+the `architectures` of directories written in litebert's layout; its heads' backbone keys
+(`albert.`) are today's `backbone.` ones in training checkpoints, and stay `albert.` in
+litebert's own layout on disk."""
 
 import json
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 import litebert
-from litebert.model.previous_names import PREVIOUS_NAMES
+from litebert.model.previous_names import (
+    PREVIOUS_NAMES,
+    current_key,
+    previous_key,
+    rename_tree,
+)
 from tests.families.configs import albert_xlnet_config
 from tests.helpers.models import randomize, small_config
 from tests.helpers.modernbert import modern_config
@@ -65,3 +73,36 @@ def test_transformers_layouts_keep_their_names(tmp_path):
     read = {name: json.loads((tmp_path / name / "config.json").read_text())["architectures"]
             for name in ("albert", "ours")}
     assert read == {"albert": ["AlbertForMaskedLM"], "ours": ["EncoderForMaskedLM"]}
+
+
+def test_a_backbone_key_of_the_previous_release_reads_as_today_s_and_back():
+    for old, new in [("albert.encoder.ffns.0.ffn.weight", "backbone.encoder.ffns.0.ffn.weight"),
+                     ("discriminator.albert.embeddings.word_embeddings.weight",
+                      "discriminator.backbone.embeddings.word_embeddings.weight")]:
+        assert current_key(old) == new and previous_key(new) == old
+    for same in ("predictions.dense.weight", "generator.encoder.ffns.0.ffn.weight",
+                 "sop_classifier.classifier.weight"):
+        assert current_key(same) == same == previous_key(same)
+
+
+def test_rename_tree_renames_in_place_keys_and_named_params():
+    state = {"albert.w": torch.zeros(1), "head.b": torch.ones(1)}
+    tree = {"model": state, "optimizer": {"state": {"albert.w": {"step": torch.zeros(())}},
+                                          "param_groups": [{"lr": 0.1,
+                                                            "params": ["albert.w", "head.b"]}]}}
+    rename_tree(tree, current_key)
+    assert tree["model"] is state and sorted(state) == ["backbone.w", "head.b"]
+    assert list(tree["optimizer"]["state"]) == ["backbone.w"]
+    assert tree["optimizer"]["param_groups"] == [{"lr": 0.1, "params": ["backbone.w", "head.b"]}]
+
+
+@pytest.mark.parametrize("config", [small_config(sharing="attention"), albert_xlnet_config()])
+def test_our_own_layout_keeps_the_backbone_under_albert_on_disk(tmp_path, config):
+    model = litebert.EncoderForMaskedLM(config)
+    assert any(k.startswith("backbone.") for k in model.state_dict())
+    model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "litebert"
+    keys = set(load_file(tmp_path / "model.safetensors"))
+    assert {previous_key(k) for k in model.state_dict()} <= keys | {
+        "predictions.decoder.weight", "predictions.decoder.bias"}
+    assert not any(k.startswith("backbone.") for k in keys)

@@ -23,7 +23,7 @@ def test_one_logit_per_token_and_no_pooler():
     x = make_inputs()
     out = model(**x)
     assert out.logits.shape == x["input_ids"].shape and out.loss is None
-    assert model.albert.pooler is None
+    assert model.backbone.pooler is None
     assert sorted(n for n, _ in model.discriminator_predictions.named_parameters()) == [
         "dense.bias", "dense.weight", "dense_prediction.bias", "dense_prediction.weight"]
 

@@ -164,7 +164,7 @@ def test_the_packaged_all_minilm_embeds_as_sentence_transformers(tmp_path):
     texts = [*TEXTS, " ".join(["the orchestra rehearsed in the museum"] * 60)]
     encoder = SentenceEncoder.from_pretrained(directory)
     assert (encoder.pooling, encoder.max_seq_length) == ("mean", 256)
-    assert isinstance(encoder.albert, type(AutoModel.from_pretrained(directory)))
+    assert isinstance(encoder.backbone, type(AutoModel.from_pretrained(directory)))
     mine = encode(encoder, Tokenizer.from_pretrained(directory), texts, show_progress=False)
     model = SentenceTransformer(str(directory), device="cpu", local_files_only=True)
     st = model.encode(texts, batch_size=3, convert_to_numpy=True)

@@ -35,11 +35,11 @@ def test_unroll_copies_each_layer_it_used():
     assert type(flat) is litebert.EncoderForTokenClassification
     assert (flat.config.sharing, flat.config.num_hidden_layers, flat.config.inner_group_num) == (
         "none", 8, 1)
-    assert len(flat.albert.encoder.attentions) == len(flat.albert.encoder.ffns) == 8
+    assert len(flat.backbone.encoder.attentions) == len(flat.backbone.encoder.ffns) == 8
     assert flat.num_parameters() > shared.num_parameters()
     # Position 5 (layer 2, inner 1) ran group 1's second layer: module 3 of the shared model.
-    torch.testing.assert_close(flat.albert.encoder.attentions[5].query.weight,
-                               shared.albert.encoder.attentions[3].query.weight)
+    torch.testing.assert_close(flat.backbone.encoder.attentions[5].query.weight,
+                               shared.backbone.encoder.attentions[3].query.weight)
     _same_function(shared, flat)
 
 

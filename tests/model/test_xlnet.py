@@ -57,12 +57,12 @@ def assert_close(a, b, what):
 def assert_same_gradients(ours, theirs, what=""):
     """Every parameter of ours has transformers' gradient for the same tensor (in XLNet's
     names and einsum shapes, through the adapter)."""
-    bare = not hasattr(ours, "albert")
+    bare = not hasattr(ours, "backbone")
     grads = {k: p.grad for k, p in ours.named_parameters()}
     # Without targets there is no query stream, so mask_emb has no gradient (nor in theirs).
     unused = {k for k, g in grads.items() if g is None}
-    assert unused <= {"mask_emb", "albert.mask_emb"}, what
-    canonical = {("albert." + k if bare else k): g for k, g in grads.items() if g is not None}
+    assert unused <= {"mask_emb", "backbone.mask_emb"}, what
+    canonical = {("backbone." + k if bare else k): g for k, g in grads.items() if g is not None}
     mapped = XLNET.to_file(canonical, ours.config)
     their = {("transformer." + k if bare else k): p.grad for k, p in theirs.named_parameters()}
     assert len(mapped) + len(unused) == len(canonical_state(ours))
@@ -198,18 +198,18 @@ def test_albert_xlnet_shares_and_factorises():
     function; every parameter has a depth for layer-wise decay (mask_emb at 0)."""
     config = albert_xlnet_config()
     model = randomize(litebert.EncoderForPermutationLM(config)).eval()
-    backbone = model.albert
+    backbone = model.backbone
     assert backbone.word_embedding.weight.shape == (V, 16)
     assert backbone.encoder.embedding_hidden_mapping_in is not None
     assert len(backbone.encoder.attentions) == len(backbone.encoder.ffns) == 1
     assert model.lm_loss.dense is not None  # H -> E before the tied (V, E) decoder
     x = inputs(CASES["perm_mask + targets"])
     flat = unroll(model)
-    assert len(flat.albert.encoder.attentions) == 2
+    assert len(flat.backbone.encoder.attentions) == 2
     torch.testing.assert_close(flat(**x).logits, model(**x).logits, atol=1e-6, rtol=0)
     depths, L = parameter_depths(model)
-    assert L == 2 and depths["albert.mask_emb"] == 0
-    assert depths["albert.encoder.attentions.0.q"] == 2  # a shared layer: its highest use
+    assert L == 2 and depths["backbone.mask_emb"] == 0
+    assert depths["backbone.encoder.attentions.0.q"] == 2  # a shared layer: its highest use
 
 
 def test_initialisation_follows_transformers():
@@ -218,8 +218,8 @@ def test_initialisation_follows_transformers():
     torch.manual_seed(0)
     config = xlnet_config(hidden_size=256, embedding_size=256, intermediate_size=64)
     model = litebert.EncoderForPermutationLM(config)
-    attention = model.albert.encoder.attentions[0]
-    for tensor in (attention.q, attention.r_w_bias, attention.seg_embed, model.albert.mask_emb):
+    attention = model.backbone.encoder.attentions[0]
+    for tensor in (attention.q, attention.r_w_bias, attention.seg_embed, model.backbone.mask_emb):
         assert abs(float(tensor.detach().std()) - 0.02) < 0.003
     assert float(attention.q.detach().abs().max()) > 2 * 0.02  # not truncated at 2 std
     assert model.lm_loss.bias.abs().sum() == 0
@@ -241,8 +241,8 @@ def test_the_nsp_pair_head_reads_the_content_stream_at_cls():
     label = torch.tensor([0, 1, 1, 0])
     plm = labels_for(x)
     out = model(**x, labels=plm, next_sentence_label=label)
-    content = model.albert(**{k: v for k, v in x.items() if k != "target_mapping"})
-    pooled = torch.tanh(model.albert.pooler(content.last_hidden_state[:, -1]))  # (B, H)
+    content = model.backbone(**{k: v for k, v in x.items() if k != "target_mapping"})
+    pooled = torch.tanh(model.backbone.pooler(content.last_hidden_state[:, -1]))  # (B, H)
     assert_close(out.sop_logits, model.sop_classifier(pooled), "pair logits")
     alone = model(**x, labels=plm)
     expected = alone.loss + torch.nn.functional.cross_entropy(out.sop_logits, label)

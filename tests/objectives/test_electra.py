@@ -62,7 +62,7 @@ def test_embeddings_are_one_module_that_both_models_train(data_dir, train):
     batch = collate([train[i] for i in range(4)])
     out = model(**batch)
     out.generator_sum.backward()  # the generator's loss alone reaches the shared embeddings
-    words = model.discriminator.albert.embeddings.word_embeddings.weight
+    words = model.discriminator.backbone.embeddings.word_embeddings.weight
     assert words.grad is not None and float(words.grad.abs().sum()) > 0
     assert model.discriminator.discriminator_predictions.dense.weight.grad is None
 
@@ -258,18 +258,18 @@ def test_electra_trains_exports_and_reloads_on_another_embed_encode_backbone(
     objective, model = objective_and_model(data_dir, train,
                                            model_overrides={"backbone": renamed})
     keys = model.state_dict().keys()
-    assert "discriminator.albert.embed.word_embeddings.weight" in keys
+    assert "discriminator.backbone.embed.word_embeddings.weight" in keys
     assert not [k for k in keys if k.startswith("generator.") and ".embed." in k]
     out = model(**collate([train[i] for i in range(4)]))
     out.generator_sum.backward()  # reaches the one embedding module through the protocol
-    assert model.discriminator.albert.embed.word_embeddings.weight.grad.abs().sum() > 0
+    assert model.discriminator.backbone.embed.word_embeddings.weight.grad.abs().sum() > 0
     randomize(model)
     config = model.discriminator.config
     exported = objective.export(model.state_dict(), config, data_dir, tmp_path / "export")
     generator = EncoderForMaskedLM.from_pretrained(exported / "generator", strict=True)
-    assert type(generator.albert) is RenamedAlbert
-    torch.testing.assert_close(generator.albert.embed.word_embeddings.weight,
-                               model.discriminator.albert.embed.word_embeddings.weight)
+    assert type(generator.backbone) is RenamedAlbert
+    torch.testing.assert_close(generator.backbone.embed.word_embeddings.weight,
+                               model.discriminator.backbone.embed.word_embeddings.weight)
     again = load_pair(exported / "discriminator", exported / "generator", objective)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)
@@ -286,13 +286,13 @@ def test_electra_trains_exports_and_reloads_on_the_modernbert_backbone(data_dir,
     torch.manual_seed(0)
     model = objective.build(model_config(cfg, data_dir)).eval()
     keys = model.state_dict().keys()
-    assert "discriminator.albert.embeddings.tok_embeddings.weight" in keys
+    assert "discriminator.backbone.embeddings.tok_embeddings.weight" in keys
     assert "generator.encoder.final_norm.weight" in keys
     assert not [k for k in keys if k.startswith("generator.") and "embeddings." in k]
     out = model(**collate([train[i] for i in range(4)]))
     assert torch.isfinite(out.generator_sum) and torch.isfinite(out.rtd_sum)
     (out.generator_sum + out.rtd_sum).backward()
-    assert model.discriminator.albert.embeddings.tok_embeddings.weight.grad.abs().sum() > 0
+    assert model.discriminator.backbone.embeddings.tok_embeddings.weight.grad.abs().sum() > 0
     randomize(model)
     exported = objective.export(model.state_dict(), model.discriminator.config, data_dir,
                                 tmp_path / "export")

@@ -123,7 +123,7 @@ def test_a_generator_elsewhere_gives_the_same_scores(run, tmp_path, caplog):
     # discriminator's, as trained, and the user is told.
     other = EncoderForMaskedLM.from_pretrained(generator)
     with torch.no_grad():
-        other.albert.embeddings.word_embeddings.weight.add_(1.0)
+        other.backbone.embeddings.word_embeddings.weight.add_(1.0)
     other.save_pretrained(tmp_path / "other")
     with caplog.at_level(logging.WARNING, logger="litebert"):
         again = evaluate_discriminator(alone, data, generator=tmp_path / "other",

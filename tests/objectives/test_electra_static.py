@@ -75,7 +75,7 @@ def old_forward(model: ElectraPretraining, batch, step: int) -> dict[str, torch.
         k = C.slots_per_row(mask, candidates, c.mask_prob, c.max_seq_length)
         s = C.draw_slots(ids, candidates, k, keys, c.mask_prob, c.max_seq_length)
     shown = old_generator_input(ids, s, c.mask_id)
-    embeddings = model.discriminator.albert.embeddings
+    embeddings = model.discriminator.backbone.embeddings
     x = embeddings(shown, batch["token_type_ids"])
     h = model.generator.encoder(x, key_padding_mask(mask))
     r = torch.arange(ids.shape[0])[:, None].expand_as(s.used)

@@ -42,7 +42,7 @@ def test_a_backbone_without_two_streams_is_refused_naming_it():
 
 def test_memories_are_asked_only_of_a_backbone_that_keeps_them(forgetful):
     model = objective().build(xlnet_config(backbone=forgetful, mem_len=0))
-    assert type(model.albert).__name__ == "Forgetful"
+    assert type(model.backbone).__name__ == "Forgetful"
     with pytest.raises(ConfigError, match="mem_len=8: backbone 'forgetful' keeps no memories"):
         objective().build(xlnet_config(backbone=forgetful, mem_len=8))
     objective().build(xlnet_config(mem_len=8))  # XLNet's own keeps them
@@ -61,9 +61,9 @@ def test_a_modernbert_gets_its_query_stream_and_no_xlnet_fields():
     """reuse_len and bi_data are set only on a backbone whose config has them (XLNet's);
     ModernBERT's gets query_stream, which gives it mask_emb."""
     model = objective().build(modern_config())
-    assert model.albert.config.backbone_fields()["query_stream"] is True
-    assert "reuse_len" not in model.albert.config.backbone_fields()
-    assert model.albert.mask_emb.shape == (1, 1, 32)
+    assert model.backbone.config.backbone_fields()["query_stream"] is True
+    assert "reuse_len" not in model.backbone.config.backbone_fields()
+    assert model.backbone.mask_emb.shape == (1, 1, 32)
     xlnet = objective().model_config(xlnet_config(), 16)
     assert xlnet.backbone_fields()["reuse_len"] == 16
     assert "query_stream" not in xlnet.backbone_fields()

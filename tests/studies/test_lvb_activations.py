@@ -116,7 +116,7 @@ def test_plans_and_depth_overrides():
     with pytest.raises(ValueError, match="'gpt-2' has no activation plan"):
         activation_plan("gpt-2")
     for name, modules in (("albert-large", [1, 1]), ("bert-large", [2, 2])):
-        encoder = meta_model(row_config(name, **depth_overrides(name, 2))).albert.encoder
+        encoder = meta_model(row_config(name, **depth_overrides(name, 2))).backbone.encoder
         assert len(encoder.attention_index) == 2  # two layer positions
         assert [len(encoder.attentions), len(encoder.ffns)] == modules  # shared or not
     assert depth_overrides("bert-large", None) == {}

@@ -22,7 +22,7 @@ from litebert.studies.lite_vs_bert.rows import meta_model, row_config
 LAYERS = 3  # uses of each shared module per forward
 TINY = dict(num_hidden_layers=LAYERS, hidden_size=64, num_attention_heads=2,
             intermediate_size=128, embedding_size=32)
-SHARED = ("albert.encoder.attentions.0", "albert.encoder.ffns.0")
+SHARED = ("backbone.encoder.attentions.0", "backbone.encoder.ffns.0")
 
 
 @pytest.fixture(scope="module")

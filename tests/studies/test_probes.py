@@ -9,8 +9,8 @@ import torch
 
 import litebert
 from litebert.studies.probes import ProbeError, probe_data, run_probes
-from litebert.tasks.classification import read_table
 from litebert.tasks.race import read_race
+from litebert.tasks.tables import read_table
 from litebert.tokenization import train_sentencepiece
 
 TOPICS = ["business", "sport", "tech"]

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from litebert.tasks.base import finetune_config
-from litebert.tasks.classification import infer_labels, is_regression, read_table
+from litebert.tasks.classification import infer_labels, is_regression
 from litebert.tasks.examples import TaskDataError, TextExample
+from litebert.tasks.tables import read_table
 
 
 def put(path: Path, text: str) -> Path:

@@ -24,7 +24,6 @@ from scipy import stats
 from litebert.model.sentence_encoder import SentenceEncoder
 from litebert.tasks import finetune as finetune_module
 from litebert.tasks.base import FinetuneConfig, FinetuneError, finetune_config
-from litebert.tasks.classification import MissingColumnError
 from litebert.tasks.embedding import EmbeddingTask
 from litebert.tasks.embedding_data import held_out
 from litebert.tasks.encode import encode
@@ -37,6 +36,7 @@ from litebert.tasks.registry import (
     own_fields,
 )
 from litebert.tasks.retrieval import InputFileError, read_beir, score_metrics
+from litebert.tasks.tables import MissingColumnError
 from litebert.tokenization import Tokenizer
 from tests.fixtures_sp import _ADJ, _NAMES, _NOUNS, _PLACES, _VERBS
 from tests.helpers.cli import cli_options

@@ -37,16 +37,17 @@ def test_not_shared_model_follows_the_formula_layer_by_layer():
     L = 4
     model = classifier(sharing="none", num_hidden_groups=L)  # E 16 != H 32: a projection
     m = lr_multipliers(model, D)
-    assert any(n.startswith("albert.encoder.embedding_hidden_mapping_in.") for n in m)
-    assert any(n.startswith("albert.pooler.") for n in m)
+    assert any(n.startswith("backbone.encoder.embedding_hidden_mapping_in.") for n in m)
+    assert any(n.startswith("backbone.pooler.") for n in m)
     for name, value in m.items():
         part = name.split(".")
-        if name.startswith(("albert.embeddings.", "albert.encoder.embedding_hidden_mapping_in.")):
+        if name.startswith(("backbone.embeddings.",
+                            "backbone.encoder.embedding_hidden_mapping_in.")):
             want = D ** (L + 2)  # depth 0
-        elif name.startswith(("albert.encoder.attentions.", "albert.encoder.ffns.")):
+        elif name.startswith(("backbone.encoder.attentions.", "backbone.encoder.ffns.")):
             want = D ** (L + 2 - (int(part[3]) + 1))  # layer i (0-based) is depth i + 1
         else:  # the pooler and the classifier: depth L + 2
-            assert name.startswith(("albert.pooler.", "classifier.")), name
+            assert name.startswith(("backbone.pooler.", "classifier.")), name
             want = 1.0
         assert value == want, name
     assert len(m) == len(list(model.parameters()))
@@ -57,19 +58,19 @@ def test_all_shared_albert_gets_the_top_rate_for_its_one_layer():
     m = lr_multipliers(classifier(sharing="all", num_hidden_groups=1), D)
     shared = {v for n, v in m.items() if ".encoder.attentions." in n or ".encoder.ffns." in n}
     assert shared == {D ** 2}  # depth L: the top layer's rate, not the bottom one's D**(L+1)
-    assert m["albert.embeddings.word_embeddings.weight"] == D ** (L + 2)
+    assert m["backbone.embeddings.word_embeddings.weight"] == D ** (L + 2)
 
 
 def test_groups_and_partial_sharing_take_the_highest_depth_they_serve():
     # 4 layers in 2 groups: group 0 runs at depths 1, 2 and group 1 at 3, 4.
     depths, L = parameter_depths(classifier(sharing="all", num_hidden_groups=2))
     assert L == 4
-    assert depths["albert.encoder.attentions.0.query.weight"] == 2
-    assert depths["albert.encoder.ffns.1.ffn.weight"] == 4
+    assert depths["backbone.encoder.attentions.0.query.weight"] == 2
+    assert depths["backbone.encoder.ffns.1.ffn.weight"] == 4
     # Only attention shared: one attention at the top depth, FFNs layer by layer.
     depths, _ = parameter_depths(classifier(sharing="attention", num_hidden_groups=1))
-    assert depths["albert.encoder.attentions.0.query.weight"] == 4
-    assert [depths[f"albert.encoder.ffns.{k}.ffn.weight"] for k in range(4)] == [1, 2, 3, 4]
+    assert depths["backbone.encoder.attentions.0.query.weight"] == 4
+    assert [depths[f"backbone.encoder.ffns.{k}.ffn.weight"] for k in range(4)] == [1, 2, 3, 4]
 
 
 @pytest.mark.parametrize("head", [
@@ -81,10 +82,10 @@ def test_head_trains_at_the_lr_and_embeddings_at_decay_to_the_l_plus_2(head, fam
     L = config.num_hidden_layers
     model = head(config)
     m = lr_multipliers(model, D)
-    backbone = {n for n, _ in model.albert.named_parameters(prefix="albert")}
+    backbone = {n for n, _ in model.backbone.named_parameters(prefix="backbone")}
     head_names = set(m) - backbone
     assert head_names and all(m[n] == 1.0 for n in head_names)
-    embeddings = [n for n in m if n.startswith("albert.embeddings.")]
+    embeddings = [n for n in m if n.startswith("backbone.embeddings.")]
     assert len(embeddings) == 5 and all(m[n] == D ** (L + 2) for n in embeddings)
 
 
@@ -103,7 +104,7 @@ def test_the_previous_releases_rule_names_are_the_same_rules():
     for old, new in RULE_ALIASES.items():
         assert rules[old] == rules[new], old
         assert config_for("m", layer_decay_rule=old).layer_decay_rule == new
-    assert rules["layers-only"]["albert.embeddings.word_embeddings.weight"] == 1.0
+    assert rules["layers-only"]["backbone.embeddings.word_embeddings.weight"] == 1.0
     with pytest.raises(FinetuneError, match="layer_decay_rule='albert': choose "
                                             "head-to-embeddings or layers-only"):
         config_for("m", layer_decay_rule="albert")

@@ -78,7 +78,7 @@ def test_finetunings_runtime_sets_it_on_the_model_it_places():
                                                       out="o", activation_checkpointing=on))
         model = runtime.place(litebert.EncoderForSequenceClassification(
             small_config(num_labels=2)))
-        assert model.albert.encoder.checkpoint_positions is on
+        assert model.backbone.encoder.checkpoint_positions is on
 
 
 @pytest.mark.parametrize("command", ["pretrain", "finetune"])
@@ -93,7 +93,7 @@ def test_the_step_checkpoints_only_in_training(data_dir, tmp_path):
     evaluation (eval mode, no grad) does not."""
     cfg = run_config(data_dir, tmp_path / "run", activation_checkpointing=True)
     model = trainer_module.Trainer(cfg).model
-    encoder = model.albert.encoder
+    encoder = model.backbone.encoder
     calls = []
     encoder.attentions[0].register_forward_hook(lambda *_: calls.append(1))
     ids = torch.randint(5, model.config.vocab_size, (2, 16))

@@ -35,7 +35,7 @@ def test_the_shared_layer_is_one_graph_for_all_its_positions(monkeypatch):
                                               vocab_size=99)
     torch.manual_seed(0)
     model = litebert.EncoderForPreTraining(config)
-    encoder = model.albert.encoder
+    encoder = model.backbone.encoder
     assert (len(encoder.attentions), len(encoder.ffns), len(encoder.attention_index)) == (1, 1, 4)
     x = make_inputs()
     labels = mlm_labels(x)

@@ -142,7 +142,7 @@ def test_a_phase_the_model_cannot_hold_is_refused_before_training(lengths, tmp_p
     plan = [{"steps": 3}, {"steps": 3, "data": str(lengths[128]),
                            "model_overrides": {"max_position_embeddings": 128}}]
     with pytest.raises(RunConfigError, match="model_overrides change the shape of "
-                                             "albert.embeddings.position_embeddings.weight"):
+                                             "backbone.embeddings.position_embeddings.weight"):
         pretrain(two_phases(lengths, run, model_overrides=MICRO_MODEL, phases=plan))
     with pytest.raises(RunConfigError, match=r"phase 2 names no data: .* --set "
                                              r"phases.2.data=DIR"):

@@ -75,7 +75,7 @@ def test_a_masked_lm_continues_and_exports_as_the_class_it_was(corpus, tmp_path,
     # The pair head and pooler the SOP data asks for are new, and said so in one line.
     started = [r.message for r in caplog.records if r.message.startswith("started from")]
     assert len(started) == 1 and "sop_classifier.classifier.* (2)" in started[0]
-    assert "albert.pooler.* (2)" in started[0] and "loaded" in started[0]
+    assert "backbone.pooler.* (2)" in started[0] and "loaded" in started[0]
     export = tmp_path / "run" / "export"
     config = json.loads((export / "config.json").read_text())
     assert config["architectures"] == ["AlbertForMaskedLM"]

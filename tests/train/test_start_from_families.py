@@ -120,7 +120,7 @@ def test_added_words_grow_the_model_from_their_pieces(hf_model_dir, tmp_path):
     before = load_file(source / "model.safetensors")
     rows = before["bert.embeddings.word_embeddings.weight"]  # (V, E)
     model = Trainer(cfg).model.state_dict()
-    grown = model["albert.embeddings.word_embeddings.weight"]
+    grown = model["backbone.embeddings.word_embeddings.weight"]
     assert grown.shape[0] == rows.shape[0] + len(pieces)
     for new_id, old_ids in pieces.items():
         assert torch.allclose(grown[new_id], rows[old_ids].mean(0))

@@ -136,7 +136,7 @@ def _add_pretrain(sub) -> None:
 
 
 def add_train_commands(sub) -> None:
-    from litebert.demo_plans import PLANS
+    from litebert.demo_plans import PLANS, model_help
 
     _add_pretrain(sub)
     _add_eval_pretraining(sub)
@@ -173,10 +173,10 @@ def add_train_commands(sub) -> None:
                         "in WORK/run-plm with its own XLNet tokenizer and streams "
                         "(default: %(default)s)")
     p.add_argument("--model", choices=[plan.model for plan in PLANS.values()],
-                   help="the preset to pre-train, with its demo plan: modernbert-tiny = "
-                        "ModernBERT's backbone (the modernbert-tiny-cpu recipe, MLM alone at "
-                        "30%%, a ModernBERT byte-level BPE), in WORK/run-modernbert "
-                        "(default: the objective's: tiny, electra-small or xlnet-tiny)")
+                   help=f"the preset to pre-train with its demo plan, one per family: "
+                        f"{model_help()}; each with its own recipe (a *-cpu one), "
+                        f"tokenizer and data (default: the objective's: tiny, electra-small "
+                        f"or xlnet-tiny)")
     p.set_defaults(func=cmd_demo)
 
 

@@ -4,8 +4,8 @@ Whole-word masking, n-gram spans and XLNet's span targets need to know which tok
 word. Every tokenizer backend decides that from the id alone (`Tokenizer.word_start_ids`),
 except that the first token of a text is always a word start; pass 1 encodes one sentence
 per text. So the flag of token t is `word_start_ids[tokens[t]]`, or'ed with "t is the first
-token of a sentence" (sentences.bin). Directories built before this module still carry a
-word_starts.bin with exactly these values; it is no longer read.
+token of a sentence" (sentences.bin). A word_starts.bin that directories of earlier releases
+hold has exactly these values; nothing reads it.
 """
 
 from __future__ import annotations

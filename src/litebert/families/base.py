@@ -1,10 +1,12 @@
 """The family adapter: one checkpoint family's config.json and state-dict layout.
 
 Models are built from ModelConfig alone and name their parameters one way (ours, see
-models/albert/model.py: the backbone under `albert.`, `encoder.attentions.{n}` /
+models/albert/model.py: the backbone under `backbone.`, `encoder.attentions.{n}` /
 `encoder.ffns.{n}`).
-`albert.` is the canonical backbone prefix whatever config.backbone names
-(model/backbone.py); a layout says which backbones it has names for (`backbones`).
+`backbone.` (PREFIX) is the canonical backbone prefix whatever config.backbone names
+(model/backbone.py: every head holds its backbone at `.backbone`); each adapter maps it to its
+layout's prefix (`prefix`: "albert." in ALBERT's and litebert's own files, "bert.", ...), so
+files keep their names. A layout says which backbones it has names for (`backbones`).
 A family adapter translates at the directory boundary only, like torchtitan's
 StateDictAdapter:
 - config.json <-> ModelConfig, setting the structure fields to what the family builds,
@@ -36,6 +38,8 @@ from litebert.config import (
 # The name class_names give the bare backbone, whatever class config.backbone registers
 # (model/auto.py resolves it); each family maps it to its XModel.
 BACKBONE_CLASS = "EncoderModel"
+# The canonical key prefix of a head's backbone: the attribute every head holds it at.
+PREFIX = "backbone."
 Pairs = tuple[tuple[str, str], ...]  # (our key prefix, their key prefix), most specific first
 
 
@@ -65,11 +69,19 @@ class FamilyAdapter(ABC):
 
     @abstractmethod
     def external_key(self, key: str, config: ModelConfig) -> str:
-        """Our canonical key (backbone under `albert.`) -> the family's key."""
+        """Our canonical key (backbone under `backbone.`) -> the family's key."""
 
     @abstractmethod
     def internal_key(self, key: str, config: ModelConfig) -> str | None:
         """The family's key -> our canonical key; None when no parameter of ours has it."""
+
+    def prefix_to_file(self, key: str) -> str:
+        """Our `backbone.` key under this layout's prefix; any other key as it is."""
+        return rename(key, ((PREFIX, self.prefix),)) or key
+
+    def prefix_from_file(self, key: str) -> str:
+        """A key under this layout's prefix under our `backbone.`; any other as it is."""
+        return rename(key, ((PREFIX, self.prefix),), reverse=True) or key
 
     def to_file(self, state: Mapping[str, torch.Tensor],
                 config: ModelConfig) -> dict[str, torch.Tensor]:

@@ -25,7 +25,7 @@ sdpa_kernel with set_priority, eager and traced): cuDNN, FlashAttention, the mem
 kernel, then the math path, each where torch's global switches leave it on. FlashAttention
 takes no mask at all, so it runs the batches without padding; a padded batch's boolean mask
 goes to cuDNN or the memory-efficient kernel, fused kernels that, unlike FlashAttention, read
-a mask (on a CPU torch picks its own kernel, as before). No mask here is a float: the one
+a mask (on a CPU torch picks its own kernel). No mask here is a float: the one
 additive mask left is XLNet's (models/xlnet/model.py), whose relative attention adds position and
 segment scores by hand before its softmax and masks those sums.
 

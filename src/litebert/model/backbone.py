@@ -3,11 +3,12 @@
     BACKBONES["albert"]                        the class (models/albert/model.py registers itself)
     backbone_class(config)                     the class config.backbone names, its package
                                                imported first (litebert.specs)
-    build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `albert`
+    build_backbone(config, add_pooling_layer)  an instance, for a head to hold at `backbone`
 
-Every head holds its backbone at `self.albert`, whatever the backbone: `albert.` is the
-canonical prefix of every backbone key in state dicts, checkpoints and the family adapters
-(see families/base.py), so it stays that name for any backbone. Everything that needs more
+Every head holds its backbone at `self.backbone`, whatever the backbone: `backbone.` is the
+canonical prefix of every backbone key in state dicts and training checkpoints; the family
+adapters map it to each layout's own prefix on disk (`albert.`, `bert.`, ...; see
+families/base.py). Everything that needs more
 than the forward pass (heads, Auto classes, layer-wise lr decay, FSDP units, FLOP counts,
 unrolling) goes through the `Backbone` protocol, never through a class name. What a backbone
 can do beyond it is declared, not probed: its class attribute `capabilities`
@@ -20,8 +21,8 @@ litebert.specs.register_spec on import) whose ModelSpec names its config class a
 whose class is decorated with `@register_backbone("name")`; config.json's `backbone` then
 selects it, and the first lookup of the name imports that module. A backbone has a
 transformers layout when a family adapter lists it in its `backbones` ("albert": the albert,
-bert, electra and roberta families; "xlnet": the xlnet family); any other is saved in
-litebert's own (models/litebert/adapter.py).
+bert, electra and roberta families; "xlnet": the xlnet family; "modernbert": the
+modernbert family); any other is saved in litebert's own (models/litebert/adapter.py).
 
 This module imports no backbone (the backbones import it), so anything in the package may
 import it.
@@ -48,7 +49,6 @@ from litebert.model.attention import Layout
 from litebert.model.outputs import BaseModelOutput
 from litebert.specs import all_specs, find_spec
 
-DEFAULT_BACKBONE = "albert"
 FsdpUnits = list[tuple[nn.Module, bool]]  # (module, reshard_after_forward), in sharding order
 
 
@@ -180,7 +180,7 @@ class Backbone(Protocol):
         ...
 
     def unrolled_source(self, key: str) -> str:
-        """For a key of the unrolled backbone's state dict (no `albert.` prefix), the key of
+        """For a key of the unrolled backbone's state dict (no `backbone.` prefix), the key of
         this backbone's state dict whose tensor it copies."""
         ...
 
@@ -366,9 +366,9 @@ def check_attention(config: ModelConfig, attention: str) -> None:
 
 
 def backbone_of(model: nn.Module) -> Backbone:
-    """The backbone of a head model (at `albert`) or the model itself when it is one."""
-    backbone = getattr(model, "albert", model)
+    """The backbone of a head model (at `backbone`) or the model itself when it is one."""
+    backbone = getattr(model, "backbone", model)
     if not isinstance(getattr(type(backbone), "capabilities", None), BackboneCapabilities):
         raise TypeError(f"{type(model).__name__} is neither a backbone (see "
-                        "litebert.model.backbone.Backbone) nor a head holding one at `.albert`")
+                        "litebert.model.backbone.Backbone) nor a head holding one at `.backbone`")
     return cast(Backbone, backbone)

@@ -24,8 +24,8 @@ class InitialisesItself:
 class PreTrainedModel(nn.Module):
     config: ModelConfig
     # A head's backbone (model/backbone.py's protocol), at this name whatever the backbone.
-    # Typed loosely while objectives/ and train/ still reach into ALBERT's modules through it.
-    albert: Any
+    # Typed loosely: objectives/ and train/ reach into ALBERT's modules through it.
+    backbone: Any
     # A backbone's own settings (config.backbone_config): none beyond the shared fields unless
     # the backbone's module defines a BackboneConfig subclass and names it here.
     config_class: ClassVar[type[BackboneConfig]] = BackboneConfig
@@ -61,9 +61,9 @@ class PreTrainedModel(nn.Module):
 
     @property
     def base_model(self) -> nn.Module:
-        """The backbone under the heads (at `albert`, whatever the backbone: see
+        """The backbone under the heads (at `backbone`, whatever the backbone: see
         model/backbone.py); the model itself when it is the backbone."""
-        return getattr(self, "albert", self)
+        return getattr(self, "backbone", self)
 
     def num_parameters(self, only_backbone: bool = False) -> int:
         """Distinct parameters (tied and shared ones counted once)."""

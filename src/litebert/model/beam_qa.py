@@ -2,7 +2,7 @@
 classifier; at inference a beam of starts x ends per window.
 
 EncoderForBeamQuestionAnswering is transformers' XLNetForQuestionAnswering on any backbone
-(held at `albert`, as every head: model/backbone.py), with transformers' module names, so
+(held at `backbone`, as every head: model/backbone.py), with transformers' module names, so
 the family adapters rename only the backbone:
 
     start_logits   dense H->1 on every token
@@ -123,7 +123,7 @@ class EncoderForBeamQuestionAnswering(PreTrainedModel):
         super().__init__()
         self.config = config
         self.start_n_top, self.end_n_top = beam_sizes(config)
-        self.albert = build_backbone(config, add_pooling_layer=False)
+        self.backbone = build_backbone(config, add_pooling_layer=False)
         self.start_logits = StartLogits(config)
         self.end_logits = EndLogits(config)
         self.answer_class = AnswerClass(config)
@@ -132,7 +132,7 @@ class EncoderForBeamQuestionAnswering(PreTrainedModel):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None, is_impossible=None, cls_index=None,
                 p_mask=None) -> BeamQuestionAnsweringOutput:
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         result = self.head_outputs(out.last_hidden_state, start_positions=start_positions,
                                    end_positions=end_positions, is_impossible=is_impossible,
                                    cls_index=cls_index, p_mask=p_mask)
@@ -145,7 +145,7 @@ class EncoderForBeamQuestionAnswering(PreTrainedModel):
         """The head on the backbone's last hidden states (B, T, H): the loss with start and
         end positions, else the beam."""
         if cls_index is None:
-            cls_state = hidden[:, self.albert.summary_position]  # (B, H)
+            cls_state = hidden[:, self.backbone.summary_position]  # (B, H)
         else:
             cls_state = _rows(hidden, cls_index)  # (B, H)
         start_logits = self.start_logits(hidden, p_mask)  # (B, T)

@@ -1,7 +1,7 @@
 """Task heads on any registered backbone, named and shaped like transformers' classes.
 
 Each head builds its backbone with build_backbone(config) (model/backbone.py: config.backbone
-chooses it) and holds it at `albert`, the canonical prefix of backbone keys whatever the
+chooses it) and holds it at `backbone`, the canonical prefix of backbone keys whatever the
 backbone. What a head reads of it: last_hidden_state, pooler_output, `input_embeddings` (the
 tied MLM decoder) and `summary_position` (the token the summary heads read: [CLS] first for
 BERT-style templates, <cls> last for XLNet's).
@@ -140,7 +140,7 @@ class EncoderForPreTraining(PreTrainedModel):
         super().__init__()
         config = _two_labels(config)
         self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=True)
+        self.backbone = build_backbone(config, add_pooling_layer=True)
         self.predictions = MaskedLMHead(config)
         self.sop_classifier = SentencePairHead(config)
         self.init_weights()
@@ -149,9 +149,9 @@ class EncoderForPreTraining(PreTrainedModel):
                 labels=None, sentence_order_label=None, next_sentence_label=None,
                 masked_positions=None, masked_ids=None, masked_weights=None,
                 document_ids=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
                           **documents(document_ids))
-        words = self.albert.input_embeddings  # (V, E)
+        words = self.backbone.input_embeddings  # (V, E)
         mlm_loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
                                 (masked_positions, masked_ids, masked_weights))
         sop_logits = self.sop_classifier(out.pooler_output)  # (B, 2)
@@ -169,16 +169,16 @@ class EncoderForMaskedLM(PreTrainedModel):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=False)
+        self.backbone = build_backbone(config, add_pooling_layer=False)
         self.predictions = MaskedLMHead(config)
         self.init_weights()
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None, masked_positions=None, masked_ids=None, masked_weights=None,
                 document_ids=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False,
                           **documents(document_ids))
-        words = self.albert.input_embeddings  # (V, E)
+        words = self.backbone.input_embeddings  # (V, E)
         loss, logits = _mlm(self.predictions, out.last_hidden_state, words, labels,
                             (masked_positions, masked_ids, masked_weights))
         return MaskedLMOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
@@ -193,12 +193,12 @@ class _Classifier(PreTrainedModel):
         self.config = config
         self.num_labels = config.num_labels
         self.spec = classifier_spec(config, task)
-        self.albert = build_backbone(config, add_pooling_layer=self.spec.pooling == "pooler")
+        self.backbone = build_backbone(config, add_pooling_layer=self.spec.pooling == "pooler")
         add_classifier(self, self.spec, config.hidden_size, out_features)
 
     def classifier_logits(self, out, attention_mask):
         """The backbone's output -> logits: (B, out) pooled, (B, T, out) per token."""
-        pooled = pool(self.spec.pooling, out, attention_mask, self.albert.summary_position)
+        pooled = pool(self.spec.pooling, out, attention_mask, self.backbone.summary_position)
         return classify(self, self.spec, pooled)
 
 
@@ -215,7 +215,7 @@ class EncoderForSequenceClassification(_Classifier):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.classifier_logits(out, attention_mask)  # (B, num_labels)
         loss = None if labels is None else self._loss(logits, labels)
         return ClassifierOutput(loss=loss, logits=logits, last_hidden_state=out.last_hidden_state)
@@ -256,7 +256,7 @@ class EncoderForTokenClassification(_Classifier):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 labels=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.classifier_logits(out, attention_mask)  # (B, T, num_labels)
         loss = None
         if labels is not None and self.row_loss_tokens is None:
@@ -289,7 +289,7 @@ class EncoderForMultipleChoice(_Classifier):
         B, C, T = input_ids.shape
         mask, types, positions = [None if x is None else x.reshape(B * C, T)
                                   for x in (attention_mask, token_type_ids, position_ids)]
-        out = self.albert(input_ids.reshape(B * C, T), mask, types, positions, use_mems=False)
+        out = self.backbone(input_ids.reshape(B * C, T), mask, types, positions, use_mems=False)
         logits = self.classifier_logits(out, mask).view(B, C)  # (B, C)
         if choice_mask is not None:
             logits = logits.masked_fill(choice_mask == 0, torch.finfo(logits.dtype).min)
@@ -306,7 +306,7 @@ class EncoderForQuestionAnswering(_Classifier):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
                 start_positions=None, end_positions=None):
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, use_mems=False)
         logits = self.classifier_logits(out, attention_mask)  # (B, T, 2)
         start, end = (x.squeeze(-1).contiguous() for x in logits.split(1, dim=-1))  # (B, T)
         loss = None

@@ -24,6 +24,7 @@ from safetensors.torch import save_file
 from litebert.config import ConfigError, ModelConfig, read_json_object
 from litebert.families import BACKBONE_CLASS, FamilyAdapter, layout_for, read_config_dict
 from litebert.families import family as family_of
+from litebert.families.base import PREFIX
 from litebert.files import atomic_write, atomic_write_json
 from litebert.model.backbone import backbone_class, build_backbone
 from litebert.model.unroll import unroll as unroll_model
@@ -37,6 +38,7 @@ TORCH_WEIGHTS_NAME = "pytorch_model.bin"
 # or RoBERTa model): kept beside the weights under our own keys, so no trained head is lost;
 # litebert loads them, transformers ignores the file.
 EXTRA_HEADS_NAME = "litebert_heads.safetensors"
+_OWN_LAYOUT = family_of("litebert")  # the heads kept beside the weights are in our layout
 # Buffers some files carry (old transformers versions): no learned state.
 _BUFFERS = re.compile(r"(position_ids|embeddings\.token_type_ids)$")
 
@@ -51,15 +53,15 @@ def external_key(key: str, config: ModelConfig) -> str:
 
 
 def canonical_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """State dict with the `albert.` prefix also for a bare backbone."""
+    """State dict with the `backbone.` prefix (PREFIX) also for a bare backbone."""
     state = model.state_dict()
-    if hasattr(model, "albert"):
+    if hasattr(model, "backbone"):
         return state
-    return {f"albert.{k}": v for k, v in state.items()}
+    return {f"{PREFIX}{k}": v for k, v in state.items()}
 
 
 def _bare(model: torch.nn.Module) -> bool:
-    return not hasattr(model, "albert")
+    return not hasattr(model, "backbone")
 
 
 # ---- saving --------------------------------------------------------------------------------
@@ -114,7 +116,8 @@ def save_extra_heads(directory: str | Path, state: dict[str, torch.Tensor], reas
     """Write `state` (our keys) to EXTRA_HEADS_NAME in a model directory, the reason in its
     metadata: heads that the directory's transformers layout cannot hold."""
     path = Path(directory) / EXTRA_HEADS_NAME
-    tensors = {k: v.detach().contiguous().cpu() for k, v in state.items()}
+    tensors = {_OWN_LAYOUT.prefix_to_file(k): v.detach().contiguous().cpu()
+               for k, v in state.items()}
     atomic_write(path, lambda p: save_file(tensors, str(p), {"format": "pt", "reason": reason}))
     log.info("%s: %s; kept in litebert's layout beside the transformers weights", path, reason)
     return path
@@ -208,7 +211,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
     loaded.update(_extra_heads(directory, ours))
     _check_missing(set(ours) - set(loaded), source, strict)
     if _bare(model):
-        loaded = {k[len("albert."):]: v for k, v in loaded.items()}
+        loaded = {k[len(PREFIX):]: v for k, v in loaded.items()}
     model.load_state_dict(loaded, strict=False)
     return model
 
@@ -216,7 +219,7 @@ def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overr
 def read_canonical(directory: str | Path) -> tuple[ModelConfig, dict[str, torch.Tensor],
                                                    list[str], Path]:
     """Every tensor of a model directory under our canonical keys (the backbone under
-    `albert.`, heads as our classes name them, heads kept beside the weights included),
+    `backbone.`, heads as our classes name them, heads kept beside the weights included),
     whatever class wrote it; with its config, the file's keys that stand for no parameter of
     ours (buffers, heads of classes litebert lacks) and the file read. What a run that starts
     from the directory loads (litebert.train.start_from); nothing is built but on the meta
@@ -273,7 +276,17 @@ def extra_heads(directory: str | Path, prefix: str = "") -> dict[str, torch.Tens
     path = Path(directory) / EXTRA_HEADS_NAME
     if not path.is_file():
         return {}
-    return {k: v for k, v in _read_safetensors(path).items() if k.startswith(prefix)}
+    kept = {_OWN_LAYOUT.prefix_from_file(k): v for k, v in _read_safetensors(path).items()}
+    return {k: v for k, v in kept.items() if k.startswith(prefix)}
+
+
+def extra_head_keys(directory: str | Path) -> set[str]:
+    """The canonical keys of the heads kept beside a directory's weights, no tensor read."""
+    path = Path(directory) / EXTRA_HEADS_NAME
+    if not path.is_file():
+        return set()
+    with safe_open(str(path), framework="pt") as f:
+        return {_OWN_LAYOUT.prefix_from_file(k) for k in f.keys()}  # noqa: SIM118
 
 
 def _extra_heads(directory: Path, ours: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -288,8 +301,8 @@ def _extra_heads(directory: Path, ours: dict[str, torch.Tensor]) -> dict[str, to
 
 
 def _check_missing(missing: set[str], source: Path, strict: bool) -> None:
-    backbone = {k for k in missing if k.startswith("albert.") and
-                not k.startswith("albert.pooler.")}
+    backbone = {k for k in missing if k.startswith(PREFIX) and
+                not k.startswith(f"{PREFIX}pooler.")}
     if backbone or (missing and strict):
         keys = sorted(backbone or missing)
         raise CheckpointError(f"{source}: missing {len(keys)} key(s), e.g. {', '.join(keys[:5])}")

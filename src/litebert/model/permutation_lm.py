@@ -52,7 +52,7 @@ class EncoderForPermutationLM(PreTrainedModel):
         require_capability(config, "two_stream",
                            "EncoderForPermutationLM predicts from a query stream")
         self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=config.use_pooler)
+        self.backbone = build_backbone(config, add_pooling_layer=config.use_pooler)
         self.lm_loss = PermutationLMHead(config)
         # The "+NSP" ablation's pair head: the content stream's <cls> state, pooled.
         self.sop_classifier = SentencePairHead(config) if config.use_pooler else None
@@ -66,10 +66,10 @@ class EncoderForPermutationLM(PreTrainedModel):
         mean over targets, plus the pair head's mean over sequences when labelled), logits
         (B, P, V) or (B, T, V), sop_logits (B, 2) with a pair head, mems and the backbone's
         last_hidden_state."""
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids, mems=mems,
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids, mems=mems,
                           perm_mask=perm_mask, target_mapping=target_mapping,
                           use_mems=use_mems, target_positions=target_positions)
-        logits = self.lm_loss(out.last_hidden_state, self.albert.input_embeddings)
+        logits = self.lm_loss(out.last_hidden_state, self.backbone.input_embeddings)
         loss = None
         if labels is not None:
             flat = labels.reshape(-1)

@@ -47,7 +47,7 @@ class EncoderForReplacedTokenDetection(PreTrainedModel):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.albert = build_backbone(config, add_pooling_layer=False)
+        self.backbone = build_backbone(config, add_pooling_layer=False)
         self.discriminator_predictions = DiscriminatorPredictions(config)
         self.init_weights()
 
@@ -56,7 +56,7 @@ class EncoderForReplacedTokenDetection(PreTrainedModel):
         """input_ids (B, T); labels (B, T) of 0 (original) / 1 (replaced), padding ignored
         through attention_mask; document_ids as AlbertModel reads them. Returns loss (mean),
         logits (B, T), last_hidden_state."""
-        out = self.albert(input_ids, attention_mask, token_type_ids, position_ids,
+        out = self.backbone(input_ids, attention_mask, token_type_ids, position_ids,
                           **documents(document_ids))
         logits = self.discriminator_predictions(out.last_hidden_state)  # (B, T)
         loss = None if labels is None else detection_loss(logits, labels, attention_mask)

@@ -11,7 +11,7 @@ Poolings (POOLINGS):
 Pooling runs in float32 whatever the autocast (float64 stays float64), and every embedding
 is L2-normalised, so a dot product is the cosine.
 
-`SentenceEncoder` holds the backbone at `albert`, where every head holds it (backbone_of,
+`SentenceEncoder` holds the backbone at `backbone`, where every head holds it (backbone_of,
 layer-wise lr decay and FSDP find it there). It loads a plain model directory of any family
 or a sentence-transformers directory (model/sentence_transformers.py: its pooling,
 max_seq_length and do_lower_case are read), and saves a directory that both litebert and
@@ -84,23 +84,23 @@ class SentenceEncoder(nn.Module):
     """forward(input_ids, attention_mask, token_type_ids) -> (B, H) unit-length float32
     sentence embeddings."""
 
-    albert: Any  # a Backbone (model/backbone.py's protocol); typed loosely as the heads do
+    backbone: Any  # a Backbone (model/backbone.py's protocol); typed loosely as the heads do
 
     def __init__(self, backbone: nn.Module, pooling: str = "mean",
                  max_seq_length: int | None = None, lowercase: bool = False):
         super().__init__()
-        self.albert = backbone  # the heads' name for the backbone (model/backbone.py)
+        self.backbone = backbone  # the heads' name for the backbone (model/backbone.py)
         self.pooling = check_pooling(pooling)
         self.max_seq_length = max_seq_length  # None: the caller's, else DEFAULT_MAX_LENGTH
         self.lowercase = lowercase  # sentence-transformers' do_lower_case
 
     @property
     def config(self) -> Any:
-        return self.albert.config
+        return self.backbone.config
 
     @property
     def summary_position(self) -> int:
-        return self.albert.summary_position
+        return self.backbone.summary_position
 
     def input_length(self, wanted: int | None = None) -> int:
         """Tokens an input is cut to: `wanted`, else the directory's max_seq_length, else
@@ -110,7 +110,7 @@ class SentenceEncoder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        out = self.albert(input_ids, attention_mask, token_type_ids, use_mems=False)
+        out = self.backbone(input_ids, attention_mask, token_type_ids, use_mems=False)
         return sentence_embeddings(out.last_hidden_state, attention_mask, self.pooling,
                                    self.summary_position)  # (B, H)
 
@@ -134,7 +134,7 @@ class SentenceEncoder(nn.Module):
         """The backbone in its family's transformers layout (hub.py) and the
         sentence-transformers files; the tokenizer is the caller's to save beside it."""
         directory = Path(directory)
-        self.albert.save_pretrained(directory)
+        self.backbone.save_pretrained(directory)
         write_layout(directory, mode_of_pooling(self.pooling, self.summary_position),
                      self.input_length(max_seq_length), self.config.hidden_size,
                      self.lowercase)

@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from litebert.families.base import PREFIX  # a head's backbone keys
 from litebert.model.backbone import backbone_of
 
 Model = TypeVar("Model", bound=nn.Module)
 
-PREFIX = "albert."  # a head's backbone keys (see model/backbone.py)
 
 
 def unroll(model: Model) -> Model:

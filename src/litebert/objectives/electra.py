@@ -40,7 +40,7 @@ from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForMaskedLM
-from litebert.model.backbone import Encoder, check_attention
+from litebert.model.backbone import Encoder, FsdpUnits, check_attention
 from litebert.model.base import PreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import MaskedLMHead, SentencePairHead, documents
@@ -48,7 +48,6 @@ from litebert.model.hub import save_extra_heads
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.base import (
     Batch,
-    FsdpUnits,
     ObjectiveConfig,
     RunSettings,
     StartSource,
@@ -72,8 +71,8 @@ from litebert.objectives.evaluation import (
     format_table,
     has_weights,
     heldout_batches,
-    pair_task_metrics,
     ratio,
+    with_pair_task,
 )
 from litebert.padding import real_tokens
 
@@ -192,7 +191,7 @@ class ElectraPretraining(nn.Module):
         ids = C.original_ids({"input_ids": input_ids, "labels": labels})  # (B, T)
         real = real_tokens({"input_ids": ids, "attention_mask": attention_mask})  # (B, T)
         slots = self.slots(ids, real, labels, self.step if step is None else step)
-        backbone = self.discriminator.albert  # its embeddings are the generator's too
+        backbone = self.discriminator.backbone  # its embeddings are the generator's too
         h, _ = backbone.encode_with(  # (B, T, H_G)
             self.generator.encoder, C.generator_input(ids, slots, self.corrupting.mask_id),
             attention_mask, token_type_ids, document_ids=document_ids)
@@ -303,7 +302,7 @@ class ElectraObjective(Stateless):
         if "generator" not in sources:
             return mapped
         self._check_generator(config, sources["generator"].config)
-        encoder = f"albert.{sharing_backbone(config).encoder_name}."
+        encoder = f"backbone.{sharing_backbone(config).encoder_name}."
         for key, value in sources["generator"].state.items():
             if key.startswith(encoder):
                 mapped[f"generator.encoder.{key[len(encoder):]}"] = value
@@ -352,7 +351,7 @@ class ElectraObjective(Stateless):
         both models read them)."""
         assert isinstance(model, ElectraPretraining)
         return (model.generator.encoder.fsdp_units()
-                + model.discriminator.albert.fsdp_units())
+                + model.discriminator.backbone.fsdp_units())
 
     def never_on(self, device: torch.device) -> torch.Tensor:
         """(S,) never_masked() on `device`, made once (not copied to the device every call)."""
@@ -440,10 +439,7 @@ class ElectraObjective(Stateless):
                   "eval_rtd_baseline_accuracy": 1 - replaced}  # every token called original
         result["eval_loss"] = (self.config.gen_weight * result["eval_generator_mlm_loss"]
                                + self.config.disc_weight * result["eval_rtd_loss"])
-        if self.pair:
-            result.update(pair_task_metrics(s, self.pair))
-            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
-        return result
+        return with_pair_task(result, s, self.pair)
 
     @classmethod
     def reads_directory(cls, model_dir: Path) -> bool:
@@ -483,9 +479,9 @@ class ElectraObjective(Stateless):
         discriminator.load_state_dict(part("discriminator."))
         generator = EncoderForMaskedLM(self.generator_config(config))
         names = sharing_backbone(config)  # where its two modules' keys are in a backbone
-        embeddings = {f"albert.{names.embeddings_name}.{k}": v
-                      for k, v in part(f"discriminator.albert.{names.embeddings_name}.").items()}
-        encoder = {f"albert.{names.encoder_name}.{k}": v
+        embeddings = {f"backbone.{names.embeddings_name}.{k}": v
+                      for k, v in part(f"discriminator.backbone.{names.embeddings_name}.").items()}
+        encoder = {f"backbone.{names.encoder_name}.{k}": v
                    for k, v in part("generator.encoder.").items()}
         head = {f"predictions.{k}": v for k, v in part("generator.predictions.").items()}
         generator.load_state_dict({**embeddings, **encoder, **head})

@@ -21,7 +21,6 @@ which imports it, and it works for a copy of that class under another module nam
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -32,19 +31,17 @@ import torch
 from torch import nn
 
 from litebert.config import ModelConfig, read_json_object
-from litebert.data.heldout import open_heldout
-from litebert.data.integrity import DataError
 from litebert.data.loader import PretrainingDataset
-from litebert.distributed import DistInfo
 from litebert.model import CheckpointError, EncoderForMaskedLM
 from litebert.model.backbone import EmbeddingSharingBackbone, embedding_sharing_class
 from litebert.model.hub import external_key, extra_heads, read_config
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.evaluation import (
     Rows,
-    check_compatible,
+    evaluate_alone,
     has_weights,
-    warn_other_tokenizer,
+    heldout_for,
+    no_heldout,
 )
 from litebert.objectives.mlm_eval import MLM_HEAD, RESULT_KEYS
 
@@ -112,8 +109,8 @@ def _warn_untied(discriminator: EncoderForReplacedTokenDetection, generator: Enc
     """An exported generator carries a copy of the discriminator's embeddings; other ones
     mean another run's generator, which is scored with the discriminator's all the same."""
     name = sharing_backbone(discriminator.config).embeddings_name
-    ours = discriminator.albert.get_submodule(name).state_dict()
-    theirs = generator.albert.get_submodule(name).state_dict()
+    ours = discriminator.backbone.get_submodule(name).state_dict()
+    theirs = generator.backbone.get_submodule(name).state_dict()
     if any(v.shape != ours[k].shape or not torch.equal(v, ours[k]) for k, v in theirs.items()):
         log.warning("%s: its embeddings differ from the discriminator's, so it may not be "
                     "this discriminator's generator; it reads the discriminator's, as in "
@@ -130,7 +127,7 @@ def load_pair(discriminator_dir: Path, generator_dir: Path, objective: Any) -> n
     model = objective.build(discriminator.config)
     model.discriminator.load_state_dict(discriminator.state_dict())
     encoder = sharing_backbone(generator.config).encoder_name
-    model.generator.encoder.load_state_dict(generator.albert.get_submodule(encoder).state_dict())
+    model.generator.encoder.load_state_dict(generator.backbone.get_submodule(encoder).state_dict())
     model.generator.predictions.load_state_dict(generator.predictions.state_dict())
     kept = extra_heads(discriminator_dir, "pair_head.")
     if kept and getattr(model, "pair_head", None) is not None:
@@ -167,21 +164,15 @@ def evaluate_discriminator(objective_class: Any, model_dir: Path, data_dir: str 
     if instances < 1 or batch_size < 1:
         raise ValueError(f"instances={instances}, batch_size={batch_size}: must be positive")
     generator_dir = find_generator(model_dir, generator)
-    held = open_heldout(data_dir)  # DataError naming the directory when it is none
-    check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
-    warn_other_tokenizer(model_dir, held)
+    held = heldout_for(model_dir, data_dir)
     data = PretrainingDataset(held.data, "heldout", seed=seed)  # the manifest as read
     if not len(data):
-        raise DataError(f"{held.directory / 'manifest.json'}: no held-out instances "
-                        f"(heldout_fraction={held.config.heldout_fraction}); rebuild with "
-                        f"--heldout-fraction above 0")
+        raise no_heldout(held, "instances")
     settings = _Settings(seed, batch_size, instances, _run_fields(objective_class, model_dir), {})
     objective = objective_class(settings, data)
     objective.generator_shape = read_config(generator_dir)  # not recorded in an export
     model = load_pair(model_dir, generator_dir, objective)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    metrics = objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
-                                 contextlib.nullcontext())
+    metrics = evaluate_alone(objective, model)
     scored = {k: metrics[f"eval_{k}"] for k in RTD_KEYS if f"eval_{k}" in metrics}
     return {**dict.fromkeys(RESULT_KEYS), "has_pair_head": False, **scored,
             "rtd_instances": min(len(data), instances), "generator": str(generator_dir)}

@@ -22,16 +22,16 @@ from torch import nn
 
 from litebert.compat import check_model_reads
 from litebert.data.attention_layout import mark_tokens_dynamic
-from litebert.data.heldout import HeldoutDocuments
+from litebert.data.heldout import HeldoutDocuments, open_heldout
 from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo, all_reduce_sum
 from litebert.model import CheckpointError
 from litebert.model.backbone import backbone_class
 from litebert.model.hub import (
-    EXTRA_HEADS_NAME,
     WEIGHTS_INDEX_NAME,
     WEIGHTS_NAME,
     external_key,
+    extra_head_keys,
     read_config,
     read_weights,
 )
@@ -91,6 +91,16 @@ def pair_task_metrics(s: dict[str, float], name: str) -> dict[str, float]:
             f"eval_{name}_baseline_accuracy": majority_share(s["pair_ones"], s["pair_count"])}
 
 
+def with_pair_task(result: dict[str, float], s: dict[str, float],
+                   name: str | None) -> dict[str, float]:
+    """`result` with the sentence-pair task `name`'s figures (pair_task_metrics) added and its
+    loss added to eval_loss; as it is when the run has no pair task (None)."""
+    if name:
+        result.update(pair_task_metrics(s, name))
+        result["eval_loss"] += result[f"eval_{name}_loss"]
+    return result
+
+
 @contextlib.contextmanager
 def evaluating(model: nn.Module) -> Iterator[None]:
     """Eval mode and no gradients inside; the model's mode as it was afterwards."""
@@ -142,12 +152,36 @@ def has_weights(directory: Path, *keys: str) -> bool:
         return False
     found, _ = checkpoint_keys(directory)
     config = read_config(directory)
-    extra = directory / EXTRA_HEADS_NAME
-    kept: set[str] = set()
-    if extra.is_file():
-        with safe_open(str(extra), framework="pt") as f:
-            kept = set(f.keys())
+    kept = extra_head_keys(directory)
     return all(external_key(k, config) in found or k in kept for k in keys)
+
+
+def eval_device() -> torch.device:
+    """Where a model directory is scored in this one process: CUDA when there is one."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def heldout_for(model_dir: Path, data_dir: str | Path) -> HeldoutDocuments:
+    """The held-out documents of `data_dir`, checked readable by the model directory
+    (check_compatible on its config.json; another tokenizer is a warning)."""
+    held = open_heldout(data_dir)  # DataError naming the directory when it is none
+    check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
+    warn_other_tokenizer(model_dir, held)
+    return held
+
+
+def no_heldout(held: HeldoutDocuments, what: str) -> DataError:
+    """The error for data without held-out `what` (documents, instances) to score."""
+    return DataError(f"{held.directory / 'manifest.json'}: no held-out {what} "
+                     f"(heldout_fraction={held.config.heldout_fraction}); rebuild with "
+                     f"--heldout-fraction above 0")
+
+
+def evaluate_alone(objective: Any, model: nn.Module) -> dict[str, float]:
+    """objective.evaluate of `model` in this one process (rank 0 of 1), on eval_device()."""
+    device = eval_device()
+    return objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
+                              contextlib.nullcontext())
 
 
 def check_compatible(config, held: HeldoutDocuments, model_name: str) -> None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from litebert.config import ModelConfig
@@ -31,13 +30,12 @@ from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.families import family
 from litebert.model import EncoderForMaskedLM, EncoderForPreTraining
-from litebert.model.backbone import backbone_class, check_attention
+from litebert.model.backbone import FsdpUnits, backbone_class, check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.hub import save_extra_heads
 from litebert.model.outputs import MaskedLMOutput
 from litebert.objectives.base import (
     Batch,
-    FsdpUnits,
     ObjectiveConfig,
     RunSettings,
     StartSource,
@@ -50,11 +48,12 @@ from litebert.objectives.base import (
 from litebert.objectives.configs import MLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
+    add_pair_task,
     evaluating,
     format_table,
     has_weights,
     heldout_batches,
-    pair_task_metrics,
+    with_pair_task,
 )
 from litebert.objectives.mlm_eval import (
     MLM_HEAD,
@@ -130,7 +129,7 @@ class MLMObjective(Stateless):
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         """The backbone's own units (its attention and FFN modules)."""
         assert isinstance(model, EncoderForPreTraining | EncoderForMaskedLM)
-        return model.albert.fsdp_units()
+        return model.backbone.fsdp_units()
 
     def begin_step(self, step: int) -> None:
         """Nothing: the data's masks are drawn by the loader, keyed per item."""
@@ -186,21 +185,14 @@ class MLMObjective(Stateless):
         logits = out.logits if isinstance(out, MaskedLMOutput) else out.prediction_logits
         assert logits is not None  # the labels path always scores the masked tokens
         add_mlm(sums, logits, batch["labels"], self.baseline_token)
-        if self.label_key:
-            labels, logits = batch[self.label_key], out.sop_logits.float()  # (B,), (B, 2)
-            sums.add(pair_loss=F.cross_entropy(logits, labels,
-                                                                 reduction="sum"),
-                     pair_correct=(logits.argmax(-1) == labels).sum(),
-                     pair_count=labels.numel(), pair_ones=labels.sum())
+        if self.label_key:  # logits (B, 2), labels (B,)
+            add_pair_task(sums, out.sop_logits, batch[self.label_key])
 
     def _result(self, s: dict[str, float]) -> dict[str, float]:
         """The metrics from the named sums (all ranks)."""
         result = mlm_metrics(s, prefix="eval_")
         result["eval_loss"] = result["eval_mlm_loss"]
-        if self.pair:
-            result.update(pair_task_metrics(s, self.pair))
-            result["eval_loss"] += result[f"eval_{self.pair}_loss"]
-        return result
+        return with_pair_task(result, s, self.pair)
 
     @classmethod
     def reads_directory(cls, model_dir: Path) -> bool:
@@ -238,7 +230,7 @@ class MLMObjective(Stateless):
                 and backbone_class(config).capabilities.pooler:
             model = EncoderForPreTraining(config)
         else:  # no such class, or a backbone without a pooler (MLM alone, ModernBERT)
-            heads = ("sop_classifier.", "albert.pooler.")
+            heads = ("sop_classifier.", "backbone.pooler.")
             kept = {k: v for k, v in model_state.items() if k.startswith(heads)}
             model_state = {k: v for k, v in model_state.items() if not k.startswith(heads)}
             model = EncoderForMaskedLM(config)

@@ -26,7 +26,6 @@ from litebert.data.heldout import (
     draw_eval_set,
     open_heldout,
 )
-from litebert.data.integrity import DataError
 from litebert.distributed import DistInfo
 from litebert.model import CheckpointError, EncoderForMaskedLM, EncoderForPreTraining
 from litebert.model.backbone import backbone_class
@@ -35,9 +34,11 @@ from litebert.objectives.evaluation import (
     EvalSums,
     Rows,
     check_compatible,
+    eval_device,
     evaluating,
     has_weights,
     majority_share,
+    no_heldout,
     ratio,
     warn_other_tokenizer,
 )
@@ -55,7 +56,7 @@ TABLE_ROWS: Rows = (("mlm_accuracy", "mlm_baseline_accuracy"), ("mlm_loss", None
 _MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "labels")
 # Our keys of the heads (hub.external_key maps them to a file's layout).
 MLM_HEAD = ("predictions.dense.weight",)
-PAIR_HEAD = ("sop_classifier.classifier.weight", "albert.pooler.weight")
+PAIR_HEAD = ("sop_classifier.classifier.weight", "backbone.pooler.weight")
 
 
 def add_mlm(sums: EvalSums, logits: torch.Tensor, labels: torch.Tensor,
@@ -184,16 +185,14 @@ def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,
         model_dir = Path(model)
         name = str(model_dir / "config.json")
         model, detected = load_for_evaluation(model_dir)
-        model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+        model.to(eval_device())
         has_pair_head = detected if has_pair_head is None else has_pair_head
         warn_other_tokenizer(model_dir, held)
     if has_pair_head is None:
         has_pair_head = hasattr(model, "sop_classifier")
     check_compatible(model.config, held, name)
     if len(held.docs) == 0:
-        raise DataError(f"{held.directory / 'manifest.json'}: no held-out documents "
-                        f"(heldout_fraction={held.config.heldout_fraction}); rebuild with "
-                        f"--heldout-fraction above 0")
+        raise no_heldout(held, "documents")
     eval_set = draw_eval_set(held, instances=instances, seed=seed, batch_size=batch_size)
     device = next(model.parameters()).device
     sums = score(model, eval_set, commonest_training_token(held), device=device)

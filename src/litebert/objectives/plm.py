@@ -38,7 +38,6 @@ XLNetLMHeadModel layout for an XLNet config, litebert's for an ALBERT-XLNet or a
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 from collections.abc import Mapping
@@ -59,12 +58,11 @@ from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
-from litebert.model.backbone import backbone_class, two_stream_class
-from litebert.model.hub import extra_heads, read_config, save_extra_heads
+from litebert.model.backbone import FsdpUnits, backbone_class, two_stream_class
+from litebert.model.hub import extra_heads, save_extra_heads
 from litebert.models.xlnet.model import compute_dtype
 from litebert.objectives.base import (
     Batch,
-    FsdpUnits,
     ObjectiveConfig,
     RunSettings,
     StartSource,
@@ -77,19 +75,20 @@ from litebert.objectives.base import (
 from litebert.objectives.configs import PLMConfig
 from litebert.objectives.evaluation import (
     EvalSums,
-    check_compatible,
+    add_pair_task,
+    evaluate_alone,
     evaluating,
     format_table,
     has_weights,
-    pair_task_metrics,
+    heldout_for,
     ratio,
-    warn_other_tokenizer,
+    with_pair_task,
 )
 from litebert.objectives.plm_data import PLMDataset, perm_mask
 
 IGNORE = -100
 LM_HEAD = ("lm_loss.bias",)  # the key a directory with a permutation-LM head holds
-PAIR_HEAD = ("albert.pooler.", "sop_classifier.")  # the "+NSP" pair head's keys
+PAIR_HEAD = ("backbone.pooler.", "sop_classifier.")  # the "+NSP" pair head's keys
 OBJECTIVE_FIELDS_NAME = "litebert_objective.json"  # the run's PLM fields, beside an export
 # What the objective asks of its backbone (capabilities.two_stream), for the error without it.
 NEEDS = "objective plm predicts each target from a query stream in a factorisation order"
@@ -180,7 +179,7 @@ class PLMObjective:
 
     def fsdp_units(self, model: nn.Module) -> FsdpUnits:
         assert isinstance(model, EncoderForPermutationLM)
-        return model.albert.fsdp_units()
+        return model.backbone.fsdp_units()
 
     def begin_step(self, step: int) -> None:
         self.group = 0
@@ -268,9 +267,7 @@ class PLMObjective:
         if unused:
             raise ValueError(f"{', '.join(unused)}: do not apply to a permutation-LM model "
                              f"({model_dir})")
-        held = open_heldout(data_dir)
-        check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
-        warn_other_tokenizer(model_dir, held)
+        held = heldout_for(model_dir, data_dir)
         settings = _Settings(seed, batch_size, instances, recorded_fields(model_dir), {})
         objective = cls(settings, held)
         # A "+NSP" run's pair head is read back from beside the weights when it is there.
@@ -278,9 +275,7 @@ class PLMObjective:
         objective.config = dataclasses.replace(objective.config, nsp=pair)
         model = EncoderForPermutationLM.from_pretrained(model_dir, use_pooler=pair)
         objective.adopt(model.config)
-        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        metrics = objective.evaluate(model.to(device), DistInfo(0, 1, 0, device),
-                                     contextlib.nullcontext())
+        metrics = evaluate_alone(objective, model)
         if not metrics:
             raise DataError(f"{held.directory}: fewer held-out windows than one batch of "
                             f"{batch_size}; lower --batch-size or rebuild with a larger "
@@ -430,7 +425,7 @@ class _PLMEvaluation:
                 mems = objective.kept(out.mems, dtype) if objective.mem_len else None
                 add_plm(sums, out.logits, batch, objective.baseline_token)
                 if objective.config.nsp:
-                    add_pair(sums, out.sop_logits, batch["next_sentence_label"])
+                    add_pair_task(sums, out.sop_logits, batch["next_sentence_label"])
         return plm_metrics(sums.reduce())
 
 
@@ -446,14 +441,6 @@ def add_plm(sums: EvalSums, logits: torch.Tensor, batch: Batch, baseline_token: 
              plm_targets=weights.sum())
 
 
-def add_pair(sums: EvalSums, logits: torch.Tensor, labels: torch.Tensor) -> None:
-    """One batch's "+NSP" figures: logits (B, 2), labels (B,) (1 = B is random)."""
-    logits = logits.float()
-    sums.add(pair_loss=F.cross_entropy(logits, labels, reduction="sum"),
-             pair_correct=(logits.argmax(-1) == labels).sum(),
-             pair_count=labels.numel(), pair_ones=labels.sum())
-
-
 def plm_metrics(s: dict[str, float]) -> dict[str, float]:
     if not s:
         return {}
@@ -462,10 +449,7 @@ def plm_metrics(s: dict[str, float]) -> dict[str, float]:
                "eval_plm_accuracy": ratio(s["plm_correct"], s["plm_targets"]),
                "eval_plm_baseline_accuracy": ratio(s["plm_baseline"], s["plm_targets"]),
                "eval_plm_targets": s["plm_targets"]}
-    if "pair_count" in s:
-        metrics.update(pair_task_metrics(s, "nsp"))
-        metrics["eval_loss"] += metrics["eval_nsp_loss"]
-    return metrics
+    return with_pair_task(metrics, s, "nsp" if "pair_count" in s else None)
 
 
 @dataclass

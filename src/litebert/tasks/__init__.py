@@ -9,8 +9,9 @@
 - adapters: `sequence.py` (GLUE, generic classification/regression), `qa.py` (SQuAD),
   `choice.py` (multiple choice: SWAG-style tables, RACE as a preset)
 - readers of each benchmark's official layout: `glue.py`, `squad.py`, `race.py`,
-  `classification.py` (CSV/TSV/JSON lines), `choice_data.py` (multiple-choice tables), with
-  `examples.py` (example types, row reading)
+  `tables.py` (CSV/TSV/JSON lines, Parquet, Arrow), `choice_data.py` (multiple-choice
+  tables), with `examples.py` (example types, row reading); `classification.py`: a table's
+  label set and whether its labels are scores
 - `metrics.py`: the official metrics; `batching.py`: length-bucketed batches
 - tables at scale: `table_cache.py` (tokenized once by worker processes into memory-mapped
   arrays, reused by every seed and run), `table_inputs.py` (batches built from them),

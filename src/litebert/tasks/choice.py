@@ -52,8 +52,8 @@ class Preset(Protocol):
 
 
 class RacePreset:
-    """RACE as distributed; its metric and predictions file as before this adapter served
-    other tables (the same bytes)."""
+    """RACE as distributed; its metric and predictions file are RACE's own (the same bytes
+    whatever other tables the adapter serves)."""
 
     primary = "all"
 

@@ -4,7 +4,7 @@ predictions file of the choice task.
 A row holds a context, a start, N endings and a label: SWAG's CSV files (video-id, fold-ind,
 startphrase, sent1, sent2, gold-source, ending0..ending3, label) and the `datasets` swag
 "regular" config have these columns. Files are CSV, TSV, JSON lines, Parquet or a folder that
-datasets' save_to_disk wrote, read as tasks/classification.py reads them. The columns are
+datasets' save_to_disk wrote, read as tasks/tables.py reads them. The columns are
 ChoiceOptions' (tasks/registry.py): the context (sent1), the start (sent2; none: the ending
 alone), the endings and the label, the right ending's index 0..N-1. Choice i is the pair
 (context, start + " " + ending i).
@@ -32,15 +32,15 @@ from typing import Any
 from litebert.files import atomic_write
 from litebert.readers import CorpusError, Table, is_folder_input
 from litebert.readers.columns import check_column, records
-from litebert.tasks.classification import (
+from litebert.tasks.examples import ChoiceExample, ReadReport, TaskDataError, require_file
+from litebert.tasks.registry import ChoiceOptions
+from litebert.tasks.tables import (
     ID_COLUMNS,
     cell_text,
     columnar_table,
     table_format,
     text_records,
 )
-from litebert.tasks.examples import ChoiceExample, ReadReport, TaskDataError, require_file
-from litebert.tasks.registry import ChoiceOptions
 
 SPLIT_STEMS = {"train": ("train",), "dev": ("dev", "val", "validation")}
 SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet")

@@ -2,7 +2,7 @@
 three kinds of dev data with their metrics.
 
 Training: a table (CSV / TSV / JSON lines / Parquet / a saved dataset folder;
-tasks/classification.py's readers) with an anchor column, a positive column and optionally a
+tasks/tables.py's readers) with an anchor column, a positive column and optionally a
 hard-negative column. A missing column is an error naming the file and the columns it has; a
 row without one of its texts is skipped and counted, the first cases as file:line.
 
@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from litebert.tasks.base import FinetuneError, reported
-from litebert.tasks.classification import MissingColumnError, stream_table
 from litebert.tasks.examples import TaskDataError
 from litebert.tasks.metrics import glue_metrics
 from litebert.tasks.registry import EmbeddingOptions
 from litebert.tasks.retrieval import BeirData, rank_metrics, rankings, read_beir
+from litebert.tasks.tables import MissingColumnError, stream_table
 
 log = logging.getLogger("litebert")
 

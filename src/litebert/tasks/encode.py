@@ -11,7 +11,7 @@ evaluation shares the batches among the ranks instead (runtime.evaluate_batches)
 
 embed_file reads a .txt (one text per line, as it is: a blank line is the empty text, so row
 i of the .npy is line i), or a column of a CSV / TSV / JSON-lines / Parquet file or saved
-dataset folder (tasks/classification.py's readers; texts stripped as fine-tuning reads them).
+dataset folder (tasks/tables.py's readers; texts stripped as fine-tuning reads them).
 A row without the text is an error naming file:line, since a skipped row would shift every
 row after it; the .npy holds float32 (N, H), written whole or not at all.
 """
@@ -33,11 +33,11 @@ from litebert.model.sentence_encoder import SentenceEncoder
 from litebert.model.sentence_transformers import read_layout
 from litebert.progress import progress
 from litebert.tasks.batching import length_batches
-from litebert.tasks.classification import stream_table
 from litebert.tasks.examples import ReadReport, TaskDataError
 from litebert.tasks.runtime import RowIds, Runtime, to_host
 from litebert.tasks.table_cache import EncodedTable
 from litebert.tasks.table_inputs import TableRows
+from litebert.tasks.tables import stream_table
 from litebert.tokenization import Tokenizer
 
 DEFAULT_BATCH_SIZE = 32  # sentence-transformers' encode default
@@ -98,7 +98,7 @@ def as_encoder(model: nn.Module, pooling: str | None = None) -> SentenceEncoder:
     if isinstance(model, SentenceEncoder):
         if pooling is None or pooling == model.pooling:
             return model
-        return SentenceEncoder(model.albert, pooling, model.max_seq_length, model.lowercase)
+        return SentenceEncoder(model.backbone, pooling, model.max_seq_length, model.lowercase)
     return SentenceEncoder(backbone_of(model), pooling or "mean")  # type: ignore[arg-type]
 
 

@@ -23,7 +23,7 @@ from litebert.tasks.base import (
     reported,
 )
 from litebert.tasks.batching import length_batches, pad_for
-from litebert.tasks.classification import infer_labels, read_table
+from litebert.tasks.classification import infer_labels
 from litebert.tasks.examples import TextExample
 from litebert.tasks.glue import GLUE_TASKS, read_glue, submission_name, write_glue_predictions
 from litebert.tasks.metrics import glue_metrics, primary_metric
@@ -37,6 +37,7 @@ from litebert.tasks.table_splits import (
     load_tables,
     table_rows,
 )
+from litebert.tasks.tables import read_table
 from litebert.tasks.word_labels import IGNORE_INDEX
 from litebert.tokenization import Tokenizer
 

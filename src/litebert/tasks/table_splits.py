@@ -16,11 +16,12 @@ import numpy as np
 
 from litebert.readers import is_folder_input
 from litebert.tasks.base import FinetuneConfig, FinetuneError
-from litebert.tasks.classification import sorted_labels, stream_table
+from litebert.tasks.classification import sorted_labels
 from litebert.tasks.glue import GLUE_TASKS, split_path, stream_glue
 from litebert.tasks.registry import GLUE
 from litebert.tasks.table_cache import EncodedTable, TableSource, encoded_table
 from litebert.tasks.table_inputs import TableRows
+from litebert.tasks.tables import stream_table
 from litebert.tokenization import Tokenizer
 
 log = logging.getLogger("litebert")

@@ -87,7 +87,7 @@ class ByteLevelBPEBackend(TokenizersLibraryEncoding):
         input): tokens, merges and the ids that stand for no text (added tokens among them).
         A vocab.json + merges.txt pair and the tokenizer.json saved from it give the same."""
         masked = np.flatnonzero(self.special_mask()).tolist()
-        extra = [self.extra] if self.extra else []  # as before added words existed
+        extra = [self.extra] if self.extra else []  # none: a fingerprint of the three parts
         return json.dumps([self.pieces, self.merges, masked, *extra],
                           ensure_ascii=False).encode("utf-8")
 

@@ -9,7 +9,7 @@ ModernBERT  [CLS] A [SEP] B [SEP]   bytes, merges, then [UNK] [CLS] [SEP] [PAD] 
 
 `train_bpe(flavour=...)` trains in one of them; a vocabulary read from disk takes the flavour
 whose cls and sep tokens it holds (`flavour_of`), RoBERTa's when none matches (GPT-2's
-vocabulary, say), as before flavours existed.
+vocabulary, say).
 
 Sources: fairseq's RoBERTa dictionary order and transformers' RobertaTokenizer; ModernBERT
 (Warner et al. 2024): its config's ids (cls 50281, sep 50282, pad 50283 after [UNK] 50280,

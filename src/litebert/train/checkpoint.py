@@ -58,6 +58,12 @@ from litebert.distributed import (
     rank_and_world,
 )
 from litebert.files import atomic_directory, damaged_files, describe_files, follow_umask
+from litebert.model.previous_names import (
+    current_key,
+    holds_previous_names,
+    previous_key,
+    rename_tree,
+)
 from litebert.write_errors import explained_write, human_size, tree_size
 
 log = logging.getLogger("litebert")
@@ -331,9 +337,9 @@ def run_id_of(path: Path) -> str | None:
 
 def save_full(directory: Path, model_state: dict[str, torch.Tensor],
               optim_state: dict[str, Any]) -> None:
-    """The files of format "full" (one writer, every reader loads them whole). Runs no
-    longer write it; it stays beside its reader so that tests and the checkpoint benchmark
-    can make one as earlier releases did."""
+    """The files of format "full" (one writer, every reader loads them whole), which runs do
+    not write: it stays beside its reader so that tests and the checkpoint benchmark can make
+    one as earlier releases did."""
     tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
     save_file(tensors, directory / "model.safetensors", {"format": "pt"})
     save_pt(optim_state, directory / "optimizer.pt")
@@ -376,7 +382,8 @@ class _KeepsWriteError:
 
 
 def load_model_file(path: Path) -> dict[str, torch.Tensor]:
-    return load_file(Path(path) / "model.safetensors")
+    """A "full" checkpoint's model state under today's parameter names (current_key)."""
+    return {current_key(k): v for k, v in load_file(Path(path) / "model.safetensors").items()}
 
 
 def load_pt(path: Path) -> Any:
@@ -467,10 +474,19 @@ def save_sharded_async(state_dict: dict[str, Any], directory: Path, group=None) 
 
 def load_sharded(state_dict: dict[str, Any], path: Path) -> None:
     """Fill `state_dict` from a sharded checkpoint, resharded to its tensors' layout (DTensor
-    shards under FSDP, whole tensors otherwise); with or without a process group."""
-    _check_metadata(Path(path) / ".metadata")
-    dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
-             planner=_safe_load_planner())
+    shards under FSDP, whole tensors otherwise); with or without a process group. A checkpoint
+    of the previous release (the backbone under `albert.`) is read through its names: the
+    state dict is renamed to them in place for the load, and back."""
+    saved = set(_check_metadata(Path(path) / ".metadata").state_dict_metadata)
+    previous = holds_previous_names(saved)
+    if previous:
+        rename_tree(state_dict, previous_key)
+    try:
+        dcp.load(state_dict, storage_reader=dcp.FileSystemReader(path),
+                 planner=_safe_load_planner())
+    finally:
+        if previous:
+            rename_tree(state_dict, current_key)
 
 
 def _safe_load_planner():
@@ -510,8 +526,8 @@ class _MetadataUnpickler(pickle.Unpickler):
 
 def saved_keys(path: Path) -> set[str]:
     """The flattened keys a sharded checkpoint holds ("optimizer.state.FQN.step", ...), read
-    from its .metadata through the allowlist."""
-    return set(_check_metadata(Path(path) / ".metadata").state_dict_metadata)
+    from its .metadata through the allowlist, under today's parameter names (current_key)."""
+    return {current_key(k) for k in _check_metadata(Path(path) / ".metadata").state_dict_metadata}
 
 
 def _check_metadata(path: Path) -> Any:

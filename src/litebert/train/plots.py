@@ -61,7 +61,7 @@ def run_figures(run_dir: Path) -> list[Figure]:
         raise MetricsError(f"{run_dir / METRICS_NAME}: no records to plot")
     train, evals = _last_per_step(train), _last_per_step(evals)
     parts, metrics = _loss_parts(train + evals), _accuracies(evals)
-    # A metric's accuracy is drawn in the color of its loss (mlm, sop: C1, C2 as before).
+    # A metric's accuracy is drawn in the color of its loss (mlm, sop: C1, C2).
     colors = {name: f"C{i}" for i, name in enumerate(parts + [m for m in metrics
                                                               if m not in parts])}
     candidates = [_loss_figure(train, evals, parts),

@@ -21,6 +21,7 @@ from litebert.data.attention_choice import ATTENTIONS, check_attention
 from litebert.data.blend import parse_data
 from litebert.data.integrity import DataError
 from litebert.files import named_yaml, yaml_names
+from litebert.objectives.base import COMPILE_MODES  # torch.compile's modes
 from litebert.objectives.configs import (
     BUILTIN,
     MLMConfig,
@@ -52,11 +53,6 @@ class RunFieldError(FieldError, RunConfigError):
     """A bad value of one field of a run config (litebert.provenance.FieldError)."""
 
 
-# torch.compile's modes. "default": inductor's kernels; "reduce-overhead": the same, replayed
-# as CUDA graphs (one launch a step: for small models, where launches cost more than the
-# arithmetic; static shapes only); "max-autotune-no-cudagraphs": matmul kernels tuned at
-# compile time (minutes more of compiling); "max-autotune": both.
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 COMPILE_CHOICES = ("auto", "true", "false", *COMPILE_MODES)
 # Pre-training's one more: each distinct encoder module compiled once on its own (torch's
 # default mode), the embeddings, heads and losses eager (litebert.train.compiling).
@@ -312,8 +308,9 @@ def compile_setting(value: Any, where: str = "pretrain config",
         raise RunFieldError("compile", value, "regional compiles pre-training's encoder "
                                               "modules; fine-tuning compiles the whole model: "
                                               "choose true or a mode", label=where)
+    modes = ", ".join(list(COMPILE_MODES)[1:])
     raise RunFieldError("compile", value, f"choose auto, true or false, or a torch.compile "
-                                          f"mode ({', '.join(COMPILE_MODES[1:])})", label=where)
+                                          f"mode ({modes})", label=where)
 
 
 def shown_compile(value: bool | str | None) -> bool | str:

@@ -305,7 +305,7 @@ def _as_class(directory: Path, source: SourceModel) -> None:
     model = model_class(class_name, config)(config)
     own = set(canonical_state(model))
     bare = class_name == BACKBONE_CLASS
-    model.load_state_dict({(k[len("albert."):] if bare else k): v for k, v in state.items()
+    model.load_state_dict({(k[len("backbone."):] if bare else k): v for k, v in state.items()
                            if k in own})
     kept = {k: v for k, v in state.items() if k not in own}
     (directory / EXTRA_HEADS_NAME).unlink(missing_ok=True)

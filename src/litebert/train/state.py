@@ -86,7 +86,7 @@ class TrainState:
     sampler_version: int = SAMPLER_VERSION
 
     def to_record(self) -> dict[str, Any]:
-        """The state.json fields (names and values as before this was a dataclass)."""
+        """The state.json fields: the flat names and values every release wrote."""
         return {"step": self.step, "epoch": self.position.epoch, "batch": self.position.batch,
                 "skipped_steps": self.skipped_steps, "nonfinite_in_row": self.nonfinite_in_row,
                 "tokens": self.tokens, "seconds": self.seconds,

@@ -512,8 +512,8 @@ class Trainer:
         """Add the tokens (summed over ranks) and training seconds counted since the window
         opened, or since the last count, to the run's totals, and count anew; returns them.
         At every log line and before every checkpoint: a checkpoint between log lines (a
-        preemption's, or save_every off the log steps) then holds every token trained, where
-        it used to hold the totals of the last line, and a resumed run undercounted."""
+        preemption's, or save_every off the log steps) then holds every token trained, not
+        the totals of the last line, so a resumed run counts them all."""
         window, state = self.window, self.state
         tokens = int(all_reduce_sum(window.tokens))
         now = time.perf_counter()

@@ -3,7 +3,8 @@
 Layers live in groups: `albert.encoder.albert_layer_groups.{g}.albert_layers.{j}.attention.*`
 for the attention half and `...albert_layers.{j}.{ffn,ffn_output,full_layer_layer_norm}.*` for
 the FFN half; our module n is group g's layer j, n = g * inner_group_num + j. Heads keep our
-names (ours are ALBERT's). This layout also carries what only litebert builds (a model without
+names (ours are ALBERT's), and the backbone's other keys go from our `backbone.` to `albert.`.
+This layout also carries what only litebert builds (a model without
 a pooler, ELECTRA-style heads, an all-shared ELECTRA): the structure fields that differ from
 ALBERT's are written to config.json, and the family the config came from as
 `litebert_model_type`, so litebert reads it back exactly while transformers reads the backbone.
@@ -20,6 +21,7 @@ import torch
 from litebert.config import ConfigError, ModelConfig
 from litebert.families.base import (
     BACKBONE_CLASS,
+    PREFIX,
     FamilyAdapter,
     build_config,
     check_encoder,
@@ -52,7 +54,7 @@ OUR_HEADS = ("predictions.", "sop_classifier.", "classifier.", "qa_outputs.", "a
              "discriminator_predictions.", "sequence_summary.", "start_logits.",
              "end_logits.", "answer_class.", "head.")
 
-_OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
+_OURS = re.compile(r"backbone\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
 _THEIRS = re.compile(r"albert\.encoder\.albert_layer_groups\.(\d+)\.albert_layers\.(\d+)\."
                      r"(attention\.)?(\w+)\.(\w+)$")
 _PROJECTION = "albert.encoder.embedding_hidden_mapping_in."
@@ -111,7 +113,7 @@ class AlbertAdapter(FamilyAdapter):
     def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
         if not match:
-            return key
+            return self.prefix_to_file(key)
         part, n, module, tensor = match.groups()
         g, j = divmod(int(n), config.inner_group_num)
         half = "attention." if part == "attentions" else ""
@@ -120,12 +122,13 @@ class AlbertAdapter(FamilyAdapter):
     def internal_key(self, key: str, config: ModelConfig) -> str | None:
         match = _THEIRS.match(key)
         if not match:
-            return key
+            return self.prefix_from_file(key)
         g, j, attention, module, tensor = match.groups()
         if int(j) >= config.inner_group_num:  # would alias the next group's layer
             return None
         part = "attentions" if attention else "ffns"
-        return f"albert.encoder.{part}.{int(g) * config.inner_group_num + int(j)}.{module}.{tensor}"
+        n = int(g) * config.inner_group_num + int(j)
+        return f"{PREFIX}encoder.{part}.{n}.{module}.{tensor}"
 
     def unsupported(self, config: ModelConfig, class_name: str | None = None) -> str | None:
         if not config.hf_compatible:
@@ -141,7 +144,7 @@ class AlbertAdapter(FamilyAdapter):
         gets an identity there, which changes no output."""
         out = super().to_file(state, config)
         if not config.has_projection:
-            like = state["albert.embeddings.LayerNorm.weight"]
+            like = state[f"{PREFIX}embeddings.LayerNorm.weight"]
             H = config.hidden_size
             out[_PROJECTION + "weight"] = torch.eye(H, dtype=like.dtype)
             out[_PROJECTION + "bias"] = torch.zeros(H, dtype=like.dtype)

@@ -33,14 +33,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from litebert.config import BackboneConfig, ModelConfig
+from litebert.config import DEFAULT_BACKBONE, BackboneConfig, ModelConfig
 from litebert.data.attention_choice import ATTENTIONS
 from litebert.model.attention import (
     Layout,
     attend,
     positions_in_documents,
 )
-from litebert.model.backbone import DEFAULT_BACKBONE, BackboneCapabilities, register_backbone
+from litebert.model.backbone import BackboneCapabilities, register_backbone
 from litebert.model.base import PreTrainedModel
 from litebert.model.checkpointing import LayerCheckpointing
 from litebert.model.layers import (

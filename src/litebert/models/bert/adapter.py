@@ -41,7 +41,7 @@ _FFN = {"ffn": "intermediate.dense", "ffn_output": "output.dense",
         "full_layer_layer_norm": "output.LayerNorm"}
 _BACK = {theirs: ("attentions", ours) for ours, theirs in _ATTENTION.items()} | {
     theirs: ("ffns", ours) for ours, theirs in _FFN.items()}
-_OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
+_OURS = re.compile(r"backbone\.encoder\.(attentions|ffns)\.(\d+)\.(\w+)\.(\w+)$")
 
 
 def classifier_dropout(values: Mapping[str, Any]) -> float:
@@ -70,7 +70,7 @@ class BertAdapter(FamilyAdapter):
         ("predictions.LayerNorm.", "cls.predictions.transform.LayerNorm."),
         ("predictions.bias", "cls.predictions.bias"),
         ("sop_classifier.classifier.", "cls.seq_relationship."),
-        ("albert.pooler.", "bert.pooler.dense."),
+        ("backbone.pooler.", "bert.pooler.dense."),
     )
 
     # ---- config.json -----------------------------------------------------------------------
@@ -94,7 +94,7 @@ class BertAdapter(FamilyAdapter):
     # ---- keys ------------------------------------------------------------------------------
 
     def _pairs(self) -> Pairs:
-        return self.heads + (("albert.", self.prefix),)
+        return self.heads + (("backbone.", self.prefix),)
 
     def external_key(self, key: str, config: ModelConfig) -> str:
         match = _OURS.match(key)
@@ -112,7 +112,7 @@ class BertAdapter(FamilyAdapter):
             if module not in _BACK or not n.isdigit():
                 return None
             part, ours = _BACK[module]
-            return f"albert.encoder.{part}.{n}.{ours}.{tensor}"
+            return f"backbone.encoder.{part}.{n}.{ours}.{tensor}"
         return rename(key, self._pairs(), reverse=True) or key
 
     # ---- what the layout holds -------------------------------------------------------------

@@ -14,6 +14,7 @@ def bert_preset(L: int, H: int, heads: int) -> dict[str, Any]:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
+    "bert-tiny": bert_preset(4, 256, 4),  # the demo's BERT: the tiny preset's depth and width
     "bert-base": bert_preset(12, 768, 12),
     "bert-large": bert_preset(24, 1024, 16),
     "bert-xlarge": bert_preset(24, 2048, 32),

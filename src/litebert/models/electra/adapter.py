@@ -73,7 +73,7 @@ class ElectraAdapter(BertAdapter):
     tied_copies = ("generator_lm_head.weight",)
     # The discriminator, classifier and summary heads have transformers' names already.
     heads = (
-        ("albert.encoder.embedding_hidden_mapping_in.", "electra.embeddings_project."),
+        ("backbone.encoder.embedding_hidden_mapping_in.", "electra.embeddings_project."),
         ("predictions.dense.", "generator_predictions.dense."),
         ("predictions.LayerNorm.", "generator_predictions.LayerNorm."),
         ("predictions.bias", "generator_lm_head.bias"),

@@ -10,7 +10,7 @@ from litebert.specs import FinetuneDefaults
 # table says 0). Table 7 also has Adam eps 1e-6 and beta2 0.999 (AdamW's here for every
 # family), batch 32 and 3 epochs (10 for RTE and STS, 2 for SQuAD): the recipe's batch and
 # steps stay (see FinetuneDefaults). Its 10% warm-up and dropout 0.1 are left to the recipe
-# too, as before these defaults were a family's, so that earlier ELECTRA results reproduce.
+# too, so that ELECTRA results recorded with the recipe's values reproduce.
 ELECTRA_FINETUNING: dict[str, tuple[float, float]] = {
     "small": (3e-4, 0.8), "base": (1e-4, 0.8), "large": (5e-5, 0.9)}
 

@@ -1,4 +1,5 @@
-"""litebert's own layout: our parameter names as they are, model_type "litebert".
+"""litebert's own layout: our parameter names, the backbone under `albert.` (ALBERT's
+prefix), model_type "litebert".
 
 For what transformers cannot represent: attention-only or FFN-only sharing, any backbone but
 "albert" (config.backbone; litebert.model.backbone) that no transformers family names, and
@@ -38,10 +39,10 @@ class LitebertAdapter(AlbertAdapter):
         return FamilyAdapter.unsupported(self, config, class_name)
 
     def external_key(self, key: str, config: ModelConfig) -> str:
-        return key  # our names are the file's
+        return self.prefix_to_file(key)  # our names, under `albert.`
 
     def internal_key(self, key: str, config: ModelConfig) -> str | None:
-        return key
+        return self.prefix_from_file(key)
 
     def ignorable(self, key: str) -> bool:
         return key.startswith("lm_loss.") or super().ignorable(key)  # the permutation LM's
@@ -49,10 +50,11 @@ class LitebertAdapter(AlbertAdapter):
     def to_file(self, state: Mapping[str, torch.Tensor],
                 config: ModelConfig) -> dict[str, torch.Tensor]:
         """ALBERT's rule for the "albert" backbone (an identity E->H projection where the
-        model has none, as this layout always wrote); any other backbone's state as it is."""
+        model has none, as this layout always wrote); any other backbone's keys as they are but
+        for the prefix."""
         if config.backbone == "albert":
             return super().to_file(state, config)
-        return dict(state)
+        return FamilyAdapter.to_file(self, state, config)
 
 
 ADAPTER = LitebertAdapter()  # what the package's ModelSpec names (adapter_module)

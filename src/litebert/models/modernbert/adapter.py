@@ -5,8 +5,8 @@ The backbone is `model.` (transformers' ModernBertModel files hold it without th
 `layers.{i}.attn_norm` (absent from layer 0), `layers.{i}.attn.Wqkv` [3H, H],
 `layers.{i}.attn.Wo`, `layers.{i}.mlp_norm`, `layers.{i}.mlp.Wi` [2I, H], `layers.{i}.mlp.Wo`,
 then `final_norm`; nothing has a bias. Ours (models/modernbert/model.py) is the same under
-`albert.`,
-the layer's attention half at `encoder.attentions.{i}` and its MLP half at `encoder.ffns.{i}`.
+`backbone.`, the layer's attention half at `encoder.attentions.{i}` and its MLP half at
+`encoder.ffns.{i}`.
 
 config.json: transformers 5's ModernBertConfig writes the layer pattern as `layer_types`
 ("full_attention" / "sliding_attention" per layer) and the rotary bases as `rope_parameters`
@@ -71,7 +71,7 @@ POOLINGS = ("cls", "mean")
 # config differs, so that litebert reads it back.
 _UNUSED = {"hidden_dropout_prob": 0.0, "type_vocab_size": 2}
 
-_OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
+_OURS = re.compile(r"backbone\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
 _THEIRS = re.compile(r"model\.layers\.(\d+)\.((attn_norm|attn|mlp_norm|mlp)\..+)$")
 
 
@@ -152,8 +152,8 @@ class ModernBertAdapter(FamilyAdapter):
     tied_copies = ("decoder.weight",)
     # Outside the layers: our prefix -> theirs (the backbone's own prefix last).
     renames: ClassVar[Pairs] = (
-        ("albert.encoder.final_norm.", "model.final_norm."),  # the encoder's last step here
-        ("albert.", "model."),
+        ("backbone.encoder.final_norm.", "model.final_norm."),  # the encoder's last step here
+        ("backbone.", "model."),
     )
     # The MLM head: ours is `predictions.*`, transformers' `head.*` + `decoder.bias`. Their
     # classifiers' head is `head.*` too, so a file's `head.*` is the MLM head's only in a
@@ -238,7 +238,7 @@ class ModernBertAdapter(FamilyAdapter):
         if match:
             n, rest, module = match.groups()
             part = "attentions" if module in ("attn_norm", "attn") else "ffns"
-            return f"albert.encoder.{part}.{n}.{rest}"
+            return f"backbone.encoder.{part}.{n}.{rest}"
         if key.startswith("model.layers."):
             return None  # a layer part ModernBERT does not have
         return rename(key, self.renames, reverse=True) or key

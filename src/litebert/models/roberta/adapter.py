@@ -80,7 +80,7 @@ class RobertaAdapter(BertAdapter):
         ("predictions.dense.", "lm_head.dense."),
         ("predictions.LayerNorm.", "lm_head.layer_norm."),
         ("predictions.bias", "lm_head.bias"),
-        ("albert.pooler.", "roberta.pooler.dense."),
+        ("backbone.pooler.", "roberta.pooler.dense."),
     )
 
     def config_from_dict(self, data: Mapping[str, Any], source: str) -> ModelConfig:

@@ -6,7 +6,7 @@ The backbone is `transformer.` (transformers' XLNetModel files hold it without t
 `layer.{n}.rel_attn.{r_w_bias,r_r_bias,r_s_bias}` [n_head, d_head],
 `layer.{n}.rel_attn.seg_embed` [2, n_head, d_head], `layer.{n}.rel_attn.layer_norm` and
 `layer.{n}.ff.{layer_1,layer_2,layer_norm}`. Ours (models/xlnet/model.py) is the same under
-`albert.` with `encoder.attentions.{n}` / `encoder.ffns.{n}` for the layers and q, k, v, o, r
+`backbone.` with `encoder.attentions.{n}` / `encoder.ffns.{n}` for the layers and q, k, v, o, r
 as (H, H) nn.Linear-style matrices: q, k, v and r are the einsum tensor flattened and
 transposed, o the einsum tensor flattened; the reshaping happens here, at the file boundary.
 
@@ -59,7 +59,7 @@ STRUCTURE = dict(backbone="xlnet", sharing="none", inner_group_num=1,
                  **BIASED_HEADS)
 _BEAM = {"start_n_top": 5, "end_n_top": 5}  # the SQuAD beam, kept as the file has it
 
-_OURS = re.compile(r"albert\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
+_OURS = re.compile(r"backbone\.encoder\.(attentions|ffns)\.(\d+)\.(.+)$")
 _THEIRS = re.compile(r"transformer\.layer\.(\d+)\.(rel_attn|ff)\.(.+)$")
 _EINSUM = ("q", "k", "v", "o", "r")  # [d, n_head, d_head] there, (H, H) here
 _PART = {"attentions": "rel_attn", "ffns": "ff"}
@@ -155,18 +155,16 @@ class XLNetAdapter(FamilyAdapter):
         if match:
             part, n, rest = match.groups()
             return f"transformer.layer.{n}.{_PART[part]}.{rest}"
-        if key.startswith("albert."):
-            return self.prefix + key[len("albert."):]
-        return key
+        return self.prefix_to_file(key)
 
     def internal_key(self, key: str, config: ModelConfig) -> str | None:
         match = _THEIRS.match(key)
         if match:
             n, part, rest = match.groups()
             ours = "attentions" if part == "rel_attn" else "ffns"
-            return f"albert.encoder.{ours}.{n}.{rest}"
+            return f"backbone.encoder.{ours}.{n}.{rest}"
         if key.startswith(self.prefix):
-            return "albert." + key[len(self.prefix):]
+            return self.prefix_from_file(key)
         if key.startswith("logits_proj."):
             return "classifier." + key[len("logits_proj."):]
         return key

@@ -215,7 +215,7 @@ def _measured_step(model: EncoderForPreTraining, inputs: dict[str, torch.Tensor]
     def hold(module, args, out):  # the hook fires once backward has been through the layers
         out.register_hook(lambda grad: at_embeddings.append(_peak_bytes(how)))
 
-    handle = model.albert.embeddings.register_forward_hook(hold)
+    handle = model.backbone.embeddings.register_forward_hook(hold)
     start = time.perf_counter()
     with torch.autograd.graph.saved_tensors_hooks(saved.pack, lambda t: t):
         out = model(**inputs)

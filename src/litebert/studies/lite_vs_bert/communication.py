@@ -212,10 +212,10 @@ def _wrapped(model: EncoderForPreTraining, mode: str, info: DistInfo,
         assert isinstance(ddp, nn.parallel.DistributedDataParallel)
         ddp.register_comm_hook(recorder, _recorded_all_reduce)
         return ddp, [], []
-    units = model.albert.fsdp_units()
+    units = model.backbone.fsdp_units()
     wrap(model, info, fsdp=True, units=units)
     held = held_units(units)
-    if mode == "fsdp-per-use":  # as before the fix: resharded after each use's backward
+    if mode == "fsdp-per-use":  # a shared unit resharded after each use's backward
         for module in held:
             cast(FSDPModule, module).set_reshard_after_backward(True, recurse=False)
         held = []

@@ -55,7 +55,7 @@ def lamb_state(model: nn.Module) -> list[torch.Tensor]:
 def _units(model: EncoderForPreTraining) -> tuple[int, list[tuple[int, bool]]]:
     """(the root's own parameter bytes, [(a unit's bytes, whether it is held for the step)])
     for litebert's FSDP units (models/albert/model.py: fsdp_units)."""
-    units = model.albert.fsdp_units()
+    units = model.backbone.fsdp_units()
     in_units = {id(p) for m, _ in units for p in m.parameters()}
     root = sum(_bytes(p) for p in model.parameters() if id(p) not in in_units)
     return root, [(sum(_bytes(p) for p in m.parameters()), not reshard) for m, reshard in units]
