@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 import pytest
@@ -10,6 +9,8 @@ import pytest
 from litebert import ModelConfig, Tokenizer
 from litebert.compat import check_model_reads, model_tokenizer_mismatch
 from litebert.config import ConfigError
+from litebert.data.build_config import BuildConfig
+from litebert.data.manifest import DataManifest
 from litebert.train.pretrain import model_config
 from litebert.train.run_config import PretrainConfig
 
@@ -59,9 +60,10 @@ def test_spare_embedding_rows_only_warn(wordpiece, caplog):
     assert "16 embedding rows but t has 10 ids" in caplog.text
 
 
-def _data_dir(tmp_path, wordpiece, objective: str):
-    (tmp_path / "manifest.json").write_text(json.dumps({"config": {"objective": objective}}))
-    return tmp_path  # holds tokenizer/ from the fixture
+def _data_dir(tmp_path, wordpiece, objective: str) -> DataManifest:
+    """A data directory's manifest as read: only what the model's config reads of it (the
+    objective); the directory holds tokenizer/ from the fixture."""
+    return DataManifest(tmp_path, {}, BuildConfig(objective=objective), digest="")
 
 
 def test_pretraining_takes_the_data_tokenizers_ids(tmp_path, wordpiece):
@@ -76,5 +78,5 @@ def test_pretraining_overrides_that_break_the_data_stop_at_start(tmp_path, wordp
     with pytest.raises(ConfigError, match=r"preset 'tiny'.*disagree.*type_vocab_size 1"):
         model_config(recipe, data)
     # Without pairs (objective none) one token type is all the data uses.
-    _data_dir(tmp_path, wordpiece, "none")
+    data = _data_dir(tmp_path, wordpiece, "none")
     assert model_config(recipe, data).type_vocab_size == 1

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_recipes_live_in_the_package_and_are_found_by_name():
     assert recipe_names() == ["albert-base", "albert-large", "albert-xxlarge", "bert-base",
-                              "continue-albert", "continue-bert", "continue-electra",
-                              "continue-modernbert", "continue-roberta", "continue-tiny-cpu",
-                              "continue-xlnet", "electra-base",
+                              "bert-tiny-cpu", "continue-albert", "continue-bert",
+                              "continue-electra", "continue-modernbert", "continue-roberta",
+                              "continue-tiny-cpu", "continue-xlnet", "electra-base",
                               "electra-small", "electra-tiny-cpu", "modernbert-base",
                               "modernbert-tiny-cpu", "roberta-base", "roberta-tiny-cpu",
                               "tiny-cpu", "xlnet-base", "xlnet-large", "xlnet-tiny-cpu"]

@@ -41,7 +41,7 @@ from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.model.backbone import FsdpUnits
-from litebert.objectives.configs import ObjectiveConfig
+from litebert.objectives.configs import CUDA_GRAPH_MODES, ObjectiveConfig
 from litebert.tokenization import Tokenizer
 
 Batch = dict[str, torch.Tensor]  # a collated micro-batch on the device
@@ -224,17 +224,6 @@ def run_attention(run: RunSettings) -> str:
     """The run's `attention` (litebert.data.attention_layout.ATTENTIONS); "full" for settings
     without one."""
     return getattr(run, "attention", "full")
-
-
-# torch.compile's modes (a run's `compile`, litebert.train.run_config) -> whether it replays
-# CUDA graphs. "default": inductor's kernels; "reduce-overhead": the same, replayed as CUDA
-# graphs (one launch a step: for small models, where launches cost more than the arithmetic;
-# static shapes only); "max-autotune-no-cudagraphs": matmul kernels tuned at compile time
-# (minutes more of compiling); "max-autotune": both. Each replay writes its outputs where the
-# previous replay's were.
-COMPILE_MODES: dict[str, bool] = {"default": False, "reduce-overhead": True,
-                                  "max-autotune-no-cudagraphs": False, "max-autotune": True}
-CUDA_GRAPH_MODES = tuple(mode for mode, replays in COMPILE_MODES.items() if replays)
 
 
 def run_replays_cuda_graphs(run: RunSettings) -> bool:

@@ -28,6 +28,16 @@ class ObjectiveError(ValueError):
     """An unknown objective or a bad field of one; the message names it and the fix."""
 
 
+# torch.compile's modes (a run's `compile`, litebert.train.run_config) -> whether it replays
+# CUDA graphs. "default": inductor's kernels; "reduce-overhead": the same, replayed as CUDA
+# graphs (one launch a step: for small models, where launches cost more than the arithmetic;
+# static shapes only); "max-autotune-no-cudagraphs": matmul kernels tuned at compile time
+# (minutes more of compiling); "max-autotune": both. Each replay writes its outputs where the
+# previous replay's were.
+COMPILE_MODES: dict[str, bool] = {"default": False, "reduce-overhead": True,
+                                  "max-autotune-no-cudagraphs": False, "max-autotune": True}
+CUDA_GRAPH_MODES = tuple(mode for mode, replays in COMPILE_MODES.items() if replays)
+
 @dataclass
 class ObjectiveConfig:
     """The fields every objective has; each objective's Config adds its own (declared with

@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from litebert.distributed import rank_and_world
-from litebert.objectives.base import CUDA_GRAPH_MODES
+from litebert.objectives.configs import CUDA_GRAPH_MODES
 from litebert.train.optimizers import OptimizerSpec
 from litebert.train.run_config import REGIONAL, RunConfigError
 

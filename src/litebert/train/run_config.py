@@ -21,9 +21,9 @@ from litebert.data.attention_choice import ATTENTIONS, check_attention
 from litebert.data.blend import parse_data
 from litebert.data.integrity import DataError
 from litebert.files import named_yaml, yaml_names
-from litebert.objectives.base import COMPILE_MODES  # torch.compile's modes
-from litebert.objectives.configs import (
+from litebert.objectives.configs import (  # COMPILE_MODES: torch.compile's modes
     BUILTIN,
+    COMPILE_MODES,
     MLMConfig,
     ObjectiveConfig,
     ObjectiveError,
