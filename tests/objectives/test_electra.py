@@ -18,6 +18,7 @@ from litebert.data.loader import PretrainingDataset, collate
 from litebert.distributed import DistInfo
 from litebert.model import EncoderForMaskedLM
 from litebert.model.backbone import BACKBONES, register_backbone
+from litebert.model.hub import read_model_files
 from litebert.models.albert.model import AlbertModel
 from litebert.objectives import ElectraObjective
 from litebert.objectives import corruption as C
@@ -270,7 +271,8 @@ def test_electra_trains_exports_and_reloads_on_another_embed_encode_backbone(
     assert type(generator.backbone) is RenamedAlbert
     torch.testing.assert_close(generator.backbone.embed.word_embeddings.weight,
                                model.discriminator.backbone.embed.word_embeddings.weight)
-    again = load_pair(exported / "discriminator", exported / "generator", objective)
+    again = load_pair(read_model_files(exported / "discriminator"),
+                      read_model_files(exported / "generator"), objective)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)
 
@@ -296,7 +298,8 @@ def test_electra_trains_exports_and_reloads_on_the_modernbert_backbone(data_dir,
     randomize(model)
     exported = objective.export(model.state_dict(), model.discriminator.config, data_dir,
                                 tmp_path / "export")
-    again = load_pair(exported / "discriminator", exported / "generator", objective)
+    again = load_pair(read_model_files(exported / "discriminator"),
+                      read_model_files(exported / "generator"), objective)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(again.state_dict()[key], value, atol=0, rtol=0)
 

@@ -15,6 +15,7 @@ from litebert import EncoderForMaskedLM
 from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.model import CheckpointError
+from litebert.model.hub import read_model_files
 from litebert.objectives import ElectraObjective
 from litebert.objectives.electra_eval import RTD_KEYS
 from litebert.objectives.electra_eval import evaluate_discriminator as _evaluate
@@ -53,8 +54,8 @@ def run(tmp_path_factory) -> tuple[Path, Path]:
     return out, data
 
 
-def evaluate_discriminator(*args, **kw):
-    return _evaluate(ElectraObjective, *args, **kw)
+def evaluate_discriminator(model_dir, *args, **kw):
+    return _evaluate(ElectraObjective, read_model_files(model_dir), *args, **kw)
 
 
 def _cli(model: Path, data: Path, *extra: str) -> list[str]:

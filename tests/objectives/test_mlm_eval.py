@@ -31,7 +31,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import PretrainConfig, RunConfigError
 from tests.data.builds import write_corpus
 from tests.helpers.cli import help_entries
-from tests.helpers.pretrain import read_metrics, run_config
+from tests.helpers.pretrain import file_reads, read_metrics, run_config
 
 EVAL = dict(instances=60, batch_size=8)  # what the run below evaluates with (+ its seed)
 CROSS_KEYS = ("eval_sop_accuracy", "eval_sop_baseline_accuracy", "eval_nsp_accuracy",
@@ -173,7 +173,7 @@ def test_ranks_split_the_batches_and_sum_to_one_process(run, data):
         assert halves[0][key] + halves[1][key] == pytest.approx(value), key
 
 
-def test_cli_prints_a_table_and_writes_the_json(run, data, tmp_path, capsys):
+def test_cli_prints_a_table_and_writes_the_json(run, data, tmp_path, capsys, monkeypatch):
     out = tmp_path / "result.json"
     assert main(["eval-pretraining", str(run / "export"), "--data", str(data["sop"]),
                  "--out", str(out), "--instances", "60", "--batch-size", "8"]) == 0
@@ -187,6 +187,10 @@ def test_cli_prints_a_table_and_writes_the_json(run, data, tmp_path, capsys):
                             "--generator"}
     for option, text in entries.items():
         assert text.endswith(")") and ("(default: " in text or "(required)" in text), option
+    reads = file_reads(monkeypatch)  # one command reads the model's config.json once
+    assert main(["eval-pretraining", str(run / "export"), "--data", str(data["sop"]),
+                 "--instances", "60", "--batch-size", "8"]) == 0
+    assert reads[(run / "export" / "config.json").resolve()] == 1
 
 
 def test_cli_errors_are_one_line_naming_the_files(run, data, tmp_path, capsys):

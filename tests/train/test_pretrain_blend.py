@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from litebert.data.builder import BuildConfig, build
+from litebert.data.integrity import DataError
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError
@@ -54,9 +55,10 @@ def test_a_blended_run_resumes_exactly_and_keeps_its_weights(two_directories, tm
         Trainer(run_config(a, run, data=f"{a}:1,{b}:1", export=False))
 
 
-def test_a_bad_blend_is_a_run_config_error():
-    with pytest.raises(RunConfigError, match="--data a:1,b: give every directory a weight"):
-        run_config("a:1,b", "out")
+def test_a_bad_blend_is_a_sentence_when_the_run_opens_its_data(tmp_path):
+    config = run_config("a:1,b", tmp_path / "out")  # a config reads no file: --data as given
+    with pytest.raises(DataError, match="--data a:1,b: give every directory a weight"):
+        Trainer(config)
 
 
 def test_a_blend_reads_each_directorys_manifest_once(two_directories, tmp_path, monkeypatch):

@@ -79,10 +79,11 @@ class PreTrainedModel(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | Path, *, strict: bool = False,
-                        **config_overrides: Any):
+                        files: Any = None, **config_overrides: Any):
         """Load a model directory of any family litebert reads (litebert, transformers
-        ALBERT, BERT, ELECTRA, RoBERTa) into this class; heads the file lacks are newly
-        initialised."""
+        ALBERT, BERT, ELECTRA, RoBERTa, XLNet, ModernBERT) into this class; heads the file
+        lacks are newly initialised. `files`: the directory's config.json as the caller read
+        it already (model.hub.ModelFiles), so that it is not read again."""
         from litebert.model.hub import load_pretrained
 
-        return load_pretrained(cls, directory, strict=strict, **config_overrides)
+        return load_pretrained(cls, directory, strict=strict, files=files, **config_overrides)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -134,14 +135,31 @@ def config_file(directory: Path) -> Path:
     raise CheckpointError(f"{directory}: no config.json (nor Google's albert_config.json)")
 
 
+@dataclass(frozen=True)
+class ModelFiles:
+    """A model directory's config.json as read once (read_model_files): what a command passes
+    on, so that loading the weights (load_pretrained) does not read it again."""
+
+    directory: Path
+    config: ModelConfig
+    layout: FamilyAdapter  # the adapter of the layout its weights are in
+
+
+def read_model_files(directory: str | Path) -> ModelFiles:
+    """The config of a model directory and the adapter of its weights' layout."""
+    path = config_file(Path(directory))
+    config, layout = read_config_dict(read_json_object(path), str(path))
+    return ModelFiles(Path(directory), config, layout)
+
+
 def read_directory_config(directory: Path) -> tuple[ModelConfig, FamilyAdapter]:
     """The config of a model directory and the adapter of the layout its weights are in."""
-    path = config_file(directory)
-    return read_config_dict(read_json_object(path), str(path))
+    files = read_model_files(directory)
+    return files.config, files.layout
 
 
 def read_config(directory: Path) -> ModelConfig:
-    return read_directory_config(Path(directory))[0]
+    return read_model_files(directory).config
 
 
 def read_weights(directory: Path) -> tuple[dict[str, torch.Tensor], Path]:
@@ -188,11 +206,16 @@ def _with_prefix(state: dict[str, torch.Tensor], family: FamilyAdapter,
     return {(family.prefix + k if k.split(".")[0] in roots else k): v for k, v in state.items()}
 
 
-def load_pretrained(cls, directory: str | Path, *, strict: bool = False, **overrides: Any):
+def load_pretrained(cls, directory: str | Path, *, strict: bool = False,
+                    files: ModelFiles | None = None, **overrides: Any):
+    """`cls` with the weights of `directory`; `files`: its config.json as the command read it
+    already (read here when None)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory}: not a directory")
-    config, family = read_directory_config(directory)
+    if files is None or files.directory != directory:
+        files = read_model_files(directory)
+    config, family = files.config, files.layout
     if overrides:
         try:
             config = config.replace(**overrides)

@@ -41,6 +41,7 @@ from litebert.data.loader import PretrainingDataset, StreamData
 from litebert.data.manifest import DataManifest
 from litebert.distributed import DistInfo
 from litebert.model.backbone import FsdpUnits
+from litebert.model.hub import ModelFiles
 from litebert.objectives.configs import CUDA_GRAPH_MODES, ObjectiveConfig
 from litebert.tokenization import Tokenizer
 
@@ -183,13 +184,14 @@ class EvaluationObjective(Protocol):
         ...
 
     @classmethod
-    def reads_directory(cls, model_dir: Path) -> bool:
-        """Whether `evaluate_directory` scores this exported model directory."""
+    def reads_directory(cls, model: ModelFiles) -> bool:
+        """Whether `evaluate_directory` scores this exported model directory (its
+        config.json as the dispatch read it, once)."""
         ...
 
     @classmethod
-    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
-                           batch_size: int, **options: Any) -> dict[str, Any]:
+    def evaluate_directory(cls, model: ModelFiles, data_dir: Path, *, instances: int,
+                           seed: int, batch_size: int, **options: Any) -> dict[str, Any]:
         """The objective's metrics of an exported directory on a data directory's held-out
         part, drawn from `seed` (`litebert eval-pretraining`, studies)."""
         ...

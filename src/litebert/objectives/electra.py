@@ -44,7 +44,7 @@ from litebert.model.backbone import Encoder, FsdpUnits, check_attention
 from litebert.model.base import PreTrainedModel
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
 from litebert.model.heads import MaskedLMHead, SentencePairHead, documents
-from litebert.model.hub import save_extra_heads
+from litebert.model.hub import ModelFiles, save_extra_heads
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.base import (
     Batch,
@@ -442,17 +442,17 @@ class ElectraObjective(Stateless):
         return with_pair_task(result, s, self.pair)
 
     @classmethod
-    def reads_directory(cls, model_dir: Path) -> bool:
+    def reads_directory(cls, model: ModelFiles) -> bool:
         """An ELECTRA discriminator: a replaced-token detection head."""
-        return has_weights(model_dir, *RTD_HEAD)
+        return has_weights(model, *RTD_HEAD)
 
     @classmethod
-    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
-                           batch_size: int, **options: Any) -> dict[str, Any]:
+    def evaluate_directory(cls, model: ModelFiles, data_dir: Path, *, instances: int,
+                           seed: int, batch_size: int, **options: Any) -> dict[str, Any]:
         """Replaced-token detection of a discriminator directory, its input corrupted by its
         generator (`generator=DIR`, by default the export's sibling ../generator)."""
         return evaluate_discriminator(
-            cls, model_dir, data_dir, generator=options.get("generator"),
+            cls, model, data_dir, generator=options.get("generator"),
             instances=instances, seed=seed, batch_size=batch_size)
 
     @classmethod

@@ -34,7 +34,7 @@ from litebert.config import ModelConfig, read_json_object
 from litebert.data.loader import PretrainingDataset
 from litebert.model import CheckpointError, EncoderForMaskedLM
 from litebert.model.backbone import EmbeddingSharingBackbone, embedding_sharing_class
-from litebert.model.hub import external_key, extra_heads, read_config
+from litebert.model.hub import ModelFiles, external_key, extra_heads, read_model_files
 from litebert.model.rtd import EncoderForReplacedTokenDetection
 from litebert.objectives.evaluation import (
     Rows,
@@ -68,8 +68,9 @@ def sharing_backbone(config: ModelConfig) -> type[EmbeddingSharingBackbone]:
                                            "on the discriminator's embeddings")
 
 
-def find_generator(discriminator: Path, generator: str | Path | None) -> Path:
-    """The generator directory: the one given, else the export's sibling ../generator."""
+def find_generator(discriminator: Path, generator: str | Path | None) -> ModelFiles:
+    """The generator directory (its config.json as read): the one given, else the export's
+    sibling ../generator."""
     if generator is not None:
         if not Path(generator).is_dir():
             raise CheckpointError(f"--generator {generator}: no such model directory")
@@ -84,14 +85,15 @@ def find_generator(discriminator: Path, generator: str | Path | None) -> Path:
         f"RUN_DIR/export/generator)")
 
 
-def _mlm_model(directory: Path) -> Path:
-    """`directory`, when its weights have an MLM head (a discriminator given by mistake
-    would otherwise fail later, on a list of missing keys)."""
-    if not has_weights(directory, *MLM_HEAD):
-        head = external_key(MLM_HEAD[0], read_config(directory))
+def _mlm_model(directory: Path) -> ModelFiles:
+    """`directory`'s config.json as read, when its weights have an MLM head (a discriminator
+    given by mistake would otherwise fail later, on a list of missing keys)."""
+    files = read_model_files(directory)
+    if not has_weights(files, *MLM_HEAD):
+        head = external_key(MLM_HEAD[0], files.config)
         raise CheckpointError(f"generator {directory}: no MLM head ({head}); give the ELECTRA "
                               f"generator, e.g. RUN_DIR/export/generator")
-    return directory
+    return files
 
 
 def _check_pair(discriminator: ModelConfig, generator: ModelConfig, where: Path) -> None:
@@ -117,11 +119,14 @@ def _warn_untied(discriminator: EncoderForReplacedTokenDetection, generator: Enc
                     "training", where)
 
 
-def load_pair(discriminator_dir: Path, generator_dir: Path, objective: Any) -> nn.Module:
+def load_pair(discriminator_files: ModelFiles, generator_files: ModelFiles,
+              objective: Any) -> nn.Module:
     """The objective's training module (`build`) with the two directories' weights in it."""
-    discriminator = EncoderForReplacedTokenDetection.from_pretrained(discriminator_dir,
-                                                                    strict=True)
-    generator = EncoderForMaskedLM.from_pretrained(generator_dir, strict=True)
+    discriminator_dir, generator_dir = discriminator_files.directory, generator_files.directory
+    discriminator = EncoderForReplacedTokenDetection.from_pretrained(
+        discriminator_dir, strict=True, files=discriminator_files)
+    generator = EncoderForMaskedLM.from_pretrained(generator_dir, strict=True,
+                                                   files=generator_files)
     _check_pair(discriminator.config, generator.config, generator_dir)
     _warn_untied(discriminator, generator, generator_dir)
     model = objective.build(discriminator.config)
@@ -156,23 +161,24 @@ def _run_fields(objective_class: Any, model_dir: Path) -> Any:
     return objective_class.Config(**{k: v for k, v in recorded.items() if k in known})
 
 
-def evaluate_discriminator(objective_class: Any, model_dir: Path, data_dir: str | Path, *,
+def evaluate_discriminator(objective_class: Any, model: ModelFiles, data_dir: str | Path, *,
                            generator: str | Path | None = None, instances: int = 2000,
                            seed: int = 0, batch_size: int = 32) -> dict[str, Any]:
     """RESULT_KEYS (None: not scored, no MLM head) then RTD_KEYS of an ELECTRA discriminator
     directory on the held-out instances of `data_dir` (see the module docstring)."""
     if instances < 1 or batch_size < 1:
         raise ValueError(f"instances={instances}, batch_size={batch_size}: must be positive")
-    generator_dir = find_generator(model_dir, generator)
-    held = heldout_for(model_dir, data_dir)
+    model_dir = model.directory
+    generator_files = find_generator(model_dir, generator)
+    held = heldout_for(model, data_dir)
     data = PretrainingDataset(held.data, "heldout", seed=seed)  # the manifest as read
     if not len(data):
         raise no_heldout(held, "instances")
     settings = _Settings(seed, batch_size, instances, _run_fields(objective_class, model_dir), {})
     objective = objective_class(settings, data)
-    objective.generator_shape = read_config(generator_dir)  # not recorded in an export
-    model = load_pair(model_dir, generator_dir, objective)
-    metrics = evaluate_alone(objective, model)
+    objective.generator_shape = generator_files.config  # not recorded in an export
+    metrics = evaluate_alone(objective, load_pair(model, generator_files, objective))
     scored = {k: metrics[f"eval_{k}"] for k in RTD_KEYS if f"eval_{k}" in metrics}
     return {**dict.fromkeys(RESULT_KEYS), "has_pair_head": False, **scored,
-            "rtd_instances": min(len(data), instances), "generator": str(generator_dir)}
+            "rtd_instances": min(len(data), instances),
+            "generator": str(generator_files.directory)}

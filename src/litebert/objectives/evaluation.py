@@ -30,9 +30,9 @@ from litebert.model.backbone import backbone_class
 from litebert.model.hub import (
     WEIGHTS_INDEX_NAME,
     WEIGHTS_NAME,
+    ModelFiles,
     external_key,
     extra_head_keys,
-    read_config,
     read_weights,
 )
 from litebert.tokenization import Tokenizer, TokenizerError
@@ -145,15 +145,12 @@ def checkpoint_keys(directory: Path) -> tuple[set[str], Path]:
     return set(state), source
 
 
-def has_weights(directory: Path, *keys: str) -> bool:
+def has_weights(model: ModelFiles, *keys: str) -> bool:
     """Whether a model directory holds every one of our canonical `keys`: in its weights file
     (under the layout's name) or among the heads kept beside it (EXTRA_HEADS_NAME)."""
-    if not directory.is_dir():
-        return False
-    found, _ = checkpoint_keys(directory)
-    config = read_config(directory)
-    kept = extra_head_keys(directory)
-    return all(external_key(k, config) in found or k in kept for k in keys)
+    found, _ = checkpoint_keys(model.directory)
+    kept = extra_head_keys(model.directory)
+    return all(external_key(k, model.config) in found or k in kept for k in keys)
 
 
 def eval_device() -> torch.device:
@@ -161,12 +158,12 @@ def eval_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def heldout_for(model_dir: Path, data_dir: str | Path) -> HeldoutDocuments:
+def heldout_for(model: ModelFiles, data_dir: str | Path) -> HeldoutDocuments:
     """The held-out documents of `data_dir`, checked readable by the model directory
-    (check_compatible on its config.json; another tokenizer is a warning)."""
+    (check_compatible on its config; another tokenizer is a warning)."""
     held = open_heldout(data_dir)  # DataError naming the directory when it is none
-    check_compatible(read_config(model_dir), held, str(model_dir / "config.json"))
-    warn_other_tokenizer(model_dir, held)
+    check_compatible(model.config, held, str(model.directory / "config.json"))
+    warn_other_tokenizer(model.directory, held)
     return held
 
 

@@ -32,7 +32,7 @@ from litebert.families import family
 from litebert.model import EncoderForMaskedLM, EncoderForPreTraining
 from litebert.model.backbone import FsdpUnits, backbone_class, check_attention
 from litebert.model.counts import encoder_flops_per_token, mlm_head_flops_per_token
-from litebert.model.hub import save_extra_heads
+from litebert.model.hub import ModelFiles, save_extra_heads
 from litebert.model.outputs import MaskedLMOutput
 from litebert.objectives.base import (
     Batch,
@@ -195,21 +195,21 @@ class MLMObjective(Stateless):
         return with_pair_task(result, s, self.pair)
 
     @classmethod
-    def reads_directory(cls, model_dir: Path) -> bool:
+    def reads_directory(cls, model: ModelFiles) -> bool:
         """A directory with an MLM head (a pre-training or masked-LM model)."""
-        return has_weights(model_dir, *MLM_HEAD)
+        return has_weights(model, *MLM_HEAD)
 
     @classmethod
-    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
-                           batch_size: int, **options: Any) -> dict[str, Any]:
+    def evaluate_directory(cls, model: ModelFiles, data_dir: Path, *, instances: int,
+                           seed: int, batch_size: int, **options: Any) -> dict[str, Any]:
         """MLM, SOP and NSP accuracy on the held-out documents (the paper's Table 5)."""
         unused = sorted(f"--{k} {v}" for k, v in options.items() if v is not None)
         if unused:  # unused, it would suggest that something else was scored
             raise ValueError(f"{', '.join(unused)}: only apply to other objectives' models "
-                             f"(a generator to an ELECTRA discriminator); {model_dir} has an "
+                             f"(a generator to an ELECTRA discriminator); {model.directory} has an "
                              f"MLM head and is scored on MLM, SOP and NSP")
-        return evaluate_pretraining(model_dir, data_dir, instances=instances,
-                                             seed=seed, batch_size=batch_size)
+        return evaluate_pretraining(model, data_dir, instances=instances, seed=seed,
+                                    batch_size=batch_size)
 
     @classmethod
     def format_result(cls, result: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from litebert.data.heldout import (
 from litebert.distributed import DistInfo
 from litebert.model import CheckpointError, EncoderForMaskedLM, EncoderForPreTraining
 from litebert.model.backbone import backbone_class
-from litebert.model.hub import external_key, read_config
+from litebert.model.hub import ModelFiles, external_key, read_model_files
 from litebert.objectives.evaluation import (
     EvalSums,
     Rows,
@@ -142,49 +142,52 @@ def cross_eval_metrics(model: nn.Module, eval_set: EvalSet, info: DistInfo,
 # ---- any model directory on any data directory -----------------------------------------------
 
 def load_for_evaluation(
-        directory: str | Path) -> tuple[EncoderForPreTraining | EncoderForMaskedLM, bool]:
-    """(model, has_pair_head) of a model directory. The pair head counts as present when the
-    directory holds both the pooler and the 2-way classifier (in its weights or kept beside
-    them, litebert.model.hub.EXTRA_HEADS_NAME); without an MLM head there is nothing to score."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise CheckpointError(f"{directory}: no such model directory")
-    if not has_weights(directory, *MLM_HEAD):
-        head = external_key(MLM_HEAD[0], read_config(directory))
+        source: str | Path | ModelFiles) -> tuple[EncoderForPreTraining | EncoderForMaskedLM, bool]:
+    """(model, has_pair_head) of a model directory (or its config.json as read already). The
+    pair head counts as present when the directory holds both the pooler and the 2-way
+    classifier (in its weights or kept beside them, litebert.model.hub.EXTRA_HEADS_NAME);
+    without an MLM head there is nothing to score."""
+    if not isinstance(source, ModelFiles) and not Path(source).is_dir():
+        raise CheckpointError(f"{source}: no such model directory")
+    # config.json, once: the checks and the loading take it
+    files = source if isinstance(source, ModelFiles) else read_model_files(source)
+    directory = files.directory
+    if not has_weights(files, *MLM_HEAD):
+        head = external_key(MLM_HEAD[0], files.config)
         raise CheckpointError(f"{directory}: no MLM head ({head}); MLM evaluation needs a "
                               f"pre-training or masked-LM model (an ELECTRA discriminator is "
                               f"scored on replaced-token detection: `litebert "
                               f"eval-pretraining`)")
-    has_pair_head = has_weights(directory, *PAIR_HEAD)
-    config = read_config(directory)
+    has_pair_head = has_weights(files, *PAIR_HEAD)
     model: EncoderForPreTraining | EncoderForMaskedLM
-    if backbone_class(config).capabilities.pooler:
-        model = EncoderForPreTraining.from_pretrained(directory)
+    if backbone_class(files.config).capabilities.pooler:
+        model = EncoderForPreTraining.from_pretrained(directory, files=files)
     else:  # no pooler, so no pair head to load (ModernBERT): the masked LM alone
-        model = EncoderForMaskedLM.from_pretrained(directory)
+        model = EncoderForMaskedLM.from_pretrained(directory, files=files)
     if not has_pair_head:
         log.info("%s: no trained sentence-pair head; SOP and NSP are not scored", directory)
     return model, has_pair_head
 
 
-def evaluate_pretraining(model: nn.Module | str | Path, data_dir: str | Path, *,
+def evaluate_pretraining(model: nn.Module | str | Path | ModelFiles, data_dir: str | Path, *,
                          instances: int = 2000, seed: int = 0, batch_size: int = 32,
                          has_pair_head: bool | None = None) -> dict[str, Any]:
     """MLM, SOP and NSP accuracy of `model` on the held-out documents of `data_dir`, with
     baselines; the keys are RESULT_KEYS.
 
     model: an EncoderForPreTraining (or EncoderForMaskedLM) module, scored on its device, or
-    a model directory (loaded with `load_for_evaluation`, on CUDA when there is one).
+    a model directory or its config.json as read (model.hub.ModelFiles), loaded with
+    `load_for_evaluation`, on CUDA when there is one.
     instances: SOP pairs and NSP pairs, at most, each (whole documents, see draw_pairs).
     has_pair_head: None detects it (from the checkpoint, or the module's class); without
     one, sop_accuracy and nsp_accuracy are None rather than a random head's score.
     """
     name = "the model"
     held = open_heldout(data_dir)
-    if isinstance(model, (str, Path)):
-        model_dir = Path(model)
+    if isinstance(model, (str, Path, ModelFiles)):
+        model_dir = model.directory if isinstance(model, ModelFiles) else Path(model)
         name = str(model_dir / "config.json")
-        model, detected = load_for_evaluation(model_dir)
+        model, detected = load_for_evaluation(model)
         model.to(eval_device())
         has_pair_head = detected if has_pair_head is None else has_pair_head
         warn_other_tokenizer(model_dir, held)

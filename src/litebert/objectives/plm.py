@@ -59,7 +59,7 @@ from litebert.distributed import DistInfo, rank_and_world
 from litebert.files import atomic_write_json
 from litebert.model import EncoderForPermutationLM
 from litebert.model.backbone import FsdpUnits, backbone_class, two_stream_class
-from litebert.model.hub import extra_heads, save_extra_heads
+from litebert.model.hub import ModelFiles, extra_heads, save_extra_heads
 from litebert.models.xlnet.model import compute_dtype
 from litebert.objectives.base import (
     Batch,
@@ -254,28 +254,29 @@ class PLMObjective:
             model, info, amp)
 
     @classmethod
-    def reads_directory(cls, model_dir: Path) -> bool:
+    def reads_directory(cls, model: ModelFiles) -> bool:
         """A directory with a permutation-LM head (an XLNetLMHeadModel or ours)."""
-        return has_weights(model_dir, *LM_HEAD)
+        return has_weights(model, *LM_HEAD)
 
     @classmethod
-    def evaluate_directory(cls, model_dir: Path, data_dir: Path, *, instances: int, seed: int,
-                           batch_size: int, **options: Any) -> dict[str, Any]:
+    def evaluate_directory(cls, model: ModelFiles, data_dir: Path, *, instances: int,
+                           seed: int, batch_size: int, **options: Any) -> dict[str, Any]:
         """PLM accuracy and loss of an exported directory on the data's held-out windows,
         with the objective fields its run recorded (the defaults where none are)."""
         unused = sorted(f"--{k} {v}" for k, v in options.items() if v is not None)
         if unused:
             raise ValueError(f"{', '.join(unused)}: do not apply to a permutation-LM model "
-                             f"({model_dir})")
-        held = heldout_for(model_dir, data_dir)
+                             f"({model.directory})")
+        model_dir = model.directory
+        held = heldout_for(model, data_dir)
         settings = _Settings(seed, batch_size, instances, recorded_fields(model_dir), {})
         objective = cls(settings, held)
         # A "+NSP" run's pair head is read back from beside the weights when it is there.
         pair = settings.objective.nsp and bool(extra_heads(model_dir, "sop_classifier."))
         objective.config = dataclasses.replace(objective.config, nsp=pair)
-        model = EncoderForPermutationLM.from_pretrained(model_dir, use_pooler=pair)
-        objective.adopt(model.config)
-        metrics = evaluate_alone(objective, model)
+        lm = EncoderForPermutationLM.from_pretrained(model_dir, files=model, use_pooler=pair)
+        objective.adopt(lm.config)
+        metrics = evaluate_alone(objective, lm)
         if not metrics:
             raise DataError(f"{held.directory}: fewer held-out windows than one batch of "
                             f"{batch_size}; lower --batch-size or rebuild with a larger "

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from litebert.model import CheckpointError
+from litebert.model.hub import read_model_files
 from litebert.objectives.base import EvaluationObjective, Objective, missing_members
 from litebert.objectives.configs import ObjectiveError, load_class, unknown_objective
 from litebert.objectives.electra import ElectraObjective
@@ -53,9 +54,10 @@ def evaluate_directory(model_dir: str | Path, data_dir: str | Path, *, instances
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
         raise CheckpointError(f"{model_dir}: no such model directory")
+    model = read_model_files(model_dir)  # config.json, once for the whole evaluation
     for cls in OBJECTIVES.values():
-        if cls.reads_directory(model_dir):
-            return cls, cls.evaluate_directory(model_dir, Path(data_dir), instances=instances,
+        if cls.reads_directory(model):
+            return cls, cls.evaluate_directory(model, Path(data_dir), instances=instances,
                                                seed=seed, batch_size=batch_size, **options)
     raise CheckpointError(f"{model_dir}: no objective reads this model directory (no MLM "
                           f"head, no replaced-token detection head); pre-training evaluation "

@@ -64,6 +64,7 @@ from typing import Any, Protocol
 from litebert.config import ModelConfig
 from litebert.families import DEFAULT_MODEL_TYPE
 from litebert.family_names import FAMILY_TITLES
+from litebert.model.hub import ModelFiles
 from litebert.options import given
 from litebert.tasks.family_defaults import model_family_defaults
 from litebert.tasks.finetune_options import (
@@ -74,7 +75,7 @@ from litebert.tasks.finetune_options import (
     rule_name,
     task_options,
 )
-from litebert.tasks.model_source import read_model_config
+from litebert.tasks.model_source import read_model_files_of
 from litebert.tasks.registry import TASKS
 from litebert.train.optimizers import OPTIMIZERS, unknown
 from litebert.train.run_config import PRECISIONS, RunConfigError, compile_setting
@@ -91,13 +92,18 @@ class FinetuneError(ValueError):
 class FinetuneConfig(FinetuneOptions):
     """A fine-tuning run's options with nothing left unset: what was not given comes from the
     model family's defaults, then from the task's recipe. Constructing it reads no file:
-    `finetune_config` reads the model's config.json (once) into `model_config`."""
+    `finetune_config` reads the model's config.json (once) into `model_files`."""
 
-    # The model directory's config as read (tasks/model_source.py); None when none was
-    # readable, or for a config built without finetune_config. Not an option: not in
-    # results.json, not on the command line.
-    model_config: ModelConfig | None = dataclasses.field(default=None, repr=False,
-                                                         compare=False)
+    # The model directory's config.json as read (tasks/model_source.py), which loading the
+    # weights takes too; None when none was readable, or for a config built without
+    # finetune_config. Not an option: not in results.json, not on the command line.
+    model_files: ModelFiles | None = dataclasses.field(default=None, repr=False,
+                                                       compare=False)
+
+    @property
+    def model_config(self) -> ModelConfig | None:
+        """The model directory's config as read once (None: see model_files)."""
+        return None if self.model_files is None else self.model_files.config
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -169,15 +175,15 @@ def finetune_config(**values: Any) -> FinetuneConfig:
     """A FinetuneConfig from flat values: those that are not options every task shares are
     the task's own (tasks/registry.py) and go to its task_options; one the task does not
     take is an error naming the tasks that do. The model directory's config.json is read
-    here, once (model_config), unless given."""
+    here, once (model_files), unless given."""
     shared = {f.name for f in dataclasses.fields(FinetuneConfig)}
     own = {k: values.pop(k) for k in list(values) if k not in shared}
     instance = values.pop("task_options", None)
     if own and instance is not None:
         raise FinetuneError(f"{', '.join(own)}: give the task's options either flat or as "
                             f"task_options, not both")
-    if "model_config" not in values:
-        values["model_config"] = read_model_config(values.get("model"))
+    if "model_files" not in values:
+        values["model_files"] = read_model_files_of(values.get("model"))
     return FinetuneConfig(**values, task_options=own or instance)
 
 
@@ -190,7 +196,7 @@ def config_record(cfg: FinetuneConfig) -> dict[str, Any]:
     """The run's options as results.json records them: the shared ones and the task's own
     in one flat mapping, the family's defaults last."""
     record = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
-              if f.name not in ("task_options", "family_defaults", "model_config")}
+              if f.name not in ("task_options", "family_defaults", "model_files")}
     if cfg.task_options is not None:
         record.update(dataclasses.asdict(cfg.task_options))
     record["family_defaults"] = cfg.family_defaults

@@ -144,7 +144,8 @@ class ChoiceTask:
         return batch
 
     def build_model(self) -> EncoderForMultipleChoice:
-        return EncoderForMultipleChoice.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
+        return EncoderForMultipleChoice.from_pretrained(self.cfg.model, files=self.cfg.model_files,
+                                                        **model_overrides(self.cfg))
 
     def evaluate(self, model, out: Path) -> dict[str, float]:
         """The preset's metrics on dev (the batches shared by the ranks); the answers and

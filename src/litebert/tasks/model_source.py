@@ -1,7 +1,8 @@
 """The model directory a fine-tuning (or `litebert evaluate`) starts from: its config.json is
-read once per command, by `read_model_config` in `finetune_config` (tasks/base.py), and
-FinetuneConfig carries the ModelConfig (`model_config`) to the family's defaults, the task
-adapter and the check that the model reads its tokenizer's inputs.
+read once per command, by `read_model_files_of` in `finetune_config` (tasks/base.py), and
+FinetuneConfig carries it (`model_files`, its config as `model_config`) to the family's
+defaults, the task adapter, the check that the model reads its tokenizer's inputs and the
+loading of the weights.
 
 In a sentence-transformers directory config.json is the Transformer module's
 (model.sentence_transformers.read_layout); elsewhere it is the directory's own.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from litebert.config import ModelConfig
-from litebert.model.hub import read_config
+from litebert.model.hub import ModelFiles, read_config, read_model_files
 from litebert.model.sentence_transformers import read_layout
 
 
@@ -23,14 +24,14 @@ def config_dir(model: str | Path) -> Path:
     return Path(model) if layout is None else layout.transformer
 
 
-def read_model_config(model: str | Path | None) -> ModelConfig | None:
-    """The model directory's config (config.json as loading reads it, so an ELECTRA model
-    saved in ALBERT's layout is still ELECTRA); None when there is no readable one, which
-    loading the model then reports in a sentence naming the file."""
+def read_model_files_of(model: str | Path | None) -> ModelFiles | None:
+    """The model directory's config.json as loading reads it (so an ELECTRA model saved in
+    ALBERT's layout is still ELECTRA), with its weights' layout; None when there is no
+    readable one, which loading the model then reports in a sentence naming the file."""
     if model is None:
         return None
     try:
-        return read_config(config_dir(model))
+        return read_model_files(config_dir(model))
     except (OSError, ValueError):  # CheckpointError, ConfigError: no or a bad config.json
         return None
 

@@ -207,7 +207,8 @@ class SquadTask:
 
     def build_model(self) -> EncoderForQuestionAnswering | EncoderForBeamQuestionAnswering:
         head = EncoderForBeamQuestionAnswering if self.beam else EncoderForQuestionAnswering
-        return head.from_pretrained(self.cfg.model, **model_overrides(self.cfg))
+        return head.from_pretrained(self.cfg.model, files=self.cfg.model_files,
+                                    **model_overrides(self.cfg))
 
     def _outputs(self, model, features: list[SquadFeature], fields: tuple[str, ...]):
         """(feature indices, their left padding, the model's `fields` as arrays) per

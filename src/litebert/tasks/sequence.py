@@ -67,7 +67,7 @@ class SequenceTask(NoPredictionFiles):
         labels = {"num_labels": 1} if self.regression else \
             {"id2label": dict(enumerate(self.labels or []))}
         return EncoderForSequenceClassification.from_pretrained(
-            self.cfg.model, **labels, **model_overrides(self.cfg))
+            self.cfg.model, files=self.cfg.model_files, **labels, **model_overrides(self.cfg))
 
     def predict(self, model, rows: TableRows) -> np.ndarray:
         """Class indices (or scores for regression) in the order of `rows`, the batches

@@ -128,7 +128,8 @@ class TokenTask:
 
     def build_model(self) -> EncoderForTokenClassification:
         model = EncoderForTokenClassification.from_pretrained(
-            self.cfg.model, id2label=dict(enumerate(self.labels)), **model_overrides(self.cfg))
+            self.cfg.model, files=self.cfg.model_files, id2label=dict(enumerate(self.labels)),
+            **model_overrides(self.cfg))
         model.row_loss_tokens = self.tokens_per_row
         return model
 

@@ -18,8 +18,6 @@ import yaml
 
 from litebert.config import PRESETS
 from litebert.data.attention_choice import ATTENTIONS, check_attention
-from litebert.data.blend import parse_data
-from litebert.data.integrity import DataError
 from litebert.files import named_yaml, yaml_names
 from litebert.objectives.configs import (  # COMPILE_MODES: torch.compile's modes
     BUILTIN,
@@ -208,11 +206,6 @@ class PretrainConfig:
         if self.generator_from is not None and self.start_from is None:
             raise FieldError("generator_from", self.generator_from,
                              "give the discriminator with --from too")
-        if self.data is not None:
-            try:
-                parse_data(self.data)
-            except DataError as err:
-                raise RunConfigError(str(err)) from None  # "--data TEXT: ..."
         self._check_phases()  # each phase's config: after the run's own fields hold
         self._check_schedule()
 
