@@ -4,6 +4,8 @@ a test that changes one copies it first. The plain helpers are in tests/helpers/
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,12 @@ from tests.families.configs import xlnet_config
 from tests.helpers.finetune import MICRO, sentence
 from tests.helpers.plm import build_plm_data
 from tests.helpers.pretrain import tiny_data
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs two workers on two cores: one torch thread each, not two apiece
+    # contending for the same cores; the processes a test starts inherit it.
+    torch.set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
