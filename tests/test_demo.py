@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from litebert.demo import _against_baseline, _summary
+from litebert.config import PRESETS, ModelConfig
+from litebert.data.builder import BuildConfig
+from litebert.demo import PLANS, TRAINED_LAST, _against_baseline, _summary, plan_name
+from litebert.family_names import FAMILY_TITLES
+from litebert.specs import OWN_LAYOUT
+from litebert.tokenization.train import TOKENIZER_KINDS
+from litebert.train.run_config import load_run_config
 
 
 @pytest.mark.parametrize("name", ["MLM", "SOP"])
@@ -90,14 +96,7 @@ def test_model_picks_the_modernbert_plan_with_its_own_tokenizer_and_masking():
 
 
 def test_every_family_has_a_demo_plan_whose_recipe_preset_tokenizer_and_data_resolve():
-    from litebert.config import PRESETS, ModelConfig
-    from litebert.data.builder import BuildConfig
-    from litebert.demo import PLANS, TRAINED_LAST, plan_name
-    from litebert.family_names import FAMILY_TITLES, OWN
-    from litebert.tokenization.train import TOKENIZER_KINDS
-    from litebert.train.run_config import load_run_config
-
-    assert {plan.family for plan in PLANS.values()} == set(FAMILY_TITLES) - {OWN}
+    assert {plan.family for plan in PLANS.values()} == set(FAMILY_TITLES) - {OWN_LAYOUT}
     for name, plan in PLANS.items():
         for figure in plan.figures:  # a figure at its baseline prints the reason
             assert "not above its baseline yet: " in _against_baseline(

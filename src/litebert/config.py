@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from litebert.specs import PresetTable, all_specs, find_spec
+from litebert.specs import OWN_LAYOUT, PresetTable, all_specs, find_spec
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 SHARING = ("all", "attention", "ffn", "none")
@@ -478,7 +478,6 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
 
 # Google's albert_config.json names no model_type.
 DEFAULT_MODEL_TYPE = "albert"
-OWN_LAYOUT = "litebert"  # our own layout, for what no transformers family can hold
 
 
 def layout_names() -> tuple[str, ...]:

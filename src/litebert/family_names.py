@@ -6,16 +6,15 @@ families under the same names."""
 
 from __future__ import annotations
 
-from litebert.specs import all_specs
+from litebert.specs import OWN_LAYOUT, all_specs
 
-OWN = "litebert"  # our own layout, for what no transformers family can hold
 FAMILY_TITLES = {spec.name: spec.title for spec in all_specs() if spec.adapter_module is not None}
 
 
 def named_families(conjunction: str = "or", *, own: bool = True) -> str:
     """'litebert, ALBERT, BERT, ... or XLNet': every family's name, litebert's own layout
     first (or left out, `own=False`), the last joined by `conjunction`."""
-    names = [title for model_type, title in FAMILY_TITLES.items() if model_type != OWN]
+    names = [title for model_type, title in FAMILY_TITLES.items() if model_type != OWN_LAYOUT]
     if own:
-        names.insert(0, FAMILY_TITLES[OWN])
+        names.insert(0, FAMILY_TITLES[OWN_LAYOUT])
     return f"{', '.join(names[:-1])} {conjunction} {names[-1]}"

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Our own layout's model_type (litebert/models/litebert/), for what no transformers family holds.
+OWN_LAYOUT = "litebert"
 # The packages under litebert.models, in the order families and presets are listed.
 BUILT_IN = ("albert", "bert", "electra", "litebert", "modernbert", "roberta", "xlnet")
 

@@ -29,6 +29,7 @@ from litebert.families.base import PREFIX
 from litebert.files import atomic_write, atomic_write_json
 from litebert.model.backbone import backbone_class, build_backbone
 from litebert.model.unroll import unroll as unroll_model
+from litebert.specs import OWN_LAYOUT
 
 log = logging.getLogger("litebert")
 
@@ -39,7 +40,7 @@ TORCH_WEIGHTS_NAME = "pytorch_model.bin"
 # or RoBERTa model): kept beside the weights under our own keys, so no trained head is lost;
 # litebert loads them, transformers ignores the file.
 EXTRA_HEADS_NAME = "litebert_heads.safetensors"
-_OWN_LAYOUT = family_of("litebert")  # the heads kept beside the weights are in our layout
+_OWN_LAYOUT = family_of(OWN_LAYOUT)  # the heads kept beside the weights are in our layout
 # Buffers some files carry (old transformers versions): no learned state.
 _BUFFERS = re.compile(r"(position_ids|embeddings\.token_type_ids)$")
 
