@@ -15,7 +15,7 @@ from litebert.model import EncoderForPermutationLM
 from litebert.tasks import table_cache
 from litebert.tokenization import train_sentencepiece, train_tokenizer
 from tests import hf_dirs
-from tests.families.configs import xlnet_config
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.finetune import MICRO, sentence
 from tests.helpers.plm import build_plm_data
 from tests.helpers.pretrain import tiny_data

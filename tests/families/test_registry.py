@@ -15,7 +15,7 @@ from litebert.config import ConfigError
 from litebert.families import BACKBONE_CLASS, FAMILIES, family, layout_for, read_config_dict
 from litebert.model import MODEL_CLASSES, build_backbone
 from litebert.model.hub import CheckpointError, canonical_state
-from tests.families.configs import albert_xlnet_config, electra_config, xlnet_config
+from tests.helpers.family_configs import albert_xlnet_config, electra_config, xlnet_config
 from tests.helpers.models import outputs_equal, randomize, small_config
 
 BERT = dict(model_type="bert", sharing="none", embedding_size=32, embedding_projection="never")

@@ -1,6 +1,6 @@
 """Document attention for packed rows and unpadded attention for padded batches
 (model/attention.py): each is the same function as running the pieces alone / padded. The
-unpadded rows' varlen path runs here through a reference op (tests/model/varlen_reference.py);
+unpadded rows' varlen path runs here through a reference op (tests/helpers/varlen_reference.py);
 without varlen they take the padded layout, and no mask over the whole batch."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from litebert.models.albert.model import AlbertEncoder
 from tests.helpers.models import VOCAB, make_inputs, mlm_labels, randomize, small_config
 from tests.helpers.modernbert import inputs as modern_inputs
 from tests.helpers.modernbert import modern_config
-from tests.model.varlen_reference import CALLS, use_reference_varlen
+from tests.helpers.varlen_reference import CALLS, use_reference_varlen
 
 NUMBERINGS = {"from_zero": {}, "after_pad": dict(position_numbering="after_pad",
                                                  pad_token_id=1, max_position_embeddings=66)}

@@ -7,7 +7,7 @@ import transformers
 
 import litebert
 from litebert.model.hub import CheckpointError
-from tests.families.configs import electra_config, hf_electra_config
+from tests.helpers.family_configs import electra_config, hf_electra_config
 from tests.helpers.models import VOCAB, small_config
 
 AUTO = {"AutoModel": "AlbertModel", "AutoModelForMaskedLM": "EncoderForMaskedLM",

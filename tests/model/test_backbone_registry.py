@@ -32,7 +32,7 @@ from litebert.model.counts import encoder_flops_per_token
 from litebert.model.outputs import BaseModelOutput
 from litebert.tasks.layer_decay import lr_multipliers
 from litebert.tokenization import train_tokenizer
-from tests.families.configs import electra_config
+from tests.helpers.family_configs import electra_config
 from tests.helpers.models import make_inputs, mlm_labels, randomize, small_config
 
 NAME = "tiny-last-token"

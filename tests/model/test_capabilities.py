@@ -23,7 +23,7 @@ from litebert.model.backbone import (
 from litebert.models.albert.model import AlbertModel
 from litebert.models.xlnet.model import XLNetModel
 from litebert.specs import BUILT_IN, all_specs, model_spec
-from tests.families.configs import xlnet_config
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.models import VOCAB, make_inputs, small_config
 
 

@@ -21,7 +21,7 @@ from litebert.model import EncoderForMaskedLM, EncoderForPermutationLM
 from litebert.model.backbone import backbone_of
 from litebert.model.checkpointing import set_activation_checkpointing
 from litebert.train.compiling import BACKEND_ENV, compile_in_place
-from tests.families.configs import xlnet_config
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.models import make_inputs, mlm_labels, small_config
 from tests.helpers.modernbert import modern_config
 

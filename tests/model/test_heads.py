@@ -1,5 +1,5 @@
 """The MLM heads' static prediction slots against their labels path (the transformers-parity
-path, tests/model/test_parity.py)."""
+path, tests/models/albert/test_parity.py)."""
 
 from __future__ import annotations
 

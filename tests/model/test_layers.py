@@ -31,7 +31,7 @@ from litebert.model.attention import (
 from litebert.model.layers import GeGLU, PreNormLayer, RotaryAttention
 from litebert.model.rope import apply_rope, rope_tables
 from tests.helpers.models import randomize
-from tests.model.varlen_reference import windowed_varlen_reference
+from tests.helpers.varlen_reference import windowed_varlen_reference
 
 H, HEADS, INTERMEDIATE = 32, 2, 48  # head size 16
 WINDOW = 8  # local_attention: |i - j| <= 4, shorter than the rows

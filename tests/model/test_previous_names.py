@@ -16,7 +16,7 @@ from litebert.model.previous_names import (
     previous_key,
     rename_tree,
 )
-from tests.families.configs import albert_xlnet_config
+from tests.helpers.family_configs import albert_xlnet_config
 from tests.helpers.models import randomize, small_config
 from tests.helpers.modernbert import modern_config
 

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 import litebert
 from litebert.model.rtd import detection_loss
-from tests.families.configs import electra_config
+from tests.helpers.family_configs import electra_config
 from tests.helpers.models import make_inputs, randomize, small_config
 
 

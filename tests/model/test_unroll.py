@@ -11,9 +11,9 @@ import torch
 import transformers
 
 import litebert
-from tests.families.configs import electra_config
+from tests.helpers.family_configs import electra_config
 from tests.helpers.models import make_inputs, randomize, small_config
-from tests.model.parity import ATOL
+from tests.helpers.parity import ATOL
 
 
 def _same_function(a, b) -> None:

@@ -31,8 +31,8 @@ from litebert.objectives.electra import (
 from litebert.objectives.electra_eval import load_pair
 from litebert.train.pretrain import model_config
 from litebert.train.run_config import PretrainConfig
-from tests.families.configs import xlnet_config
 from tests.helpers.electra import MICRO, electra_config, objective_and_model
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.models import randomize
 from tests.helpers.pretrain import run_config
 

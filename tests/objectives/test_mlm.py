@@ -19,7 +19,7 @@ from litebert.objectives import MLMObjective
 from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.train.pretrain import model_config
 from litebert.train.run_config import PretrainConfig
-from tests.families.configs import xlnet_config
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.models import randomize, small_config
 from tests.helpers.pretrain import MICRO_MODEL, run_config
 

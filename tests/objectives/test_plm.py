@@ -13,7 +13,7 @@ from litebert.model.backbone import BACKBONES, BackboneCapabilities, register_ba
 from litebert.models.modernbert.model import ModernBertModel
 from litebert.models.xlnet.model import XLNetModel
 from litebert.objectives.plm import PLMConfig, PLMObjective, _Settings
-from tests.families.configs import xlnet_config
+from tests.helpers.family_configs import xlnet_config
 from tests.helpers.modernbert import modern_config
 
 

@@ -16,7 +16,7 @@ from litebert.specs import model_spec
 from litebert.tasks.base import FinetuneConfig, finetune_config
 from litebert.tasks.family_defaults import family_defaults, finetune_rule
 from litebert.tasks.registry import TASKS
-from tests.families.configs import (
+from tests.helpers.family_configs import (
     electra_config,
     hf_roberta_config,
     roberta_config,

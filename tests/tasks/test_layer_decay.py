@@ -19,7 +19,7 @@ from litebert.tasks.layer_decay import layer_decay_groups, lr_multipliers, param
 from litebert.train.optimizers import build_optimizer, default_groups
 from litebert.train.schedule import warmup_polynomial
 from litebert.train.scheduler import build_scheduler
-from tests.families.configs import electra_config
+from tests.helpers.family_configs import electra_config
 from tests.helpers.finetune import fast, sst2_dir
 from tests.helpers.models import make_inputs, small_config
 

@@ -35,7 +35,7 @@ from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from tests.helpers import plm
 from tests.helpers import pretrain as mlm
-from tests.model.varlen_reference import CALLS, use_reference_varlen
+from tests.helpers.varlen_reference import CALLS, use_reference_varlen
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from litebert.objectives.mlm_eval import evaluate_pretraining, load_for_evaluati
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import RunConfigError, check_data_attention, load_run_config
 from tests.helpers.pretrain import OBJECTIVE_FIELDS, read_metrics, run_config
-from tests.model.varlen_reference import CALLS, use_reference_varlen
+from tests.helpers.varlen_reference import CALLS, use_reference_varlen
 
 # modernbert-tiny at the micro size; the ids of the test tokenizer, not ModernBERT's 50k.
 MODERN_MICRO = dict(hidden_size=32, embedding_size=32, num_hidden_layers=3,

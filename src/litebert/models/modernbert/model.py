@@ -44,7 +44,7 @@ come from each token's position: 0..T-1, the caller's position_ids, the offsets 
 documents, or the padded positions gathered for the unpadded rows.
 
 Two streams (XLNet's permutation LM on this backbone; no paper or transformers class defines
-it, so its tests check properties, tests/model/test_modernbert_two_stream.py). The query
+it, so its tests check properties, tests/models/modernbert/test_two_stream.py). The query
 stream's first layer position skips the norm, as the content stream's does: its input,
 mask_emb, is one learned vector shared by every target, so a norm of it would only
 re-parametrise it (its mean and scale are the parameter's own), and position 0's module may

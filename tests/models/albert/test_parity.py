@@ -13,7 +13,7 @@ import transformers
 import litebert
 from litebert.families import FAMILIES
 from tests.helpers.models import VOCAB, make_inputs, randomize, small_config
-from tests.model.parity import ATOL, assert_same_gradients, assert_same_outputs, labels_for
+from tests.helpers.parity import ATOL, assert_same_gradients, assert_same_outputs, labels_for
 
 ALBERT_CONFIGS = {
     "E!=H gelu_new": dict(embedding_size=16),

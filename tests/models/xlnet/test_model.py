@@ -17,7 +17,7 @@ from litebert.families import FAMILIES
 from litebert.model import unroll
 from litebert.model.hub import canonical_state
 from litebert.tasks.layer_decay import parameter_depths
-from tests.families.configs import albert_xlnet_config, hf_xlnet_config, xlnet_config
+from tests.helpers.family_configs import albert_xlnet_config, hf_xlnet_config, xlnet_config
 from tests.helpers.models import randomize
 from tests.helpers.xlnet import CASES, B, P, T, V, inputs
 

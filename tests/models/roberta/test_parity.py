@@ -23,9 +23,9 @@ import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
 from litebert.model.layers import positions_after_pad
-from tests.families.configs import PAD, hf_roberta_config, roberta_config, roberta_inputs
+from tests.helpers.family_configs import PAD, hf_roberta_config, roberta_config, roberta_inputs
 from tests.helpers.models import randomize
-from tests.model.parity import assert_same_gradients, assert_same_outputs, labels_for
+from tests.helpers.parity import assert_same_gradients, assert_same_outputs, labels_for
 
 HEADS = {"AlbertModel": "RobertaModel",
          "EncoderForMaskedLM": "RobertaForMaskedLM",

@@ -29,7 +29,7 @@ from litebert.models.modernbert.model import ModernBertModel
 from litebert.tasks.layer_decay import parameter_depths
 from tests.helpers.models import randomize
 from tests.helpers.modernbert import ATOL, PAD, B, T, V, hf_modern_config, inputs, modern_config
-from tests.model.varlen_reference import windowed_varlen_reference
+from tests.helpers.varlen_reference import windowed_varlen_reference
 
 ADAPTER = FAMILIES["modernbert"]
 # (global_attn_every_n_layers, local_attention, thetas, transformers' attention): windows of

@@ -18,7 +18,7 @@ from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tokenization.train import train_bpe
 from litebert.train.optimizers import build_optimizer
-from tests.families.configs import hf_roberta_config
+from tests.helpers.family_configs import hf_roberta_config
 from tests.helpers.finetune import BAD, GOOD, fast, sentence, squad_json, sst2_dir, write_tsv
 
 

@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import litebert
 from litebert.objectives.plm_data import perm_mask
-from tests.families.configs import hf_xlnet_config, xlnet_config
+from tests.helpers.family_configs import hf_xlnet_config, xlnet_config
 
 B, T, P, V, M = 2, 12, 3, 50, 6
 # What makes the host wait for the device: a value read back, or a shape that depends on data.

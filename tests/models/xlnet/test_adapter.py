@@ -1,7 +1,7 @@
 """The XLNet family: transformers' XLNet directories both ways (config.json, key names,
 einsum-shaped tensors), the Auto classes on them, ALBERT-XLNet in litebert's own layout with the
 reason (its fine-tuning defaults: tests/tasks/test_family_defaults.py). Parity of outputs and
-gradients is tests/model/test_xlnet.py."""
+gradients is tests/models/xlnet/test_model.py."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from litebert.config import ConfigError
 from litebert.families import FAMILIES, layout_for
 from litebert.model import EncoderForPermutationLM
 from litebert.models.xlnet.model import XLNetModel
-from tests.families.configs import (
+from tests.helpers.family_configs import (
     albert_xlnet_config,
     electra_config,
     hf_xlnet_config,

@@ -17,9 +17,9 @@ from safetensors.torch import load_file
 import litebert
 from litebert.config import ConfigError
 from litebert.families import FAMILIES
-from tests.families.configs import electra_config, hf_electra_config
+from tests.helpers.family_configs import electra_config, hf_electra_config
 from tests.helpers.models import randomize
-from tests.model.parity import assert_same_gradients, assert_same_outputs, labels_for
+from tests.helpers.parity import assert_same_gradients, assert_same_outputs, labels_for
 
 HEADS = {"AlbertModel": "ElectraModel",
          "EncoderForReplacedTokenDetection": "ElectraForPreTraining",

@@ -24,7 +24,7 @@ from litebert.tasks.finetune import adapter_for, finetune, finetune_groups
 from litebert.tasks.squad import make_features, read_squad
 from litebert.tasks.squad_beam import beam_p_mask
 from litebert.tokenization import train_tokenizer
-from tests.families.configs import hf_xlnet_config, xlnet_config
+from tests.helpers.family_configs import hf_xlnet_config, xlnet_config
 from tests.helpers.finetune import fast, sentence, squad_json, sst2_dir
 
 MICRO = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, mem_len=16)

@@ -13,7 +13,7 @@ import transformers
 import litebert
 from litebert.families import FAMILIES
 from litebert.model import EncoderForBeamQuestionAnswering
-from tests.families.configs import hf_xlnet_config
+from tests.helpers.family_configs import hf_xlnet_config
 from tests.helpers.models import randomize
 from tests.helpers.xlnet import CASES, B, inputs
 

@@ -13,7 +13,7 @@ from litebert.model.hub import CheckpointError
 from litebert.objectives.mlm_eval import load_for_evaluation
 from litebert.tasks.base import finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
-from tests.families.configs import hf_electra_config
+from tests.helpers.family_configs import hf_electra_config
 from tests.helpers.finetune import fast, sst2_dir
 
 

@@ -1,7 +1,7 @@
 """The ModernBERT family (models/modernbert/adapter.py): config.json both ways (transformers 5's
 layer_types and rope_parameters, the earlier flat keys), what it refuses, the key maps, the
 Auto classes on transformers' directories, and what its layout cannot hold going to
-litebert's. Parity of outputs and gradients is tests/model/test_modernbert.py."""
+litebert's. Parity of outputs and gradients is tests/models/modernbert/test_model.py."""
 
 from __future__ import annotations
 
