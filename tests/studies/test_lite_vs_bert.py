@@ -8,7 +8,7 @@ import json
 import pytest
 
 from litebert.cli import main
-from litebert.studies.lite_vs_bert.study import PARTS, LiteVsBertError, run
+from litebert.studies.lite_vs_bert.study import PARTS, LiteVsBertError, measured_before, run
 
 ROWS = ["albert-base", "bert-base", "bert-large"]  # a pair, and the reference
 
@@ -43,6 +43,31 @@ def test_albert_sends_fewer_bytes_and_fsdp_gathers_its_shared_units_once(study_d
     assert set(albert["fsdp"]["gathers_per_unit"].values()) == {1}
     assert max(albert["fsdp-per-use"]["gathers_per_unit"].values()) == 2  # 2 layers: per use
     assert albert["losses"]["max_rel_diff"] < 1e-5
+
+
+def test_the_dropout_part_measures_only_the_setting_the_activations_part_did_not(study_dir):
+    parts = study_dir / "parts"
+    dropout = json.loads((parts / "dropout.json").read_text())["result"]
+    activations = json.loads((parts / "activations.json").read_text())["result"]
+    own = {"albert-base": "dropout 0.0", "bert-base": "dropout 0.1"}  # the presets' settings
+    for name, key in own.items():
+        assert dropout[name]["reused"] == [key]
+        length = str(dropout[name]["length"])
+        assert dropout[name][key] == activations[name]["lengths"][length]["per_sequence_bytes"]
+        assert set(dropout[name]) >= {"dropout 0.0", "dropout 0.1"}  # the other one measured
+
+
+def test_a_measurement_is_found_at_its_depth_also_inside_an_extrapolation():
+    shallow = [{"layers": 2, "per_sequence_bytes": 2.0}, {"layers": 3, "per_sequence_bytes": 3.0}]
+    row = {"lengths": {"512": {"layers": 12, "per_sequence_bytes": 12.0,
+                               "extrapolated": {"layers": 12, "method": "extrapolated",
+                                                "measured": shallow}},
+                       "128": {"layers": 12, "method": "extrapolated", "measured": shallow}}}
+    assert measured_before(row, 512, 3)["per_sequence_bytes"] == 3.0
+    assert measured_before(row, 512, 12)["per_sequence_bytes"] == 12.0
+    assert measured_before(row, 128, 2)["per_sequence_bytes"] == 2.0
+    assert measured_before(row, 128, 12) is None  # extrapolated, not measured
+    assert measured_before(row, 64, 2) is None and measured_before(None, 512, 3) is None
 
 
 def test_a_finished_part_is_not_run_again(study_dir, monkeypatch):

@@ -96,18 +96,42 @@ DROPOUT_LAYERS = 3  # enough to show the per-layer cost, seconds a measurement
 def part_dropout(plan: Plan, done: dict) -> dict:
     """ALBERT-base and BERT-base at the longest length, with and without dropout (BERT's
     presets train with 0.1, ALBERT's without): how much of BERT's larger activations per
-    sequence is dropout's rather than the missing sharing."""
+    sequence is dropout's rather than the missing sharing. Each row's own setting was
+    measured by the activations part already (at this depth: a shallow depth of its
+    extrapolation, or its whole depth when quick); that measurement is reused, named in
+    "reused", and only the other setting runs."""
     length = max(plan.lengths)
     layers = None if plan.quick else DROPOUT_LAYERS
     rows = {}
     for name in ("albert-base", "bert-base"):
         shrink = plan.overrides(name)
-        per = {f"dropout {p['hidden_dropout_prob']}": activation_memory(
-            name, length, layers=layers, overrides={**shrink, **p})["per_sequence_bytes"]
-            for p in (NO_DROPOUT, DROPOUT)}
-        rows[name] = {**per, "length": length,
-                      "layers": layers or shrink["num_hidden_layers"]}
+        depth = layers or shrink["num_hidden_layers"]
+        config = row_config(name, **shrink)
+        per, reused = {}, []
+        for p in (NO_DROPOUT, DROPOUT):
+            key = f"dropout {p['hidden_dropout_prob']}"
+            before = None
+            if all(getattr(config, field) == value for field, value in p.items()):
+                before = measured_before(done["activations"].get(name), length, depth)
+            if before is not None:
+                reused.append(key)
+            else:
+                before = activation_memory(name, length, layers=layers,
+                                           overrides={**shrink, **p})
+            per[key] = before["per_sequence_bytes"]
+        rows[name] = {**per, "length": length, "layers": depth, "reused": reused}
     return rows
+
+
+def measured_before(row: dict | None, length: int, layers: int) -> dict | None:
+    """The activations part's own measurement of a row (activations.activation_memory's
+    result) at `length` tokens and `layers` layers, or None where it measured none: a
+    length's result is one, or an extrapolation whose "measured" holds one per depth."""
+    at = (row or {}).get("lengths", {}).get(str(length))
+    if at is None:
+        return None
+    found = [at, *at.get("measured", []), *at.get("extrapolated", {}).get("measured", [])]
+    return next((m for m in found if "method" not in m and m["layers"] == layers), None)
 
 
 def machine_memory() -> int:
