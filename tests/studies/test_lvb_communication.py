@@ -8,9 +8,9 @@ import socket
 import time
 
 import pytest
-import torch.multiprocessing as mp
 
 from litebert.studies.lite_vs_bert import communication
+from litebert.studies.lite_vs_bert.children import child_context
 from litebert.studies.lite_vs_bert.communication import (
     MODES,
     compare_losses,
@@ -101,7 +101,7 @@ def test_wrong_arguments_are_sentences_before_any_process_starts():
 
 
 def test_a_failed_process_stops_the_others_and_becomes_a_sentence(tmp_path):
-    ctx = mp.get_context("spawn")
+    ctx = child_context(communication.__name__)  # as the study starts its ranks
     procs = [ctx.Process(target=time.sleep, args=(60,)), ctx.Process(target=os._exit, args=(3,))]
     for p in procs:
         p.start()
@@ -112,7 +112,7 @@ def test_a_failed_process_stops_the_others_and_becomes_a_sentence(tmp_path):
 
 
 def test_a_process_past_the_time_allowed_is_stopped(tmp_path):
-    proc = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    proc = child_context(communication.__name__).Process(target=time.sleep, args=(60,))
     proc.start()
     with pytest.raises(RuntimeError, match="did not finish within 1 s and were stopped"):
         communication._wait([proc], 1, tmp_path, "testing")

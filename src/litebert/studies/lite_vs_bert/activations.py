@@ -2,14 +2,15 @@
 memory of a fresh process, and the largest micro-batch that fits beside what a rank holds.
 
 Method (fp32, on this machine's CPU):
-1. One measurement is one child process started with multiprocessing's "spawn" context, so
-   its peak is its own (nothing inherited from the parent's heap). The child fixes glibc's
-   mmap threshold at 64 KiB (mallopt), so every tensor's block is mapped alone and unmapped
-   when freed and RSS follows the bytes alive (_allocate_exactly says why), uses every CPU
-   this process may use (litebert.cpus.usable_cpus), builds the row with rows.fast_model,
-   allocates every parameter's gradient (zeros) so gradients sit in the baseline and not in
-   the peak, runs one warm-up forward + backward at batch 1 and 16 tokens, zeroes the
-   gradients in place, collects garbage and hands the heap's free pages back (malloc_trim).
+1. One measurement is one child process, forked from a server that imported torch and this
+   module (children.py), so its peak is its own: nothing of the parent's heap. The
+   child fixes glibc's mmap threshold at 64 KiB (mallopt), so every tensor's block is mapped
+   alone and unmapped when freed and RSS follows the bytes alive (_allocate_exactly says why),
+   uses every CPU this process may use (litebert.cpus.usable_cpus), builds the row with
+   rows.fast_model, allocates every parameter's gradient (zeros) so gradients sit in the
+   baseline and not in the peak, runs one warm-up forward + backward at batch 1 and 16 tokens,
+   zeroes the gradients in place, collects garbage and hands the heap's free pages back
+   (malloc_trim).
 2. It reads the baseline resident set (VmRSS), resets the peak by writing "5" to
    /proc/self/clear_refs (Linux >= 4.0 sets VmHWM to the current RSS), runs ONE training
    forward + backward of the pre-training loss on rows.synthetic_batch(config, B, T), and
@@ -44,7 +45,6 @@ import ctypes
 import ctypes.util
 import gc
 import logging
-import multiprocessing as mp
 import resource
 import time
 import traceback
@@ -56,6 +56,7 @@ import torch
 from litebert.config import PRESETS, ModelConfig
 from litebert.cpus import usable_cpus
 from litebert.model.heads import EncoderForPreTraining
+from litebert.studies.lite_vs_bert.children import child_context
 from litebert.studies.lite_vs_bert.rows import fast_model, row_config, synthetic_batch
 
 log = logging.getLogger("litebert")
@@ -269,10 +270,10 @@ def _where(name: str, length: int, batch: int, layers: int | None) -> str:
 def measure_once(name: str, length: int, batch: int, layers: int | None = None,
                  overrides: Mapping[str, Any] | None = None,
                  timeout_s: float = CHILD_TIMEOUT_S) -> dict[str, Any]:
-    """One measurement in a fresh spawned process: the child's dict (module docstring),
-    of the row with `overrides` (rows.row_config's) and `layers` layers (None: its depth).
-    Its failure is a ValueError naming the row, tokens, batch and depth."""
-    ctx = mp.get_context("spawn")
+    """One measurement in a fresh child process (children.py): the child's dict
+    (module docstring), of the row with `overrides` (rows.row_config's) and `layers` layers
+    (None: its depth). Its failure is a ValueError naming the row, tokens, batch and depth."""
+    ctx = child_context(__name__)
     receive, send = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, daemon=True,
                         args=(send, name, length, batch, layers, dict(overrides or {})))

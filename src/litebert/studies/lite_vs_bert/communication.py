@@ -55,7 +55,6 @@ from typing import Any, cast
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.fsdp import FSDPModule
@@ -64,6 +63,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from litebert.distributed import DistInfo, free_port, held_units, release, unwrap, wrap
 from litebert.model.heads import EncoderForPreTraining
+from litebert.studies.lite_vs_bert.children import child_context
 from litebert.studies.lite_vs_bert.rows import BY_NAME, fast_model, row_config, synthetic_batch
 from litebert.train.lamb import Lamb, lamb_param_groups
 
@@ -412,8 +412,9 @@ def _stop(procs: list) -> None:
 
 def _launch(job_args: dict[str, Any], ranks: int, timeout_s: float,
             what: str) -> list[dict[str, Any]]:
-    """`ranks` spawned processes running one Job; each rank's results, in rank order."""
-    ctx = mp.get_context("spawn")
+    """`ranks` child processes (children.py) running one Job; each rank's results,
+    in rank order."""
+    ctx = child_context(__name__)
     with tempfile.TemporaryDirectory(prefix="lvb-comm-") as tmp:
         job = Job(**job_args, world=ranks, port=free_port(), out=tmp, timeout_s=timeout_s)
         procs = [ctx.Process(target=_child, args=(rank, job), daemon=True)

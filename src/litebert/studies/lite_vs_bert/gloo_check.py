@@ -29,6 +29,7 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 from litebert.distributed import free_port
+from litebert.studies.lite_vs_bert.children import child_context, start_method
 from litebert.studies.lite_vs_bert.rows import fast_model, meta_model, row_config, synthetic_batch
 from litebert.studies.lite_vs_bert.throughput import Interconnect, predict
 from litebert.train.lamb import Lamb, lamb_param_groups
@@ -42,7 +43,8 @@ THIS_MACHINE = "2 gloo processes on this CPU"
 
 def _rank_main(rank: int, target: Callable, ranks: int, port: int, queue: Any,
                args: tuple) -> None:
-    """One spawned rank: join the gloo group on one thread, run `target`, send its result."""
+    """One rank (a child process, children.py): join the gloo group on one thread,
+    run `target`, send its result."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=ranks, timeout=timedelta(minutes=5))
@@ -54,13 +56,14 @@ def _rank_main(rank: int, target: Callable, ranks: int, port: int, queue: Any,
 
 
 def run_ranks(target: Callable, ranks: int, *args: Any) -> list:
-    """`target(*args)` in `ranks` spawned gloo processes; their results in rank order. A
-    rank's exception is raised here (torch's ProcessRaisedException, with its traceback)."""
+    """`target(*args)` in `ranks` gloo processes (children.py); their results in rank
+    order. A rank's exception is raised here (torch's ProcessRaisedException, with its
+    traceback)."""
     if ranks < 1:
         raise ValueError(f"ranks must be >= 1, got {ranks}")
-    queue = mp.get_context("spawn").SimpleQueue()
-    context = mp.spawn(_rank_main, args=(target, ranks, free_port(), queue, args),
-                       nprocs=ranks, join=False)
+    queue = child_context(__name__).SimpleQueue()
+    context = mp.start_processes(_rank_main, args=(target, ranks, free_port(), queue, args),
+                                 nprocs=ranks, join=False, start_method=start_method())
     results: dict[int, Any] = {}
     done = False
     while not done:
