@@ -21,7 +21,9 @@ from __future__ import annotations
 import multiprocessing as mp
 from multiprocessing.context import BaseContext
 
-_PRELOAD: list[str] = []  # every module named so far: the server imports them when it starts
+# Every module named so far: the server imports them when it starts. dynamo comes first: DDP,
+# FSDP and autograd import it in a child at their first use otherwise, about a second each.
+_PRELOAD: list[str] = ["torch._dynamo"]
 
 
 def start_method() -> str:
