@@ -338,8 +338,11 @@ def loaded_varlen() -> Any:
     """torch's varlen_attn, imported on the first call; None where this torch has none."""
     global varlen_attn
     if varlen_attn is NOT_LOADED:
-        from torch.nn.attention.varlen import varlen_attn as loaded
-        varlen_attn = loaded
+        try:
+            from torch.nn.attention.varlen import varlen_attn as loaded
+            varlen_attn = loaded
+        except ImportError:  # found but not importable: as if absent
+            varlen_attn = None
     return varlen_attn
 
 

@@ -19,7 +19,7 @@ platform has no fork server, children are spawned.
 from __future__ import annotations
 
 import multiprocessing as mp
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 
 # Every module named so far: the server imports them when it starts. dynamo comes first: DDP,
 # FSDP and autograd import it in a child at their first use otherwise, about a second each.
@@ -31,12 +31,12 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
-def child_context(*modules: str) -> BaseContext:
+def child_context(*modules: str) -> ForkServerContext | SpawnContext:
     """The context to start children in, with `modules` (those of the functions the children
     run) added to what the server imports."""
-    method = start_method()
-    context = mp.get_context(method)
-    if method == "forkserver":
-        _PRELOAD.extend(m for m in modules if m not in _PRELOAD)
-        context.set_forkserver_preload(list(_PRELOAD))  # type: ignore[attr-defined]
+    if start_method() == "spawn":
+        return mp.get_context("spawn")
+    context = mp.get_context("forkserver")
+    _PRELOAD.extend(m for m in modules if m not in _PRELOAD)
+    context.set_forkserver_preload(list(_PRELOAD))
     return context
