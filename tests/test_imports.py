@@ -164,11 +164,6 @@ DEFERRED_IMPORTS = {
         "(test_the_data_builds_workers_do_not_import_torch)",
     ("train/metrics.py", "tensorboardX"):
         "protobuf's import cost, paid only by runs that log to TensorBoard",
-    ("model/attention.py", "torch.nn.attention.varlen"):
-        "it imports dynamo, about half a second of every process that never compiles "
-        "(test_an_eager_process_never_imports_dynamo); only a CUDA run may take varlen",
-    ("model/attention.py", "torch._dynamo.variables.ctx_manager"):
-        "dynamo itself, asked only while tracing, when it is imported already",
     # A cycle, to be cut in model/ (another stream of work edits it).
     ("model/base.py", "litebert.model.hub"):
         "hub reaches base through model.unroll: a cycle",

@@ -5,10 +5,7 @@ without varlen they take the padded layout, and no mask over the whole batch."""
 
 from __future__ import annotations
 
-import importlib
 import logging
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -309,8 +306,7 @@ def test_sdpa_runs_under_the_kernel_order_switches_respected():
     """attend() puts cuDNN, then FlashAttention, the memory-efficient kernel and math first
     (this torch takes an order), and leaves out a kernel switched off; torch's own order
     comes back after the call."""
-    assert attention.orders_kernels()  # torch 2.13 here: sdpa_kernel and dynamo take the order
-    assert attention.dynamo_takes_order()
+    assert attention.ORDERS_KERNELS  # torch 2.13 here: sdpa_kernel and dynamo take the order
     model, inputs = padded_models()["albert"]
     before = torch._C._get_sdp_priority_order()
     calls = SdpaCalls()
@@ -336,55 +332,3 @@ def test_key_padding_mask_keeps_real_keys_and_every_key_of_an_empty_row():
     q = torch.randn(3, 2, 3, 8)
     out = torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=keep)
     assert torch.isfinite(out).all()
-
-
-# A fresh interpreter: it imports the trainer, runs a padded batch through a model in training
-# and evaluation, and reports whether dynamo was imported on the way.
-EAGER_PROCESS = """
-import sys
-import torch
-import litebert.train.trainer
-from litebert.model.heads import EncoderForPreTraining
-from litebert.config import ModelConfig
-model = EncoderForPreTraining(ModelConfig(vocab_size=50, hidden_size=32, embedding_size=16,
-    num_hidden_layers=2, num_attention_heads=4, intermediate_size=64))
-ids = torch.randint(5, 50, (2, 8))
-mask = torch.ones(2, 8, dtype=torch.long)
-mask[1, 5:] = 0
-model(input_ids=ids, attention_mask=mask).prediction_logits.sum().backward()
-with torch.no_grad():
-    model.eval()(input_ids=ids, attention_mask=mask)
-print("torch._dynamo" in sys.modules)
-"""
-
-
-def test_an_eager_process_never_imports_dynamo():
-    """varlen_attn, dynamo's sdpa_kernel and the constant-result marks wait for a trace:
-    importing dynamo costs about half a second of every process start."""
-    run = subprocess.run([sys.executable, "-c", EAGER_PROCESS], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["False"]
-
-
-def test_the_constant_result_mark_is_the_one_torch_sets():
-    def ours():
-        return 1
-
-    def torchs():
-        return 1
-
-    assert attention.constant_result(ours) is ours
-    assert torch._dynamo.assume_constant_result(torchs) is torchs
-    assert vars(ours) == vars(torchs) == {"_dynamo_marked_constant": True}
-    assert attention.sdpa_kernel_order._dynamo_marked_constant
-    assert attention.varlen_runs._dynamo_marked_constant
-
-
-def test_varlen_is_imported_when_a_cuda_run_first_asks(monkeypatch):
-    monkeypatch.setattr(attention, "varlen_attn", attention.NOT_LOADED)
-    assert "CUDA only" in attention.varlen_blocker("cpu", False, torch.bfloat16)
-    assert attention.varlen_attn is attention.NOT_LOADED  # a CPU run never imports it
-    assert attention.varlen_blocker("cuda", False, torch.bfloat16) is None
-    assert attention.varlen_attn is importlib.import_module(
-        "torch.nn.attention.varlen").varlen_attn

@@ -51,7 +51,6 @@ each document: positions there are offsets into it.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import logging
 from dataclasses import dataclass
@@ -64,11 +63,11 @@ from torch.backends import cuda as cuda_backends
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 # Absent from older torch (the package takes torch >= 2.4): unpadded rows then take the
-# padded layout (varlen_blocker says so). Importing it imports dynamo, about half a second of
-# every process that never compiles, so it is imported by varlen_blocker, the first time a
-# CUDA run asks (loaded_varlen); NOT_LOADED until then, None where this torch has none.
-NOT_LOADED: Any = object()
-varlen_attn: Any = NOT_LOADED if importlib.util.find_spec("torch.nn.attention.varlen") else None
+# padded layout (varlen_blocker says so).
+try:
+    from torch.nn.attention.varlen import varlen_attn
+except ImportError:
+    varlen_attn = None  # type: ignore[assignment]
 # FlexAttention came with torch 2.5: on 2.4, --attention document is refused before any mask
 # is made, and no mask is ever a BlockMask.
 try:
@@ -82,6 +81,12 @@ except ImportError:
     class BlockMask:  # type: ignore[no-redef]
         """Stands in on a torch without FlexAttention: nothing is one."""
 
+# dynamo's form of sdpa_kernel (private, so guarded): whether it traces the order is
+# sdpa_orders_kernels' question.
+try:
+    from torch._dynamo.variables.ctx_manager import SDPAKernelVariable
+except ImportError:
+    SDPAKernelVariable = None  # type: ignore[assignment,misc]
 
 log = logging.getLogger("litebert")
 
@@ -93,39 +98,19 @@ SDPA_PRIORITY = (("CUDNN_ATTENTION", "cudnn_sdp_enabled"),
                  ("MATH", "math_sdp_enabled"))
 
 
-def constant_result(fn):
-    """torch.compiler.assume_constant_result without importing dynamo: the same marker on `fn`
-    (dynamo runs it while tracing and keeps its result as a constant), so that a process that
-    never compiles never imports dynamo (tests/model/test_attention.py checks the marker is
-    still torch's)."""
-    fn._dynamo_marked_constant = True
-    return fn
-
-
-# Whether this torch's sdpa_kernel takes SDPA_PRIORITY as an order (set_priority, after torch
-# 2.4); without it, torch's own.
-SDPA_TAKES_ORDER = "set_priority" in inspect.signature(sdpa_kernel).parameters
-
-
-@constant_result  # dynamo is imported already when it asks
-def dynamo_takes_order() -> bool:
-    """Whether dynamo's form of sdpa_kernel (private, so guarded) traces the order too."""
-    try:
-        from torch._dynamo.variables.ctx_manager import SDPAKernelVariable
-    except ImportError:
+def sdpa_orders_kernels() -> bool:
+    """Whether this torch takes SDPA_PRIORITY as an order, eagerly and inside a compiled
+    graph (dynamo's sdpa_kernel): the order arrived after torch 2.4; without it, torch's."""
+    if "set_priority" not in inspect.signature(sdpa_kernel).parameters:
         return False
-    return "set_priority" in inspect.signature(SDPAKernelVariable.create).parameters
+    return SDPAKernelVariable is not None and \
+        "set_priority" in inspect.signature(SDPAKernelVariable.create).parameters
 
 
-def orders_kernels() -> bool:
-    """Whether SDPA runs under SDPA_PRIORITY: where sdpa_kernel takes the order, and, inside
-    a compiled graph, where dynamo's does too."""
-    if not SDPA_TAKES_ORDER:
-        return False
-    return dynamo_takes_order() if torch.compiler.is_compiling() else True
+ORDERS_KERNELS = sdpa_orders_kernels()
 
 
-@constant_result  # read once per trace: the switches of that moment
+@torch.compiler.assume_constant_result  # read once per trace: the switches of that moment
 def sdpa_kernel_order() -> list:
     """SDPA_PRIORITY's kernels that this torch has and its switches leave on."""
     return [getattr(SDPBackend, kernel) for kernel, switch in SDPA_PRIORITY
@@ -241,10 +226,10 @@ def unpadded_layout(attention_mask: torch.Tensor, tokens: int) -> Layout:
 def varlen_blocker(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> str | None:
     """Why unpadded rows cannot run on varlen here, or None when they can: CUDA, no attention
     dropout in training, half precision (the hidden states' dtype, or CUDA autocast's)."""
+    if varlen_attn is None:
+        return f"torch {torch.__version__} has no torch.nn.attention.varlen"
     if device_type != "cuda":
         return f"varlen runs on CUDA only, the model is on {device_type}"
-    if loaded_varlen() is None:
-        return f"torch {torch.__version__} has no torch.nn.attention.varlen"
     if attention_dropout:
         return "attention dropout is on in training and varlen has none"
     autocast = torch.is_autocast_enabled("cuda") and torch.get_autocast_dtype("cuda") in HALF
@@ -253,7 +238,7 @@ def varlen_blocker(device_type: str, attention_dropout: bool, dtype: torch.dtype
     return None
 
 
-@constant_result  # dynamo runs it while tracing: a constant, logged once
+@torch.compiler.assume_constant_result  # dynamo runs it while tracing: a constant, logged once
 def varlen_runs(device_type: str, attention_dropout: bool, dtype: torch.dtype) -> bool:
     """Whether unpadded rows take varlen; when not, the padded layout, and the reason logged
     once per reason."""
@@ -328,27 +313,15 @@ def attend(q, k, v, mask, dropout_p: float) -> torch.Tensor:
         return varlen(q, k, v, mask)
     if not isinstance(mask, torch.Tensor | None):  # a BlockMask
         return compiled_flex_attention()(q, k, v, block_mask=mask)
-    if not orders_kernels():  # torch's own order
+    if not ORDERS_KERNELS:  # torch's own order
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     with sdpa_kernel(sdpa_kernel_order(), set_priority=True):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
-def loaded_varlen() -> Any:
-    """torch's varlen_attn, imported on the first call; None where this torch has none."""
-    global varlen_attn
-    if varlen_attn is NOT_LOADED:
-        try:
-            from torch.nn.attention.varlen import varlen_attn as loaded
-            varlen_attn = loaded
-        except ImportError:  # found but not importable: as if absent
-            varlen_attn = None
-    return varlen_attn
-
-
 def varlen(q, k, v, mask: Varlen) -> torch.Tensor:
     """q, k, v (1, nh, N, hd) -> (1, nh, N, hd) through torch's varlen FlashAttention."""
-    assert varlen_attn is not None  # varlen_runs said so, and loaded it
+    assert varlen_attn is not None  # varlen_runs said so before the layout was made
     q, k, v = (t[0].transpose(0, 1) for t in (q, k, v))  # (N, nh, hd)
     if mask.window is None:  # no window_size argument: torch's first varlen_attn has none
         out = varlen_attn(q, k, v, mask.cu_seqlens, mask.cu_seqlens, mask.max_seqlen,

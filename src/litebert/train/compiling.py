@@ -36,7 +36,6 @@ import torch
 from torch import nn
 
 from litebert.distributed import rank_and_world
-from litebert.model.attention import loaded_varlen
 from litebert.objectives.configs import CUDA_GRAPH_MODES
 from litebert.train.optimizers import OptimizerSpec
 from litebert.train.run_config import REGIONAL, RunConfigError
@@ -92,14 +91,11 @@ def backend() -> str:
 RECOMPILE_LIMIT = 16
 
 
-def ready_to_trace() -> None:
-    """What every compile does first: raise torch's graphs-per-function limit to
-    RECOMPILE_LIMIT (never lower it), and import torch's varlen kernel, which model.attention
-    imports only when first asked, so that no import happens inside a trace."""
+def allow_bounded_recompiles() -> None:
+    """Raise torch's graphs-per-function limit to RECOMPILE_LIMIT (never lower it)."""
     config = torch._dynamo.config
     name = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
     setattr(config, name, max(getattr(config, name), RECOMPILE_LIMIT))
-    loaded_varlen()
 
 
 def compile_in_place(model: nn.Module, mode: str | None = None,
@@ -111,7 +107,7 @@ def compile_in_place(model: nn.Module, mode: str | None = None,
     log.info("compiling the model (torch.compile, backend %s%s); turn it off with %s",
              backend(), f", mode {mode}" if mode else "", TURN_OFF)
     note_cpu(model)
-    ready_to_trace()
+    allow_bounded_recompiles()
     with compile_errors(True):  # an unknown LITEBERT_COMPILE_BACKEND fails here already
         model.compile(fullgraph=True, dynamic=dynamic, backend=backend(), mode=mode)
 
@@ -124,7 +120,7 @@ def compile_units(units, mode: str | None = None) -> None:
              "off with %s", len(units), backend(), TURN_OFF)
     for module, _ in units[:1]:
         note_cpu(module)
-    ready_to_trace()
+    allow_bounded_recompiles()
     for module, _ in units:
         module.forward = torch.compile(module.forward, fullgraph=True, dynamic=False,
                                        backend=backend(), mode=mode)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import multiprocessing as mp
 from multiprocessing.context import ForkServerContext, SpawnContext
 
-# Every module named so far: the server imports them when it starts. dynamo comes first: DDP,
-# FSDP and autograd import it in a child at their first use otherwise, about a second each.
+# Every module named so far: the server imports them when it starts. dynamo is named first:
+# torch imports it when an optimizer is made or a model is built under a device context, and
+# a child would otherwise pay that import itself where the named modules do not import it
+# (measured so: the quick study took 40 s rather than 16 s).
 _PRELOAD: list[str] = ["torch._dynamo"]
 
 
