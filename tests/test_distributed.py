@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,8 +17,8 @@ from litebert.distributed import DistInfo, free_port, init_distributed
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer
 from litebert.train.state import load_model_state
-from tests.helpers.pretrain import read_metrics, run_config
-from tests.train.launch import ENV, litebert, pretrain_args, run, start
+from tests.helpers.pretrain import read_metrics, run_config, run_here
+from tests.train.launch import ENV, litebert, pretrain_args, start
 
 STEPS = 4
 
@@ -41,15 +42,22 @@ def two_nodes(data_dir, out, tmp_path, *extra: str) -> None:
         assert proc.returncode == 0, err[-6000:]
 
 
+@pytest.fixture(scope="module")
+def one_process(data_dir, tmp_path_factory) -> Path:
+    """The run both launches are compared with: one process, micro-batches of 8."""
+    out = tmp_path_factory.mktemp("one") / "run"
+    run_here(litebert(*pretrain_args(data_dir, out, STEPS, 8)))
+    return out
+
+
 @pytest.mark.parametrize("sharding", ["--no-fsdp", "--fsdp"])
-def test_two_nodes_train_as_one_process(data_dir, tmp_path, sharding):
-    run(litebert(*pretrain_args(data_dir, tmp_path / "one", STEPS, 8)))
+def test_two_nodes_train_as_one_process(data_dir, one_process, tmp_path, sharding):
     two_nodes(data_dir, tmp_path / "two", tmp_path, sharding)
-    a, b = read_metrics(tmp_path / "one")[0], read_metrics(tmp_path / "two")[0]
+    a, b = read_metrics(one_process)[0], read_metrics(tmp_path / "two")[0]
     assert [x["step"] for x in b] == list(range(1, STEPS + 1))  # rank 0 alone logs
     for x, y in zip(a, b, strict=True):  # micro-batches of 8 vs 2 x 4: summed in other orders
         assert math.isclose(x["loss"], y["loss"], rel_tol=1e-5), (x, y)
-    wa = load_model_state(checkpoint.latest(tmp_path / "one"))[0]
+    wa = load_model_state(checkpoint.latest(one_process))[0]
     wb = load_model_state(checkpoint.latest(tmp_path / "two"))[0]
     for key in wa:
         torch.testing.assert_close(wa[key], wb[key], atol=1e-5, rtol=0, msg=key)

@@ -1,9 +1,10 @@
 """Pre-training on a generated corpus with a micro model: the data build, run configs,
-command lines, the metrics a run writes, and a run killed at a step."""
+command lines, the metrics a run writes, a run killed at a step, and a command run here."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -11,7 +12,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
+import torch
+
+from litebert.cli import main
 from litebert.data.builder import BuildConfig, build
 from litebert.tokenization import train_sentencepiece
 from litebert.train.run_config import PretrainConfig
@@ -96,11 +101,35 @@ def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) ->
     assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
 
 
+def run_here(command: list[str], env: dict[str, str] | None = None) -> None:
+    """A `python -m litebert.cli ...` command (pretrain_cli's) run by litebert.cli.main in
+    this process, with `env`'s variables set, on one torch thread as its subprocess would
+    run with OMP_NUM_THREADS=1: its losses and weights are the subprocess's bit for bit
+    (two threads sum in another order). For the runs a fault test compares against, never
+    for the run it kills: it saves the 3-5 s a new process spends importing torch."""
+    prefix = [sys.executable, "-m", "litebert.cli"]
+    assert command[:3] == prefix, command[:3]
+    with mock.patch.dict(os.environ, env or {}), one_torch_thread():
+        assert main(command[3:]) == 0
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_torchrun(nproc: int, args: list[str]) -> None:
-    """`litebert ARGS` on `nproc` gloo processes (one plain process for 1)."""
+    """`litebert ARGS` on `nproc` gloo processes (for 1, in this process: run_here)."""
+    if nproc == 1:
+        return run_here([sys.executable, "-m", "litebert.cli", *args])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-    cmd = [sys.executable, *(launcher if nproc > 1 else []), "-m", "litebert.cli", *args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+           str(nproc), "-m", "litebert.cli", *args]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[:6000]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -28,6 +27,7 @@ from tests.helpers.pretrain import (
     pretrain_cli,
     read_metrics,
     run_config,
+    run_here,
     run_torchrun,
 )
 
@@ -186,8 +186,7 @@ STALLED = textwrap.dedent("""
 def test_a_run_killed_during_an_async_save_resumes_from_the_one_before(data_dir, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     steps, extra = 8, ("--no-export", "--async-save")
-    subprocess.run(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
-                   env=env, capture_output=True)
+    run_here(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra))
     script = tmp_path / "stalled.py"
     script.write_text(STALLED)
     killed = tmp_path / "killed"
@@ -197,8 +196,7 @@ def test_a_run_killed_during_an_async_save_resumes_from_the_one_before(data_dir,
     assert [p.name for p in checkpoint.list_checkpoints(killed)] == ["step-00000002"]
     assert (checkpoint.checkpoint_dir(killed) / "step-00000004.tmp").is_dir()
     assert checkpoint.resolve_resume(killed, "auto") == step_dir(killed, 2)
-    subprocess.run(pretrain_cli(data_dir, killed, steps, *extra, "--resume", "auto"), check=True,
-                   env=env, capture_output=True)
+    run_here(pretrain_cli(data_dir, killed, steps, *extra, "--resume", "auto"))
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(killed)
     assert [x["step"] for x in resumed] == list(range(1, steps + 1))

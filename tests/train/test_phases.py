@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 import torch
@@ -28,6 +27,7 @@ from tests.helpers.pretrain import (
     pretrain_cli,
     read_metrics,
     run_config,
+    run_here,
 )
 from tests.train.launch import ENV
 
@@ -80,11 +80,11 @@ def test_killed_in_either_phase_or_across_the_boundary_it_goes_on_bit_for_bit(le
     def command(out):
         return pretrain_cli(lengths[64], out, 12, *extra)
 
-    subprocess.run(command(tmp_path / "straight"), check=True, env=ENV, capture_output=True)
+    run_here(command(tmp_path / "straight"))
     killed = tmp_path / "killed"
     for step in (5, 7):
         kill_once_logged(command(killed), {**os.environ, **ENV}, killed, step)
-    subprocess.run(command(killed), check=True, env=ENV, capture_output=True)
+    run_here(command(killed))
     straight, resumed = read_metrics(tmp_path / "straight")[0], read_metrics(killed)[0]
     assert [x["step"] for x in resumed] == list(range(1, 13))  # no step twice
     assert [x["loss"] for x in straight] == [x["loss"] for x in resumed]

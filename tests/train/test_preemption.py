@@ -17,7 +17,7 @@ from litebert.distributed import init_distributed
 from litebert.train import checkpoint, trainer
 from litebert.train.preemption import ECHO_SECONDS, LAUNCHER_ENV, PreemptionWatch, exit_status
 from litebert.train.state import load_model_state
-from tests.helpers.pretrain import cli_run, read_metrics
+from tests.helpers.pretrain import cli_run, read_metrics, run_here
 from tests.train.launch import (
     litebert,
     pretrain_args,
@@ -55,7 +55,7 @@ def test_sigterm_saves_at_the_step_and_the_same_command_continues(data_dir, tmp_
     """One process with a loader worker, the whole session signalled as a scheduler does:
     the worker survives it, the run saves where it is and exits 143."""
     args = pretrain_args(data_dir, tmp_path / "run", STEPS, 8, "--num-workers", "1")
-    run(litebert(*pretrain_args(data_dir, tmp_path / "straight", STEPS, 8)))
+    run_here(litebert(*pretrain_args(data_dir, tmp_path / "straight", STEPS, 8)))
     proc = start(litebert(*args))
     wait_for_step(proc, tmp_path / "run", 5)
     os.killpg(proc.pid, signal.SIGTERM)
@@ -65,7 +65,7 @@ def test_sigterm_saves_at_the_step_and_the_same_command_continues(data_dir, tmp_
     step = checkpoint.step_of(saved)
     assert f"stopped by SIGTERM after step {step}, saved in {saved}" in err
     assert step >= 5 and step % 4  # its own checkpoint, not a scheduled one
-    run(litebert(*args))  # the same command
+    run_here(litebert(*args))  # the same command
     assert_same_run(tmp_path / "straight", tmp_path / "run")
 
 

@@ -31,6 +31,7 @@ from tests.helpers.pretrain import (
     pretrain_cli,
     read_metrics,
     run_config,
+    run_here,
     run_torchrun,
 )
 
@@ -97,13 +98,11 @@ def test_kill_9_then_resume_is_bit_identical(data_dir, tmp_path, objective, comp
     steps = 14
     extra = ("--no-export", "--compile" if compiled else "--no-compile",
              *objective_cli(objective))
-    subprocess.run(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra), check=True,
-                   env=env, capture_output=True)
+    run_here(pretrain_cli(data_dir, tmp_path / "straight", steps, *extra), env)
     # killed once step 7 is logged: between checkpoints 6 and 8
     kill_once_logged(pretrain_cli(data_dir, tmp_path / "killed", steps, *extra), env,
                      tmp_path / "killed", step=7)
-    subprocess.run(pretrain_cli(data_dir, tmp_path / "killed", steps, *extra, "--resume", "auto"),
-                   check=True, env=env, capture_output=True)
+    run_here(pretrain_cli(data_dir, tmp_path / "killed", steps, *extra, "--resume", "auto"), env)
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(tmp_path / "killed")
     assert [x["step"] for x in resumed] == list(range(1, steps + 1))
@@ -155,8 +154,7 @@ def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, shardin
     model, FSDP with each unit compiled."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", BACKEND_ENV: "aot_eager"}
     extra = ("--no-export", *objective_cli(objective))
-    one = pretrain_cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile")
-    subprocess.run(one, check=True, env=env, capture_output=True)
+    run_here(pretrain_cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile"), env)
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",  # a free port
            "--nproc-per-node", "2", "-m", "litebert.cli", *pretrain_cli(
                data_dir, tmp_path / "two", 3, *extra, "--micro-batch-size", "4",

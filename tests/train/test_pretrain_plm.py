@@ -27,7 +27,7 @@ from tests.helpers.plm import (
     plm_cli,
     run_config,
 )
-from tests.helpers.pretrain import kill_once_logged, read_metrics
+from tests.helpers.pretrain import kill_once_logged, read_metrics, run_here
 
 
 def test_plm_trains_evaluates_and_exports_an_xlnet_directory(plm_data, tmp_path):
@@ -110,13 +110,11 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(plm_data, tmp_path):
     """With objective.checkpoint_memories (set as --set objective.checkpoint_memories=true)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     steps, opt_in = 10, ("--set", "objective.checkpoint_memories=true")
-    subprocess.run(plm_cli(plm_data, tmp_path / "straight", steps, *opt_in), check=True, env=env,
-                   capture_output=True)
+    run_here(plm_cli(plm_data, tmp_path / "straight", steps, *opt_in))
     # killed once step 5 is logged: between checkpoints 4 and 6
     kill_once_logged(plm_cli(plm_data, tmp_path / "killed", steps, *opt_in), env,
                      tmp_path / "killed", step=5)
-    subprocess.run(plm_cli(plm_data, tmp_path / "killed", steps, *opt_in, "--resume", "auto"),
-                   check=True, env=env, capture_output=True)
+    run_here(plm_cli(plm_data, tmp_path / "killed", steps, *opt_in, "--resume", "auto"))
     straight, _ = read_metrics(tmp_path / "straight")
     resumed, _ = read_metrics(tmp_path / "killed")
     assert [x["step"] for x in resumed] == list(range(1, steps + 1))
@@ -136,8 +134,7 @@ def test_two_torchrun_processes_with_memories_match_one(plm_data, tmp_path):
     4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     opt_in = ("--set", "objective.checkpoint_memories=true")
-    subprocess.run(plm_cli(plm_data, tmp_path / "one", 3, *opt_in), check=True, env=env,
-                   capture_output=True)
+    run_here(plm_cli(plm_data, tmp_path / "one", 3, *opt_in))
     two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            "--nproc-per-node", "2", "-m", "litebert.cli",
            *plm_cli(plm_data, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:]]
