@@ -284,7 +284,7 @@ def random_model(s: Settings, preset: str) -> Path:
     fine-tuning starts from here (no pre-trained weights travel)."""
     out = s.work / f"model-{preset}"
     if not out.exists():
-        cfg = PretrainConfig(model=preset, data=str(s.data / "sop"))
+        cfg = PretrainConfig(model=preset, data=str(s.data / "sop"), model_overrides=s.shrink)
         torch.manual_seed(0)
         EncoderForPreTraining(model_config(cfg, s.data / "sop")).save_pretrained(out)
         Tokenizer.from_pretrained(s.data / "sop" / "tokenizer").save_pretrained(out)

@@ -4,16 +4,21 @@ against transformers) and the ratio lines that `make bench` readers look for.
 
 They read small data directories built here (--data), not bbc-news, so the tests need no
 network; --no-memory skips the fresh-process memory runs, and the compiled side compiles with
-backend aot_eager (LITEBERT_COMPILE_BACKEND), which traces like inductor without C++.
+backend aot_eager (LITEBERT_COMPILE_BACKEND), which traces like inductor without C++. A
+script's main() runs in this process as `python benchmarks/SCRIPT` would run it (its
+sys.argv, its folder on the path), except where the process is what is measured or the
+script reads its environment on import: a new Python spends 3-5 s importing torch.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -47,14 +52,45 @@ def data(tmp_path_factory) -> dict[str, Path]:
     return dirs
 
 
-def bench(script: str, data: Path, *options: str, **env: str) -> subprocess.CompletedProcess:
-    """A 1-step run of the benchmark on 2 x SEQ on the CPU (it must succeed)."""
-    cmd = [sys.executable, str(ROOT / "benchmarks" / script), "--data", str(data),
-           "--batch", "2", "--steps", "1", "--warmup", "1", "--device", "cpu", "--no-memory",
-           *options]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **env})
-    assert run.returncode == 0, run.stderr[-3000:]
+@dataclass
+class Ran:
+    status: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_script(monkeypatch, capsys):
+    """run_script(script, *argv, **env): benchmarks/SCRIPT's main() on `argv` in this process,
+    with `env` set; what it printed and its exit status (a SystemExit's message goes to
+    stderr with status 1, as the interpreter does it)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+
+    def run(script: str, *argv: str, **env: str) -> Ran:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "argv", [script, *argv])
+        status = 0
+        try:
+            importlib.import_module(Path(script).stem).main()
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 1
+            if isinstance(stop.code, str):
+                print(stop.code, file=sys.stderr)
+        out, err = capsys.readouterr()
+        return Ran(status, out, err)
+    return run
+
+
+@pytest.fixture
+def bench(run_script):
+    """bench(script, data, *options, **env): a 1-step run of the benchmark on 2 x SEQ on the
+    CPU (it must succeed)."""
+    def run(script: str, data: Path, *options: str, **env: str) -> Ran:
+        ran = run_script(script, "--data", str(data), "--batch", "2", "--steps", "1",
+                         "--warmup", "1", "--device", "cpu", "--no-memory", *options, **env)
+        assert ran.status == 0, ran.stderr[-3000:]
+        return ran
     return run
 
 
@@ -78,34 +114,34 @@ def assert_table(out: str, preset: str, name: str, sides: tuple[str, ...]) -> No
     assert all(re.fullmatch(r"\d+\.\d\dx", line.rsplit(" ", 1)[1]) for line in tail)
 
 
-def test_pretrain_benchmark_eager_under_the_deprecated_model_option(data):
+def test_pretrain_benchmark_eager_under_the_deprecated_model_option(data, bench):
     run = bench("bench_pretrain.py", data["sop"], "--model", "tiny", "--compile", "false")
     assert "--model is deprecated; use --preset" in run.stderr
     assert_table(run.stdout, "tiny", "pretrain", ("litebert eager",))
 
 
 @pytest.mark.slow  # 16 s on 2 cores
-def test_pretrain_benchmark_compiled_side_alone(data):
+def test_pretrain_benchmark_compiled_side_alone(data, bench):
     out = bench("bench_pretrain.py", data["sop"], "--preset", "tiny", "--compile", "true",
                 **{BACKEND_ENV: "aot_eager"}).stdout
     assert_table(out, "tiny", "pretrain", ("litebert compiled",))
 
 
 @pytest.mark.slow
-def test_pretrain_benchmark_both_litebert_sides(data):
+def test_pretrain_benchmark_both_litebert_sides(data, bench):
     out = bench("bench_pretrain.py", data["sop"], "--preset", "tiny", "--compile", "both",
                 **{BACKEND_ENV: "aot_eager"}).stdout
     assert_table(out, "tiny", "pretrain", ("litebert eager", "litebert compiled"))
 
 
 @pytest.mark.slow  # electra-small's 12 layers, twice: 25-60 s on 2 shared cores
-def test_electra_benchmark_eager(data):
+def test_electra_benchmark_eager(data, bench):
     out = bench("bench_electra.py", data["none"], "--preset", "electra-small",
                 "--compile", "false").stdout
     assert_table(out, "electra-small", "electra", ("litebert eager",))
 
 
-def test_pretrain_benchmark_runs_modernbert_against_its_masked_lm(data):
+def test_pretrain_benchmark_runs_modernbert_against_its_masked_lm(data, bench):
     # MLM alone (no pair task: ModernBERT has no pooler); transformers' side is the class the
     # exported directory names, ModernBertForMaskedLM.
     out = bench("bench_pretrain.py", data["none"], "--preset", "modernbert-tiny",
@@ -113,28 +149,24 @@ def test_pretrain_benchmark_runs_modernbert_against_its_masked_lm(data):
     assert_table(out, "modernbert-tiny", "pretrain", ("litebert eager",))
 
 
-def test_xlnet_benchmark_eager(data):
+def test_xlnet_benchmark_eager(data, bench):
     out = bench("bench_xlnet.py", data["xlnet"], "--preset", "xlnet-tiny",
                 "--compile", "false").stdout
     assert_table(out, "xlnet-tiny", "xlnet", ("litebert eager",))
 
 
-def test_a_seq_other_than_the_datas_is_a_sentence_naming_both(data):
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pretrain.py"),
-                          "--data", str(data["sop"]), "--seq", "128", "--device", "cpu"],
-                         capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    assert run.returncode != 0
+def test_a_seq_other_than_the_datas_is_a_sentence_naming_both(data, run_script):
+    run = run_script("bench_pretrain.py", "--data", str(data["sop"]), "--seq", "128",
+                     "--device", "cpu")
+    assert run.status != 0
     assert f"--seq 128: {data['sop']} was built at --max-seq-length {SEQ}" in run.stderr
     assert "Traceback" not in run.stderr
 
 
-def test_the_static_step_benchmark_prints_each_part_in_both_forms():
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_static_step.py"), "--batch", "2",
-           "--seq", "16", "--slots", "4", "--used", "3", "--steps", "1"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    assert run.returncode == 0, run.stderr[-3000:]
+def test_the_static_step_benchmark_prints_each_part_in_both_forms(run_script):
+    run = run_script("bench_static_step.py", "--batch", "2", "--seq", "16", "--slots", "4",
+                     "--used", "3", "--steps", "1")
+    assert run.status == 0, run.stderr[-3000:]
     for part, form in [("MLM forward + backward", "labels (dynamic)"),
                        ("MLM forward + backward", "slots (static)"),
                        ("LAMB step", "plain"), ("LAMB step", "gated on the device")]:
@@ -144,7 +176,8 @@ def test_the_static_step_benchmark_prints_each_part_in_both_forms():
 
 
 def test_without_data_or_an_index_a_benchmark_says_to_pass_data(tmp_path):
-    """A host with no package index (a GPU node, say) gets a sentence, not a traceback."""
+    """A host with no package index (a GPU node, say) gets a sentence, not a traceback. A
+    process of its own: the scripts read LITEBERT_DATA on import."""
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_pretrain.py"),
                           "--device", "cpu"], capture_output=True, text=True, timeout=600,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"),
@@ -189,14 +222,11 @@ def test_bench_build_memory_splits_the_peak_by_kind_of_page(tmp_path):
     assert abs(anon + file - total) <= 0.05 * total + 8  # shmem aside, RSS = anon + file
 
 
-def test_bench_blocks_reports_the_build_and_read_costs(data):
+def test_bench_blocks_reports_the_build_and_read_costs(data, run_script):
     """On a small directory: both record passes, the three read rates, every token block
     verified by the checked reads, and the cost of one block."""
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_blocks.py"),
-                          "--data", str(data["sop"]), "--items", "200"],
-                         capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = run_script("bench_blocks.py", "--data", str(data["sop"]), "--items", "200")
+    assert run.status == 0, run.stderr[-3000:]
     out = run.stdout
     assert re.search(rf"build: {NUMBER} MB of arrays: sha256 of every file {NUMBER} s, with "
                      rf"the block crc32s {NUMBER} s", out)
