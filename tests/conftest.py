@@ -27,6 +27,20 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+# Folders whose files share session builds that take seconds (tokenization/: bbc-news
+# tokenizers of every kind, ~20 s in all) run on one worker: `make test`'s --dist loadgroup
+# sends a group to one worker. Every other file is a group of its own, as --dist loadfile
+# would make it, so that its module fixtures are built once.
+ONE_WORKER = ("tests/tokenization/",)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        group = next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(1234)
