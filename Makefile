@@ -29,7 +29,7 @@ demo: setup
 # would compile its sources again (0.3-0.4 s a process), and collecting the suite, with its
 # assertion rewriting, took 16.8 s without the caches and 11.5 s with them.
 test: setup
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile
 
 test-slow: setup
 	$(PY) -m pytest -m slow

@@ -19,6 +19,7 @@ from tests.helpers.family_configs import xlnet_config
 from tests.helpers.finetune import MICRO, sentence
 from tests.helpers.plm import build_plm_data
 from tests.helpers.pretrain import tiny_data
+from tests.helpers.scheduling import SharedBuildScheduling
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # `make test` runs two workers on two cores: one torch thread each, not two apiece
@@ -27,18 +28,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-# Folders whose files share session builds that take seconds (tokenization/: bbc-news
-# tokenizers of every kind, ~20 s in all) run on one worker: `make test`'s --dist loadgroup
-# sends a group to one worker. Every other file is a group of its own, as --dist loadfile
-# would make it, so that its module fixtures are built once.
-ONE_WORKER = ("tests/tokenization/",)
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        group = next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
-        item.add_marker(pytest.mark.xdist_group(group))
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the folders whose files share long builds sent to one worker
+    (tests/helpers/scheduling.py)."""
+    return SharedBuildScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.fixture(autouse=True)
