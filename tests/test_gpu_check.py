@@ -8,6 +8,7 @@ The data is what benchmarks/gpu_check_data.py builds, here from a small syntheti
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
 import shutil
@@ -27,16 +28,17 @@ BENCHMARKS = ROOT / "benchmarks"
 
 @pytest.fixture(scope="module")
 def check_data(tmp_path_factory) -> Path:
-    """gpu_check_data.py's folder at tiny sizes: vocabularies of 200, instances of 64 and 32."""
+    """gpu_check_data.py's folder at tiny sizes: vocabularies of 200, instances of 64 and 32
+    (its main() run here, as the command line runs it)."""
     root = tmp_path_factory.mktemp("gpu-check")
     corpus = write_corpus(root / "corpus.txt", docs=60)
-    run = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "gpu_check_data.py"), "--out", str(root / "data"),
-         "--corpus", str(corpus), "--vocab-size", "200", "--long", "64", "--short", "32",
-         "--longest", "96", "--format", "bert", "--workers", "1"],
-        capture_output=True, text=True, timeout=600, env={**os.environ,
-                                                           "PYTHONPATH": str(ROOT / "src")})
-    assert run.returncode == 0, run.stderr[-3000:]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS))
+        patch.setattr(sys, "argv", [
+            "gpu_check_data.py", "--out", str(root / "data"), "--corpus", str(corpus),
+            "--vocab-size", "200", "--long", "64", "--short", "32", "--longest", "96",
+            "--format", "bert", "--workers", "1"])
+        importlib.import_module("gpu_check_data").main()
     return root / "data"
 
 
