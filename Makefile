@@ -25,9 +25,9 @@ demo: setup
 # tests/train/test_restart.py and test_metrics.py on the idle 2-core machine: 48 s in one
 # process, 39-41 s on two workers (timed twice each, interleaved). Python writes its bytecode
 # caches here even where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on this
-# machine): the suite starts over 130 Python processes that import litebert, each of which
-# would compile its sources again (0.3-0.4 s a process), and collecting the suite, with its
-# assertion rewriting, took 16.8 s without the caches and 11.5 s with them.
+# machine): each Python process the suite starts would compile litebert's sources again
+# (0.3-0.4 s a process), and collecting the suite, with its assertion rewriting, took 16.8 s
+# without the caches and 11.5 s with them.
 test: setup
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile
 

@@ -41,6 +41,7 @@ from litebert.train.state import load_model_state
 from litebert.train.throughput import TIMING_FIELDS
 from tests.fixtures.previous_release.arrays import unpack
 from tests.fixtures.previous_release.torch_files import unpack as unpack_torch_files
+from tests.helpers.pretrain import one_torch_thread
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "previous_release"
 RECIPES = {"mlm": "recipe-mlm.yaml", "electra": "recipe-electra.yaml"}
@@ -74,10 +75,8 @@ def cpu_one_thread(monkeypatch):
     """As the fixture was written: on CPU (the Trainer and the evaluations take CUDA when
     there is one) in one thread (with two, the weights of step 4 differ in their last bits)."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_torch_thread():
+        yield
 
 
 def pretrain(run: str, *extra: str, recipe: str | None = None) -> int:
