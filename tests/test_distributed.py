@@ -17,8 +17,8 @@ from litebert.distributed import DistInfo, free_port, init_distributed
 from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer
 from litebert.train.state import load_model_state
+from tests.helpers.launch import ENV, litebert, pretrain_args, start
 from tests.helpers.pretrain import read_metrics, run_config, run_here
-from tests.train.launch import ENV, litebert, pretrain_args, start
 
 STEPS = 4
 

@@ -24,7 +24,7 @@ from litebert.objectives.plm_data import PLMDataset
 from litebert.tokenization import Tokenizer
 from litebert.train.feed import DataPosition, batches
 from tests.data.builds import small_build
-from tests.train.launch import pretrain_args
+from tests.helpers.launch import pretrain_args
 
 BLOCK = 1024  # bytes per block in these builds: tokens.bin spans some 20 of them
 

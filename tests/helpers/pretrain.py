@@ -123,17 +123,6 @@ def one_torch_thread():
         torch.set_num_threads(before)
 
 
-def run_torchrun(nproc: int, args: list[str]) -> None:
-    """`litebert ARGS` on `nproc` gloo processes (for 1, in this process: run_here)."""
-    if nproc == 1:
-        return run_here([sys.executable, "-m", "litebert.cli", *args])
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           str(nproc), "-m", "litebert.cli", *args]
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[:6000]
-
-
 def cli_run(data_dir, out, *extra: str) -> list[str]:
     """`litebert pretrain` of 3 micro steps, evaluated and saved at 3, exported."""
     return ["pretrain", "--data", str(data_dir), "--out", str(out), "--max-steps", "3",

@@ -1,15 +1,12 @@
 """Multiple choice of any shape (`--task choice`): SWAG's CSV columns, endings lists of
 different lengths in JSON lines / Parquet / a saved dataset, bad rows noted with file:line,
 the choice mask of the head, and fine-tuning with a byte-level BPE model (RoBERTa, in bf16)
-and with XLNet (left padding) in one process and in two torchrun processes alike."""
+and with XLNet (left padding) in one process and in two processes alike."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,12 +27,12 @@ from litebert.tasks.race import option_text, race_choices, read_race
 from litebert.tasks.registry import TASKS, ChoiceOptions
 from tests.helpers.cli import cli_options
 from tests.helpers.finetune import BAD, GOOD, race_dir, sentence
+from tests.helpers.launch import run_ranks
 from tests.helpers.models import small_config
 from tests.readers.tables import write_all, write_dataset_folder, write_parquet
 
 SWAG_HEADER = ["video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
                "ending0", "ending1", "ending2", "ending3", "label"]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def choice_config(options: ChoiceOptions | None = None, **fields) -> FinetuneConfig:
@@ -299,12 +296,8 @@ def test_two_processes_fine_tune_xlnet_as_one(hf_model_dir, tmp_path):
     config = dict(data=str(listed_dir(tmp_path / "data")), model=str(hf_model_dir("xlnet")),
                   **SCHEDULE)
     finetune(choice_config(NO_START, **config, out=str(tmp_path / "one")))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "litebert.cli", "finetune", "--task", "choice", "--start-column", "",
-           *cli_options({**config, "out": str(tmp_path / "two")})]
-    run = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-6000:]
+    run_ranks(2, ["finetune", "--task", "choice", "--start-column", "",
+                  *cli_options({**config, "out": str(tmp_path / "two")})])
     one, two = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("one", "two"))
     keys = ("best_step", "metric", "dev", "history", "schedule")
     assert {k: one[k] for k in keys} == {k: two[k] for k in keys}

@@ -1,5 +1,5 @@
 """`--task embedding` (tasks/embedding.py) end to end on a small BERT: fine-tuning on triplets
-learns and saves a directory sentence-transformers loads; two torchrun processes (gloo, CPU)
+learns and saves a directory sentence-transformers loads; two processes (gloo, CPU)
 give one process's weights, with and without GradCache's chunks; the three kinds of dev data
 score as computed by hand from `encode`; bad input is one sentence naming file (and line)."""
 
@@ -8,11 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +37,8 @@ from litebert.tasks.tables import MissingColumnError
 from litebert.tokenization import Tokenizer
 from tests.fixtures_sp import _ADJ, _NAMES, _NOUNS, _PLACES, _VERBS
 from tests.helpers.cli import cli_options
+from tests.helpers.launch import run_ranks
 
-ROOT = Path(__file__).resolve().parents[2]
 # Dropout off and few steps: two processes must reproduce one's arithmetic.
 SCHEDULE = dict(lr=1e-3, batch_size=8, max_steps=6, warmup_steps=1, eval_every=3,
                 eval_batch_size=5, log_every=3, max_seq_length=24, dropout=0.0)
@@ -119,19 +116,6 @@ def test_fine_tuning_learns_and_saves_a_sentence_transformers_directory(
     assert again.evaluate(model, tmp_path) == pytest.approx(after)
 
 
-def torchrun(fields: dict) -> str:
-    """`litebert finetune --task embedding` with `fields` as its options in two gloo
-    processes; what they logged."""
-    options = cli_options(fields)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "litebert.cli", "finetune", "--task", "embedding", *options]
-    path = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    run = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": path},
-                         capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode == 0, run.stderr[-6000:]
-    return run.stderr
-
-
 def logged_losses(text: str) -> list[float]:
     return [float(x) for x in re.findall(r"step \d+: loss ([0-9.]+)", text)]
 
@@ -147,7 +131,8 @@ def test_two_processes_fine_tune_as_one(hf_model_dir, tmp_path, caplog, chunk_si
     with caplog.at_level(logging.INFO, logger="litebert"):
         finetune_module.finetune(embedding_config(EmbeddingOptions(**options), **fields,
                                                   out=str(tmp_path / "one")))
-    losses = logged_losses(torchrun({**fields, **options, "out": str(tmp_path / "two")}))
+    losses = logged_losses(run_ranks(2, ["finetune", "--task", "embedding", *cli_options(
+        {**fields, **options, "out": str(tmp_path / "two")})]))
     assert len(losses) == 2 and losses == logged_losses(caplog.text)  # to the 4 decimals shown
     one, two = (json.loads((tmp_path / run / "results.json").read_text())
                 for run in ("one", "two"))

@@ -1,4 +1,4 @@
-"""Fine-tuning and evaluation beyond one eager fp32 process: two torchrun processes (gloo on
+"""Fine-tuning and evaluation beyond one eager fp32 process: two processes (gloo on
 the CPU) give one process's weights, prediction files and metrics; compile modes mark
 steps as they must (a compiled run's graphs and losses: test_bounded_shapes.py); bf16 and
 fp16 runs finish."""
@@ -6,9 +6,6 @@ fp16 runs finish."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,7 +17,9 @@ from litebert.tasks.base import FinetuneError, finetune_config
 from litebert.tasks.finetune import evaluate_model, finetune
 from litebert.tasks.runtime import finetune_compiles
 from litebert.train.compiling import BACKEND_ENV
+from tests.helpers.cli import cli_options
 from tests.helpers.finetune import MICRO, race_dir, squad_json, sst2_dir
+from tests.helpers.launch import run_ranks
 
 # 12 steps of 8 over a train set of odd size whose last batch holds one row (in two
 # processes one rank has none), two evaluations, dropout off: the same arithmetic either way.
@@ -71,19 +70,6 @@ def task_data(task: str, root):
         dict(max_seq_length=64, batch_size=4, eval_batch_size=8), ["predictions.json"]
 
 
-def cli_args(fields: dict) -> list[str]:
-    return [x for k, v in fields.items() for x in (f"--{k.replace('_', '-')}", str(v))]
-
-
-def torchrun(*args: str) -> None:
-    """`litebert ARGS` in two gloo processes."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "litebert.cli", *args]
-    run = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-6000:]
-
-
 def assert_same_results(one, two, files: list[str], noise: tuple[str, ...]) -> float:
     """Both runs' results.json (timing aside) and `files` are equal, the `noise` weights
     near 0 in both; returns the largest difference between the other weights."""
@@ -110,7 +96,7 @@ def test_two_processes_fine_tune_as_one(request, tmp_path, task, model):
     fields = {**SCHEDULE, **fields}
     common = dict(task=task, data=str(data), model=str(request.getfixturevalue(model)))
     finetune(finetune_config(**common, out=str(tmp_path / "one"), **fields))
-    torchrun("finetune", *cli_args({**common, "out": tmp_path / "two", **fields}))
+    run_ranks(2, ["finetune", *cli_options({**common, "out": tmp_path / "two", **fields})])
     difference = assert_same_results(tmp_path / "one", tmp_path / "two", files, NOISE[task])
     print(f"{task}: largest weight difference {difference:.2e}")
     assert difference <= 1e-6
@@ -126,7 +112,7 @@ def predictions(path) -> list[str]:
 
 
 def test_two_processes_evaluate_as_one(lively_model, tmp_path):
-    """`litebert evaluate` under torchrun: the files and metrics of one process."""
+    """`litebert evaluate` on two processes: the files and metrics of one process."""
     data, fields, files = task_data("squad1", tmp_path)
     model = tmp_path / "tuned"
     finetune(finetune_config(task="squad1", data=str(data), model=str(lively_model),
@@ -134,7 +120,7 @@ def test_two_processes_evaluate_as_one(lively_model, tmp_path):
     common = dict(task="squad1", data=str(data), model=str(model / "model"),
                   eval_batch_size=4, **fields)
     evaluate_model(finetune_config(**common, out=str(tmp_path / "one")))
-    torchrun("evaluate", *cli_args({**common, "out": tmp_path / "two"}))
+    run_ranks(2, ["evaluate", *cli_options({**common, "out": tmp_path / "two"})])
     for name in ("results.json", *files):
         assert (tmp_path / "one" / name).read_text() == (tmp_path / "two" / name).read_text()
     assert json.loads((tmp_path / "two" / "results.json").read_text())["dev"]["f1"] >= 0

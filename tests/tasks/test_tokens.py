@@ -12,11 +12,9 @@ import gzip
 import json
 import logging
 import math
-import os
 import random
 import re
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -50,10 +48,10 @@ from litebert.tasks.word_tables import (
 )
 from tests.helpers.cli import cli_options
 from tests.helpers.conll import conll_dir, sentences, write_conll
+from tests.helpers.launch import run_ranks
 from tests.helpers.models import small_config
 from tests.hf_dirs import FAMILIES
 
-ROOT = Path(__file__).resolve().parents[2]
 LABELS = ["O", "B-LOC", "B-PER", "I-PER"]  # the tags of train, sorted "O" first
 
 
@@ -442,7 +440,7 @@ def test_conll2003_dev_scores_equal_conlleval_and_seqeval(neuroner, tmp_path):
     assert tagging_scheme("auto", labels, read_conll(neuroner["valid.txt"])) == "IOB2"
 
 
-# ---- torchrun and precision ----------------------------------------------------------------
+# ---- two processes and precision -----------------------------------------------------------
 
 # 12 steps of 8 over an odd train set whose last batch holds one row (one rank of two has
 # none), two evaluations in several batches, dropout off: the same arithmetic either way.
@@ -457,12 +455,8 @@ def test_two_processes_fine_tune_as_one(hf_model_dir, tmp_path):
     data = conll_dir(tmp_path / "data", n_train=41, n_dev=13, n_test=5)
     fields = dict(data=str(data), model=str(hf_model_dir("xlnet")), **SCHEDULE)
     finetune(token_config(out=str(tmp_path / "one"), **fields))
-    options = cli_options({**fields, "out": str(tmp_path / "two")})
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-           "2", "-m", "litebert.cli", "finetune", "--task", "ner", *options]
-    run = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-6000:]
+    run_ranks(2, ["finetune", "--task", "ner",
+                  *cli_options({**fields, "out": str(tmp_path / "two")})])
     one, two = (json.loads((tmp_path / r / "results.json").read_text()) for r in ("one", "two"))
     assert {k: one[k] for k in RESULT_KEYS} == {k: two[k] for k in RESULT_KEYS}
     for name in ("dev.conll", "test.conll"):

@@ -22,13 +22,13 @@ from litebert.train.optimizers import OPTIMIZERS, build_optimizer
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.state import ensure_optimizer_state, load_model_state
 from litebert.train.throughput import TIMING_FIELDS
+from tests.helpers.launch import run_ranks
 from tests.helpers.pretrain import (
     kill_once_logged,
     pretrain_cli,
     read_metrics,
     run_config,
     run_here,
-    run_torchrun,
 )
 
 TENSOR_FILES = ("__0_0.distcp", "__1_0.distcp")
@@ -70,7 +70,7 @@ def assert_close_runs(straight: Path, resumed: Path) -> None:
 @pytest.fixture(scope="module")
 def ddp_run(data_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("ddp") / "run"
-    run_torchrun(2, ddp_cli(data_dir, out))
+    run_ranks(2, ddp_cli(data_dir, out))
     return out
 
 
@@ -78,7 +78,7 @@ def ddp_run(data_dir, tmp_path_factory) -> Path:
 def one_run(data_dir, ddp_run, tmp_path_factory) -> Path:
     """The DDP run resumed from its step 2 on one process (2 micro-batches of 4)."""
     run = resumed_copy(ddp_run, tmp_path_factory.mktemp("one") / "run", 2)
-    run_torchrun(1, ddp_cli(data_dir, run, "--resume", "auto"))
+    run_ranks(1, ddp_cli(data_dir, run, "--resume", "auto"))
     return run
 
 
@@ -102,13 +102,13 @@ def test_a_ddp_checkpoint_resumes_on_one_process(ddp_run, one_run):
 
 def test_a_one_process_checkpoint_resumes_under_ddp(data_dir, ddp_run, one_run, tmp_path):
     run = resumed_copy(one_run, tmp_path / "run", 4)  # step 4, written by one process
-    run_torchrun(2, ddp_cli(data_dir, run, "--resume", "auto"))
+    run_ranks(2, ddp_cli(data_dir, run, "--resume", "auto"))
     assert_close_runs(ddp_run, run)
 
 
 def test_a_ddp_checkpoint_resumes_under_fsdp(data_dir, ddp_run, tmp_path):
     run = resumed_copy(ddp_run, tmp_path / "run", 2)
-    run_torchrun(2, ddp_cli(data_dir, run, "--fsdp", "--resume", "auto"))
+    run_ranks(2, ddp_cli(data_dir, run, "--fsdp", "--resume", "auto"))
     assert_close_runs(ddp_run, run)
 
 

@@ -21,6 +21,7 @@ from litebert.train.pretrain import RunComplete, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
+from tests.helpers.launch import ENV
 from tests.helpers.pretrain import (
     MICRO_MODEL,
     kill_once_logged,
@@ -29,7 +30,6 @@ from tests.helpers.pretrain import (
     run_config,
     run_here,
 )
-from tests.train.launch import ENV
 
 MODEL_128 = dict(MICRO_MODEL, max_position_embeddings=128)
 

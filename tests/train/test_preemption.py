@@ -17,16 +17,17 @@ from litebert.distributed import init_distributed
 from litebert.train import checkpoint, trainer
 from litebert.train.preemption import ECHO_SECONDS, LAUNCHER_ENV, PreemptionWatch, exit_status
 from litebert.train.state import load_model_state
-from tests.helpers.pretrain import cli_run, read_metrics, run_here
-from tests.train.launch import (
+from tests.helpers.launch import (
     litebert,
     pretrain_args,
     rank_pid,
     run,
+    run_ranks,
     start,
     torchrun,
     wait_for_step,
 )
+from tests.helpers.pretrain import cli_run, read_metrics, run_here
 
 STEPS = 24
 # The signalled runs schedule no checkpoint of their own (pretrain_args saves every 4 steps,
@@ -49,9 +50,9 @@ def assert_same_run(straight, resumed) -> None:
 
 @pytest.fixture(scope="module")
 def two_ranks(data_dir, tmp_path_factory):
-    """An uninterrupted 2-process run and the arguments that make it."""
+    """An uninterrupted 2-process run (torchrun's own runs are the tests below)."""
     out = tmp_path_factory.mktemp("straight") / "run"
-    run(torchrun(2, *pretrain_args(data_dir, out, STEPS, 4)))
+    run_ranks(2, pretrain_args(data_dir, out, STEPS, 4))
     return out
 
 

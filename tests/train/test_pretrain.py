@@ -6,8 +6,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from litebert.train.compiling import BACKEND_ENV
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain, resolved_workers
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import export_run, load_model_state
+from tests.helpers.launch import run_ranks
 from tests.helpers.pretrain import (
     MICRO_MODEL,
     OBJECTIVE_FIELDS,
@@ -32,7 +31,6 @@ from tests.helpers.pretrain import (
     read_metrics,
     run_config,
     run_here,
-    run_torchrun,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,19 +147,15 @@ SLOW = pytest.mark.slow
                                                    ("mlm", "--compile --fsdp"),
                                                    pytest.param("electra", "--compile --fsdp",
                                                                 marks=SLOW)])
-def test_two_torchrun_processes_match_one(data_dir, tmp_path, objective, sharding):
+def test_two_processes_match_one(data_dir, tmp_path, objective, sharding):
     """DDP (or FSDP's fully_shard) over gloo with 2 x micro-batch 4 == 1 process with
     micro-batch 8, at the same global batch; compiled too (aot_eager): DDP over the compiled
     model, FSDP with each unit compiled."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", BACKEND_ENV: "aot_eager"}
+    env = {BACKEND_ENV: "aot_eager"}
     extra = ("--no-export", *objective_cli(objective))
     run_here(pretrain_cli(data_dir, tmp_path / "one", 3, *extra, "--no-compile"), env)
-    two = [sys.executable, "-m", "torch.distributed.run", "--standalone",  # a free port
-           "--nproc-per-node", "2", "-m", "litebert.cli", *pretrain_cli(
-               data_dir, tmp_path / "two", 3, *extra, "--micro-batch-size", "4",
-               *sharding.split())[3:]]
-    run = subprocess.run(two, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[:6000]
+    run_ranks(2, pretrain_cli(data_dir, tmp_path / "two", 3, *extra, "--micro-batch-size",
+                              "4", *sharding.split())[3:], env)
     a, _ = load_model_state(checkpoint.latest(tmp_path / "one"))
     b, _ = load_model_state(checkpoint.latest(tmp_path / "two"))  # FSDP: sharded (DCP)
     for key in a:
@@ -266,7 +260,7 @@ def _fsdp_cli(data_dir, out, *extra):
 def fsdp_run(data_dir, tmp_path_factory):
     """An uninterrupted 2-process FSDP run; at its end it exports the live model itself."""
     out = tmp_path_factory.mktemp("fsdp") / "run"
-    run_torchrun(2, _fsdp_cli(data_dir, out))
+    run_ranks(2, _fsdp_cli(data_dir, out))
     return out
 
 
@@ -290,7 +284,7 @@ def test_fsdp_checkpoint_resumes_on_any_number_of_processes(data_dir, fsdp_run, 
     shutil.copytree(fsdp_run, run)
     for later in ("step-00000004", "step-00000005"):
         shutil.rmtree(checkpoint.checkpoint_dir(run) / later)
-    run_torchrun(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
+    run_ranks(nproc, _fsdp_cli(data_dir, run, "--no-export", "--resume", "auto"))
     straight, _ = read_metrics(fsdp_run)
     resumed, _ = read_metrics(run)
     assert [x["step"] for x in resumed] == [1, 2, 3, 4, 5]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 import torch
@@ -20,6 +19,7 @@ from litebert.objectives import evaluate_directory
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.state import load_model_state
+from tests.helpers.launch import ENV, run_ranks
 from tests.helpers.plm import (
     MEM,
     OBJECTIVE,
@@ -132,14 +132,9 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(plm_data, tmp_path):
 def test_two_torchrun_processes_with_memories_match_one(plm_data, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
     4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     opt_in = ("--set", "objective.checkpoint_memories=true")
     run_here(plm_cli(plm_data, tmp_path / "one", 3, *opt_in))
-    two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node", "2", "-m", "litebert.cli",
-           *plm_cli(plm_data, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:]]
-    run = subprocess.run(two, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_ranks(2, plm_cli(plm_data, tmp_path / "two", 3, *opt_in, "--micro-batch-size", "4")[3:])
     a, _ = load_model_state(checkpoint.latest(tmp_path / "one"))
     b, _ = load_model_state(checkpoint.latest(tmp_path / "two"))
     for key in a:
@@ -153,6 +148,6 @@ def test_two_torchrun_processes_with_memories_match_one(plm_data, tmp_path):
     # the other's dropped unseen (micro-batches of 4: each rank's file would fit).
     run = subprocess.run(plm_cli(plm_data, tmp_path / "two", 4, *opt_in, "--micro-batch-size",
                               "4", "--resume", str(checkpoint.latest(tmp_path / "two"))),
-                         env=env, capture_output=True, text=True)
+                         env=ENV, capture_output=True, text=True)
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert "saved by 2 processes, one file each, and this run has 1" in run.stderr

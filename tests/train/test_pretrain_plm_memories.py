@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -21,6 +18,7 @@ from litebert.train import checkpoint
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.run_config import load_run_config, parse_override
 from litebert.train.state import load_model_state
+from tests.helpers.launch import run_ranks
 from tests.helpers.plm import MEM, SAVING_MEMORIES, plm_cli, run_config
 from tests.helpers.pretrain import read_metrics
 
@@ -99,12 +97,7 @@ def test_a_run_saved_on_two_processes_resumes_on_one(plm_data, tmp_path, caplog)
     are cut by the global batch, the same on any number of processes, so the one-process
     resume of a two-process run reads the windows (and trains the weights) of a one-process
     run resumed at the same step, within DDP's float differences."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    two = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           "--nproc-per-node", "2", "-m", "litebert.cli",
-           *plm_cli(plm_data, tmp_path / "two", 2, "--micro-batch-size", "4")[3:]]
-    run = subprocess.run(two, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
+    run_ranks(2, plm_cli(plm_data, tmp_path / "two", 2, "--micro-batch-size", "4")[3:])
     # plm_cli's settings, in this process (one process, micro-batches of 8).
     same = dict(lr=0.01, warmup_steps=2, eval_every=100, save_every=2, seed=7, export=False)
     pretrain(run_config(plm_data, tmp_path / "one", max_steps=2, **same))
