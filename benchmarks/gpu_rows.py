@@ -114,9 +114,10 @@ def timed(step: Callable[[], int], s: Settings) -> Measured:
 
 def free() -> None:
     """Between sides and checks: every model and compiled graph of the last one let go, so
-    the next side's peak memory and graph count are its own."""
-    gc.collect()
+    the next side's peak memory and graph count are its own (dynamo's caches first: the
+    graphs they drop are then collected too)."""
     torch._dynamo.reset()
+    gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
 
