@@ -79,10 +79,11 @@ def rank_environments(nproc: int) -> list[dict[str, str]]:
     """The variables torchrun --standalone gives each of `nproc` ranks on this machine
     (TORCHELASTIC_RUN_ID included: litebert ends a rank under it with os._exit, see
     litebert.distributed.shutdown); rank 0 serves the store, as without torchrun's agent."""
-    shared = {**ENV, "WORLD_SIZE": str(nproc), "LOCAL_WORLD_SIZE": str(nproc),
-              "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
-              "MASTER_PORT": str(listening_port()), "TORCHELASTIC_RUN_ID": "tests",
-              "TORCHELASTIC_RESTART_COUNT": "0", "TORCHELASTIC_MAX_RESTARTS": "0"}
+    shared = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": str(nproc),
+              "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1",
+              "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(listening_port()),
+              "TORCHELASTIC_RUN_ID": "tests", "TORCHELASTIC_RESTART_COUNT": "0",
+              "TORCHELASTIC_MAX_RESTARTS": "0"}
     return [{**shared, "RANK": str(r), "LOCAL_RANK": str(r), "ROLE_RANK": str(r)}
             for r in range(nproc)]
 
