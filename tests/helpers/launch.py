@@ -130,7 +130,7 @@ def wait_all(procs: list[subprocess.Popen], timeout: float) -> str:
     """Until every process has ended; as torchrun's agent does, the first to fail ends
     the others, and so does the timeout (then: a sentence saying so)."""
     deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs):
+    while None in [p.poll() for p in procs]:  # a list: every process polled, each round
         if any(p.returncode for p in procs) or time.monotonic() > deadline:
             for p in procs:
                 p.kill()
