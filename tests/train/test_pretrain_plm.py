@@ -129,7 +129,7 @@ def test_kill_9_then_resume_with_memories_is_bit_identical(plm_data, tmp_path):
 
 
 @pytest.mark.slow  # 23 s; test_pretrain_plm_memories resumes two processes' memories on one
-def test_two_torchrun_processes_with_memories_match_one(plm_data, tmp_path):
+def test_two_processes_with_memories_match_one(plm_data, tmp_path):
     """DDP over gloo, 2 x micro-batch 4 == 1 process with micro-batch 8: rank k reads streams
     4k .. 4k + 3 and keeps their memories, which tie a resume to two processes."""
     opt_in = ("--set", "objective.checkpoint_memories=true")
