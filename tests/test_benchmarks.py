@@ -63,7 +63,7 @@ class Ran:
 def run_script(monkeypatch, capsys):
     """run_script(script, *argv, **env): benchmarks/SCRIPT's main() on `argv` in this process,
     with `env` set; what it printed and its exit status (a SystemExit's message goes to
-    stderr with status 1, as the interpreter does it)."""
+    stderr with status 1, SystemExit() is 0, as the interpreter does it)."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
 
     def run(script: str, *argv: str, **env: str) -> Ran:
@@ -74,7 +74,7 @@ def run_script(monkeypatch, capsys):
         try:
             importlib.import_module(Path(script).stem).main()
         except SystemExit as stop:
-            status = stop.code if isinstance(stop.code, int) else 1
+            status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
             if isinstance(stop.code, str):
                 print(stop.code, file=sys.stderr)
         out, err = capsys.readouterr()

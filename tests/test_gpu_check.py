@@ -7,6 +7,7 @@ The data is what benchmarks/gpu_check_data.py builds, here from a small syntheti
 
 from __future__ import annotations
 
+import gc
 import gzip
 import importlib
 import json
@@ -156,6 +157,7 @@ def test_a_failing_check_is_its_rows_status_and_the_exit_status(gpu_check, tmp_p
         return [rows.Row("fine", "eager", "a tiny check", litebert=5.0, transformers=2.0)]
 
     table = runner.run_checks({"broken": broken, "fine": fine}, s, tmp_path / "out", 1e9)
+    assert gc.get_freeze_count() == 0  # frozen between checks, this process's own again after
     assert [r.status for r in table] == [
         "error: RuntimeError: CUDA error: an illegal memory access was encountered", "ok"]
     assert runner.exit_status(table) == 1
