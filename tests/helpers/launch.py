@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -64,6 +65,15 @@ def wait_for_step(proc: subprocess.Popen, run_dir: Path, step: int, timeout: flo
         assert proc.poll() is None, proc.communicate()[1][-6000:]
         time.sleep(0.005)
     raise AssertionError(f"step {step} was never logged")
+
+
+def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) -> None:
+    """Start a run and SIGKILL it as soon as RUN_DIR/metrics.jsonl holds `step`."""
+    proc = start(command, env=env)
+    wait_for_step(proc, run_dir, step, timeout=120)
+    proc.kill()
+    proc.communicate()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
 
 
 def rank_pid(parent: int, rank: int) -> int:

@@ -1,5 +1,5 @@
 """Pre-training on a generated corpus with a micro model: the data build, run configs,
-command lines, the metrics a run writes, a run killed at a step, and a command run here."""
+command lines, the metrics a run writes, and a command run here."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import collections
 import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -84,21 +81,6 @@ def pretrain_cli(data_dir, out, steps, *extra):
             "--micro-batch-size", "8", "--lr", "0.01", "--warmup-steps", "2",
             "--log-every", "1", "--eval-every", "100", "--save-every", "2", "--seed", "7",
             *extra]
-
-
-def kill_once_logged(command: list[str], env: dict, run_dir: Path, step: int) -> None:
-    """Start a run and SIGKILL it as soon as its metrics.jsonl holds `step`."""
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    metrics = run_dir / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if metrics.exists() and f'"step": {step}' in metrics.read_text():
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
 
 
 def run_here(command: list[str], env: dict[str, str] | None = None) -> None:

@@ -22,9 +22,8 @@ from litebert.train.optimizers import OPTIMIZERS, build_optimizer
 from litebert.train.pretrain import Trainer, pretrain
 from litebert.train.state import ensure_optimizer_state, load_model_state
 from litebert.train.throughput import TIMING_FIELDS
-from tests.helpers.launch import run_ranks
+from tests.helpers.launch import kill_once_logged, run_ranks
 from tests.helpers.pretrain import (
-    kill_once_logged,
     pretrain_cli,
     read_metrics,
     run_config,

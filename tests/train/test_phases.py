@@ -21,10 +21,9 @@ from litebert.train.pretrain import RunComplete, pretrain
 from litebert.train.run_config import RunConfigError, load_run_config
 from litebert.train.state import load_model_state
 from tests.data.builds import write_corpus
-from tests.helpers.launch import ENV
+from tests.helpers.launch import ENV, kill_once_logged
 from tests.helpers.pretrain import (
     MICRO_MODEL,
-    kill_once_logged,
     pretrain_cli,
     read_metrics,
     run_config,

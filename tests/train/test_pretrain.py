@@ -20,12 +20,11 @@ from litebert.train.compiling import BACKEND_ENV
 from litebert.train.pretrain import Trainer, TrainingDiverged, pretrain, resolved_workers
 from litebert.train.run_config import RunConfigError
 from litebert.train.state import export_run, load_model_state
-from tests.helpers.launch import run_ranks
+from tests.helpers.launch import kill_once_logged, run_ranks
 from tests.helpers.pretrain import (
     MICRO_MODEL,
     OBJECTIVE_FIELDS,
     file_reads,
-    kill_once_logged,
     objective_cli,
     pretrain_cli,
     read_metrics,

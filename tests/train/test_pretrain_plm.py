@@ -19,7 +19,7 @@ from litebert.objectives import evaluate_directory
 from litebert.train import checkpoint
 from litebert.train.pretrain import pretrain
 from litebert.train.state import load_model_state
-from tests.helpers.launch import ENV, run_ranks
+from tests.helpers.launch import ENV, kill_once_logged, run_ranks
 from tests.helpers.plm import (
     MEM,
     OBJECTIVE,
@@ -27,7 +27,7 @@ from tests.helpers.plm import (
     plm_cli,
     run_config,
 )
-from tests.helpers.pretrain import kill_once_logged, read_metrics, run_here
+from tests.helpers.pretrain import read_metrics, run_here
 
 
 def test_plm_trains_evaluates_and_exports_an_xlnet_directory(plm_data, tmp_path):
