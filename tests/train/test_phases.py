@@ -5,7 +5,6 @@ others refused; a phase the model cannot hold is refused before training; --new-
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
@@ -82,7 +81,7 @@ def test_killed_in_either_phase_or_across_the_boundary_it_goes_on_bit_for_bit(le
     run_here(command(tmp_path / "straight"))
     killed = tmp_path / "killed"
     for step in (5, 7):
-        kill_once_logged(command(killed), {**os.environ, **ENV}, killed, step)
+        kill_once_logged(command(killed), ENV, killed, step)
     run_here(command(killed))
     straight, resumed = read_metrics(tmp_path / "straight")[0], read_metrics(killed)[0]
     assert [x["step"] for x in resumed] == list(range(1, 13))  # no step twice
